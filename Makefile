@@ -1,0 +1,30 @@
+# The two commands of the README. Each creates .venv if missing and installs
+# the project into it, so a fresh machine needs only Python >= 3.11.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench setup clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev,examples]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+demo: $(STAMP)
+	$(PY) examples/demo.py
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests/
+	@if [ -n "$$(find filecheck -name '*.mlir' 2>/dev/null | head -1)" ]; then \
+		PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/lit -q filecheck/; fi
+
+bench: $(STAMP)
+	$(PY) bench/eager_overhead.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

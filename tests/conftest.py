@@ -1,0 +1,13 @@
+import numpy as np
+import pytest
+
+import tfc
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def pytest_configure(config):
+    np.seterr(all="ignore")

@@ -1,0 +1,30 @@
+"""tfc: eager tensors with autodiff, and a compiler for the same code.
+
+The public API is re-exported here; nothing else lives in this module.
+"""
+from tfc.core.dtypes import (  # noqa: F401
+    DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int32, int64,
+)
+from tfc.core.tensor import Tensor, constant, convert_to_tensor  # noqa: F401
+from tfc.core.variable import Variable  # noqa: F401
+from tfc.core import errors  # noqa: F401
+from tfc.core.tape import (  # noqa: F401
+    GradientTape, custom_gradient, gradients_function, implicit_gradients,
+    implicit_value_and_gradients, stop_gradient, value_and_gradients_function,
+)
+from tfc import ops as _ops  # noqa: F401  (registers every op)
+from tfc.ops.creation import eye, fill, linspace, ones, ones_like, range, zeros, zeros_like  # noqa: F401
+from tfc.ops.math import (  # noqa: F401
+    abs, add, cast, ceil, clip_by_value, cos, divide, equal, exp, expm1, floor, floordiv,
+    greater, greater_equal, identity, less, less_equal, log, log1p, logical_and, logical_not,
+    logical_or, maximum, minimum, mod, multiply, negative, not_equal, pow, relu, round, rsqrt,
+    sigmoid, sign, sin, softplus, sqrt, square, subtract, tanh, where,
+)
+from tfc.ops.reductions import (  # noqa: F401
+    argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
+    reduce_sum,
+)
+from tfc.ops.linalg import matmul  # noqa: F401
+from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
+
+__version__ = "0.1.0"

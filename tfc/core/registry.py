@@ -1,0 +1,219 @@
+"""The op registry: every primitive op is declared exactly once, here's how.
+
+A declaration is a small Python function giving the op's public signature; it
+returns ``(inputs, attrs)`` and ``declare`` turns it into the public API function.
+The declaration also names
+
+- ``kernel``: the eager numpy kernel, ``kernel(*arrays, **attrs)``; it doubles
+  as the constant folder and as the reference executor's kernel;
+- ``infer``: shape and dtype inference, ``infer(op, *specs, **attrs)`` returning
+  a ``Spec`` (or a list of them), raising ValueError/TypeError with the message
+  users see on bad input; it also verifies the op in the IR;
+- ``grad``: the vector-Jacobian rule ``grad(entry, g)`` written with tfc ops (so it
+  runs eagerly, traced, and under nested tapes); None marks an op as not
+  differentiable;
+- ``attrs``: attribute names and kinds, from which the IR op is generated;
+- ``scalar``: the scalar body of elementwise ops, used by fusion and lowering.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+from tfc.core import dtypes
+from tfc.core.context import STATE, TAPES
+from tfc.core.tensor import Tensor, constant, is_python_scalar, wrap
+
+
+class Spec(NamedTuple):
+    """Static type of a tensor: its shape (ints, None where known only at run
+    time) and its dtype."""
+
+    shape: tuple
+    dtype: dtypes.DType
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __str__(self) -> str:
+        dims = ", ".join("?" if d is None else str(d) for d in self.shape)
+        return f"{self.dtype.name}[{dims}]"
+
+
+# Attribute kinds an op may declare; the IR generator maps each to an attribute.
+ATTR_KINDS = frozenset(
+    {"int", "int?", "float", "float?", "bool", "ints", "ints?", "dtype", "str", "index", "seed"}
+)
+
+
+class OpDef:
+    """One primitive op. See the module docstring for the fields."""
+
+    __slots__ = (
+        "name", "kernel", "infer", "grad", "attrs", "promote", "quiet",
+        "stateful", "scalar", "api", "__weakref__",
+    )
+
+    def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar):
+        self.name = name
+        self.kernel = kernel
+        self.infer = infer
+        self.grad = grad
+        self.attrs = dict(attrs)
+        self.promote = tuple(promote)
+        self.quiet = quiet
+        self.stateful = stateful
+        self.scalar = scalar
+        self.api = None
+
+    @property
+    def differentiable(self) -> bool:
+        return self.grad is not None
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+REGISTRY: dict[str, OpDef] = {}
+
+
+def declare(
+    *,
+    kernel: Callable,
+    infer: Callable,
+    grad: Callable | None = None,
+    attrs: dict | None = None,
+    promote: tuple = (),
+    quiet: bool = False,
+    stateful: bool = False,
+    scalar: Callable | None = None,
+    name: str | None = None,
+):
+    """Declare a primitive op; decorates the function that packs its arguments.
+
+    ``promote`` lists the input positions that share one dtype (NumPy promotion,
+    Python scalars weak). ``quiet`` silences numpy's floating-point warnings
+    (1/0 is inf, as in TensorFlow). ``stateful`` ops are never folded or merged.
+    """
+    attrs = attrs or {}
+    unknown = set(attrs.values()) - ATTR_KINDS
+    if unknown:
+        raise TypeError(f"unknown attribute kinds {unknown}")
+
+    def decorate(pack):
+        op_name = name or pack.__name__
+        if op_name in REGISTRY:
+            raise ValueError(f"op {op_name!r} is declared twice")
+        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar)
+        REGISTRY[op_name] = op
+
+        @functools.wraps(pack)
+        def api(*args, name=None, **kwargs):
+            inputs, attr_values = pack(*args, **kwargs)
+            return execute(op, inputs, attr_values)
+
+        api.op = op
+        op.api = api
+        return api
+
+    return decorate
+
+
+def execute(op: OpDef, inputs, attrs: dict):
+    """Run ``op`` now (eager), or append it to the function being traced."""
+    tensors = convert_inputs(op, inputs)
+    builder = STATE.builder
+    if builder is not None:
+        outputs = builder.emit(op, tensors, attrs)
+    else:
+        if TAPES:
+            from tfc.core.tape import snapshot_variables
+
+            tensors = snapshot_variables(tensors)
+        outputs = run_eager(op, tensors, attrs)
+    if TAPES:
+        from tfc.core.tape import record
+
+        record(op, tensors, outputs, attrs)
+    return outputs
+
+
+def run_eager(op: OpDef, tensors, attrs):
+    specs = [Spec(t._value.shape, dtypes.from_numpy(t._value.dtype)) for t in tensors]
+    out_specs = op.infer(op, *specs, **attrs)
+    values = [t._value for t in tensors]
+    if op.quiet:
+        with np.errstate(all="ignore"):
+            result = op.kernel(*values, **attrs)
+    else:
+        result = op.kernel(*values, **attrs)
+    if type(out_specs) is Spec:
+        return wrap(_conform(op, result, out_specs))
+    return [wrap(_conform(op, r, s)) for r, s in zip(result, out_specs)]
+
+
+def _conform(op, value, spec: Spec):
+    """Cast a kernel result to the inferred dtype; check the inferred shape."""
+    if not isinstance(value, (np.ndarray, np.generic)):
+        value = np.asarray(value)
+    want = spec.dtype.as_numpy_dtype
+    if value.dtype != want:
+        value = value.astype(want)
+    if value.shape != spec.shape:
+        raise AssertionError(
+            f"internal error in op {op.name}: kernel gave shape {value.shape}, "
+            f"inference said {spec.shape}"
+        )
+    return value
+
+
+def convert_inputs(op: OpDef, inputs) -> list:
+    """Inputs as Tensors; Python scalars in a promotion group are weak, and the
+    group is cast to its common dtype (recorded, so gradients flow through)."""
+    out = list(inputs)
+    weak = []
+    promote = op.promote
+    for i, x in enumerate(out):
+        if isinstance(x, Tensor):
+            continue
+        if i in promote and is_python_scalar(x):
+            weak.append(i)
+        else:
+            out[i] = constant(x)
+    if not promote:
+        return out
+    strong = [out[i].dtype for i in promote if i not in weak]
+    if weak:
+        values = [out[i] for i in weak]
+        if strong:
+            dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *values))
+        else:  # only Python scalars: the default float if any is a float
+            kinds = {dtypes.default_dtype_of(v) for v in values}
+            dt = next(d for d in (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.bool_) if d in kinds)
+        for i in weak:
+            out[i] = _weak_constant(op, out[i], dt)
+    if len(strong) > 1 and any(d != strong[0] for d in strong):
+        from tfc.ops.math import cast
+
+        common = dtypes.promote(*strong)
+        for i in promote:
+            if out[i].dtype != common:
+                out[i] = cast(out[i], common)
+    return out
+
+
+def _weak_constant(op: OpDef, value, dt: dtypes.DType) -> Tensor:
+    try:
+        return wrap(np.array(value, dtype=dt.as_numpy_dtype))
+    except OverflowError:
+        raise ValueError(f"{op.name}: Python value {value!r} does not fit in {dt.name}") from None
+
+
+def get_op(name: str) -> OpDef:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r}") from None

@@ -1,0 +1,402 @@
+"""Tape-based reverse-mode automatic differentiation.
+
+Every op call checks ``TAPES`` (one list lookup) and records nothing when no tape
+is active. A tape records an op only when one of its inputs is tracked (watched,
+or computed from a watched tensor), and only ops that have a gradient rule.
+The rules are written with tfc ops, so the backward pass is itself recorded by
+any outer tape: nesting tapes gives higher-order gradients.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+
+from tfc.core import nest
+from tfc.core.context import TAPES
+from tfc.core.registry import OpDef, Spec
+from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.variable import Variable
+
+
+class Entry:
+    """One recorded op application; gradient rules read its fields."""
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "needs")
+
+    def __init__(self, op, inputs, outputs, attrs):
+        self.op = op
+        self.inputs = inputs
+        self.outputs = outputs
+        self.attrs = attrs
+        self.needs = None  # per input: is its gradient wanted? (set by backprop)
+
+    def needs_grad(self, i: int) -> bool:
+        """Rules may skip computing the gradient of input ``i`` when this is False."""
+        return self.needs is None or self.needs[i]
+
+
+def _is_float(t) -> bool:
+    return t.dtype.is_floating
+
+
+def record(op, inputs, outputs, attrs) -> None:
+    """Called by the registry after each op while a tape is active."""
+    if op.grad is None:
+        return
+    outs = outputs if type(outputs) is list else [outputs]
+    entry = None
+    for tape in TAPES:
+        tracked = tape._tracked
+        if not any(id(t) in tracked for t in inputs):
+            continue
+        if entry is None:
+            entry = Entry(op, list(inputs), outs, attrs)
+        tape._entries.append(entry)
+        for o in outs:
+            if _is_float(o):
+                tracked[id(o)] = o
+
+
+def _identity_grad(entry, g):
+    return [g]
+
+
+# Reading a variable under a tape: an identity from the variable to a snapshot.
+READ_VARIABLE = OpDef(
+    "read_variable", kernel=lambda v: v, infer=lambda op, s: s, grad=_identity_grad,
+    attrs={}, promote=(), quiet=False, stateful=True, scalar=None,
+)
+
+
+def snapshot_variables(tensors):
+    """Replace Variable inputs by snapshots of their values (recorded reads)."""
+    if not any(isinstance(t, Variable) for t in tensors):
+        return tensors
+    out = []
+    for t in tensors:
+        if isinstance(t, Variable):
+            if t.trainable:
+                for tape in TAPES:
+                    if tape._watch_accessed_variables:
+                        tape._watch_variable(t)
+            snap = wrap(t._value)
+            record(READ_VARIABLE, [t], snap, {})
+            t = snap
+        out.append(t)
+    return out
+
+
+class GradientTape:
+    """Records operations for automatic differentiation, as ``tf.GradientTape``.
+
+    Trainable variables read inside the ``with`` block are watched automatically
+    (unless ``watch_accessed_variables=False``); other tensors are watched with
+    ``watch``. A non-persistent tape computes one set of gradients, then frees
+    its records.
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_accessed_variables = watch_accessed_variables
+        self._tracked: dict[int, Tensor] = {}
+        self._entries: list[Entry] = []
+        self._variables: dict[int, Variable] = {}
+        self._used = False
+
+    def __enter__(self):
+        TAPES.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        self._pop()
+        return False
+
+    def _pop(self) -> int:
+        for i, t in enumerate(TAPES):
+            if t is self:
+                del TAPES[i]
+                return i
+        return -1
+
+    def _watch_variable(self, v: Variable) -> None:
+        if id(v) not in self._variables:
+            self._variables[id(v)] = v
+        self._tracked[id(v)] = v
+
+    def watch(self, tensor) -> None:
+        """Track ``tensor`` (or a nested structure of them) for gradients."""
+        for t in nest.flatten(tensor):
+            if isinstance(t, Variable):
+                self._watch_variable(t)
+            elif isinstance(t, Tensor):
+                self._tracked[id(t)] = t
+            else:
+                raise TypeError(f"watch() takes tensors or variables, got {type(t).__name__}")
+
+    def watched_variables(self) -> tuple:
+        return tuple(self._variables.values())
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Ops run inside this block are not recorded on this tape."""
+        i = self._pop()
+        if i < 0:
+            raise ValueError("stop_recording() is only valid while the tape is recording (inside its 'with' block)")
+        try:
+            yield
+        finally:
+            TAPES.insert(i, self)
+
+    def reset(self) -> None:
+        """Forget everything recorded so far."""
+        self._tracked.clear()
+        self._entries.clear()
+        self._variables.clear()
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """d(sum of target) / d(sources), shaped like ``sources``.
+
+        ``output_gradients`` weights each target (default ones). Sources that the
+        target does not depend on give None, or zeros with
+        ``unconnected_gradients="zero"``.
+        """
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
+        if self._used and not self._persistent:
+            raise RuntimeError(
+                "a non-persistent GradientTape computes gradients once; "
+                "use GradientTape(persistent=True) to call gradient() again"
+            )
+        flat_targets = [convert_to_tensor(t) for t in nest.flatten(target)]
+        flat_sources = nest.flatten(sources)
+        for s in flat_sources:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient() sources must be tensors or variables, got {type(s).__name__}")
+        if output_gradients is not None:
+            output_gradients = nest.flatten(output_gradients)
+            if len(output_gradients) != len(flat_targets):
+                raise ValueError(
+                    f"output_gradients has {len(output_gradients)} entries for {len(flat_targets)} targets"
+                )
+        # Our own backward ops are not recorded here; outer tapes do record them.
+        i = self._pop()
+        try:
+            grads = backprop(self._entries, flat_targets, flat_sources, output_gradients)
+        finally:
+            if i >= 0:
+                TAPES.insert(i, self)
+        self._used = True
+        if not self._persistent:
+            self._entries = []
+            self._tracked = {}
+        if unconnected_gradients == "zero":
+            from tfc.ops.creation import zeros_like
+
+            grads = [zeros_like(s) if g is None else g for g, s in zip(grads, flat_sources)]
+        return nest.pack_sequence_as(sources, grads)
+
+
+def backprop(entries, targets, sources, output_gradients=None) -> list:
+    """Reverse-mode sweep over recorded ``entries`` from ``targets`` to ``sources``."""
+    from tfc.ops.creation import ones_like, zeros_like
+
+    # Only ops on a path from a source matter.
+    reach = {id(s) for s in sources}
+    useful = []
+    for e in entries:
+        if any(id(t) in reach for t in e.inputs):
+            useful.append(e)
+            for o in e.outputs:
+                reach.add(id(o))
+    grads: dict[int, Tensor] = {}
+
+    def accumulate(t, g):
+        k = id(t)
+        prev = grads.get(k)
+        grads[k] = g if prev is None else prev + g
+
+    for k, t in enumerate(targets):
+        if id(t) not in reach:
+            continue
+        g = output_gradients[k] if output_gradients is not None else None
+        accumulate(t, ones_like(t) if g is None else convert_to_tensor(g, t.dtype))
+    for e in reversed(useful):
+        out_grads = [grads.get(id(o)) for o in e.outputs]
+        if all(g is None for g in out_grads):
+            continue
+        if len(e.outputs) == 1:
+            g = out_grads[0]
+        else:
+            g = [zeros_like(o) if og is None else og for o, og in zip(e.outputs, out_grads)]
+        e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
+        in_grads = e.op.grad(e, g)
+        if len(in_grads) != len(e.inputs):
+            raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
+        for x, gx in zip(e.inputs, in_grads):
+            if gx is not None and id(x) in reach and _is_float(x):
+                accumulate(x, gx)
+    return [grads.get(id(s)) for s in sources]
+
+
+# -- functional forms -----------------------------------------------------------
+
+def _param_indices(f, params, nargs: int) -> list[int]:
+    if params is None:
+        return list(range(nargs))
+    names = list(inspect.signature(f).parameters)
+    out = []
+    for p in params:
+        if isinstance(p, int):
+            out.append(p)
+        elif p in names:
+            out.append(names.index(p))
+        else:
+            raise ValueError(f"params: {f.__name__} has no parameter {p!r}")
+    return out
+
+
+def value_and_gradients_function(f, params=None):
+    """Returns ``g(*args) -> (f(*args), [df/darg for each arg in params])``."""
+
+    @functools.wraps(f)
+    def value_and_grads(*args, **kwargs):
+        idx = _param_indices(f, params, len(args))
+        args = list(args)
+        for i in idx:
+            args[i] = convert_to_tensor(args[i])
+        with GradientTape() as tape:
+            for i in idx:
+                tape.watch(args[i])
+            value = f(*args, **kwargs)
+        grads = tape.gradient(value, [args[i] for i in idx])
+        return value, grads
+
+    return value_and_grads
+
+
+def gradients_function(f, params=None):
+    """Returns ``g(*args) -> [df/darg ...]``; apply it to itself for higher derivatives."""
+    vg = value_and_gradients_function(f, params)
+
+    @functools.wraps(f)
+    def grads(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    return grads
+
+
+def implicit_value_and_gradients(f):
+    """Returns ``g(*args) -> (f(*args), [(gradient, variable), ...])`` for the
+    trainable variables ``f`` reads."""
+
+    @functools.wraps(f)
+    def value_and_grads(*args, **kwargs):
+        with GradientTape() as tape:
+            value = f(*args, **kwargs)
+        variables = tape.watched_variables()
+        if not variables:
+            raise ValueError(
+                f"no trainable variable was read while computing {getattr(f, '__name__', 'the function')}; "
+                "implicit gradients are taken with respect to the variables a function uses"
+            )
+        grads = tape.gradient(value, list(variables))
+        return value, list(zip(grads, variables))
+
+    return value_and_grads
+
+
+def implicit_gradients(f):
+    """Returns ``g(*args) -> [(gradient, variable), ...]``."""
+    vg = implicit_value_and_gradients(f)
+
+    @functools.wraps(f)
+    def grads(*args, **kwargs):
+        return vg(*args, **kwargs)[1]
+
+    return grads
+
+
+def stop_gradient(x) -> Tensor:
+    """``x``, cut from the tape: gradients do not flow through it."""
+    from tfc.ops.math import identity
+
+    t = convert_to_tensor(x)
+    saved = TAPES[:]
+    TAPES.clear()
+    try:
+        return identity(t)
+    finally:
+        TAPES.extend(saved)
+
+
+@contextlib.contextmanager
+def _tapes_suspended():
+    saved = TAPES[:]
+    TAPES.clear()
+    try:
+        yield
+    finally:
+        TAPES.extend(saved)
+
+
+class _CustomGradientOp:
+    """Stands in for an OpDef on the tape: its rule is the user's grad_fn."""
+
+    name = "custom_gradient"
+
+    def __init__(self, fn_name, grad_fn, n_inputs, variables):
+        self.fn_name = fn_name
+        self.grad_fn = grad_fn
+        self.n_inputs = n_inputs
+        self.variables = variables
+
+    def grad(self, entry, g):
+        if self.variables:
+            result = self.grad_fn(*([g] if not isinstance(g, list) else g), variables=list(self.variables))
+            input_grads, var_grads = result
+        else:
+            input_grads = self.grad_fn(*([g] if not isinstance(g, list) else g))
+            var_grads = []
+        input_grads = list(input_grads) if isinstance(input_grads, (list, tuple)) else [input_grads]
+        if len(input_grads) != self.n_inputs:
+            raise ValueError(
+                f"the gradient function of {self.fn_name} returned {len(input_grads)} gradients "
+                f"for {self.n_inputs} inputs"
+            )
+        return [None if g is None else convert_to_tensor(g) for g in input_grads] + list(var_grads)
+
+
+def custom_gradient(f):
+    """Decorator: ``f(*x)`` returns ``(y, grad_fn)``; ``grad_fn(dy)`` gives dx.
+
+    If ``f`` reads trainable variables, ``grad_fn`` must accept ``variables=`` and
+    return ``(input_grads, variable_grads)``, as in TensorFlow.
+    """
+
+    @functools.wraps(f)
+    def wrapped(*args, **kwargs):
+        inputs = [convert_to_tensor(a) if not isinstance(a, Tensor) else a for a in args]
+        if not TAPES:
+            y, _ = f(*inputs, **kwargs)
+            return y
+        watcher = GradientTape()
+        with _tapes_suspended():
+            with watcher:
+                y, grad_fn = f(*inputs, **kwargs)
+        variables = watcher.watched_variables()
+        if variables and "variables" not in inspect.signature(grad_fn).parameters:
+            raise TypeError(
+                f"{f.__name__} reads variables {[v.name for v in variables]}, so its gradient "
+                "function must accept a 'variables' keyword argument"
+            )
+        from tfc.ops.math import identity
+
+        flat_y = nest.flatten(y)
+        with _tapes_suspended():
+            outs = [identity(convert_to_tensor(t)) for t in flat_y]
+        op = _CustomGradientOp(f.__name__, grad_fn, len(inputs), variables)
+        record(op, inputs + list(variables), outs if len(outs) > 1 else outs[0], {})
+        return nest.pack_sequence_as(y, outs)
+
+    return wrapped

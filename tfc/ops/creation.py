@@ -1,0 +1,151 @@
+"""Tensor creation: one declaration per op."""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import dtypes
+
+from tfc.core.registry import Spec, declare
+from tfc.core.tensor import Tensor
+from tfc.ops import _infer as inf
+
+
+def as_shape(op_name: str, shape) -> tuple:
+    """A static shape from a list/tuple of ints, an int, or an eager integer tensor."""
+    if isinstance(shape, Tensor):
+        if not shape.dtype.is_integer or shape.ndim > 1:
+            raise TypeError(f"{op_name}: shape must be a 1-d integer tensor, got {shape.dtype.name} {shape.shape}")
+        shape = shape.numpy().tolist()
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    try:
+        dims = tuple(int(d) for d in shape)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op_name}: shape must be a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{op_name}: shape {dims} has a negative dimension")
+    return dims
+
+
+def _filled_infer(op, shape, dtype) -> Spec:
+    return Spec(shape, dtype)
+
+
+@declare(kernel=lambda shape, dtype: np.zeros(shape, dtype.as_numpy_dtype), infer=_filled_infer,
+         attrs={"shape": "ints", "dtype": "dtype"})
+def zeros(shape, dtype=dtypes.float32):
+    """A tensor of ``shape`` filled with zeros."""
+    return (), {"shape": as_shape("zeros", shape), "dtype": dtypes.as_dtype(dtype)}
+
+
+@declare(kernel=lambda shape, dtype: np.ones(shape, dtype.as_numpy_dtype), infer=_filled_infer,
+         attrs={"shape": "ints", "dtype": "dtype"})
+def ones(shape, dtype=dtypes.float32):
+    """A tensor of ``shape`` filled with ones."""
+    return (), {"shape": as_shape("ones", shape), "dtype": dtypes.as_dtype(dtype)}
+
+
+def _like_infer(op, x: Spec, dtype=None) -> Spec:
+    return Spec(x.shape, dtype or x.dtype)
+
+
+def _zeros_like_kernel(x, dtype=None):
+    return np.zeros(x.shape, x.dtype if dtype is None else dtype.as_numpy_dtype)
+
+
+def _ones_like_kernel(x, dtype=None):
+    return np.ones(x.shape, x.dtype if dtype is None else dtype.as_numpy_dtype)
+
+
+@declare(kernel=_zeros_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"})
+def zeros_like(input, dtype=None):  # noqa: A002 (TensorFlow's name)
+    """Zeros with the shape (and, unless given, the dtype) of ``input``."""
+    return (input,), {"dtype": None if dtype is None else dtypes.as_dtype(dtype)}
+
+
+@declare(kernel=_ones_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"})
+def ones_like(input, dtype=None):  # noqa: A002
+    """Ones with the shape (and, unless given, the dtype) of ``input``."""
+    return (input,), {"dtype": None if dtype is None else dtypes.as_dtype(dtype)}
+
+
+def _fill_infer(op, value: Spec, dims) -> Spec:
+    if value.ndim != 0:
+        raise ValueError(f"fill: value must be a scalar, got shape {inf.fmt_shape(value.shape)}")
+    return Spec(dims, value.dtype)
+
+
+def _fill_grad(e, g):
+    from tfc.ops.reductions import reduce_sum
+
+    return [reduce_sum(g)]
+
+
+@declare(kernel=lambda value, dims: np.full(dims, value), infer=_fill_infer, grad=_fill_grad,
+         attrs={"dims": "ints"})
+def fill(dims, value):
+    """A tensor of shape ``dims`` filled with the scalar ``value``."""
+    return (value,), {"dims": as_shape("fill", dims)}
+
+
+def _number(op_name, v, what):
+    if isinstance(v, Tensor):
+        v = v.numpy().item()
+    if not isinstance(v, (int, float, np.integer, np.floating)) or isinstance(v, bool):
+        raise TypeError(f"{op_name}: {what} must be a number, got {v!r}")
+    return v
+
+
+def _range_kernel(start, limit, delta, dtype):
+    return np.arange(start, limit, delta, dtype=dtype.as_numpy_dtype)
+
+
+def _range_infer(op, start, limit, delta, dtype) -> Spec:
+    if delta == 0:
+        raise ValueError("range: delta must not be zero")
+    n = max(0, int(np.ceil((limit - start) / delta)))
+    return Spec((n,), dtype)
+
+
+@declare(kernel=_range_kernel, infer=_range_infer,
+         attrs={"start": "float", "limit": "float", "delta": "float", "dtype": "dtype"})
+def range(start, limit=None, delta=1, dtype=None):  # noqa: A001
+    """[start, start + delta, ...) up to ``limit`` (exclusive); ``range(n)`` is 0..n-1."""
+    if limit is None:
+        start, limit = 0, start
+    start, limit, delta = (_number("range", v, w) for v, w in ((start, "start"), (limit, "limit"), (delta, "delta")))
+    if dtype is None:
+        dtype = dtypes.float32 if any(isinstance(v, (float, np.floating)) for v in (start, limit, delta)) else dtypes.int32
+    return (), {"start": start, "limit": limit, "delta": delta, "dtype": dtypes.as_dtype(dtype)}
+
+
+def _linspace_infer(op, start, stop, num, dtype) -> Spec:
+    if num < 0:
+        raise ValueError(f"linspace: num must be >= 0, got {num}")
+    return Spec((num,), dtype)
+
+
+@declare(kernel=lambda start, stop, num, dtype: np.linspace(start, stop, num, dtype=dtype.as_numpy_dtype),
+         infer=_linspace_infer, attrs={"start": "float", "stop": "float", "num": "int", "dtype": "dtype"})
+def linspace(start, stop, num, dtype=dtypes.float32):
+    """``num`` evenly spaced values from ``start`` to ``stop`` inclusive."""
+    return (), {"start": float(_number("linspace", start, "start")), "stop": float(_number("linspace", stop, "stop")),
+                "num": int(num), "dtype": dtypes.as_dtype(dtype)}
+
+
+def _eye_infer(op, num_rows, num_columns, dtype) -> Spec:
+    if num_rows < 0 or num_columns < 0:
+        raise ValueError(f"eye: sizes must be >= 0, got {num_rows} x {num_columns}")
+    return Spec((num_rows, num_columns), dtype)
+
+
+@declare(kernel=lambda num_rows, num_columns, dtype: np.eye(num_rows, num_columns, dtype=dtype.as_numpy_dtype),
+         infer=_eye_infer, attrs={"num_rows": "int", "num_columns": "int", "dtype": "dtype"})
+def eye(num_rows, num_columns=None, dtype=dtypes.float32):
+    """The identity matrix (ones on the diagonal)."""
+    return (), {"num_rows": int(num_rows), "num_columns": int(num_rows if num_columns is None else num_columns),
+                "dtype": dtypes.as_dtype(dtype)}
+
+
+__all__ = ["zeros", "ones", "zeros_like", "ones_like", "fill", "range", "linspace", "eye", "as_shape"]
+

@@ -1,0 +1,343 @@
+"""Elementwise math: one declaration per op (kernel, inference, gradient)."""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import dtypes
+from tfc.core.dtypes import ANY, FLOATS, INTS, NUMERIC
+from tfc.core.registry import Spec, declare
+from tfc.ops import _infer as inf
+from tfc.ops._grad import unbroadcast
+
+SIGNED = NUMERIC  # every tfc integer dtype is signed
+
+# -- binary arithmetic ------------------------------------------------------------
+
+
+def _add_grad(e, g):
+    x, y = e.inputs
+    return [unbroadcast(g, x.shape), unbroadcast(g, y.shape)]
+
+
+@declare(kernel=np.add, infer=inf.binary(NUMERIC), grad=_add_grad, promote=(0, 1))
+def add(x, y):
+    """x + y, elementwise, with NumPy broadcasting."""
+    return (x, y), {}
+
+
+def _sub_grad(e, g):
+    x, y = e.inputs
+    return [unbroadcast(g, x.shape), unbroadcast(negative(g), y.shape) if e.needs_grad(1) else None]
+
+
+@declare(kernel=np.subtract, infer=inf.binary(NUMERIC), grad=_sub_grad, promote=(0, 1))
+def subtract(x, y):
+    """x - y, elementwise."""
+    return (x, y), {}
+
+
+def _mul_grad(e, g):
+    x, y = e.inputs
+    return [
+        unbroadcast(g * y, x.shape) if e.needs_grad(0) else None,
+        unbroadcast(g * x, y.shape) if e.needs_grad(1) else None,
+    ]
+
+
+@declare(kernel=np.multiply, infer=inf.binary(NUMERIC), grad=_mul_grad, promote=(0, 1))
+def multiply(x, y):
+    """x * y, elementwise."""
+    return (x, y), {}
+
+
+def _div_grad(e, g):
+    x, y = e.inputs
+    return [
+        unbroadcast(g / y, x.shape) if e.needs_grad(0) else None,
+        unbroadcast(negative(g) * e.outputs[0] / y, y.shape) if e.needs_grad(1) else None,
+    ]
+
+
+@declare(kernel=np.true_divide, infer=inf.binary_ufunc(NUMERIC, np.true_divide),
+         grad=_div_grad, promote=(0, 1), quiet=True)
+def divide(x, y):
+    """x / y (true division; integers give floats, as in NumPy)."""
+    return (x, y), {}
+
+
+@declare(kernel=np.floor_divide, infer=inf.binary(NUMERIC), promote=(0, 1), quiet=True)
+def floordiv(x, y):
+    """x // y, rounding toward negative infinity (not differentiable)."""
+    return (x, y), {}
+
+
+def _mod_grad(e, g):
+    x, y = e.inputs
+    return [
+        unbroadcast(g, x.shape),
+        unbroadcast(negative(g) * floordiv(x, y), y.shape) if e.needs_grad(1) else None,
+    ]
+
+
+@declare(kernel=np.mod, infer=inf.binary(NUMERIC), grad=_mod_grad, promote=(0, 1), quiet=True)
+def mod(x, y):
+    """x % y with the sign of y (Python's and TensorFlow's floormod)."""
+    return (x, y), {}
+
+
+def _pow_grad(e, g):
+    x, y = e.inputs
+    gx = gy = None
+    if e.needs_grad(0):
+        gx = unbroadcast(g * y * pow(x, y - 1), x.shape)
+    if e.needs_grad(1):
+        safe = where(greater(x, 0), x, ones_like_(x))
+        gy = unbroadcast(g * e.outputs[0] * log(safe), y.shape)
+    return [gx, gy]
+
+
+@declare(kernel=np.power, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
+def pow(x, y):  # noqa: A001 (TensorFlow's name)
+    """x ** y, elementwise."""
+    return (x, y), {}
+
+
+def _max_grad(e, g):
+    x, y = e.inputs
+    take_x = greater_equal(x, y)
+    z = zeros_like_(g)
+    return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
+
+
+@declare(kernel=np.maximum, infer=inf.binary(NUMERIC), grad=_max_grad, promote=(0, 1))
+def maximum(x, y):
+    """The larger of x and y, elementwise (NaN if either is NaN)."""
+    return (x, y), {}
+
+
+def _min_grad(e, g):
+    x, y = e.inputs
+    take_x = less_equal(x, y)
+    z = zeros_like_(g)
+    return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
+
+
+@declare(kernel=np.minimum, infer=inf.binary(NUMERIC), grad=_min_grad, promote=(0, 1))
+def minimum(x, y):
+    """The smaller of x and y, elementwise."""
+    return (x, y), {}
+
+
+# -- comparisons and logic (not differentiable) ----------------------------------------
+
+_cmp = inf.binary(ANY, result=dtypes.bool_)
+_ordered = inf.binary(NUMERIC, result=dtypes.bool_)
+
+
+@declare(kernel=np.equal, infer=_cmp, promote=(0, 1))
+def equal(x, y):
+    """x == y, elementwise, as a bool tensor."""
+    return (x, y), {}
+
+
+@declare(kernel=np.not_equal, infer=_cmp, promote=(0, 1))
+def not_equal(x, y):
+    """x != y, elementwise."""
+    return (x, y), {}
+
+
+@declare(kernel=np.less, infer=_ordered, promote=(0, 1))
+def less(x, y):
+    """x < y, elementwise."""
+    return (x, y), {}
+
+
+@declare(kernel=np.less_equal, infer=_ordered, promote=(0, 1))
+def less_equal(x, y):
+    """x <= y, elementwise."""
+    return (x, y), {}
+
+
+@declare(kernel=np.greater, infer=_ordered, promote=(0, 1))
+def greater(x, y):
+    """x > y, elementwise."""
+    return (x, y), {}
+
+
+@declare(kernel=np.greater_equal, infer=_ordered, promote=(0, 1))
+def greater_equal(x, y):
+    """x >= y, elementwise."""
+    return (x, y), {}
+
+
+_BOOL = frozenset({dtypes.bool_})
+
+
+@declare(kernel=np.logical_and, infer=inf.binary(_BOOL), promote=(0, 1))
+def logical_and(x, y):
+    """x and y, elementwise on bool tensors."""
+    return (x, y), {}
+
+
+@declare(kernel=np.logical_or, infer=inf.binary(_BOOL), promote=(0, 1))
+def logical_or(x, y):
+    """x or y, elementwise on bool tensors."""
+    return (x, y), {}
+
+
+@declare(kernel=np.logical_not, infer=inf.unary(_BOOL))
+def logical_not(x):
+    """not x, elementwise on a bool tensor."""
+    return (x,), {}
+
+
+# -- unary math ---------------------------------------------------------------
+
+
+def _unary(name, kernel, grad=None, allowed=FLOATS, quiet=False, doc=""):
+    """Declare an elementwise op of one input whose result keeps its dtype."""
+
+    def pack(x):
+        return (x,), {}
+
+    pack.__name__ = pack.__qualname__ = name
+    pack.__doc__ = doc
+    return declare(kernel=kernel, infer=inf.unary(allowed), grad=grad, quiet=quiet, name=name)(pack)
+
+
+def _out(e):
+    return e.outputs[0]
+
+
+negative = _unary("negative", np.negative, lambda e, g: [negative(g)], NUMERIC, doc="-x")
+abs = _unary("abs", np.abs, lambda e, g: [g * sign(e.inputs[0])], NUMERIC, doc="|x|")  # noqa: A001
+sign = _unary("sign", np.sign, None, NUMERIC, doc="-1, 0 or 1 by the sign of x (not differentiable)")
+exp = _unary("exp", np.exp, lambda e, g: [g * _out(e)], quiet=True, doc="e ** x")
+log = _unary("log", np.log, lambda e, g: [g / e.inputs[0]], quiet=True, doc="natural logarithm")
+log1p = _unary("log1p", np.log1p, lambda e, g: [g / (e.inputs[0] + 1)], quiet=True, doc="log(1 + x), accurate near 0")
+expm1 = _unary("expm1", np.expm1, lambda e, g: [g * (_out(e) + 1)], quiet=True, doc="e ** x - 1, accurate near 0")
+sqrt = _unary("sqrt", np.sqrt, lambda e, g: [g / (_out(e) * 2)], quiet=True, doc="square root")
+square = _unary("square", np.square, lambda e, g: [g * (e.inputs[0] * 2)], NUMERIC, doc="x * x")
+sin = _unary("sin", np.sin, lambda e, g: [g * cos(e.inputs[0])], doc="sine")
+cos = _unary("cos", np.cos, lambda e, g: [negative(g) * sin(e.inputs[0])], doc="cosine")
+tanh = _unary("tanh", np.tanh, lambda e, g: [g * (1 - square(_out(e)))], doc="hyperbolic tangent")
+round = _unary("round", np.round, None, doc="round half to even (not differentiable)")  # noqa: A001
+floor = _unary("floor", np.floor, None, doc="largest integer <= x (not differentiable)")
+ceil = _unary("ceil", np.ceil, None, doc="smallest integer >= x (not differentiable)")
+
+
+def _rsqrt_kernel(x):
+    return 1 / np.sqrt(x)
+
+
+rsqrt = _unary("rsqrt", _rsqrt_kernel, lambda e, g: [g * -0.5 * _out(e) * _out(e) * _out(e)], quiet=True,
+               doc="1 / sqrt(x)")
+
+
+def _sigmoid_kernel(x):
+    # exp(-|x|) never overflows: the stable form for both signs.
+    z = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype, copy=False)
+
+
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda e, g: [g * _out(e) * (1 - _out(e))], doc="1 / (1 + e ** -x)")
+
+
+def _relu_kernel(x):
+    return np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+def _relu_grad(e, g):
+    return [where(greater(e.inputs[0], 0), g, zeros_like_(g))]
+
+
+relu = _unary("relu", _relu_kernel, _relu_grad, NUMERIC, doc="max(x, 0)")
+
+
+def _softplus_kernel(x):
+    return (np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))).astype(x.dtype, copy=False)
+
+
+softplus = _unary("softplus", _softplus_kernel, lambda e, g: [g * sigmoid(e.inputs[0])], quiet=True,
+                  doc="log(1 + e ** x), computed without overflow")
+identity = _unary("identity", np.copy, lambda e, g: [g], ANY, doc="a tensor equal to x")
+
+
+# -- selection, casts, clipping ---------------------------------------------------------
+
+
+def _where_infer(op, c: Spec, x: Spec, y: Spec) -> Spec:
+    inf.check_dtype(op, c, _BOOL, "condition")
+    dt = inf.check_same_dtype(op, x, y)
+    return Spec(inf.broadcast_shapes(op, c.shape, x.shape, y.shape), dt)
+
+
+def _where_grad(e, g):
+    c, x, y = e.inputs
+    z = zeros_like_(g)
+    return [None, unbroadcast(where(c, g, z), x.shape), unbroadcast(where(c, z, g), y.shape)]
+
+
+@declare(kernel=np.where, infer=_where_infer, grad=_where_grad, promote=(1, 2))
+def where(condition, x, y):
+    """x where condition is True, else y (all three broadcast)."""
+    return (condition, x, y), {}
+
+
+def _cast_kernel(x, dtype):
+    return x.astype(dtype.as_numpy_dtype)
+
+
+def _cast_infer(op, x: Spec, dtype) -> Spec:
+    return Spec(x.shape, dtype)
+
+
+def _cast_grad(e, g):
+    x = e.inputs[0]
+    return [cast(g, x.dtype) if x.dtype.is_floating else None]
+
+
+@declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True)
+def cast(x, dtype):
+    """x converted to ``dtype`` (floats to ints truncate toward zero)."""
+    return (x,), {"dtype": dtypes.as_dtype(dtype)}
+
+
+def _clip_infer(op, t: Spec, lo: Spec, hi: Spec) -> Spec:
+    inf.check_same_dtype(op, t, lo, hi)
+    inf.check_dtype(op, t, NUMERIC)
+    return Spec(inf.broadcast_shapes(op, t.shape, lo.shape, hi.shape), t.dtype)
+
+
+def _clip_kernel(t, lo, hi):
+    return np.minimum(np.maximum(t, lo), hi)
+
+
+def _clip_grad(e, g):
+    t, lo, hi = e.inputs
+    below, above = less(t, lo), greater(t, hi)
+    z = zeros_like_(g)
+    inside = logical_not(logical_or(below, above))
+    return [
+        unbroadcast(where(inside, g, z), t.shape),
+        unbroadcast(where(below, g, z), lo.shape) if e.needs_grad(1) else None,
+        unbroadcast(where(above, g, z), hi.shape) if e.needs_grad(2) else None,
+    ]
+
+
+@declare(kernel=_clip_kernel, infer=_clip_infer, grad=_clip_grad, promote=(0, 1, 2))
+def clip_by_value(t, clip_value_min, clip_value_max):
+    """t clipped to [clip_value_min, clip_value_max]."""
+    return (t, clip_value_min, clip_value_max), {}
+
+
+def zeros_like_(x):
+    from tfc.ops.creation import zeros_like
+
+    return zeros_like(x)
+
+
+def ones_like_(x):
+    from tfc.ops.creation import ones_like
+
+    return ones_like(x)

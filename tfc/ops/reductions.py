@@ -1,0 +1,137 @@
+"""Reductions over ``axis`` (None for all, an int, or a tuple) with ``keepdims``."""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import dtypes
+from tfc.core.dtypes import NUMERIC
+from tfc.core.registry import Spec, declare
+from tfc.ops import _infer as inf
+
+
+def _axis_attr(axis):
+    """The attribute form of ``axis``: None or a tuple of ints."""
+    if axis is None:
+        return None
+    if hasattr(axis, "numpy"):
+        axis = axis.numpy().tolist()
+    if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
+        return (int(axis),)
+    return tuple(int(a) if not isinstance(a, bool) else a for a in axis)
+
+
+def _keep_shape(e):
+    """Shape of the reduced output with the reduced axes kept as size 1."""
+    x = e.inputs[0]
+    axes = inf.normalize_axes(e.op, e.attrs["axis"], x.ndim)
+    return axes, inf.reduced_shape(x.shape, axes, True)
+
+
+def _expand_grad(e, g):
+    """g broadcast back to the input's shape."""
+    from tfc.ops.shapes import broadcast_to, reshape
+
+    axes, keep = _keep_shape(e)
+    if not e.attrs["keepdims"]:
+        g = reshape(g, keep)
+    return broadcast_to(g, e.inputs[0].shape)
+
+
+def _count(e):
+    x = e.inputs[0]
+    axes = inf.normalize_axes(e.op, e.attrs["axis"], x.ndim)
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    return n
+
+
+def _reduction(name, kernel, grad, allowed=NUMERIC, result=None, doc=""):
+    def pack(input_tensor, axis=None, keepdims=False):
+        return (input_tensor,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+
+    pack.__name__ = pack.__qualname__ = name
+    pack.__doc__ = doc
+    return declare(kernel=kernel, infer=inf.reduction(allowed, result), grad=grad,
+                   attrs={"axis": "ints?", "keepdims": "bool"}, name=name)(pack)
+
+
+def _sum_kernel(x, axis, keepdims):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+def _mean_kernel(x, axis, keepdims):
+    if x.dtype.kind in "iu":  # integer mean stays integer, rounding toward zero (TensorFlow)
+        n = max(1, x.size // max(1, np.sum(x, axis=axis, keepdims=keepdims).size))
+        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+        return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+def _prod_kernel(x, axis, keepdims):
+    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+def _extreme_grad(e, g):
+    """Gradient of max/min: split evenly between the elements that attain it."""
+    from tfc.ops.math import cast, equal
+    from tfc.ops.shapes import broadcast_to, reshape
+
+    x, out = e.inputs[0], e.outputs[0]
+    axes, keep = _keep_shape(e)
+    if not e.attrs["keepdims"]:
+        out, g = reshape(out, keep), reshape(g, keep)
+    mask = cast(equal(x, broadcast_to(out, x.shape)), x.dtype)
+    ties = reduce_sum(mask, axis=axes, keepdims=True)
+    return [broadcast_to(g / ties, x.shape) * mask]
+
+
+def _prod_grad(e, g):
+    # d prod / dx_i = prod / x_i; exact where no element is zero.
+    from tfc.ops.shapes import broadcast_to, reshape
+
+    x, out = e.inputs[0], e.outputs[0]
+    axes, keep = _keep_shape(e)
+    if not e.attrs["keepdims"]:
+        out, g = reshape(out, keep), reshape(g, keep)
+    return [broadcast_to(g * out, x.shape) / x]
+
+
+reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")
+reduce_mean = _reduction("reduce_mean", _mean_kernel, lambda e, g: [_expand_grad(e, g) / _count(e)],
+                         doc="Mean over axes (integer tensors give the integer mean, rounded toward zero).")
+reduce_max = _reduction("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
+                        _extreme_grad, doc="Maximum over axes.")
+reduce_min = _reduction("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
+                        _extreme_grad, doc="Minimum over axes.")
+reduce_prod = _reduction("reduce_prod", _prod_kernel, _prod_grad, doc="Product over axes.")
+_BOOL = frozenset({dtypes.bool_})
+reduce_any = _reduction("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims), None,
+                        _BOOL, doc="Logical or over axes.")
+reduce_all = _reduction("reduce_all", lambda x, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims), None,
+                        _BOOL, doc="Logical and over axes.")
+
+
+def _arg_infer(op, x: Spec, axis, output_type) -> Spec:
+    inf.check_dtype(op, x, NUMERIC)
+    if x.ndim == 0:
+        raise ValueError(f"{op.name}: input must have rank >= 1, got a scalar")
+    a = inf.normalize_axis(op, axis, x.ndim)
+    return Spec(tuple(d for i, d in enumerate(x.shape) if i != a), output_type)
+
+
+@declare(kernel=lambda x, axis, output_type: np.argmax(x, axis=axis), infer=_arg_infer,
+         attrs={"axis": "int", "output_type": "dtype"})
+def argmax(input, axis=0, output_type=dtypes.int64):  # noqa: A002
+    """Index of the largest value along ``axis`` (the first one on ties)."""
+    return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+
+
+@declare(kernel=lambda x, axis, output_type: np.argmin(x, axis=axis), infer=_arg_infer,
+         attrs={"axis": "int", "output_type": "dtype"})
+def argmin(input, axis=0, output_type=dtypes.int64):  # noqa: A002
+    """Index of the smallest value along ``axis``."""
+    return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+
+
+
