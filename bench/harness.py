@@ -1,0 +1,210 @@
+"""A small benchmark harness: time a few functions, print one markdown table.
+
+Each ``Benchmark`` holds rows (a name and a zero-argument function). ``run``
+warms every function up, then times ``repeats`` batches of ``number`` calls each
+(``number`` is calibrated so a batch takes about ``batch_s``) and reports the
+per-call median and minimum. The ratio column is each row's median over the
+baseline row's median, measured in the same run, so it compares like with like
+on whatever machine runs it. Tables never assert anything about time.
+"""
+from __future__ import annotations
+
+import datetime
+import gc
+import importlib
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass
+class Row:
+    name: str
+    fn: Callable[[], object]
+    note: str = ""
+    median_s: float | None = None
+    min_s: float | None = None
+    number: int = 0
+
+
+@dataclass
+class Benchmark:
+    """One table: rows timed one after another; ``baseline`` names the row the
+    ratio column divides by (the first row by default)."""
+
+    title: str
+    baseline: str | None = None
+    repeats: int = 7
+    warmup: int = 3
+    batch_s: float = 0.02
+    rows: list[Row] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def add(self, name: str, fn: Callable[[], object], note: str = "") -> None:
+        self.rows.append(Row(name, fn, note))
+
+    def skip(self, name: str, why: str) -> None:
+        """A row that cannot run here (e.g. framework not installed); listed under the table."""
+        self.skipped.append(f"{name}: {why}")
+
+    def run(self) -> "Benchmark":
+        for row in self.rows:
+            row.median_s, row.min_s, row.number = time_fn(
+                row.fn, repeats=self.repeats, warmup=self.warmup, batch_s=self.batch_s
+            )
+        return self
+
+    def baseline_row(self) -> Row:
+        if not self.rows:
+            raise ValueError(f"benchmark {self.title!r} has no rows")
+        if self.baseline is None:
+            return self.rows[0]
+        for row in self.rows:
+            if row.name == self.baseline:
+                return row
+        raise ValueError(
+            f"benchmark {self.title!r}: baseline row {self.baseline!r} not among "
+            + ", ".join(r.name for r in self.rows)
+        )
+
+    def ratios(self) -> dict[str, float]:
+        """Each row's median over the baseline's median (1.0 for the baseline)."""
+        base = self.baseline_row().median_s
+        if base is None:
+            raise ValueError(f"benchmark {self.title!r} has not been run")
+        return {r.name: r.median_s / base for r in self.rows}
+
+    def table(self) -> str:
+        """The results as a markdown table (a heading, the table, skipped rows)."""
+        ratios = self.ratios()
+        base = self.baseline_row().name
+        unit, scale = _unit(min(r.median_s for r in self.rows))
+        lines = [
+            f"### {self.title}",
+            "",
+            f"| case | median ({unit}) | min ({unit}) | ratio vs {base} | calls/batch | note |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for r in self.rows:
+            lines.append(
+                f"| {r.name} | {r.median_s * scale:.3g} | {r.min_s * scale:.3g} "
+                f"| {ratios[r.name]:.2f}x | {r.number} | {r.note} |"
+            )
+        if self.skipped:
+            lines.append("")
+            lines.extend(f"- skipped {s}" for s in self.skipped)
+        return "\n".join(lines)
+
+    def print(self, file=None) -> None:
+        print(self.table(), file=file or sys.stdout, flush=True)
+        print(file=file or sys.stdout)
+
+
+def _unit(seconds: float) -> tuple[str, float]:
+    if seconds < 1e-3:
+        return "us", 1e6
+    if seconds < 1:
+        return "ms", 1e3
+    return "s", 1.0
+
+
+def time_fn(fn, repeats: int = 7, warmup: int = 3, batch_s: float = 0.02, number: int | None = None):
+    """(median, min, number): seconds per call over ``repeats`` batches of ``number`` calls.
+
+    The garbage collector is paused while timing, as ``timeit`` does.
+    """
+    for _ in range(warmup):
+        fn()
+    if number is None:
+        number = _calibrate(fn, batch_s)
+    times = []
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times.append((time.perf_counter() - t0) / number)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(times), min(times), number
+
+
+def _calibrate(fn, batch_s: float) -> int:
+    """Calls per batch so one batch lasts about ``batch_s`` (at least 1)."""
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= batch_s / 10 or number >= 1 << 20:
+            return max(1, int(number * batch_s / max(dt, 1e-9)))
+        number *= 10
+
+
+# -- environment ------------------------------------------------------------------
+
+FRAMEWORKS = ("torch", "tensorflow", "jax")
+
+
+def detect_frameworks(names=FRAMEWORKS) -> tuple[dict, dict]:
+    """(installed modules by name, reason by name for those that are not)."""
+    found, missing = {}, {}
+    for name in names:
+        try:
+            found[name] = importlib.import_module(name)
+        except ImportError as e:
+            missing[name] = "not installed" if getattr(e, "name", None) == name else f"import failed: {e}"
+        except Exception as e:  # a broken install should not stop the other benchmarks
+            missing[name] = f"import failed: {type(e).__name__}: {e}"
+    return found, missing
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(frameworks: dict | None = None) -> dict:
+    info = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+    }
+    for name, mod in (frameworks or {}).items():
+        info[name] = getattr(mod, "__version__", "?")
+    return info
+
+
+def header(frameworks: dict | None = None, missing: dict | None = None, argv=None) -> str:
+    """Markdown lines: date, command, machine, versions, frameworks skipped."""
+    argv = sys.argv if argv is None else argv
+    info = machine_info(frameworks)
+    cmd = " ".join(shlex.quote(a) for a in [os.path.basename(sys.executable), *argv])
+    lines = [
+        f"- date: {datetime.date.today().isoformat()}",
+        f"- command: `{cmd}`",
+        f"- machine: {info['cpu']}, {info['cores']} cores, {info['platform']}",
+        "- versions: " + ", ".join(f"{k} {info[k]}" for k in ("python", "numpy", *(frameworks or {}))),
+    ]
+    for name, why in (missing or {}).items():
+        lines.append(f"- {name}: {why}, skipped")
+    return "\n".join(lines)
