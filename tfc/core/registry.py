@@ -126,25 +126,42 @@ def execute(op: OpDef, inputs, attrs: dict):
     """Run ``op`` now (eager), or append it to the function being traced."""
     tensors = convert_inputs(op, inputs)
     builder = STATE.builder
+    if builder is None and not TAPES:
+        return run_eager(op, tensors, attrs)  # the common case: nothing to record
+    tape = _tape()
     if builder is not None:
         outputs = builder.emit(op, tensors, attrs)
     else:
-        if TAPES:
-            from tfc.core.tape import snapshot_variables
-
-            tensors = snapshot_variables(tensors)
+        tensors = tape.snapshot_variables(tensors)
         outputs = run_eager(op, tensors, attrs)
     if TAPES:
-        from tfc.core.tape import record
-
-        record(op, tensors, outputs, attrs)
+        tape.record(op, tensors, outputs, attrs)
     return outputs
 
 
+_tape_module = None
+
+
+def _tape():
+    """tfc.core.tape, imported on first use (it imports this module): an import
+    statement in ``execute`` would cost more than the rest of the tape check."""
+    global _tape_module
+    if _tape_module is None:
+        from tfc.core import tape
+
+        _tape_module = tape
+    return _tape_module
+
+
+# Spec(...) runs NamedTuple's Python-level __new__; the eager hot path builds
+# its specs with tuple.__new__ directly (same object, a third of the time).
+_new_tuple = tuple.__new__
+
+
 def run_eager(op: OpDef, tensors, attrs):
-    specs = [Spec(t._value.shape, dtypes.from_numpy(t._value.dtype)) for t in tensors]
-    out_specs = op.infer(op, *specs, **attrs)
     values = [t._value for t in tensors]
+    specs = [_new_tuple(Spec, (v.shape, dtypes.from_numpy(v.dtype))) for v in values]
+    out_specs = op.infer(op, *specs, **attrs)
     if op.quiet:
         with np.errstate(all="ignore"):
             result = op.kernel(*values, **attrs)
@@ -174,8 +191,8 @@ def convert_inputs(op: OpDef, inputs) -> list:
     """Inputs as Tensors; Python scalars in a promotion group are weak, and the
     group is cast to its common dtype (recorded, so gradients flow through)."""
     out = list(inputs)
-    weak = []
     promote = op.promote
+    weak = []
     for i, x in enumerate(out):
         if isinstance(x, Tensor):
             continue
@@ -186,6 +203,8 @@ def convert_inputs(op: OpDef, inputs) -> list:
     if not promote:
         return out
     strong = [out[i].dtype for i in promote if i not in weak]
+    if not weak and len(set(strong)) == 1:
+        return out  # the common case: tensors of one dtype (DTypes are singletons)
     if weak:
         values = [out[i] for i in weak]
         if strong:
@@ -195,7 +214,7 @@ def convert_inputs(op: OpDef, inputs) -> list:
             dt = next(d for d in (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.bool_) if d in kinds)
         for i in weak:
             out[i] = _weak_constant(op, out[i], dt)
-    if len(strong) > 1 and any(d != strong[0] for d in strong):
+    if len(set(strong)) > 1:
         from tfc.ops.math import cast
 
         common = dtypes.promote(*strong)
