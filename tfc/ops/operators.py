@@ -1,10 +1,13 @@
 """Python operators on Tensor, each mapped to its registry op.
 
 ``+ - * /`` keep a fast path for the commonest eager case (two plain tensors
-of one dtype, or a tensor and a Python number, with no tape active): it calls
-the op's numpy kernel directly, which is exactly what the registry would run
-after checks that cannot fail for such inputs. Anything else (symbolic tensors,
-variables, mixed dtypes, broadcasting errors) takes the registry path.
+of one dtype, or a float tensor and a Python float or int on either side, with
+no tape active): it calls the op's numpy kernel directly, which is exactly what
+the registry would run after checks that cannot fail for such inputs (a Python
+number is weak, so NumPy 2 keeps the tensor's dtype, as the registry does).
+Division is a quiet op, so its fast path silences floating-point warnings as
+the registry does. Anything else (symbolic tensors, variables, mixed dtypes,
+broadcasting errors, huge ints) takes the registry path.
 """
 from __future__ import annotations
 
@@ -19,18 +22,39 @@ from tfc.ops.linalg import matmul
 
 _NUMERIC_NP = frozenset(d.as_numpy_dtype for d in dtypes.NUMERIC)
 _FLOAT_NP = frozenset(d.as_numpy_dtype for d in dtypes.FLOATS)
+_SCALARS = (float, int)  # exact types: bool (an int subclass) takes the registry path
 _new = Tensor.__new__
 
 
-def _fast(api, kernel, ok):
+def _kernel(op):
+    """The kernel the registry runs eagerly (quiet ops silence numpy's warnings)."""
+    if not op.quiet:
+        return op.kernel
+    kernel = op.eager_kernel
+
+    def quiet(x, y):
+        # A Python number is cast first, outside errstate, as the registry casts
+        # weak constants (so an overflowing cast still warns).
+        if type(x) in _SCALARS:
+            x = np.array(x, dtype=y.dtype)
+        elif type(y) in _SCALARS:
+            y = np.array(y, dtype=x.dtype)
+        return kernel(x, y)
+
+    return quiet
+
+
+def _fast(api, ok):
     """Operator method with the fast path described in the module docstring."""
+    kernel = _kernel(api.op)
 
     def method(self, other):
         if not TAPES and type(self) is Tensor:
             a = self._value
+            dt = a.dtype
             if type(other) is Tensor:
                 b = other._value
-                if a.dtype is b.dtype and a.dtype in ok:
+                if dt is b.dtype and dt in ok:
                     try:
                         v = kernel(a, b)
                     except ValueError:  # bad broadcast: the registry path explains it
@@ -38,11 +62,35 @@ def _fast(api, kernel, ok):
                     t = _new(Tensor)
                     t._value = v
                     return t
-            elif type(other) is float and a.dtype in _FLOAT_NP:
+            elif type(other) in _SCALARS and dt in _FLOAT_NP:
+                try:
+                    v = kernel(a, other)
+                except OverflowError:  # an int too large for the dtype: the registry says so
+                    return api(self, other)
                 t = _new(Tensor)
-                t._value = kernel(a, other)
+                t._value = v
                 return t
         return api(self, other)
+
+    return method
+
+
+def _fast_reflected(api):
+    """``number (op) tensor``: the scalar fast path of ``_fast``, operands swapped."""
+    kernel = _kernel(api.op)
+
+    def method(self, other):
+        if not TAPES and type(self) is Tensor and type(other) in _SCALARS:
+            a = self._value
+            if a.dtype in _FLOAT_NP:
+                try:
+                    v = kernel(other, a)
+                except OverflowError:
+                    return api(other, self)
+                t = _new(Tensor)
+                t._value = v
+                return t
+        return api(other, self)
 
     return method
 
@@ -54,14 +102,14 @@ def _reflected(api):
     return method
 
 
-Tensor.__add__ = _fast(m.add, np.add, _NUMERIC_NP)
-Tensor.__sub__ = _fast(m.subtract, np.subtract, _NUMERIC_NP)
-Tensor.__mul__ = _fast(m.multiply, np.multiply, _NUMERIC_NP)
-Tensor.__truediv__ = _fast(m.divide, np.true_divide, _FLOAT_NP)
-Tensor.__radd__ = _reflected(m.add)
-Tensor.__rsub__ = _reflected(m.subtract)
-Tensor.__rmul__ = _reflected(m.multiply)
-Tensor.__rtruediv__ = _reflected(m.divide)
+Tensor.__add__ = _fast(m.add, _NUMERIC_NP)
+Tensor.__sub__ = _fast(m.subtract, _NUMERIC_NP)
+Tensor.__mul__ = _fast(m.multiply, _NUMERIC_NP)
+Tensor.__truediv__ = _fast(m.divide, _FLOAT_NP)
+Tensor.__radd__ = _fast_reflected(m.add)
+Tensor.__rsub__ = _fast_reflected(m.subtract)
+Tensor.__rmul__ = _fast_reflected(m.multiply)
+Tensor.__rtruediv__ = _fast_reflected(m.divide)
 Tensor.__floordiv__ = lambda self, other: m.floordiv(self, other)
 Tensor.__rfloordiv__ = _reflected(m.floordiv)
 Tensor.__mod__ = lambda self, other: m.mod(self, other)
