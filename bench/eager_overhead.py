@@ -18,6 +18,8 @@ import argparse
 import os
 import sys
 
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up log lines
+
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -75,6 +77,8 @@ def tfc_ops(**kw) -> Benchmark:
     bench.add("numpy np.sum(a)", lambda: np.sum(a))
     bench.add("tfc x + x", lambda: t + t, "operator fast path")
     bench.add("tfc x * 2.0", lambda: t * 2.0, "operator fast path, weak scalar")
+    bench.add("tfc 2 * x", lambda: 2 * t, "reflected fast path, weak int")
+    bench.add("tfc x / x", lambda: t / t, "fast path of a quiet op (errstate)")
     bench.add("tfc.add(x, x)", lambda: tfc.add(t, t), "registry path")
     bench.add("tfc.exp(x)", lambda: tfc.exp(t), "registry path, quiet op")
     bench.add("tfc.reduce_sum(x)", lambda: tfc.reduce_sum(t), "registry path, attrs")
@@ -97,8 +101,8 @@ def tfc_ops(**kw) -> Benchmark:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--repeats", type=int, default=7, help="timed batches per row (default 7)")
-    p.add_argument("--batch-ms", type=float, default=20.0, help="length of one batch (default 20 ms)")
+    p.add_argument("--repeats", type=int, default=21, help="timed batches per row (default 21)")
+    p.add_argument("--batch-ms", type=float, default=10.0, help="length of one batch (default 10 ms)")
     args = p.parse_args(argv)
     kw = {"repeats": args.repeats, "batch_s": args.batch_ms / 1e3}
     found, missing = detect_frameworks()

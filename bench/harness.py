@@ -2,13 +2,14 @@
 
 Each ``Benchmark`` holds rows (a name and a zero-argument function). ``run``
 warms every function up, then times ``repeats`` batches of ``number`` calls each
-(``number`` is calibrated so a batch takes about ``batch_s``) and reports the
-per-call median and minimum. The ratio column is each row's median over the
+(``number`` is calibrated so a batch takes about ``batch_s``), interleaving the
+rows' batches, and reports the per-call median and minimum. The ratio column is each row's median over the
 baseline row's median, measured in the same run, so it compares like with like
 on whatever machine runs it. Tables never assert anything about time.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import gc
 import importlib
@@ -55,10 +56,19 @@ class Benchmark:
         self.skipped.append(f"{name}: {why}")
 
     def run(self) -> "Benchmark":
+        """Time every row. Batches are interleaved (row 1, row 2, ..., row 1, ...)
+        so a change in machine load affects all rows alike, not just one."""
         for row in self.rows:
-            row.median_s, row.min_s, row.number = time_fn(
-                row.fn, repeats=self.repeats, warmup=self.warmup, batch_s=self.batch_s
-            )
+            for _ in range(self.warmup):
+                row.fn()
+            row.number = _calibrate(row.fn, self.batch_s)
+        times = {id(row): [] for row in self.rows}
+        with _gc_paused():
+            for _ in range(self.repeats):
+                for row in self.rows:
+                    times[id(row)].append(_batch(row.fn, row.number))
+        for row in self.rows:
+            row.median_s, row.min_s = statistics.median(times[id(row)]), min(times[id(row)])
         return self
 
     def baseline_row(self) -> Row:
@@ -116,27 +126,34 @@ def _unit(seconds: float) -> tuple[str, float]:
 
 
 def time_fn(fn, repeats: int = 7, warmup: int = 3, batch_s: float = 0.02, number: int | None = None):
-    """(median, min, number): seconds per call over ``repeats`` batches of ``number`` calls.
-
-    The garbage collector is paused while timing, as ``timeit`` does.
-    """
+    """(median, min, number): seconds per call over ``repeats`` batches of ``number`` calls."""
     for _ in range(warmup):
         fn()
     if number is None:
         number = _calibrate(fn, batch_s)
-    times = []
-    gc_was_enabled = gc.isenabled()
+    with _gc_paused():
+        times = [_batch(fn, number) for _ in range(repeats)]
+    return statistics.median(times), min(times), number
+
+
+def _batch(fn, number: int) -> float:
+    """Seconds per call of ``number`` calls in a row."""
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """The garbage collector is paused while timing, as ``timeit`` does."""
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            times.append((time.perf_counter() - t0) / number)
+        yield
     finally:
-        if gc_was_enabled:
+        if was_enabled:
             gc.enable()
-    return statistics.median(times), min(times), number
 
 
 def _calibrate(fn, batch_s: float) -> int:

@@ -61,3 +61,10 @@ def test_header_names_machine_and_missing_frameworks():
     assert "command: `" in text and "bench/x.py" in text
     assert "cores" in text and "numpy" in text
     assert "no_such_framework_xyz: not installed, skipped" in text
+
+
+def test_time_fn_reports_median_min_and_calls():
+    calls = []
+    med, mn, number = harness.time_fn(lambda: calls.append(1), repeats=3, warmup=2, number=5)
+    assert number == 5 and len(calls) == 2 + 3 * 5
+    assert 0 < mn <= med
