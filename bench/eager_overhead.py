@@ -15,6 +15,7 @@ Usage: ``PYTHONPATH=. python bench/eager_overhead.py [--repeats N] [--batch-ms M
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -23,10 +24,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up log 
 import numpy as np
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(1, os.path.dirname(_HERE))  # the checkout's tfc, after bench/ itself
+sys.path.append(os.path.dirname(_HERE))  # the checkout's tfc, unless PYTHONPATH names one
 
 import tfc  # noqa: E402
-from harness import Benchmark, detect_frameworks, header  # noqa: E402
+from harness import FRAMEWORKS, Benchmark, detect_frameworks, header  # noqa: E402
 
 SMALL = (2, 2)
 LARGE = (1 << 22,)
@@ -103,14 +104,25 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=21, help="timed batches per row (default 21)")
     p.add_argument("--batch-ms", type=float, default=10.0, help="length of one batch (default 10 ms)")
+    p.add_argument("--no-peers", action="store_true", help="numpy and tfc only (no torch/tensorflow/jax)")
+    p.add_argument("--json", metavar="PATH", help="also write {table: {row: min seconds}} here (bench/compare.py)")
     args = p.parse_args(argv)
     kw = {"repeats": args.repeats, "batch_s": args.batch_ms / 1e3}
-    found, missing = detect_frameworks()
+    if args.no_peers:
+        found, missing = {}, {name: "left out (--no-peers)" for name in FRAMEWORKS}
+    else:
+        found, missing = detect_frameworks()
     print("## Eager overhead\n")
     print(header(found, missing))
+    print(f"- tfc: {os.path.dirname(tfc.__file__)}")
     print()
+    results = {}
     for bench in (x_plus_x(SMALL, found, missing, **kw), x_plus_x(LARGE, found, missing, **kw), tfc_ops(**kw)):
         bench.run().print()
+        results[bench.title] = {r.name: r.min_s for r in bench.rows}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
 
 
 if __name__ == "__main__":
