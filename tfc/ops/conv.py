@@ -322,9 +322,9 @@ def _argmax_taps(x, ksize, strides, padding):
         if best is None:
             best, idx = v.copy(), np.zeros(v.shape, np.intp)
         else:
-            better = v > best
-            best[better] = v[better]
-            idx[better] = i * ksize[1] + j
+            better = v > best  # strict: an equal later tap does not take over
+            np.copyto(best, v, where=better)
+            np.copyto(idx, i * ksize[1] + j, where=better)
     return best, idx, out_hw, pads
 
 
@@ -390,8 +390,7 @@ def _max_pool_gg_kernel(x, gg, ksize, strides, padding):
     ggp = _pad(gg, pads)
     out = np.zeros(idx.shape, dtype=gg.dtype)
     for i, j, sl in _taps(ksize, out_hw, strides, _ONES):
-        k = i * ksize[1] + j
-        out[idx == k] = ggp[sl][idx == k]
+        np.copyto(out, ggp[sl], where=idx == i * ksize[1] + j)
     return out
 
 
