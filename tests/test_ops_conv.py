@@ -386,3 +386,11 @@ def test_conv2d_big_enough_to_need_blas():
     np.testing.assert_allclose(y[n, i, j], want, rtol=1e-4, atol=1e-3)
 
 
+
+
+def test_empty_batch(rng):
+    x, w = np.zeros((0, 5, 5, 2)), rand(rng, 3, 3, 2, 4)
+    assert conv2d(x, w, 1, "SAME").shape == (0, 5, 5, 4)
+    dw = conv2d_backprop_filter(x, (3, 3), np.zeros((0, 3, 3, 4)))
+    np.testing.assert_array_equal(dw.numpy(), np.zeros((3, 3, 2, 4)))
+    assert max_pool2d(x, 2, 2).shape == (0, 2, 2, 2)

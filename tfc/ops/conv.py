@@ -141,7 +141,7 @@ _CONV_ATTRS = {"strides": "ints", "padding": "str", "dilations": "ints"}
 def _conv2d_kernel(x, w, strides, padding, dilations):
     out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
     cols = _im2col(_pad(x, pads), w.shape[:2], out_hw, strides, dilations)
-    out = cols.reshape(-1, cols[0, 0, 0].size) @ w.reshape(-1, w.shape[3])
+    out = cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]) @ w.reshape(-1, w.shape[3])
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
 
@@ -244,8 +244,7 @@ def conv2d_backprop_input(input_hw, filters, out_backprop, strides=1, padding="V
 def _bp_filter_kernel(x, g, filter_hw, strides, padding, dilations):
     out_hw, pads = _geometry(None, x.shape[1:3], filter_hw, strides, dilations, padding, "")
     cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
-    k = cols[0, 0, 0].size
-    dw = cols.reshape(-1, k).T @ g.reshape(-1, g.shape[3])
+    dw = cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T @ g.reshape(-1, g.shape[3])
     return dw.reshape(tuple(filter_hw) + (x.shape[3], g.shape[3]))
 
 
