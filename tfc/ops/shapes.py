@@ -658,6 +658,7 @@ def getitem(tensor, key):
     The array's axes go where NumPy puts them; the one NumPy case that moves them
     to the front (array and ints separated by a slice) raises NotImplementedError."""
     key = key if isinstance(key, tuple) else (key,)
+    key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k for k in key)
     adv = [i for i, k in enumerate(key) if _is_array_index(k)]
     if not adv:
         return basic_getitem(tensor, key)
