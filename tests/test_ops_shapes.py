@@ -338,3 +338,10 @@ def test_second_order_gradients(rng):
     check_second_grad(lambda t: tfc.concat(tfc.split(t, [1, 3], axis=1)[::-1], 1) ** 3, x)
     check_second_grad(lambda t: tfc.stack(tfc.unstack(t)[::-1]) ** 3, x)
     check_second_grad(lambda t: t[[1, 1, 0]] ** 3, x)
+
+
+def test_variables_as_inputs():
+    v = tfc.Variable([[1.0, 2.0], [3.0, 4.0]])
+    with tfc.GradientTape() as tape:
+        y = tfc.reduce_sum(tfc.gather(v, [1, 1]) * tfc.concat([v, v], 0)[1:3] + v[[0]])
+    np.testing.assert_allclose(tape.gradient(y, v).numpy(), [[5.0, 6.0], [7.0, 10.0]])

@@ -23,6 +23,8 @@ def _predicate(op_name: str, pred, what: str = "pred") -> bool:
     """A Python bool from a Python bool or a scalar bool tensor."""
     if isinstance(pred, (bool, np.bool_)):
         return bool(pred)
+    if isinstance(pred, np.ndarray):
+        pred = convert_to_tensor(pred)
     if not isinstance(pred, Tensor):
         raise TypeError(f"{op_name}: {what} must be a bool or a scalar bool tensor, got {type(pred).__name__}")
     if pred.dtype != dtypes.bool_:

@@ -97,6 +97,8 @@ def tensordot(a, b, axes):
 
     a, b = convert_to_tensor(a), convert_to_tensor(b)
     xa, xb = _tensordot_axes(axes, a.ndim, b.ndim)
+    if None in a.shape or None in b.shape:
+        raise NotImplementedError("tensordot: dimensions known only at run time (None) are not supported yet")
     for i, j in zip(xa, xb):
         if a.shape[i] is not None and b.shape[j] is not None and a.shape[i] != b.shape[j]:
             raise ValueError(f"tensordot: axis {i} of a {inf.fmt_shape(a.shape)} and axis {j} of b "
