@@ -245,7 +245,7 @@ def _concat_infer(op, *xs: Spec, axis) -> Spec:
             _dims_agree(d, e) for i, (d, e) in enumerate(zip(x.shape, first.shape)) if i != a
         ):
             raise ValueError(
-                f"concat: shapes " + ", ".join(inf.fmt_shape(s.shape) for s in xs)
+                "concat: shapes " + ", ".join(inf.fmt_shape(s.shape) for s in xs)
                 + f" must agree on every axis but {a}"
             )
     sizes = [x.shape[a] for x in xs]
