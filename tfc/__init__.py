@@ -27,4 +27,11 @@ from tfc.ops.reductions import (  # noqa: F401
 from tfc.ops.linalg import matmul  # noqa: F401
 from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
 
+# Models and training (tfc/nn): the module tfc.nn holds the nn ops; tfc.layers,
+# tfc.optimizers and tfc.train are namespaces over the models code.
+from tfc import nn  # noqa: E402,F401
+from tfc.nn.module import Module  # noqa: E402,F401
+from tfc.nn import layers, optimizers  # noqa: E402,F401
+from tfc.nn import train  # noqa: E402,F401
+
 __version__ = "0.1.0"
