@@ -109,7 +109,7 @@ class Checkpoint:
                 arrays = [(FORMAT_KEY, np.array(FORMAT))] + [(k, np.asarray(v._value)) for k, v in entries.items()]
                 for key, array in arrays:
                     with z.open(key + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
+                        np.lib.format.write_array(member, np.asarray(array), allow_pickle=False)
             os.replace(tmp, path)  # a crash mid-write never leaves a half checkpoint at path
         except BaseException:
             if os.path.exists(tmp):
