@@ -54,7 +54,10 @@ class Optimizer:
     def _lr(self, dtype):
         lr = self.learning_rate
         if callable(lr):
-            takes_step = bool(inspect.signature(lr).parameters)
+            try:
+                takes_step = bool(inspect.signature(lr).parameters)
+            except (TypeError, ValueError):  # no introspectable signature: pass the step
+                takes_step = True
             lr = lr(self.iterations.read_value()) if takes_step else lr()
         if isinstance(lr, Tensor):
             return cast(lr, dtype) if lr.dtype != dtype else lr
