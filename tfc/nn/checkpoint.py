@@ -13,7 +13,8 @@ Lazy layers: restoring into a layer that has not created its variables yet (a
 ``Dense`` never called) is *deferred*: the values wait on the layer and are
 checked and assigned right after it builds, on its first call (restore-on-
 create, as in TensorFlow). ``restore`` returns a status whose
-``assert_consumed()`` raises while any layer still waits.
+``assert_consumed()`` raises while any layer still waits. (Not handled: a layer
+whose ``build`` creates unbuilt sublayers; call such a model once before restoring.)
 """
 from __future__ import annotations
 
