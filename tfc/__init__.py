@@ -30,4 +30,11 @@ from tfc.ops.shapes import concat, gather, one_hot, pad, split, stack, tile, uns
 from tfc.ops.control_flow import Assert, TensorArray, cond, print, while_loop  # noqa: F401
 from tfc import random  # noqa: F401
 
+# Models and training (tfc/nn): the module tfc.nn holds the nn ops; tfc.layers,
+# tfc.optimizers and tfc.train are namespaces over the models code.
+from tfc import nn  # noqa: E402,F401
+from tfc.nn.module import Module  # noqa: E402,F401
+from tfc.nn import layers, optimizers  # noqa: E402,F401
+from tfc.nn import train  # noqa: E402,F401
+
 __version__ = "0.1.0"
