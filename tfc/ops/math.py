@@ -96,7 +96,18 @@ def _pow_grad(e, g):
     return [gx, gy]
 
 
-@declare(kernel=np.power, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
+def _pow_kernel(x, y):
+    try:
+        return np.power(x, y)
+    except ValueError:  # numpy refuses negative integer exponents; say which op
+        from tfc.core.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"pow: integer {x.dtype} tensor raised to a negative integer power; cast to a float dtype first"
+        ) from None
+
+
+@declare(kernel=_pow_kernel, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
 def pow(x, y):  # noqa: A001 (TensorFlow's name)
     """x ** y, elementwise."""
     return (x, y), {}

@@ -100,10 +100,20 @@ def _prod_grad(e, g):
 reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")
 reduce_mean = _reduction("reduce_mean", _mean_kernel, lambda e, g: [_expand_grad(e, g) / _count(e)],
                          doc="Mean over axes (integer tensors give the integer mean, rounded toward zero).")
-reduce_max = _reduction("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-                        _extreme_grad, doc="Maximum over axes.")
-reduce_min = _reduction("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-                        _extreme_grad, doc="Minimum over axes.")
+def _bound(dtype, low: bool):
+    """The identity of max (low) / min over an empty axis: -inf/inf, or the int range's end (TensorFlow)."""
+    if dtype.kind == "f":
+        return -np.inf if low else np.inf
+    info = np.iinfo(dtype)
+    return info.min if low else info.max
+
+
+reduce_max = _reduction("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims,
+                                                                       initial=_bound(x.dtype, True)),
+                        _extreme_grad, doc="Maximum over axes (-inf, or the lowest int, over an empty axis).")
+reduce_min = _reduction("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims,
+                                                                       initial=_bound(x.dtype, False)),
+                        _extreme_grad, doc="Minimum over axes (inf, or the highest int, over an empty axis).")
 reduce_prod = _reduction("reduce_prod", _prod_kernel, _prod_grad, doc="Product over axes.")
 _BOOL = frozenset({dtypes.bool_})
 reduce_any = _reduction("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims), None,
@@ -117,6 +127,10 @@ def _arg_infer(op, x: Spec, axis, output_type) -> Spec:
     if x.ndim == 0:
         raise ValueError(f"{op.name}: input must have rank >= 1, got a scalar")
     a = inf.normalize_axis(op, axis, x.ndim)
+    if x.shape[a] == 0:
+        raise ValueError(f"{op.name}: axis {axis} of shape {inf.fmt_shape(x.shape)} is empty")
+    if output_type not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op.name}: output_type must be int32 or int64, got {output_type.name}")
     return Spec(tuple(d for i, d in enumerate(x.shape) if i != a), output_type)
 
 
