@@ -305,7 +305,8 @@ def _cast_infer(op, x: Spec, dtype) -> Spec:
 
 def _cast_grad(e, g):
     x = e.inputs[0]
-    return [cast(g, x.dtype) if x.dtype.is_floating else None]
+    # through an integer or bool result nothing flows back (as in TensorFlow)
+    return [cast(g, x.dtype) if x.dtype.is_floating and e.outputs[0].dtype.is_floating else None]
 
 
 @declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True)
