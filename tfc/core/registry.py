@@ -182,7 +182,10 @@ def convert_inputs(op: OpDef, inputs) -> list:
         if i in promote and is_python_scalar(x):
             weak.append(i)
         else:
-            out[i] = constant(x)
+            try:
+                out[i] = constant(x)
+            except (TypeError, ValueError) as e:  # say which op got the bad value
+                raise type(e)(f"{op.name}: input {i}: {e}") from None
     if not promote:
         return out
     strong = [out[i].dtype for i in promote if i not in weak]

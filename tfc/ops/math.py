@@ -312,7 +312,11 @@ def _cast_grad(e, g):
 @declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True)
 def cast(x, dtype):
     """x converted to ``dtype`` (floats to ints truncate toward zero)."""
-    return (x,), {"dtype": dtypes.as_dtype(dtype)}
+    try:
+        dtype = dtypes.as_dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"cast: {e}") from None
+    return (x,), {"dtype": dtype}
 
 
 def _clip_infer(op, t: Spec, lo: Spec, hi: Spec) -> Spec:

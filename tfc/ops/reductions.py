@@ -9,15 +9,20 @@ from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
 
 
-def _axis_attr(axis):
+def _axis_attr(axis, op_name="reduction"):
     """The attribute form of ``axis``: None or a tuple of ints."""
     if axis is None:
         return None
     if hasattr(axis, "numpy"):
         axis = axis.numpy().tolist()
+    elif isinstance(axis, np.ndarray):
+        axis = axis.tolist()
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         return (int(axis),)
-    return tuple(int(a) if not isinstance(a, bool) else a for a in axis)
+    if not isinstance(axis, (list, tuple)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis):
+        raise TypeError(f"{op_name}: axis must be None, an int or a sequence of ints, got {axis!r}")
+    return tuple(int(a) for a in axis)
 
 
 def _keep_shape(e):
@@ -48,7 +53,7 @@ def _count(e):
 
 def _reduction(name, kernel, grad, allowed=NUMERIC, result=None, doc=""):
     def pack(input_tensor, axis=None, keepdims=False):
-        return (input_tensor,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+        return (input_tensor,), {"axis": _axis_attr(axis, name), "keepdims": bool(keepdims)}
 
     pack.__name__ = pack.__qualname__ = name
     pack.__doc__ = doc
