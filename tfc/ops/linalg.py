@@ -30,7 +30,11 @@ def _matmul_infer(op, a: Spec, b: Spec, transpose_a, transpose_b) -> Spec:
         raise ValueError(f"matmul: inner dimensions differ: {inf.fmt_shape(a.shape)}"
                          f"{' (transposed)' if transpose_a else ''} @ {inf.fmt_shape(b.shape)}"
                          f"{' (transposed)' if transpose_b else ''}: {k} != {k2}")
-    batch = inf.broadcast_shapes(op, a.shape[:-2], b.shape[:-2])
+    try:
+        batch = inf.broadcast_shapes(op, a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions of {inf.fmt_shape(a.shape)} and {inf.fmt_shape(b.shape)} "
+                         "cannot be broadcast together") from None
     return Spec(batch + (m, n), a.dtype)
 
 
