@@ -17,18 +17,10 @@ from tfc.nn.module import Module
 from tfc.ops.linalg import matmul
 from tfc.ops.math import cast, relu, sigmoid, softplus, tanh
 from tfc.ops.nn import log_softmax, softmax
+from tfc.ops.random import generator
 from tfc.ops.shapes import reshape
 
 # -- initializers ---------------------------------------------------------------
-
-_GLOBAL_RNG = np.random.default_rng()
-
-
-def set_seed(seed: int) -> None:
-    """Seed the stream that unseeded initializers draw from."""
-    global _GLOBAL_RNG
-    _GLOBAL_RNG = np.random.default_rng(seed)
-
 
 def _fans(shape) -> tuple:
     """(fan_in, fan_out) of a dense (in, out) or conv (h, w, in, out) kernel."""
@@ -42,14 +34,14 @@ def _fans(shape) -> tuple:
 
 class Initializer:
     """Draws initial values; with a ``seed`` the draws repeat from run to run,
-    without one they come from the stream seeded by ``tfc.layers.set_seed``."""
+    without one they come from tfc.random's global stream (``tfc.random.set_seed``)."""
 
     def __init__(self, seed: int | None = None):
         self.seed = seed
-        self._rng = None if seed is None else np.random.default_rng(seed)
+        self._rng = None if seed is None else generator(seed)
 
     def _gen(self):
-        return self._rng if self._rng is not None else _GLOBAL_RNG
+        return self._rng if self._rng is not None else generator()
 
     def __call__(self, shape, dtype=dtypes.float32):
         return self.sample(tuple(shape), self._gen()).astype(dtypes.as_dtype(dtype).as_numpy_dtype)
@@ -321,5 +313,4 @@ class Sequential(Layer):
 
 
 __all__ = ["Layer", "Dense", "Flatten", "Dropout", "Conv2D", "MaxPool2D", "Sequential", "Initializer", "Zeros",
-           "Ones", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "get_initializer", "get_activation",
-           "set_seed"]
+           "Ones", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "get_initializer", "get_activation"]

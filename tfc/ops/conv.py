@@ -13,6 +13,7 @@ from tfc.core.dtypes import FLOATS
 from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
+from tfc.ops.random import generator
 
 _PADDINGS = ("VALID", "SAME")
 
@@ -476,14 +477,11 @@ def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
 
 # -- dropout ------------------------------------------------------------------------------
 
-# Stream for unseeded masks; an explicit seed gives the same mask on every call,
-# eager or compiled, because the mask comes from this op's kernel alone.
-_UNSEEDED = np.random.default_rng()
-
-
+# An explicit seed gives the same mask on every call, eager or compiled, because
+# the mask comes from this op's kernel alone; without one, tfc.random's global stream.
 def _mask_kernel(x, rate, noise_shape, seed):
     shape = x.shape if noise_shape is None else noise_shape
-    rng = _UNSEEDED if seed is None else np.random.default_rng(seed)
+    rng = generator(seed)
     keep = rng.random(shape) >= rate
     return keep * np.asarray(1.0 / (1.0 - rate), dtype=x.dtype)
 

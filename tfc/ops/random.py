@@ -21,7 +21,8 @@ def set_seed(seed) -> None:
     _GLOBAL[0] = np.random.Generator(np.random.Philox(None if seed is None else _seed_value("set_seed", seed)))
 
 
-def _generator(seed):
+def generator(seed=None) -> np.random.Generator:
+    """The generator for a draw: a fresh one keyed by ``seed``, else the global stream."""
     return _GLOBAL[0] if seed is None else np.random.Generator(np.random.Philox(seed))
 
 
@@ -57,7 +58,7 @@ def _uniform_infer(op, shape, dtype, minval, maxval, seed) -> Spec:
 
 
 def _uniform_kernel(shape, dtype, minval, maxval, seed):
-    rng = _generator(seed)
+    rng = generator(seed)
     np_dt = dtype.as_numpy_dtype
     if dtype.is_integer:
         return rng.integers(int(minval), int(maxval), size=shape, dtype=np_dt)
@@ -89,7 +90,7 @@ def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
 
 
 def _normal_kernel(shape, dtype, mean, stddev, seed):
-    return (_generator(seed).standard_normal(shape) * stddev + mean).astype(dtype.as_numpy_dtype)
+    return (generator(seed).standard_normal(shape) * stddev + mean).astype(dtype.as_numpy_dtype)
 
 
 @declare(kernel=_normal_kernel, infer=_normal_infer, stateful=True,
