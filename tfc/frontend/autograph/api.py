@@ -109,9 +109,7 @@ def _convert_code(fn):
     factory.body.insert(0, ast.Expr(value=ast.Tuple(elts=[ast.Name(id=v, ctx=ast.Load()) for v in freevars],
                                                     ctx=ast.Load())))
     module = ast.Module(body=[factory], type_ignores=[])
-    for n in ast.walk(factory):
-        if "lineno" in n._attributes and not hasattr(n, "lineno"):
-            ast.copy_location(n, node)
+    ast.copy_location(factory, node)  # the rest inherit their parents' lines
     ast.fix_missing_locations(module)
     compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
     factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))

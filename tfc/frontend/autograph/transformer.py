@@ -95,7 +95,20 @@ def assigned_names(stmts) -> set:
             out.add(n.name)
         elif isinstance(n, ast.NamedExpr):
             out.add(n.target.id)
+        elif _is_list_append(n):
+            out.add(n.value.func.value.id)  # becomes `lst = ag__.list_append(lst, x)`
     return out
+
+
+def _is_list_append(n) -> bool:
+    return getattr(n, "_ag_append", False)
+
+
+def _looks_like_append(n) -> bool:
+    v = getattr(n, "value", None)
+    return (isinstance(n, ast.Expr) and isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "append" and isinstance(v.func.value, ast.Name) and len(v.args) == 1
+            and not v.keywords)
 
 
 def used_names(node) -> set:
@@ -368,8 +381,7 @@ class _ControlFlow(ast.NodeTransformer):
 
     def visit_Expr(self, node):
         v = node.value
-        if (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "append"
-                and isinstance(v.func.value, ast.Name) and len(v.args) == 1 and not v.keywords):
+        if _is_list_append(node):
             # lst.append(x) → lst = ag__.list_append(lst, x): the list becomes loop state
             name = v.func.value.id
             arg = self.visit(v.args[0])
@@ -473,6 +485,11 @@ def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> a
             nonlocals.update(n.names)
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
+    # `lst.append(x)` on a local list is rewritten to `lst = ag__.list_append(lst, x)`
+    local = assigned_names(fn.body) | params
+    for n in _walk_scope(fn):
+        if _looks_like_append(n) and n.value.func.value.id in local - globals_ - nonlocals:
+            n._ag_append = True
     _ReturnLowering().run(fn)
     fn.body = [s for stmt in fn.body for s in _as_list(_JumpLowering(names).visit(stmt))]
     _live_block(fn.body, set())
