@@ -444,3 +444,255 @@ def test_generated_programs(tmp_path_factory, src, a, b):
     assert conv(a, b) == want, src
     got = conv(tfc.constant(a), tfc.constant(b))
     assert _val(got) == want, src
+
+
+# -- the symbolic path, with a fake tracer ------------------------------------------------
+# While STATE.builder is set every tensor counts as symbolic; the fake builder runs
+# ops eagerly, the fake control flow records the functional calls and runs them,
+# and bool() of a tensor raises, as it would on a real symbolic tensor.
+
+class _FakeBuilder:
+    def emit(self, op, tensors, attrs):
+        return run_eager(op, tensors, attrs)
+
+
+class _FakeTensorArray:
+    def __init__(self, dtype, size=0, dynamic_size=False, items=()):
+        self.dtype, self.items = dtype, list(items)
+
+    def write(self, i, x):
+        assert _val(i) == len(self.items)
+        return _FakeTensorArray(self.dtype, items=self.items + [tfc.constant(x, self.dtype)])
+
+    def size(self):
+        return tfc.constant(len(self.items))
+
+    def stack(self):
+        return tfc.constant(np.array([x.numpy() for x in self.items], self.dtype.as_numpy_dtype))
+
+
+class _FakeControlFlow:
+    TensorArray = _FakeTensorArray
+
+    def __init__(self):
+        self.calls = []
+
+    @staticmethod
+    def _tensors(xs):
+        return tuple(tfc.constant(x) if isinstance(x, (bool, int, float)) else x for x in xs)
+
+    def cond(self, pred, true_fn, false_fn):
+        self.calls.append("cond")
+        t, f = true_fn(), false_fn()  # both branches are traced
+        if isinstance(t, tuple):
+            t, f = self._tensors(t), self._tensors(f)
+            assert len(t) == len(f)
+        return t if pred.numpy() else f
+
+    def while_loop(self, cond, body, loop_vars, maximum_iterations=None):
+        self.calls.append("while_loop")
+        loop_vars = self._tensors(loop_vars)
+        body(*loop_vars)  # traced once before running, like a real tracer
+        while cond(*loop_vars).numpy():
+            loop_vars = self._tensors(body(*loop_vars))
+        return loop_vars
+
+    def print(self, *args, **kwargs):
+        self.calls.append(("print", args))
+
+    def Assert(self, cond, data):
+        self.calls.append(("Assert", data))
+        if not cond.numpy():
+            raise tfc.errors.InvalidArgumentError(str(data[0]))
+
+
+@pytest.fixture
+def traced(monkeypatch):
+    fake = _FakeControlFlow()
+    monkeypatch.setattr(operators, "CONTROL_FLOW", fake)
+
+    def no_bool(self):
+        raise TypeError("bool() of a symbolic tensor")
+
+    monkeypatch.setattr(tfc.Tensor, "__bool__", no_bool)
+    monkeypatch.setattr(STATE, "builder", _FakeBuilder())
+    return fake
+
+
+def test_symbolic_collatz(traced):
+    got = ag.to_graph(collatz)(tfc.constant(27))
+    assert _val(got) == collatz(27)
+    assert "while_loop" in traced.calls and "cond" in traced.calls
+
+
+def test_symbolic_huber_ternary_boolops(traced):
+    assert _val(huber_loss(tfc.constant(3.0))) == pytest.approx(2.5)
+
+    def f(x):
+        y = x if x > 0 else -x
+        if x > 0 and x < 10 or not x > -100:
+            y = y + 1
+        return y
+
+    assert _val(ag.to_graph(f)(tfc.constant(-4.0))) == 4.0
+    assert _val(ag.to_graph(f)(tfc.constant(4.0))) == 5.0
+
+
+def test_symbolic_for_range_and_tensor(traced):
+    def f(n, t):
+        s = 0
+        for i in range(n):
+            s = s + i
+        acc = 0.0
+        for x in t:
+            acc = acc + x
+        return s, acc
+
+    s, acc = ag.to_graph(f)(tfc.constant(5), tfc.constant([1.0, 2.0, 3.0]))
+    assert _val(s) == 10 and _val(acc) == 6.0
+    assert traced.calls.count("while_loop") == 2
+
+
+def test_symbolic_break_continue_return(traced):
+    def f(n):
+        total = 0
+        i = 0
+        while i < n:
+            i += 1
+            if i % 2 == 0:
+                continue
+            if total > 10:
+                break
+            total += i
+        return total
+
+    for n in (0, 3, 10):
+        traced.calls.clear()
+        assert _val(ag.to_graph(f)(tfc.constant(n))) == f(n)
+
+    def g(x):
+        if x > 0:
+            return x * 2
+        else:
+            return -x
+
+    assert _val(ag.to_graph(g)(tfc.constant(3))) == 6
+    assert _val(ag.to_graph(g)(tfc.constant(-3))) == 3
+
+
+def test_symbolic_print_assert(traced):
+    def f(x):
+        assert x != 0, "Do not pass zero!"
+        print("x is", x)
+        return x * x
+
+    g = ag.to_graph(f)
+    assert _val(g(tfc.constant(3))) == 9
+    kinds = [c[0] for c in traced.calls if isinstance(c, tuple)]
+    assert kinds == ["Assert", "print"]
+    with pytest.raises(tfc.errors.InvalidArgumentError, match="Do not pass zero!"):
+        g(tfc.constant(0))
+
+
+def test_symbolic_list_append(traced):
+    def f(n):
+        z = []
+        tfc.autograph.set_element_type(z, tfc.int32)
+        for i in range(n):
+            z.append(i)
+        return tfc.autograph.stack(z)
+
+    np.testing.assert_array_equal(ag.to_graph(f)(tfc.constant(4)).numpy(), np.arange(4))
+
+    def bad(n):
+        z = []
+        for i in range(n):
+            z.append(i)
+        return z
+
+    with pytest.raises(ValueError, match="'z'.*set_element_type"):
+        ag.to_graph(bad)(tfc.constant(4))
+
+
+def test_symbolic_errors(traced):
+    def one_branch(x):
+        if x > 0:
+            y = x
+        return y
+
+    with pytest.raises(ValueError, match=r"'y'.*both branches.*line \d+"):
+        ag.to_graph(one_branch)(tfc.constant(1))
+
+    def none_branch(x):
+        y = x
+        if x > 0:
+            y = None
+        return y
+
+    with pytest.raises(ValueError, match="'y' is None"):
+        ag.to_graph(none_branch)(tfc.constant(1))
+
+    def some_return(x):
+        if x > 0:
+            return x
+        x = x + 1
+
+    with pytest.raises(ValueError, match="returns in only some"):
+        ag.to_graph(some_return)(tfc.constant(1))
+
+    def dtype_change(x):
+        y = 0
+        while x > 0:
+            y = tfc.cast(y, tfc.float32) + 1.0
+            x = x - 1
+        return y
+
+    with pytest.raises(TypeError, match="'y' changes dtype"):
+        ag.to_graph(dtype_change)(tfc.constant(3))
+
+    def shape_change(x):
+        y = tfc.constant([1.0])
+        while x > 0:
+            y = tfc.reshape(tfc.zeros([2]), [2])
+            x = x - 1
+        return y
+
+    with pytest.raises(ValueError, match="'y' changes shape"):
+        ag.to_graph(shape_change)(tfc.constant(3))
+
+    def first_bound_inside(x):
+        while x > 0:
+            x = x - 1
+            z = x
+        return z
+
+    with pytest.raises((ValueError, NotImplementedError), match="'z'"):
+        ag.to_graph(first_bound_inside)(tfc.constant(3))
+
+    def python_while_becomes_tensor(x):
+        i = 0
+        while i < 3:
+            i = x
+        return i
+
+    with pytest.raises(NotImplementedError, match="became a tensor"):
+        ag.to_graph(python_while_becomes_tensor)(tfc.constant(1))
+
+    def break_in_python_loop(x):
+        for i in [1, 2, 3]:
+            if x > i:
+                break
+        return x
+
+    with pytest.raises(NotImplementedError, match="Python iterable"):
+        ag.to_graph(break_in_python_loop)(tfc.constant(1))
+
+    def while_else(x):
+        while x > 0:
+            x = x - 1
+        else:
+            x = x + 10
+        return x
+
+    with pytest.raises(NotImplementedError, match="while/else"):
+        ag.to_graph(while_else)(tfc.constant(1))

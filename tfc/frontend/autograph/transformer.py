@@ -299,9 +299,10 @@ def _live_stmt(s, out: set) -> set:
     if isinstance(s, ast.For):
         s._ag_live_out = set(out)
         targets = assigned_names([ast.Assign(targets=[s.target], value=_const(None))])
-        live = set(out)
+        extra = {s._ag_extra_test} if getattr(s, "_ag_extra_test", None) else set()
+        live = set(out) | extra
         for _ in range(10):
-            new = set(out) | (_live_block(s.body, live) - targets)
+            new = set(out) | extra | (_live_block(s.body, live) - targets)
             if new == live:
                 break
             live = new
