@@ -7,7 +7,6 @@ import ast
 import copy
 import functools
 import inspect
-import linecache
 import os
 import sys
 import sysconfig
@@ -236,4 +235,3 @@ def do_not_convert(f):
     return f
 
 
-linecache  # the traceback module reads the original file through linecache
