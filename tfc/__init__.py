@@ -36,5 +36,6 @@ from tfc import nn  # noqa: E402,F401
 from tfc.nn.module import Module  # noqa: E402,F401
 from tfc.nn import layers, optimizers  # noqa: E402,F401
 from tfc.nn import train  # noqa: E402,F401
+from tfc.frontend import autograph  # noqa: F401,E402
 
 __version__ = "0.1.0"

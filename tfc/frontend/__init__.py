@@ -1,0 +1,1 @@
+"""Front ends: tracing to IR, tfc.function, AutoGraph."""
