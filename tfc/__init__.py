@@ -27,4 +27,6 @@ from tfc.ops.reductions import (  # noqa: F401
 from tfc.ops.linalg import matmul  # noqa: F401
 from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
 
+from tfc.frontend.function import TensorSpec, function  # noqa: F401
+
 __version__ = "0.1.0"
