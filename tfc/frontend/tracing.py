@@ -414,7 +414,7 @@ class FunctionBuilder:
 
         def call(fn, args):
             packed = nest.pack_sequence_as(structure, args)
-            return fn(packed) if single else fn(*packed)
+            return fn(packed[0]) if single else fn(*packed)
 
         for _ in range(3):  # at most: trace, relax shapes, confirm
             types = [tensor_type(s.shape, s.dtype) for s in specs]
@@ -476,7 +476,7 @@ class FunctionBuilder:
         if isinstance(values, (Tensor, str)) or not isinstance(values, (list, tuple)):
             values = [values]
         fmt, vals = self._template(values, sep)
-        self._insert(PrintOp.create(operands=[vals], properties={"format": StringAttr(fmt + end)}))
+        self._insert(PrintOp.create(operands=vals, properties={"format": StringAttr(fmt + end)}))
 
     def assert_(self, condition, data=(), summarize=None):
         """A tfc.assert op: fails at run time unless ``condition`` is all true."""
@@ -488,7 +488,7 @@ class FunctionBuilder:
         if not isinstance(data, (list, tuple)):
             data = [data]
         fmt, vals = self._template(data)
-        self._insert(AssertOp.create(operands=[c, vals], properties={"message": StringAttr(fmt)}))
+        self._insert(AssertOp.create(operands=[c, *vals], properties={"message": StringAttr(fmt)}))
 
     # -- finishing ----------------------------------------------------------------
     def finish(self, outputs):
