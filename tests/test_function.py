@@ -186,3 +186,19 @@ def test_compiled_matches_eager_on_random_program():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
         assert g.dtype == w.dtype
+
+
+def test_variable_passed_as_argument_and_returned():
+    @tfc.function
+    def bump(v, d):
+        v.assign_add(d)
+        return v
+
+    a, b = tfc.Variable([1.0]), tfc.Variable([10.0])
+    np.testing.assert_allclose(bump(a, tfc.constant([1.0])).numpy(), [2.0])
+    np.testing.assert_allclose(bump(b, tfc.constant([1.0])).numpy(), [11.0])
+    np.testing.assert_allclose(a.numpy(), [2.0])
+    np.testing.assert_allclose(b.numpy(), [11.0])
+    assert bump.trace_count == 2 and "variable" in bump.explain()[1]
+    bump(a, tfc.constant([1.0]))
+    assert bump.trace_count == 2 and a.numpy()[0] == 3.0

@@ -37,6 +37,25 @@ def _conform(op, value, t):
     return value
 
 
+def run_registry_op(op: RegistryOp, env: dict) -> None:
+    """Run a generated registry op with its eager kernel; results go into ``env``."""
+    opdef = op.OPDEF
+    vals = [env[v] for v in op.operands]
+    attrs = op.attr_values
+    try:
+        if opdef.quiet:
+            with np.errstate(all="ignore"):
+                out = opdef.kernel(*vals, **attrs)
+        else:
+            out = opdef.kernel(*vals, **attrs)
+    except Exception as e:
+        e.add_note(f"while running {op.name} at {loc_str(op)}")
+        raise
+    outs = [out] if len(op.results) == 1 else list(out)
+    for r, v in zip(op.results, outs):
+        env[r] = _conform(op, v, r.type)
+
+
 class Executor:
     """Runs the functions of one module."""
 
@@ -68,21 +87,7 @@ class Executor:
 
     def run_op(self, op, env):
         if isinstance(op, RegistryOp):
-            opdef = op.OPDEF
-            vals = [env[v] for v in op.operands]
-            attrs = op.attr_values
-            try:
-                if opdef.quiet:
-                    with np.errstate(all="ignore"):
-                        out = opdef.kernel(*vals, **attrs)
-                else:
-                    out = opdef.kernel(*vals, **attrs)
-            except Exception as e:
-                e.add_note(f"while running {op.name} at {loc_str(op)}")
-                raise
-            outs = [out] if len(op.results) == 1 else list(out)
-            for r, v in zip(op.results, outs):
-                env[r] = _conform(op, v, r.type)
+            run_registry_op(op, env)
         elif isinstance(op, ConstantOp):
             v = self._consts.get(id(op))
             if v is None:
