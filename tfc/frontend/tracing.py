@@ -13,7 +13,7 @@ import sys
 
 import tfc as _tfc_pkg
 from tfc.core import dtypes, nest
-from tfc.core.context import STATE, TAPES
+from tfc.core.context import TAPES
 from tfc.core.registry import OpDef, Spec
 from tfc.core.tensor import Tensor, _format_value, convert_to_tensor
 from tfc.core.variable import Variable
