@@ -38,4 +38,6 @@ from tfc.nn import layers, optimizers  # noqa: E402,F401
 from tfc.nn import train  # noqa: E402,F401
 from tfc.frontend import autograph  # noqa: F401,E402
 
+from tfc.frontend.function import TensorSpec, function  # noqa: F401
+
 __version__ = "0.1.0"

@@ -1,1 +1,1 @@
-"""Front ends: tracing to IR, tfc.function, AutoGraph."""
+"""Tracing, tfc.function and input signatures."""
