@@ -46,6 +46,9 @@ fmt_shape = _fmt
 
 def broadcast_shapes(op, *shapes) -> tuple:
     """NumPy broadcasting; a None (dynamic) dimension broadcasts with 1 and matches anything."""
+    first = shapes[0]
+    if all(s == first for s in shapes[1:]):  # the common case, cheaply
+        return tuple(first)
     ndim = max((len(s) for s in shapes), default=0)
     out = []
     for i in range(ndim):
