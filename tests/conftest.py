@@ -1,3 +1,7 @@
+import os
+
+os.environ.setdefault("TFC_VERIFY_IR", "1")  # verify IR after tracing and every pass
+
 import numpy as np
 import pytest
 

@@ -25,6 +25,8 @@ created it (printed with ``print_debuginfo=True``; parsed back either way).
 """
 from __future__ import annotations
 
+import functools
+
 import inspect
 from typing import ClassVar
 
@@ -63,15 +65,28 @@ def element_type(dt: dtypes.DType) -> Attribute:
     return _ELEMENT[dt]
 
 
+_DTYPE_OF = {v: k for k, v in _ELEMENT.items()}
+
+
 def dtype_of(elt: Attribute) -> dtypes.DType:
     """The tfc dtype of an IR element type (f32, i1, ...)."""
+    try:
+        return _DTYPE_OF[elt]
+    except (KeyError, TypeError):
+        pass
     if isinstance(elt, (Float16Type, Float32Type, Float64Type, IntegerType)):
         return dtypes.from_ir_name(str(elt))
     raise TypeError(f"no tfc dtype for IR element type {elt}")
 
 
 def tensor_type(shape, dt: dtypes.DType) -> TensorType:
-    """``tensor<...>`` of a shape (None for a dynamic dimension) and dtype."""
+    """``tensor<...>`` of a shape (None for a dynamic dimension) and dtype
+    (types are immutable, so they are built once per shape and dtype)."""
+    return _tensor_type(tuple(shape), dt)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type(shape: tuple, dt: dtypes.DType) -> TensorType:
     return TensorType(element_type(dt), [DYNAMIC_INDEX if d is None else int(d) for d in shape])
 
 
@@ -208,6 +223,7 @@ def decode_attrs(opdef, props) -> dict:
 # -- locations -------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=4096)
 def make_loc(filename: str, line: int, col: int = 0) -> FileLineColLoc:
     return FileLineColLoc(StringAttr(filename), IntAttr(line), IntAttr(col))
 

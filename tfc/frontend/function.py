@@ -297,7 +297,7 @@ class ConcreteFunction:
     def from_trace(cls, builder, specs, out, function=None):
         from xdsl.dialects.builtin import ModuleOp
 
-        from tfc.passes.pipeline import run_pipeline
+        from tfc.passes.pipeline import VERIFY_EACH_PASS, run_pipeline
 
         flat = nest.flatten(out)
         mask = [isinstance(x, Tensor) for x in flat]
@@ -305,7 +305,8 @@ class ConcreteFunction:
         tensors = [x for x in flat if isinstance(x, Tensor)]
         fop = builder.finish(tensors)
         raw = ModuleOp([fop])
-        raw.verify()
+        if VERIFY_EACH_PASS:
+            raw.verify()
         module = raw.clone()
         run_pipeline(module)
         return cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)

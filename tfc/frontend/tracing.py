@@ -160,7 +160,7 @@ class FunctionBuilder:
         self.entry = Block()
         self._stack = [self.entry]
         self._captures: list[list | None] = [None]  # per open region: outer values it used
-        self._consts: dict[int, tuple] = {}  # id(eager tensor) -> (tensor, ssa)
+        self._consts: dict[tuple, tuple] = {}  # key (see lift) -> (tensor, ssa)
         self._last_const = None
         self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
         self.variables: list[Variable] = []
@@ -212,7 +212,11 @@ class FunctionBuilder:
             return self.read_variable(t)._ssa
         if not isinstance(t, Tensor):
             t = convert_to_tensor(t)
-        hit = self._consts.get(id(t))
+        # Small constants (the Python scalars of `x * 2.0`) are shared by value,
+        # larger ones by identity: one tfc.constant each, not one per use.
+        value = t._value
+        key = (id(t),) if value.size > 64 else (value.dtype.str, value.shape, value.tobytes())
+        hit = self._consts.get(key)
         if hit is not None:
             return hit[1]
         from xdsl.rewriter import InsertPoint, Rewriter
@@ -229,7 +233,7 @@ class FunctionBuilder:
         else:
             Rewriter.insert_op(op, InsertPoint.after(self._last_const))
         self._last_const = op
-        self._consts[id(t)] = (t, op.result)
+        self._consts[key] = (t, op.result)
         return op.result
 
     def _defined_inside(self, ssa) -> bool:

@@ -1,7 +1,13 @@
 """Pass registry and the default L1 pipeline used by tfc.function."""
 from __future__ import annotations
 
+import os
 import sys
+
+# Verifying the whole module costs about as much as all passes together
+# (~0.4 ms per op), so it runs after every pass only in tests and debugging
+# (TFC_VERIFY_IR=1; the test suite sets it); the tracer builds typed IR directly.
+VERIFY_EACH_PASS = os.environ.get("TFC_VERIFY_IR", "") not in ("", "0")
 
 
 def _fold():
@@ -37,14 +43,17 @@ def get_pass(name: str):
         raise ValueError(f"unknown pass {name!r}; available: {', '.join(sorted(PASSES))}") from None
 
 
-def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, stream=None):
-    """Apply ``passes`` (names) to ``module`` in place, verifying after each."""
+def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, stream=None, verify=None):
+    """Apply ``passes`` (names) to ``module`` in place; verify after each when
+    ``verify`` (default: ``VERIFY_EACH_PASS``)."""
+    verify = VERIFY_EACH_PASS if verify is None else verify
     from tfc.dialects.tensor import context, print_ir
 
     ctx = context()
     for name in passes:
         get_pass(name)().apply(ctx, module)
-        module.verify()
+        if verify:
+            module.verify()
         if print_ir_after_all:
             out = stream or sys.stderr
             out.write(f"// -----// IR Dump After {name} //----- //\n{print_ir(module)}\n\n")
