@@ -9,8 +9,9 @@ not yet taken roots a group, which then absorbs the producers of its operands
   recomputed (its result is smaller than the iteration shape, i.e. it is
   broadcast) and is not cheap;
 - a producer with users outside the group is copied into it only if it is cheap
-  (a few arith ops, no division); an expensive producer with several users is
-  never duplicated: it roots its own group and its result is an input.
+  (a few arith ops, no division) and all its users are fusable (so the original
+  can die); an expensive producer with several users is never duplicated: it
+  roots its own group and its result is an input.
 Cheap copies take their own operands as inputs. Splat constants become
 ``arith.constant`` in the body. Reductions are roots only; matmul, conv and all
 other ops without a scalar body stay L1 ops. Ops with dynamic shapes are left
@@ -123,7 +124,8 @@ def _plan_block(block: Block) -> list[Group]:
         if axes is None and not is_elementwise(op):
             continue
         users = [u.operation for r in op.results for u in r.uses]
-        if op in copied_into and all(group_of.get(u) in copied_into[op] for u in users):
+        if op in copied_into and not any(r in inputs for r in op.results) and all(
+                group_of.get(u) in copied_into[op] for u in users):
             continue  # every use is served by a copy: the original dies
         shape = _static_shape((op.operands[0] if axes else op.results[0]).type)
         g = Group(op, shape, axes)
@@ -151,7 +153,8 @@ def _plan_block(block: Block) -> list[Group]:
                 g.members.add(p)
                 group_of[p] = g
                 push(p)
-            elif is_cheap(p):
+            elif is_cheap(p) and all(is_elementwise(u) or reduction_axes(u) is not None for u in p_users):
+                # every user is fusable, so each kernel can recompute p and the original can die
                 g.copies.add(p)
                 copied_into.setdefault(p, set()).add(g)
                 inputs.update(p.operands)
@@ -216,7 +219,9 @@ def fuse_block(block: Block) -> None:
         return
     index = {op: i for i, op in enumerate(block.ops)}
     dead = set()
-    for g in sorted(groups, key=lambda g: index[g.root]):
+    # consumers first: a copied op is still in place when its copies are made,
+    # even when it is itself a member of an earlier group
+    for g in sorted(groups, key=lambda g: index[g.root], reverse=True):
         dead.update(_rewrite(g, index))
         dead.update(g.copies)
     # originals of copies and inlined constants whose uses all went into kernels
