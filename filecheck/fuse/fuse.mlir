@@ -136,12 +136,19 @@ func.func @ints(%x: tensor<5xi32>, %y: tensor<5xi32>) -> tensor<5xf32> {
 // CHECK-LABEL: func.func @regions
 // CHECK:         tfc.cond
 // CHECK-NEXT:      tfc.fused(%x)
+// CHECK-NEXT:      ^bb0
+// CHECK-NEXT:        arith.constant 2.0
+// CHECK-NEXT:        arith.mulf
+// CHECK-NEXT:        math.sin
+// CHECK-NEXT:        math.cos
 // CHECK:           tfc.yield
 // CHECK:         } else {
 // CHECK-NEXT:      tfc.yield %x
 func.func @regions(%p: tensor<i1>, %x: tensor<3xf32>) -> tensor<3xf32> {
+  %two = tfc.constant dense<2.0> : tensor<f32>
   %r = tfc.cond %p : (tensor<i1>) -> (tensor<3xf32>) {
-    %a = tfc.sin %x : (tensor<3xf32>) -> tensor<3xf32>
+    %s = tfc.multiply %x, %two : (tensor<3xf32>, tensor<f32>) -> tensor<3xf32>
+    %a = tfc.sin %s : (tensor<3xf32>) -> tensor<3xf32>
     %b = tfc.cos %a : (tensor<3xf32>) -> tensor<3xf32>
     tfc.yield %b : tensor<3xf32>
   } else {

@@ -127,7 +127,8 @@ def run_fused(op, arrays) -> list:
     results = []
     for r, v in zip(op.outs, outs):
         v = np.broadcast_to(v, shape)
-        if kind is not None:
+        if kind is not None:  # contiguous, as an eager result: the same summation order
+            v = np.ascontiguousarray(v)
             with np.errstate(all="ignore"):
                 v = REGISTRY[f"reduce_{kind}"].kernel(v, axis=op.axes, keepdims=op.keepdims)
         want = spec_of(r.type).dtype.as_numpy_dtype

@@ -225,7 +225,8 @@ def fuse_block(block: Block) -> None:
         dead.update(_rewrite(g, index))
         dead.update(g.copies)
     # originals of copies and inlined constants whose uses all went into kernels
-    for op in sorted(dead, key=index.__getitem__, reverse=True):
+    # (constants from enclosing blocks are left to DCE)
+    for op in sorted((op for op in dead if op in index), key=index.__getitem__, reverse=True):
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
 
