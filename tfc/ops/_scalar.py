@@ -57,7 +57,7 @@ def _pick(b, x, float_op: str, int_op: str, what: str):
     dt = b.dtype(x)
     if dt.is_floating:
         return float_op
-    if dt.is_integer or dt.is_bool and int_op in ("AndIOp", "OrIOp", "XOrIOp"):
+    if dt.is_integer:
         return int_op
     raise TypeError(f"scalar body {what}: no form for dtype {dt.name}")
 

@@ -27,7 +27,7 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from tfc.dialects.fused import FusedOp, FusedYieldOp, emit_scalar
+from tfc.dialects.fused import FusedOp, FusedYieldOp, ScalarBuilder, emit_scalar
 from tfc.dialects.tensor import ConstantOp, RegistryOp, spec_of
 from tfc.ops import _scalar as S
 
@@ -175,7 +175,7 @@ def _rewrite(g: Group, index) -> list:
             return s
         value = splat_value(v)
         if value is not None:
-            s = S.const(_BodyBuilder(body), value, spec_of(v.type).dtype)
+            s = S.const(ScalarBuilder(body), value, spec_of(v.type).dtype)
             inlined.append(v.owner)
         else:
             s = body.insert_arg(v.type.element_type, len(body.args))
@@ -200,17 +200,6 @@ def _rewrite(g: Group, index) -> list:
     for m in sorted(g.members, key=index.__getitem__, reverse=True):
         Rewriter.erase_op(m)
     return inlined
-
-
-class _BodyBuilder:
-    __slots__ = ("block",)
-
-    def __init__(self, block):
-        self.block = block
-
-    def emit(self, op):
-        self.block.add_op(op)
-        return op.results[0]
 
 
 def fuse_block(block: Block) -> None:
