@@ -28,13 +28,14 @@ def main(argv=None) -> int:
 
 
 def _list_passes() -> str:
-    from tfc.passes.pipeline import DEFAULT_L1, PASSES
+    from tfc.passes.pipeline import DEFAULT_L1, FUSED, PASSES
 
     lines = ["tfc passes:"]
     for name in sorted(PASSES):
         doc = (sys.modules[PASSES[name]().__module__].__doc__ or "").strip()
         lines.append(f"  {name:14s} {doc.splitlines()[0] if doc else ''}")
     lines.append(f"default L1 pipeline: {','.join(DEFAULT_L1)}")
+    lines.append(f"fused (L2) stage: {','.join(FUSED)}")
     lines.append("xDSL's own passes (cse, dce, canonicalize, ...) are accepted too.")
     return "\n".join(lines) + "\n"
 

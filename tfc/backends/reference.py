@@ -9,6 +9,7 @@ import numpy as np
 from xdsl.dialects import func
 
 from tfc.core.errors import InvalidArgumentError
+from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
     RegistryOp, WhileOp, YieldOp, loc_str, spec_of,
@@ -88,6 +89,11 @@ class Executor:
     def run_op(self, op, env):
         if isinstance(op, RegistryOp):
             run_registry_op(op, env)
+        elif isinstance(op, FusedOp):
+            from tfc.backends.vectorized import run_fused
+
+            for r, v in zip(op.outs, run_fused(op, [env[v] for v in op.inputs])):
+                env[r] = _conform(op, v, r.type)
         elif isinstance(op, ConstantOp):
             v = self._consts.get(id(op))
             if v is None:

@@ -636,19 +636,24 @@ FIXED_OPS = [ConstantOp, YieldOp, ConditionOp, CondOp, WhileOp, ReadVariableOp,
 
 
 def dialect() -> Dialect:
-    """The ``tfc`` dialect with one op per op in the registry now."""
-    return Dialect("tfc", FIXED_OPS + [op_class(n) for n in sorted(REGISTRY)], [RefType])
+    """The ``tfc`` dialect with one op per op in the registry now, and the L2
+    fused ops (tfc/dialects/fused.py)."""
+    from tfc.dialects.fused import FUSED_OPS
+
+    return Dialect("tfc", FIXED_OPS + FUSED_OPS + [op_class(n) for n in sorted(REGISTRY)], [RefType])
 
 
 def context():
-    """An xDSL Context with builtin, func and tfc loaded."""
+    """An xDSL Context with builtin, func, arith, math (fused bodies) and tfc loaded."""
     from xdsl.context import Context
+    from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
+    from xdsl.dialects.math import Math
 
     ctx = Context()
-    ctx.load_dialect(Builtin)
-    ctx.load_dialect(Func)
+    for d in (Builtin, Func, Arith, Math):
+        ctx.load_dialect(d)
     ctx.load_dialect(dialect())
     return ctx
 

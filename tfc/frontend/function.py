@@ -292,6 +292,7 @@ class ConcreteFunction:
         self._out_mask = out_tensor_mask
         self._out_static = out_static
         self._executor = None
+        self._fused = None
 
     @classmethod
     def from_trace(cls, builder, specs, out, function=None):
@@ -315,15 +316,28 @@ class ConcreteFunction:
     def structured_input_signature(self):
         return [TensorSpec(s.shape, s.dtype) for s in self.input_specs]
 
+    @property
+    def fused_module(self):
+        """The L2 stage: the optimized L1 module after the fusion pipeline (made on first use)."""
+        if self._fused is None:
+            from tfc.passes.pipeline import FUSED, run_pipeline
+
+            self._fused = run_pipeline(self.module.clone(), FUSED)
+        return self._fused
+
     def ir(self, stage: str = "tensor", debuginfo: bool = False) -> str:
-        """IR text of a stage: "tensor" (L1, optimized) or "tensor-raw" (as traced)."""
+        """IR text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced)
+        or "fused" (L2)."""
         from tfc.dialects.tensor import print_ir
 
         if stage == "tensor":
             return print_ir(self.module, debuginfo)
         if stage == "tensor-raw":
             return print_ir(self.raw_module, debuginfo)
-        raise NotImplementedError(f"IR stage {stage!r} is not implemented yet (available: tensor, tensor-raw)")
+        if stage == "fused":
+            return print_ir(self.fused_module, debuginfo)
+        raise NotImplementedError(
+            f"IR stage {stage!r} is not implemented yet (available: tensor, tensor-raw, fused)")
 
     def __call__(self, *args, **kwargs):
         leaves = []

@@ -7,6 +7,7 @@ from tfc.core import dtypes
 from tfc.core.dtypes import ANY, FLOATS, INTS, NUMERIC
 from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
+from tfc.ops import _scalar as S
 from tfc.ops._grad import unbroadcast
 
 SIGNED = NUMERIC  # every tfc integer dtype is signed
@@ -19,7 +20,7 @@ def _add_grad(e, g):
     return [unbroadcast(g, x.shape), unbroadcast(g, y.shape)]
 
 
-@declare(kernel=np.add, infer=inf.binary(NUMERIC), grad=_add_grad, promote=(0, 1))
+@declare(kernel=np.add, infer=inf.binary(NUMERIC), grad=_add_grad, promote=(0, 1), scalar=S.add)
 def add(x, y):
     """x + y, elementwise, with NumPy broadcasting."""
     return (x, y), {}
@@ -30,7 +31,7 @@ def _sub_grad(e, g):
     return [unbroadcast(g, x.shape), unbroadcast(negative(g), y.shape) if e.needs_grad(1) else None]
 
 
-@declare(kernel=np.subtract, infer=inf.binary(NUMERIC), grad=_sub_grad, promote=(0, 1))
+@declare(kernel=np.subtract, infer=inf.binary(NUMERIC), grad=_sub_grad, promote=(0, 1), scalar=S.sub)
 def subtract(x, y):
     """x - y, elementwise."""
     return (x, y), {}
@@ -44,7 +45,7 @@ def _mul_grad(e, g):
     ]
 
 
-@declare(kernel=np.multiply, infer=inf.binary(NUMERIC), grad=_mul_grad, promote=(0, 1))
+@declare(kernel=np.multiply, infer=inf.binary(NUMERIC), grad=_mul_grad, promote=(0, 1), scalar=S.mul)
 def multiply(x, y):
     """x * y, elementwise."""
     return (x, y), {}
@@ -59,13 +60,13 @@ def _div_grad(e, g):
 
 
 @declare(kernel=np.true_divide, infer=inf.binary_ufunc(NUMERIC, np.true_divide),
-         grad=_div_grad, promote=(0, 1), quiet=True)
+         grad=_div_grad, promote=(0, 1), quiet=True, scalar=S.true_divide)
 def divide(x, y):
     """x / y (true division; integers give floats, as in NumPy)."""
     return (x, y), {}
 
 
-@declare(kernel=np.floor_divide, infer=inf.binary(NUMERIC), promote=(0, 1), quiet=True)
+@declare(kernel=np.floor_divide, infer=inf.binary(NUMERIC), promote=(0, 1), quiet=True, scalar=S.floordiv)
 def floordiv(x, y):
     """x // y, rounding toward negative infinity (not differentiable)."""
     return (x, y), {}
@@ -79,7 +80,7 @@ def _mod_grad(e, g):
     ]
 
 
-@declare(kernel=np.mod, infer=inf.binary(NUMERIC), grad=_mod_grad, promote=(0, 1), quiet=True)
+@declare(kernel=np.mod, infer=inf.binary(NUMERIC), grad=_mod_grad, promote=(0, 1), quiet=True, scalar=S.mod)
 def mod(x, y):
     """x % y with the sign of y (Python's and TensorFlow's floormod)."""
     return (x, y), {}
@@ -107,7 +108,7 @@ def _pow_kernel(x, y):
         ) from None
 
 
-@declare(kernel=_pow_kernel, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
+@declare(kernel=_pow_kernel, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True, scalar=S.power)
 def pow(x, y):  # noqa: A001 (TensorFlow's name)
     """x ** y, elementwise."""
     return (x, y), {}
@@ -120,7 +121,7 @@ def _max_grad(e, g):
     return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
 
 
-@declare(kernel=np.maximum, infer=inf.binary(NUMERIC), grad=_max_grad, promote=(0, 1))
+@declare(kernel=np.maximum, infer=inf.binary(NUMERIC), grad=_max_grad, promote=(0, 1), scalar=S.maximum)
 def maximum(x, y):
     """The larger of x and y, elementwise (NaN if either is NaN)."""
     return (x, y), {}
@@ -133,7 +134,7 @@ def _min_grad(e, g):
     return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
 
 
-@declare(kernel=np.minimum, infer=inf.binary(NUMERIC), grad=_min_grad, promote=(0, 1))
+@declare(kernel=np.minimum, infer=inf.binary(NUMERIC), grad=_min_grad, promote=(0, 1), scalar=S.minimum)
 def minimum(x, y):
     """The smaller of x and y, elementwise."""
     return (x, y), {}
@@ -145,37 +146,37 @@ _cmp = inf.binary(ANY, result=dtypes.bool_)
 _ordered = inf.binary(NUMERIC, result=dtypes.bool_)
 
 
-@declare(kernel=np.equal, infer=_cmp, promote=(0, 1))
+@declare(kernel=np.equal, infer=_cmp, promote=(0, 1), scalar=S.comparison("eq"))
 def equal(x, y):
     """x == y, elementwise, as a bool tensor."""
     return (x, y), {}
 
 
-@declare(kernel=np.not_equal, infer=_cmp, promote=(0, 1))
+@declare(kernel=np.not_equal, infer=_cmp, promote=(0, 1), scalar=S.comparison("ne"))
 def not_equal(x, y):
     """x != y, elementwise."""
     return (x, y), {}
 
 
-@declare(kernel=np.less, infer=_ordered, promote=(0, 1))
+@declare(kernel=np.less, infer=_ordered, promote=(0, 1), scalar=S.comparison("lt"))
 def less(x, y):
     """x < y, elementwise."""
     return (x, y), {}
 
 
-@declare(kernel=np.less_equal, infer=_ordered, promote=(0, 1))
+@declare(kernel=np.less_equal, infer=_ordered, promote=(0, 1), scalar=S.comparison("le"))
 def less_equal(x, y):
     """x <= y, elementwise."""
     return (x, y), {}
 
 
-@declare(kernel=np.greater, infer=_ordered, promote=(0, 1))
+@declare(kernel=np.greater, infer=_ordered, promote=(0, 1), scalar=S.comparison("gt"))
 def greater(x, y):
     """x > y, elementwise."""
     return (x, y), {}
 
 
-@declare(kernel=np.greater_equal, infer=_ordered, promote=(0, 1))
+@declare(kernel=np.greater_equal, infer=_ordered, promote=(0, 1), scalar=S.comparison("ge"))
 def greater_equal(x, y):
     """x >= y, elementwise."""
     return (x, y), {}
@@ -184,19 +185,19 @@ def greater_equal(x, y):
 _BOOL = frozenset({dtypes.bool_})
 
 
-@declare(kernel=np.logical_and, infer=inf.binary(_BOOL), promote=(0, 1))
+@declare(kernel=np.logical_and, infer=inf.binary(_BOOL), promote=(0, 1), scalar=S.logical_and)
 def logical_and(x, y):
     """x and y, elementwise on bool tensors."""
     return (x, y), {}
 
 
-@declare(kernel=np.logical_or, infer=inf.binary(_BOOL), promote=(0, 1))
+@declare(kernel=np.logical_or, infer=inf.binary(_BOOL), promote=(0, 1), scalar=S.logical_or)
 def logical_or(x, y):
     """x or y, elementwise on bool tensors."""
     return (x, y), {}
 
 
-@declare(kernel=np.logical_not, infer=inf.unary(_BOOL))
+@declare(kernel=np.logical_not, infer=inf.unary(_BOOL), scalar=S.logical_not)
 def logical_not(x):
     """not x, elementwise on a bool tensor."""
     return (x,), {}
@@ -205,7 +206,7 @@ def logical_not(x):
 # -- unary math ---------------------------------------------------------------
 
 
-def _unary(name, kernel, grad=None, allowed=FLOATS, quiet=False, doc=""):
+def _unary(name, kernel, grad=None, allowed=FLOATS, quiet=False, doc="", scalar=None):
     """Declare an elementwise op of one input whose result keeps its dtype."""
 
     def pack(x):
@@ -213,28 +214,58 @@ def _unary(name, kernel, grad=None, allowed=FLOATS, quiet=False, doc=""):
 
     pack.__name__ = pack.__qualname__ = name
     pack.__doc__ = doc
-    return declare(kernel=kernel, infer=inf.unary(allowed), grad=grad, quiet=quiet, name=name)(pack)
+    return declare(kernel=kernel, infer=inf.unary(allowed), grad=grad, quiet=quiet, name=name, scalar=scalar)(pack)
 
 
 def _out(e):
     return e.outputs[0]
 
 
-negative = _unary("negative", np.negative, lambda e, g: [negative(g)], NUMERIC, doc="-x")
-abs = _unary("abs", np.abs, lambda e, g: [g * sign(e.inputs[0])], NUMERIC, doc="|x|")  # noqa: A001
-sign = _unary("sign", np.sign, None, NUMERIC, doc="-1, 0 or 1 by the sign of x (not differentiable)")
-exp = _unary("exp", np.exp, lambda e, g: [g * _out(e)], quiet=True, doc="e ** x")
-log = _unary("log", np.log, lambda e, g: [g / e.inputs[0]], quiet=True, doc="natural logarithm")
-log1p = _unary("log1p", np.log1p, lambda e, g: [g / (e.inputs[0] + 1)], quiet=True, doc="log(1 + x), accurate near 0")
-expm1 = _unary("expm1", np.expm1, lambda e, g: [g * (_out(e) + 1)], quiet=True, doc="e ** x - 1, accurate near 0")
-sqrt = _unary("sqrt", np.sqrt, lambda e, g: [g / (_out(e) * 2)], quiet=True, doc="square root")
-square = _unary("square", np.square, lambda e, g: [g * (e.inputs[0] * 2)], NUMERIC, doc="x * x")
-sin = _unary("sin", np.sin, lambda e, g: [g * cos(e.inputs[0])], doc="sine")
-cos = _unary("cos", np.cos, lambda e, g: [negative(g) * sin(e.inputs[0])], doc="cosine")
-tanh = _unary("tanh", np.tanh, lambda e, g: [g * (1 - square(_out(e)))], doc="hyperbolic tangent")
-round = _unary("round", np.round, None, doc="round half to even (not differentiable)")  # noqa: A001
-floor = _unary("floor", np.floor, None, doc="largest integer <= x (not differentiable)")
-ceil = _unary("ceil", np.ceil, None, doc="smallest integer >= x (not differentiable)")
+def _sign_scalar(b, x):
+    # numpy: 1 if x > 0, -1 if x < 0, 0 if x == 0, else x (NaN stays NaN)
+    s = S.select(b, S.cmp(b, "lt", x, S.like(b, 0, x)), S.like(b, -1, x), S.like(b, 0, x))
+    s = S.select(b, S.cmp(b, "gt", x, S.like(b, 0, x)), S.like(b, 1, x), s)
+    if b.dtype(x).is_floating:
+        s = S.select(b, S.cmp(b, "ne", x, x), x, s)
+    return s
+
+
+def _rsqrt_scalar(b, x):
+    return S.divf(b, S.like(b, 1, x), S.math1("SqrtOp")(b, x))
+
+
+def _sigmoid_scalar(b, x):
+    # the stable form of the kernel: z = exp(-|x|); x >= 0 ? 1 / (1 + z) : z / (1 + z)
+    one = S.like(b, 1, x)
+    z = S.math1("ExpOp")(b, S.neg(b, S.absolute(b, x)))
+    d = S.add(b, one, z)
+    return S.select(b, S.cmp(b, "ge", x, S.like(b, 0, x)), S.divf(b, one, d), S.divf(b, z, d))
+
+
+def _relu_scalar(b, x):
+    return S.maximum(b, x, S.like(b, 0, x))
+
+
+def _softplus_scalar(b, x):
+    t = S.math1("Log1pOp")(b, S.math1("ExpOp")(b, S.neg(b, S.absolute(b, x))))
+    return S.add(b, _relu_scalar(b, x), t)
+
+
+negative = _unary("negative", np.negative, lambda e, g: [negative(g)], NUMERIC, doc="-x", scalar=S.neg)
+abs = _unary("abs", np.abs, lambda e, g: [g * sign(e.inputs[0])], NUMERIC, doc="|x|", scalar=S.absolute)  # noqa: A001
+sign = _unary("sign", np.sign, None, NUMERIC, doc="-1, 0 or 1 by the sign of x (not differentiable)", scalar=_sign_scalar)
+exp = _unary("exp", np.exp, lambda e, g: [g * _out(e)], quiet=True, doc="e ** x", scalar=S.math1("ExpOp"))
+log = _unary("log", np.log, lambda e, g: [g / e.inputs[0]], quiet=True, doc="natural logarithm", scalar=S.math1("LogOp"))
+log1p = _unary("log1p", np.log1p, lambda e, g: [g / (e.inputs[0] + 1)], quiet=True, doc="log(1 + x), accurate near 0", scalar=S.math1("Log1pOp"))
+expm1 = _unary("expm1", np.expm1, lambda e, g: [g * (_out(e) + 1)], quiet=True, doc="e ** x - 1, accurate near 0", scalar=S.math1("ExpM1Op"))
+sqrt = _unary("sqrt", np.sqrt, lambda e, g: [g / (_out(e) * 2)], quiet=True, doc="square root", scalar=S.math1("SqrtOp"))
+square = _unary("square", np.square, lambda e, g: [g * (e.inputs[0] * 2)], NUMERIC, doc="x * x", scalar=S.square)
+sin = _unary("sin", np.sin, lambda e, g: [g * cos(e.inputs[0])], doc="sine", scalar=S.math1("SinOp"))
+cos = _unary("cos", np.cos, lambda e, g: [negative(g) * sin(e.inputs[0])], doc="cosine", scalar=S.math1("CosOp"))
+tanh = _unary("tanh", np.tanh, lambda e, g: [g * (1 - square(_out(e)))], doc="hyperbolic tangent", scalar=S.math1("TanhOp"))
+round = _unary("round", np.round, None, doc="round half to even (not differentiable)", scalar=S.math1("RoundEvenOp"))  # noqa: A001
+floor = _unary("floor", np.floor, None, doc="largest integer <= x (not differentiable)", scalar=S.math1("FloorOp"))
+ceil = _unary("ceil", np.ceil, None, doc="smallest integer >= x (not differentiable)", scalar=S.math1("CeilOp"))
 
 
 def _rsqrt_kernel(x):
@@ -242,7 +273,7 @@ def _rsqrt_kernel(x):
 
 
 rsqrt = _unary("rsqrt", _rsqrt_kernel, lambda e, g: [g * -0.5 * _out(e) * _out(e) * _out(e)], quiet=True,
-               doc="1 / sqrt(x)")
+               doc="1 / sqrt(x)", scalar=_rsqrt_scalar)
 
 
 def _sigmoid_kernel(x):
@@ -251,7 +282,7 @@ def _sigmoid_kernel(x):
     return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype, copy=False)
 
 
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda e, g: [g * _out(e) * (1 - _out(e))], doc="1 / (1 + e ** -x)")
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda e, g: [g * _out(e) * (1 - _out(e))], doc="1 / (1 + e ** -x)", scalar=_sigmoid_scalar)
 
 
 def _relu_kernel(x):
@@ -262,7 +293,7 @@ def _relu_grad(e, g):
     return [where(greater(e.inputs[0], 0), g, zeros_like_(g))]
 
 
-relu = _unary("relu", _relu_kernel, _relu_grad, NUMERIC, doc="max(x, 0)")
+relu = _unary("relu", _relu_kernel, _relu_grad, NUMERIC, doc="max(x, 0)", scalar=_relu_scalar)
 
 
 def _softplus_kernel(x):
@@ -270,8 +301,8 @@ def _softplus_kernel(x):
 
 
 softplus = _unary("softplus", _softplus_kernel, lambda e, g: [g * sigmoid(e.inputs[0])], quiet=True,
-                  doc="log(1 + e ** x), computed without overflow")
-identity = _unary("identity", np.copy, lambda e, g: [g], ANY, doc="a tensor equal to x")
+                  doc="log(1 + e ** x), computed without overflow", scalar=_softplus_scalar)
+identity = _unary("identity", np.copy, lambda e, g: [g], ANY, doc="a tensor equal to x", scalar=S.identity)
 
 
 # -- selection, casts, clipping ---------------------------------------------------------
@@ -289,7 +320,7 @@ def _where_grad(e, g):
     return [None, unbroadcast(where(c, g, z), x.shape), unbroadcast(where(c, z, g), y.shape)]
 
 
-@declare(kernel=np.where, infer=_where_infer, grad=_where_grad, promote=(1, 2))
+@declare(kernel=np.where, infer=_where_infer, grad=_where_grad, promote=(1, 2), scalar=S.select)
 def where(condition, x, y):
     """x where condition is True, else y (all three broadcast)."""
     return (condition, x, y), {}
@@ -309,7 +340,8 @@ def _cast_grad(e, g):
     return [cast(g, x.dtype) if x.dtype.is_floating and e.outputs[0].dtype.is_floating else None]
 
 
-@declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True)
+@declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True,
+         scalar=S.cast)
 def cast(x, dtype):
     """x converted to ``dtype`` (floats to ints truncate toward zero)."""
     try:
@@ -341,7 +373,11 @@ def _clip_grad(e, g):
     ]
 
 
-@declare(kernel=_clip_kernel, infer=_clip_infer, grad=_clip_grad, promote=(0, 1, 2))
+def _clip_scalar(b, t, lo, hi):
+    return S.minimum(b, S.maximum(b, t, lo), hi)
+
+
+@declare(kernel=_clip_kernel, infer=_clip_infer, grad=_clip_grad, promote=(0, 1, 2), scalar=_clip_scalar)
 def clip_by_value(t, clip_value_min, clip_value_max):
     """t clipped to [clip_value_min, clip_value_max]."""
     return (t, clip_value_min, clip_value_max), {}

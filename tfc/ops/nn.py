@@ -139,7 +139,15 @@ def _sigmoid_xent_grad(e, g):
     ]
 
 
-@declare(kernel=_sigmoid_xent_kernel, infer=_sigmoid_xent_infer, grad=_sigmoid_xent_grad, promote=(0, 1))
+def _sigmoid_xent_scalar(b, z, x):
+    from tfc.ops import _scalar as S
+
+    t = S.math1("Log1pOp")(b, S.math1("ExpOp")(b, S.neg(b, S.absolute(b, x))))
+    return S.add(b, S.sub(b, S.maximum(b, x, S.like(b, 0, x)), S.mul(b, x, z)), t)
+
+
+@declare(kernel=_sigmoid_xent_kernel, infer=_sigmoid_xent_infer, grad=_sigmoid_xent_grad, promote=(0, 1),
+         scalar=_sigmoid_xent_scalar)
 def sigmoid_cross_entropy_with_logits(labels, logits):
     """Elementwise logistic loss of probabilities ``labels`` against ``logits``
     (same shape), stable for logits of any size."""

@@ -8,6 +8,7 @@ from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
+from tfc.ops import _scalar
 from tfc.ops._grad import unbroadcast
 
 
@@ -61,7 +62,8 @@ def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
 
 
 @declare(kernel=lambda x, shape: np.broadcast_to(x, shape), infer=_broadcast_to_infer,
-         grad=lambda e, g: [unbroadcast(g, e.inputs[0].shape)], attrs={"shape": "ints"})
+         grad=lambda e, g: [unbroadcast(g, e.inputs[0].shape)], attrs={"shape": "ints"},
+         scalar=_scalar.identity)
 def broadcast_to(input, shape):  # noqa: A002
     """``input`` broadcast (NumPy rules) to ``shape``."""
     return (input,), {"shape": _ints("broadcast_to", shape)}

@@ -30,10 +30,17 @@ def _simplify():
     return SimplifyPass
 
 
+def _fuse():
+    from tfc.passes.fuse import FusePass
+    return FusePass
+
+
 # name -> factory returning the pass class (imported lazily)
-PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify}
+PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse}
 
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
+# L1 -> L2: applied to the optimized L1 module (the "fused" stage)
+FUSED = ("tfc-fuse", "tfc-dce")
 
 
 def get_pass(name: str):

@@ -1,0 +1,218 @@
+"""The L2 fused dialect: ``tfc.fused`` kernels with a scalar body (see
+docs/ir-fused-dialect.md). Part of the ``tfc`` dialect namespace
+(``tfc.dialects.tensor.dialect()`` includes these ops).
+
+A ``tfc.fused`` op iterates over a static iteration ``shape``. Input ``i`` is
+read at the iteration index through ``broadcast[i]``: one entry per input
+dimension, the iteration dimension it follows, or -1 for a size-1 dimension
+read at index 0. The body is one block of scalar ``arith``/``math`` ops whose
+arguments are the input elements at that index; ``tfc.fused_yield`` gives one
+value per result. Without ``reduce`` each result has the iteration shape; with
+``reduce = "sum"`` (or prod, max, min, mean, any, all) and ``reduce_axes``, each
+yielded value is reduced over those axes with the registry's ``reduce_<kind>``
+semantics, the result keeping them as size 1 when its rank is the iteration rank.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    AnyFloatConstr, ArrayAttr, DenseArrayBase, StringAttr, TensorType, i64,
+)
+from xdsl.ir import Block
+from xdsl.irdl import (
+    IRDLOperation, ParsePropInAttrDict, VarConstraint, irdl_op_definition, lazy_traits_def, operand_def,
+    opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def,
+)
+from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from tfc.core import dtypes
+from tfc.dialects.tensor import dtype_of, element_type, loc_str, spec_of
+
+REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "any", "all")
+
+
+def _fail(op, msg: str):
+    raise VerifyException(f"{loc_str(op)}: {op.name}: {msg}")
+
+
+def ints_attr(values) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def reduced_shape(shape, axes, keepdims: bool) -> tuple:
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+@irdl_op_definition
+class FusedYieldOp(IRDLOperation):
+    """``tfc.fused_yield %v... : types``: the scalar results of a tfc.fused body."""
+
+    name = "tfc.fused_yield"
+    values = var_operand_def()
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusedOp), Pure()))
+    assembly_format = "attr-dict ($values^ `:` type($values))?"
+
+    def __init__(self, values=()):
+        super().__init__(operands=[list(values)])
+
+
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """``%r = tfc.fused(%a, ...) {shape = array<i64: ...>, broadcast = [array<i64: ...>, ...]}
+    : (types) -> types { ^bb0(%x: f32, ...): ... tfc.fused_yield %v : f32 }``"""
+
+    name = "tfc.fused"
+    inputs = var_operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    shape = prop_def(DenseArrayBase)
+    broadcast = prop_def(ArrayAttr)
+    reduce = opt_prop_def(StringAttr)
+    reduce_axes = opt_prop_def(DenseArrayBase)
+    body = region_def("single_block")
+    traits = traits_def(RecursiveMemoryEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $outs) $body"
+
+    def __init__(self, inputs, result_types, shape, broadcast, body, reduce=None, reduce_axes=None):
+        props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast])}
+        if reduce is not None:
+            props["reduce"] = StringAttr(reduce)
+            props["reduce_axes"] = ints_attr(reduce_axes)
+        super().__init__(operands=[list(inputs)], result_types=[list(result_types)], properties=props,
+                         regions=[body])
+
+    # -- accessors backends use ----------------------------------------------------
+    @property
+    def iteration_shape(self) -> tuple:
+        return tuple(int(d) for d in self.shape.get_values())
+
+    @property
+    def broadcast_maps(self) -> list[tuple]:
+        return [tuple(int(d) for d in m.get_values()) for m in self.broadcast.data]
+
+    @property
+    def reduce_kind(self) -> str | None:
+        return None if self.reduce is None else self.reduce.data
+
+    @property
+    def axes(self) -> tuple:
+        return () if self.reduce_axes is None else tuple(int(a) for a in self.reduce_axes.get_values())
+
+    @property
+    def keepdims(self) -> bool:
+        return len(spec_of(self.outs[0].type).shape) == len(self.iteration_shape) if self.outs else False
+
+    def verify_(self) -> None:
+        shape = self.iteration_shape
+        n = len(shape)
+        if any(d < 0 for d in shape):
+            _fail(self, f"the iteration shape must be static, got {list(shape)}")
+        maps = self.broadcast.data
+        if len(maps) != len(self.inputs) or not all(isinstance(m, DenseArrayBase) for m in maps):
+            _fail(self, f"broadcast needs one array<i64> per input ({len(self.inputs)}), got {len(maps)}")
+        for i, (v, m) in enumerate(zip(self.inputs, self.broadcast_maps)):
+            s = spec_of(v.type).shape
+            if len(m) != len(s):
+                _fail(self, f"broadcast[{i}] has {len(m)} entries for an input of rank {len(s)}")
+            used = [d for d in m if d >= 0]
+            if len(set(used)) != len(used) or any(d < -1 or d >= n for d in m):
+                _fail(self, f"broadcast[{i}] = {list(m)} must name distinct iteration dims in [0, {n}) or -1")
+            for j, (d, size) in enumerate(zip(m, s)):
+                want = 1 if d < 0 else shape[d]
+                if size != want:
+                    _fail(self, f"input {i} dim {j} has size {size}, expected {want} "
+                          f"(iteration shape {list(shape)}, broadcast {list(m)})")
+        block = self.body.block
+        if len(block.args) != len(self.inputs):
+            _fail(self, f"the body takes {len(block.args)} arguments for {len(self.inputs)} inputs")
+        for i, (a, v) in enumerate(zip(block.args, self.inputs)):
+            if a.type != v.type.element_type:
+                _fail(self, f"body argument {i} has type {a.type}, expected {v.type.element_type}")
+        term = block.last_op
+        if not isinstance(term, FusedYieldOp):
+            _fail(self, "the body must end with tfc.fused_yield")
+        if len(term.values) != len(self.outs):
+            _fail(self, f"the body yields {len(term.values)} values for {len(self.outs)} results")
+        kind = self.reduce_kind
+        axes = self.axes
+        if (kind is None) != (self.reduce_axes is None):
+            _fail(self, "reduce and reduce_axes come together")
+        if kind is not None:
+            if kind not in REDUCE_KINDS:
+                _fail(self, f"unknown reduction {kind!r}; expected one of {', '.join(REDUCE_KINDS)}")
+            if not axes or list(axes) != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= n:
+                _fail(self, f"reduce_axes {list(axes)} must be sorted distinct dims of the iteration shape")
+        for k, (r, y) in enumerate(zip(self.outs, term.values)):
+            rt = r.type
+            if y.type != rt.element_type:
+                _fail(self, f"result {k} has element type {rt.element_type}, the body yields {y.type}")
+            got = spec_of(rt).shape
+            if kind is None:
+                ok = got == shape
+            else:
+                ok = got in (reduced_shape(shape, axes, True), reduced_shape(shape, axes, False))
+                if len(got) != len(spec_of(self.outs[0].type).shape):
+                    ok = False
+            if not ok:
+                _fail(self, f"result {k} has shape {list(got)}, which does not fit iteration shape "
+                      f"{list(shape)}" + (f" reduced over {list(axes)}" if kind else ""))
+
+
+@irdl_op_definition
+class RemFOp(IRDLOperation):
+    """``tfc.remf %a, %b : f32``: C fmod (MLIR's arith.remf, missing from xdsl 0.74)."""
+
+    name = "tfc.remf"
+    T: ClassVar = VarConstraint("T", AnyFloatConstr)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs, rhs):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+
+FUSED_OPS = [FusedOp, FusedYieldOp, RemFOp]
+
+
+# -- building scalar bodies from the registry's scalar= functions -----------------
+
+
+class ScalarBuilder:
+    """What a scalar body gets as ``b`` (see tfc/ops/_scalar.py)."""
+
+    __slots__ = ("block", "out_dtype")
+
+    def __init__(self, block: Block, out_dtype: dtypes.DType | None = None):
+        self.block = block
+        self.out_dtype = out_dtype
+
+    def emit(self, op):
+        self.block.add_op(op)
+        return op.results[0]
+
+    @staticmethod
+    def dtype(value) -> dtypes.DType:
+        return dtype_of(value.type)
+
+
+def emit_scalar(opdef, block: Block, operands, attrs: dict, out_dtype: dtypes.DType):
+    """Append ``opdef``'s scalar body on ``operands`` to ``block``; its result value."""
+    if opdef.scalar is None:
+        raise NotImplementedError(f"op {opdef.name} has no scalar body")
+    return opdef.scalar(ScalarBuilder(block, out_dtype), *operands, **attrs)
+
+
+def scalar_block(opdef, in_dtypes, attrs: dict, out_dtype: dtypes.DType) -> Block:
+    """A block computing one element of ``opdef``: one argument per input
+    dtype, the op's scalar body, ``tfc.fused_yield`` of its value."""
+    block = Block(arg_types=[element_type(d) for d in in_dtypes])
+    value = emit_scalar(opdef, block, list(block.args), attrs, out_dtype)
+    block.add_op(FusedYieldOp([value]))
+    return block
