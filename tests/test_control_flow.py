@@ -153,8 +153,9 @@ class FakeBuilder:
         self.calls.append(("while_loop", args))
         return "traced loop"
 
-    def print_(self, values):
+    def print_(self, values, **options):
         self.calls.append(("print_", values))
+        self.print_options = options
 
     def assert_(self, condition, data):
         self.calls.append(("assert_", (condition, data)))
@@ -175,6 +176,7 @@ def test_builder_takes_over_while_tracing():
         ("cond", (True, t, f)), ("while_loop", (c, body, [0], 4)),
         ("print_", ("a", 1)), ("assert_", (False, ["msg"])),
     ]
+    assert b.print_options == {"sep": " ", "end": "\n", "stream": "stderr", "summarize": 3}
 
 
 # -- TensorArray ------------------------------------------------------------------------------

@@ -180,7 +180,12 @@ def assert_(cond, msg_thunk, line=None):
 
 def print_(*args, **kwargs):
     if _any_symbolic(args):
-        return _cf().print(*args, **kwargs)
+        # Python's print, at run time: to its file (stdout), tensors by value, all of them
+        import sys
+
+        return _cf().print(*args, output_stream=kwargs.get("file") or sys.stdout,
+                           sep=" " if kwargs.get("sep") is None else kwargs["sep"],
+                           end="\n" if kwargs.get("end") is None else kwargs["end"], summarize=-1)
     return builtins.print(*args, **kwargs)
 
 
@@ -198,13 +203,18 @@ def _tensor_if(cond, body, orelse, names, live, line):
     cells = _cells((body, orelse), names)
     live = [n for n in live if n in cells]
     init = {n: _get(c) for n, c in cells.items()}
+    init = {n: _as_tensor_list(v) if isinstance(v, list) else v for n, v in init.items()}
     results = {}
 
     def branch(fn, which):
         def run():
             for n, c in cells.items():
                 _set(c, init[n])
-            fn()
+            _LOOP_DEPTH[0] += 1
+            try:
+                fn()
+            finally:
+                _LOOP_DEPTH[0] -= 1
             out = []
             for n in live:
                 v = _get(cells[n])
@@ -312,7 +322,7 @@ def _check_same(name, before, after, line):
             if tuple(b.shape) != tuple(a.shape):
                 raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
                                  f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
-        elif isinstance(b, Tensor) != isinstance(a, Tensor) and not isinstance(b, TensorList):
+        elif isinstance(b, Tensor) != isinstance(a, Tensor):
             raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
                             f"{type(b).__name__} before, {type(a).__name__} after an iteration")
 
@@ -324,10 +334,7 @@ def _to_loop_var(name, v, line):
     from tfc.core.tensor import constant
 
     if isinstance(v, list):
-        dtype = _ELEMENT_TYPES.get(id(v), (None, None))[1]
-        if dtype is None:
-            return v  # not appended to (checked by list_append)
-        return TensorList.from_list(v, dtype)
+        return _as_tensor_list(v)
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
         return constant(v)
     return v
@@ -406,33 +413,30 @@ def set_element_type(lst, dtype, shape=None):
     _ELEMENT_TYPES[id(lst)] = (lst, dtypes.as_dtype(dtype))
 
 
-class TensorList:
-    """A list appended to inside a tensor loop: a TensorArray, functionally updated."""
+def _is_tensor_array(x) -> bool:
+    return isinstance(x, _cf().TensorArray)
 
-    def __init__(self, array, dtype):
-        self.array, self.dtype = array, dtype
 
-    @classmethod
-    def from_list(cls, lst, dtype):
-        ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
-        for i, x in enumerate(lst):
-            ta = ta.write(i, x)
-        return cls(ta, dtype)
-
-    def append(self, x):
-        return TensorList(self.array.write(self.array.size(), x), self.dtype)
-
-    def stack(self):
-        return self.array.stack()
+def _as_tensor_list(lst):
+    """A list with a declared element type as a TensorArray (the form tensor
+    control flow can carry); other lists as they are (appends are checked by
+    list_append)."""
+    dtype = _ELEMENT_TYPES.get(id(lst), (None, None))[1]
+    if dtype is None:
+        return lst
+    ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
+    for i, x in enumerate(lst):
+        ta = ta.write(i, x)
+    return ta
 
 
 def list_append(lst, x, name, line):
-    if isinstance(lst, TensorList):
-        return lst.append(x)
+    if _is_tensor_array(lst):
+        return lst.write(lst.size(), x)
     if isinstance(lst, list):
         if _LOOP_DEPTH[0] and STATE.builder is not None and id(lst) not in _ELEMENT_TYPES:
             raise ValueError(
-                f"list {name!r} is appended to inside a tensor loop at line {line}; declare its element type "
+                f"list {name!r} is appended to inside a tensor loop or `if` at line {line}; declare its element type "
                 f"first with tfc.autograph.set_element_type({name}, dtype)")
         lst.append(x)
         return lst
@@ -444,7 +448,7 @@ def stack(lst, dtype=None):
     """The elements of a list (or tensor list) stacked along a new first axis."""
     from tfc.core.tensor import constant
 
-    if isinstance(lst, TensorList):
+    if _is_tensor_array(lst):
         return lst.stack()
     if isinstance(lst, Tensor):
         return lst
