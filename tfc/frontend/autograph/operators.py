@@ -65,7 +65,45 @@ class Undefined:
         return "<undefined>"
 
 
+class _ReturnPlaceholder(Undefined):
+    """The return value before a return ran, in a function whose every path
+    returns: tensor control flow may stand zeros of the right type in for it."""
+
+    __slots__ = ()
+
+
+UNDEFINED_RETURN = _ReturnPlaceholder("the return value was used before a return statement ran")
+
 _EMPTY = object()  # an empty closure cell
+
+
+# -- placeholders: values tensor control flow creates -----------------------------------
+
+def _probe(run):
+    """``run()`` traced in a throw-away region (None without a real tracer)."""
+    probe = getattr(STATE.builder, "probe", None)
+    return None if probe is None else (probe(run),)
+
+
+def _spec_of(v):
+    from tfc.core.tensor import constant
+
+    if isinstance(v, Tensor):
+        return tuple(v.shape), v.dtype
+    if isinstance(v, (bool, int, float)):
+        t = constant(v)
+        return tuple(t.shape), t.dtype
+    return None
+
+
+def _zeros(spec, what, line):
+    from tfc.ops.creation import zeros
+
+    shape, dtype = spec
+    if any(d is None for d in shape):
+        raise NotImplementedError(f"{what} (line {line}) is first set inside tensor control flow with a shape "
+                                  f"known only at run time {shape}; give it a value before")
+    return zeros(shape, dtype)
 
 
 # -- cells: the converted function's variables ------------------------------------
@@ -205,6 +243,27 @@ def _tensor_if(cond, body, orelse, names, live, line):
     init = {n: _get(c) for n, c in cells.items()}
     init = {n: _as_tensor_list(v) if isinstance(v, list) else v for n, v in init.items()}
     results = {}
+    fill = {}  # the return value's type, where a branch leaves it to a later return
+    if "retval_" in live and isinstance(init["retval_"], _ReturnPlaceholder):
+        for fn in (body, orelse):
+            def run(fn=fn):
+                for n, c in cells.items():
+                    _set(c, init[n])
+                fn()
+                return _get(cells["retval_"])
+            try:
+                got = _probe(run)
+            finally:
+                for n, c in cells.items():
+                    _set(c, init[n])
+            if got is None:
+                break  # no tracer to ask: both branches must return
+            spec = _spec_of(got[0])
+            if spec:
+                fill["retval_"] = spec
+                break
+        else:  # neither branch returns: the placeholder passes through
+            live = [n for n in live if n != "retval_"]
 
     def branch(fn, which):
         def run():
@@ -218,6 +277,8 @@ def _tensor_if(cond, body, orelse, names, live, line):
             out = []
             for n in live:
                 v = _get(cells[n])
+                if n in fill and isinstance(v, _ReturnPlaceholder):
+                    v = _zeros(fill[n], _describe(n), line)
                 if v is _EMPTY or isinstance(v, Undefined):
                     raise ValueError(
                         f"{_describe(n)} must be defined in both branches of the tensor `if` at line {line}: "
@@ -343,24 +404,63 @@ def _to_loop_var(name, v, line):
 def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
     cells = _cells(fns, names)
     loop_vars = [n for n in loop_vars if n in cells]
-    init = []
+    undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
+                 f"define it before the loop")
+    init, pending = [], []
     for n in loop_vars:
         v = _get(cells[n])
         if v is _EMPTY or isinstance(v, Undefined):
-            raise ValueError(
-                f"{_describe(n)} is first set inside the tensor `{kind}` loop at line {line} and read before it "
-                f"is set, or used after the loop; define it before the loop")
-        init.append(_to_loop_var(n, v, line))
+            pending.append(n)
+            init.append(v)
+        elif n == "retval_" and v is None:
+            raise ValueError(f"the tensor `{kind}` loop at line {line} returns from the function, but the "
+                             f"function does not return on every path; end it with a return statement")
+        else:
+            init.append(_to_loop_var(n, v, line))
     others = [n for n in cells if n not in loop_vars]
     others_init = {n: _get(cells[n]) for n in others}
     has_counter = counter is not None
-    init_all = tuple(init) + ((counter["i"],) if has_counter else ())
 
     def load(vals):
         for n, v in zip(loop_vars, vals):
             _set(cells[n], v)
         if has_counter:
             counter["i"] = vals[-1]
+
+    flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
+    if pending:
+        # One throw-away iteration tells the types of the variables the body creates; they
+        # start as zeros, and a flag says whether the loop set them (checked after it).
+        start = counter["i"] if has_counter else None
+
+        def run():
+            load(tuple(init) + ((start,) if has_counter else ()))
+            for n in others:
+                _set(cells[n], others_init[n])
+            _LOOP_DEPTH[0] += 1
+            try:
+                step()
+            finally:
+                _LOOP_DEPTH[0] -= 1
+            return [_get(cells[n]) for n in pending]
+
+        try:
+            got = _probe(run)
+        except NameError:
+            raise ValueError(f"{_describe(pending[0])} {undefined}") from None
+        finally:
+            load(tuple(init) + ((start,) if has_counter else ()))
+        if got is None:
+            raise ValueError(f"{_describe(pending[0])} {undefined}")
+        for n, v in zip(pending, got[0]):
+            spec = _spec_of(v)
+            if spec is None:
+                raise ValueError(f"{_describe(n)} {undefined}")
+            init[loop_vars.index(n)] = _zeros(spec, _describe(n), line)
+            if n != "retval_":
+                flags.append(n)
+    flag_init = tuple(_false() for _ in flags)
+    init_all = tuple(init) + flag_init + ((counter["i"],) if has_counter else ())
 
     def cond_fn(*vals):
         load(vals)
@@ -386,6 +486,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
                 after = constant(after, before.dtype)
             _check_same(n, before, after, line)
             out.append(after)
+        out += [_false(True) for _ in flags]
         if has_counter:
             out.append(counter["i"])
         return tuple(out)
@@ -393,6 +494,10 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
     outs = _cf().while_loop(cond_fn, body_fn, init_all)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     load(outs)
+    for k, n in enumerate(flags):
+        _cf().Assert(outs[len(loop_vars) + k], [
+            f"{_describe(n)} is used after the tensor `{kind}` loop at line {line}, which did not run, "
+            f"and is set only inside it"])
     for n in others:
         _set(cells[n], Undefined(f"variable {n!r} was set inside the tensor loop at line {line} "
                                  f"and is not available after it"))
@@ -546,3 +651,9 @@ def call(f, *args, **kwargs):
     if conv is None:
         return f(*args, **kwargs)
     return conv(*args, **kwargs)
+
+
+def _false(value=False):
+    from tfc.core.tensor import constant
+
+    return constant(value)
