@@ -314,10 +314,11 @@ def while_stmt(test, body, names, loop_vars, line, orelse=False):
             body()
             cond = test()
             if is_symbolic(cond):
-                raise NotImplementedError(
-                    f"the condition of the Python `while` at line {line} became a tensor after an iteration; "
-                    f"make it a tensor before the loop so the loop can be compiled")
-        return
+                break  # e.g. a break on a tensor condition: the rest of the loop is a tensor loop
+        else:
+            return
+        if orelse:
+            raise NotImplementedError(f"while/else whose condition becomes a tensor (line {line}) is not supported")
     if orelse:
         raise NotImplementedError(f"while/else under a tensor condition (line {line}) is not supported")
     _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while")
@@ -328,6 +329,21 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
         if orelse:
             raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
         return _tensor_for(iterable, body, names, loop_vars, line, extra_test)
+    if isinstance(iterable, builtins.range) and extra_test is not None and STATE.builder is not None:
+        for item in iterable:
+            body(item)
+            go = extra_test()
+            if is_symbolic(go):
+                # a break or return on a tensor condition: the rest of the range is a tensor loop
+                rest = iterable[iterable.index(item) + 1:]
+                if orelse:
+                    raise NotImplementedError(f"for/else that breaks on a tensor condition (line {line}) "
+                                              f"is not supported")
+                return _tensor_for(TensorRange(rest.start, rest.stop, rest.step), body, names, loop_vars, line,
+                                   extra_test)
+            if not go:
+                return
+        return
     for item in iterable:
         body(item)
         if extra_test is not None:
@@ -357,7 +373,12 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test):
 
     def test():
         i = state["i"]
-        go = (i < limit) if (not isinstance(delta, (int, float)) or delta > 0) else (i > limit)
+        if isinstance(delta, Tensor):  # the direction is known only at run time
+            from tfc.ops import math
+
+            go = math.logical_or(math.logical_and(delta > 0, i < limit), math.logical_and(delta < 0, i > limit))
+        else:
+            go = (i < limit) if delta > 0 else (i > limit)
         if extra_test is not None:
             go = and_(lambda: go, extra_test)
         return go
