@@ -408,7 +408,7 @@ def test_illegal_programs_raise_while_tracing():
 
 # -- generated programs ----------------------------------------------------------------------
 
-from tests.test_autograph import _programs  # noqa: E402
+from test_autograph import _programs  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None)

@@ -474,6 +474,10 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
         if got is None:
             raise ValueError(f"{_describe(pending[0])} {undefined}")
         for n, v in zip(pending, got[0]):
+            if v is _EMPTY or isinstance(v, Undefined):  # the loop (as traced) never sets it
+                k = loop_vars.index(n)
+                del loop_vars[k], init[k]
+                continue
             spec = _spec_of(v)
             if spec is None:
                 raise ValueError(f"{_describe(n)} {undefined}")
