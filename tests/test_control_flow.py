@@ -153,8 +153,9 @@ class FakeBuilder:
         self.calls.append(("while_loop", args))
         return "traced loop"
 
-    def print_(self, values):
+    def print_(self, values, **options):
         self.calls.append(("print_", values))
+        self.print_options = options
 
     def assert_(self, condition, data):
         self.calls.append(("assert_", (condition, data)))
@@ -175,6 +176,7 @@ def test_builder_takes_over_while_tracing():
         ("cond", (True, t, f)), ("while_loop", (c, body, [0], 4)),
         ("print_", ("a", 1)), ("assert_", (False, ["msg"])),
     ]
+    assert b.print_options == {"sep": " ", "end": "\n", "stream": "stderr", "summarize": 3}
 
 
 # -- TensorArray ------------------------------------------------------------------------------
@@ -231,3 +233,33 @@ def test_tensor_array_errors():
         ta.unstack(tfc.constant(1.0))
     with pytest.raises(ValueError, match="TensorArray"):
         tfc.TensorArray(tfc.float32, size=-1)
+
+
+# -- tensor_array_write: the buffer form of TensorArray.write --------------------------------
+
+def test_tensor_array_write_op():
+    from tfc.ops.control_flow import tensor_array_write
+
+    buf = np.arange(6, dtype=np.float32).reshape(3, 2)
+    got = tensor_array_write(tfc.constant(buf), tfc.constant(1), tfc.constant([9.0, 8.0]))
+    want = buf.copy()
+    want[1] = [9.0, 8.0]
+    np.testing.assert_array_equal(got.numpy(), want)
+    grown = tensor_array_write(tfc.constant(buf), tfc.constant(4), tfc.constant([9.0, 8.0]), grow=True)
+    np.testing.assert_array_equal(grown.numpy(), np.concatenate([buf, [[0, 0], [9, 8]]]))
+    with pytest.raises(tfc.errors.InvalidArgumentError, match="index 3 is out of range"):
+        tensor_array_write(tfc.constant(buf), tfc.constant(3), tfc.constant([1.0, 1.0]))
+    with pytest.raises(ValueError, match="tensor_array_write: element shape"):
+        tensor_array_write(tfc.constant(buf), tfc.constant(0), tfc.constant([1.0]))
+    with pytest.raises(TypeError, match="tensor_array_write: value has dtype int32"):
+        tensor_array_write(tfc.constant(buf), tfc.constant(0), tfc.constant([1, 2]))
+
+
+def test_tensor_array_write_gradient():
+    from helpers import check_grad
+    from tfc.ops.control_flow import tensor_array_write
+
+    def f(buf, v):
+        return tensor_array_write(buf, tfc.constant(1), v) * tfc.constant([[1.0, 2.0]] * 3, tfc.float64)
+
+    check_grad(f, np.arange(6.0).reshape(3, 2), np.array([0.5, -1.5]))

@@ -11,6 +11,7 @@ from tfc.core.registry import REGISTRY
 from tfc.dialects import tensor as T
 from tfc.frontend.tracing import FunctionBuilder
 from tfc.ops import conv as _conv
+from tfc.ops import control_flow as _cf
 
 F23 = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 7 + 0.1)
 F32 = tfc.constant(np.arange(6, dtype=np.float32).reshape(3, 2) / 5 - 0.3)
@@ -70,6 +71,7 @@ SAMPLES = {
     "avg_pool2d": lambda: _conv.avg_pool2d(IMG, 2, 2, padding="SAME"),
     "avg_pool2d_grad": lambda: _conv.avg_pool2d_grad((5, 5), POOLED, 2, 2),
     "dropout_mask": lambda: _conv.dropout_mask(F23, 0.5, seed=1),
+    "tensor_array_write": lambda: _cf.tensor_array_write(F23, tfc.constant(3), F23[0], grow=True),
 }
 
 IMG = tfc.constant(np.arange(50, dtype=np.float32).reshape(1, 5, 5, 2) / 50)

@@ -26,7 +26,7 @@ def test_symbolic_tensor_facts():
 
 
 def test_bool_of_symbolic_tensor_names_user_line():
-    @tfc.function
+    @tfc.function(autograph=False)
     def f(x):
         if x > 0:  # the offending line
             return x

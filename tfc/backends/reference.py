@@ -8,7 +8,7 @@ import sys
 import numpy as np
 from xdsl.dialects import func
 
-from tfc.core.errors import InvalidArgumentError
+from tfc.core.errors import AssertionFailedError
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
@@ -120,15 +120,21 @@ class Executor:
             for r, v in zip(op.results, vals):
                 env[r] = _conform(op, v, r.type)
         elif isinstance(op, PrintOp):
-            from tfc.frontend.tracing import format_value
+            stream = sys.stderr if op.stream is not None and op.stream.data == "stderr" else sys.stdout
+            if op.summarize is None:
+                from tfc.frontend.tracing import format_value
+            else:
+                from functools import partial
 
-            sys.stdout.write(op.format.data.format(*(format_value(env[v]) for v in op.values)))
+                from tfc.ops.control_flow import format_value
+                format_value = partial(format_value, summarize=op.summarize.value.data)
+            stream.write(op.format.data.format(*(format_value(env[v]) for v in op.values)))
         elif isinstance(op, AssertOp):
             if not np.all(env[op.cond]):
                 from tfc.frontend.tracing import format_value
 
                 msg = op.message.data.format(*(format_value(env[v]) for v in op.data))
-                raise InvalidArgumentError(f"{loc_str(op)}: assertion failed: {msg}")
+                raise AssertionFailedError(f"{loc_str(op)}: assertion failed: {msg}")
         elif isinstance(op, func.CallOp):
             outs = self.call(op.callee.root_reference.data, [env[v] for v in op.arguments])
             for r, v in zip(op.results, outs):

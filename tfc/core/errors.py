@@ -7,3 +7,9 @@ class InvalidArgumentError(ValueError):
 
 class OpError(Exception):
     """Base for errors raised by the runtime that are not argument errors."""
+
+
+class AssertionFailedError(InvalidArgumentError, AssertionError):
+    """A tfc.Assert (or a converted ``assert``) failed while compiled code ran:
+    an AssertionError, as eagerly, and an InvalidArgumentError, as any failed
+    run-time check of compiled code."""

@@ -609,11 +609,15 @@ class AssignVariableOp(IRDLOperation):
 @irdl_op_definition
 class PrintOp(IRDLOperation):
     """``tfc.print %a, ... {format = "x = {}"}``: prints the format with each
-    ``{}`` replaced by the next tensor's value."""
+    ``{}`` replaced by the next tensor's value. Optional ``stream`` ("stdout",
+    the default, or "stderr") and ``summarize`` (entries shown per axis end, -1
+    all; absent: numpy's default) make it print as eager ``tfc.print``."""
 
     name = "tfc.print"
     values = var_operand_def(TensorType)
     format = prop_def(StringAttr)
+    stream = opt_prop_def(StringAttr)
+    summarize = opt_prop_def(IntegerAttr)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$values attr-dict (`:` type($values)^)?"
 

@@ -111,7 +111,8 @@ class Function:
             for s in nest.flatten(self.input_signature):
                 if not isinstance(s, TensorSpec):
                     raise TypeError(f"input_signature must hold tfc.TensorSpec objects, got {s!r}")
-        self.autograph = autograph  # AutoGraph comes later; the function is traced as is
+        self.autograph = autograph  # convert Python control flow on tensors before tracing
+        self._converted = None
         self.target = target
         self.verify = verify
         self._cache: dict = {}
@@ -197,7 +198,7 @@ class Function:
     # -- calls --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         if STATE.builder is not None:  # called while tracing another function: inline it
-            return self.python_function(*args, **kwargs)
+            return self._traced_function()(*args, **kwargs)
         conc, leaves = self._concrete(args, kwargs)
         return conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
 
@@ -242,6 +243,16 @@ class Function:
             changes.append("a new combination of argument values seen before")
         return "; ".join(changes)
 
+    def _traced_function(self):
+        """What tracing runs: ``f`` converted by AutoGraph (once), or ``f`` as is."""
+        if not self.autograph:
+            return self.python_function
+        if self._converted is None:
+            from tfc.frontend.autograph import to_graph
+
+            self._converted = to_graph(self.python_function)
+        return self._converted
+
     def _trace(self, bound, named, leaves) -> "ConcreteFunction":
         from tfc.frontend.tracing import FunctionBuilder
 
@@ -269,9 +280,10 @@ class Function:
             call_args, call_kwargs = tuple(named.values()), {}
         saved_tapes = TAPES[:]
         TAPES.clear()  # outer tapes do not see the ops of a trace
+        fn = self._traced_function()
         prev, STATE.builder = STATE.builder, builder
         try:
-            out = self.python_function(*call_args, **call_kwargs)
+            out = fn(*call_args, **call_kwargs)
         finally:
             STATE.builder = prev
             TAPES.extend(saved_tapes)

@@ -332,6 +332,13 @@ class FunctionBuilder:
             self._captures.pop()
             self._stack.pop()
 
+    def probe(self, fn):
+        """``fn()`` run in a throw-away region: what it would produce (its ops are
+        discarded). AutoGraph uses it to learn the type of a value that a branch or
+        loop body creates before building the real op."""
+        _, res, _ = self._trace_region(fn)
+        return res
+
     def _yield(self, block, tensors, terminator=None):
         from tfc.dialects.tensor import YieldOp
 
@@ -355,6 +362,44 @@ class FunctionBuilder:
                 seen.add(id(t))
                 inputs.append(t)
         record(_RegionOpGrad(name), inputs, outputs if len(outputs) > 1 else outputs[0], {})
+
+    @staticmethod
+    def _expand(leaves, what, partner=None):
+        """Leaves with each TensorArray replaced by its buffer and size tensors;
+        returns (items, templates). ``partner`` (the other branch's leaves, or a
+        probe's) gives the element shape of an array never written here."""
+        from tfc.ops.control_flow import TensorArray
+
+        items, templates = [], []
+        for k, x in enumerate(leaves):
+            if isinstance(x, TensorArray):
+                other = partner[k] if partner is not None and k < len(partner) else None
+                shape = other._known_element_shape() if isinstance(other, TensorArray) else None
+                ta = x._as_buffer(shape)
+                if ta is None:
+                    raise ValueError(f"{_where()}: {what}: a TensorArray whose element shape is unknown "
+                                     "(never written) cannot be carried by compiled control flow; "
+                                     "pass element_shape")
+                items += [ta._buffer, ta._size]
+                templates.append(ta)
+            else:
+                items.append(x)
+                templates.append(None)
+        return items, templates
+
+    @staticmethod
+    def _collapse(templates, tensors):
+        """The inverse of ``_expand``: leaves from flat tensors."""
+        it = iter(tensors)
+        return [next(it) if t is None else t._with_buffer(next(it), next(it)) for t in templates]
+
+    @staticmethod
+    def _check_templates(a, b, what):
+        for k, (x, y) in enumerate(zip(a, b)):
+            if (x is None) != (y is None):
+                raise TypeError(f"{_where()}: {what}: output {k} is a TensorArray in one place and not in the other")
+            if x is not None and x.dtype != y.dtype:
+                raise TypeError(f"{_where()}: {what}: TensorArray {k} holds {x.dtype.name} and {y.dtype.name}")
 
     def _as_tensors(self, structure, what):
         flat = nest.flatten(structure)
@@ -380,16 +425,22 @@ class FunctionBuilder:
         branches = []
         for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
             block, res, caps = self._trace_region(fn)
-            self._stack.append(block)
-            try:
-                flat = self._as_tensors(res, f"tfc.cond's {what}")
-            finally:
-                self._stack.pop()
-            branches.append((block, res, flat, caps))
-        (tb, tres, tflat, tcaps), (fb, fres, fflat, fcaps) = branches
+            branches.append((block, res, caps))
+        (tb, tres, tcaps), (fb, fres, fcaps) = branches
         if nest.structure_signature(tres) != nest.structure_signature(fres):
             raise ValueError(f"{_where()}: tfc.cond: true_fn and false_fn return different structures: "
                              f"{nest.structure_signature(tres)} and {nest.structure_signature(fres)}")
+        tleaves, fleaves = nest.flatten(tres), nest.flatten(fres)
+        flats = []
+        for block, leaves, other, what in ((tb, tleaves, fleaves, "true_fn"), (fb, fleaves, tleaves, "false_fn")):
+            self._stack.append(block)
+            try:
+                items, templates = self._expand(leaves, "tfc.cond", other)
+                flats.append((self._as_tensors(items, f"tfc.cond's {what}"), templates))
+            finally:
+                self._stack.pop()
+        (tflat, ttemps), (fflat, ftemps) = flats
+        self._check_templates(ttemps, ftemps, "tfc.cond")
         specs = [_relax(Spec(tuple(a.shape), a.dtype), Spec(tuple(b.shape), b.dtype),
                         f"{_where()}: tfc.cond: output {i} of true_fn and false_fn")
                  for i, (a, b) in enumerate(zip(tflat, fflat))]
@@ -400,7 +451,7 @@ class FunctionBuilder:
             regions=[Region(tb), Region(fb)]))
         outs = [self._wrap(r) for r in op.results]
         self._record_region("tfc.cond", tcaps + fcaps, outs)
-        return nest.pack_sequence_as(tres, outs)
+        return nest.pack_sequence_as(tres, self._collapse(ttemps, outs))
 
     def while_loop(self, cond, body, loop_vars, maximum_iterations=None):
         """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``, as
@@ -409,20 +460,30 @@ class FunctionBuilder:
         from xdsl.ir import Region
 
         from tfc.dialects.tensor import ConditionOp, WhileOp, tensor_type
+        from tfc.ops.control_flow import TensorArray
 
         single = not isinstance(loop_vars, (list, tuple, dict))
         structure = [loop_vars] if single else loop_vars
-        init = self._as_tensors(structure, "tfc.while_loop's loop_vars")
+        leaves = nest.flatten(structure)
+
+        def call(fn, templates, args):
+            packed = nest.pack_sequence_as(structure, self._collapse(templates, args))
+            return fn(packed[0]) if single else fn(*packed)
+
+        if any(isinstance(x, TensorArray) and x._as_buffer() is None for x in leaves):
+            # An array not written yet: a throw-away trace of the body tells its element shape.
+            _, probe, _ = self._trace_region(lambda: call(body, [None] * len(leaves), leaves))
+            probe = nest.flatten([probe] if single else probe)
+        else:
+            probe = None
+        items, templates = self._expand(leaves, "tfc.while_loop", probe)
+        init = self._as_tensors(items, "tfc.while_loop's loop_vars")
         inits = [self.lift(t) for t in init]
         specs = [Spec(tuple(t.shape), t.dtype) for t in init]
 
-        def call(fn, args):
-            packed = nest.pack_sequence_as(structure, args)
-            return fn(packed[0]) if single else fn(*packed)
-
         for _ in range(3):  # at most: trace, relax shapes, confirm
             types = [tensor_type(s.shape, s.dtype) for s in specs]
-            cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, list(a)), types)
+            cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, templates, list(a)), types)
             self._stack.append(cblock)
             try:
                 (c,) = self._as_tensors([cres], "tfc.while_loop's cond")
@@ -431,14 +492,16 @@ class FunctionBuilder:
             if c.dtype != dtypes.bool_ or tuple(c.shape) not in ((), (1,)):
                 raise TypeError(f"{_where()}: tfc.while_loop: cond must return a scalar bool tensor, "
                                 f"got {c.dtype.name} {tuple(c.shape)}")
-            bblock, bres, bcaps = self._trace_region(lambda *a: call(body, list(a)), types)
+            bblock, bres, bcaps = self._trace_region(lambda *a: call(body, templates, list(a)), types)
             bres = [bres] if single else bres
             if nest.structure_signature(bres) != nest.structure_signature(list(structure)) and \
                     nest.structure_signature(tuple(bres)) != nest.structure_signature(tuple(structure)):
                 raise ValueError(f"{_where()}: tfc.while_loop: body must return the structure of loop_vars")
             self._stack.append(bblock)
             try:
-                bflat = self._as_tensors(bres, "tfc.while_loop's body")
+                bitems, btemps = self._expand(nest.flatten(bres), "tfc.while_loop", leaves)
+                self._check_templates(templates, btemps, "tfc.while_loop's loop variables")
+                bflat = self._as_tensors(bitems, "tfc.while_loop's body")
             finally:
                 self._stack.pop()
             new = [_relax(s, Spec(tuple(b.shape), b.dtype), f"{_where()}: tfc.while_loop: loop variable {i}")
@@ -457,13 +520,17 @@ class FunctionBuilder:
                                          regions=[Region(cblock), Region(bblock)], properties=props))
         outs = [self._wrap(r) for r in op.results]
         self._record_region("tfc.while_loop", init + ccaps + bcaps, outs)
-        packed = nest.pack_sequence_as(structure, outs)
+        packed = nest.pack_sequence_as(structure, self._collapse(templates, outs))
         return packed[0] if single else packed
 
     # -- print / assert --------------------------------------------------------
     def _template(self, items, sep=" "):
+        from tfc.ops.control_flow import TensorArray
+
         parts, values = [], []
         for x in items:
+            if isinstance(x, TensorArray):
+                x = x.stack()
             if isinstance(x, Tensor):
                 parts.append("{}")
                 values.append(self.lift(x))
@@ -471,16 +538,24 @@ class FunctionBuilder:
                 parts.append(str(x).replace("{", "{{").replace("}", "}}"))
         return sep.join(parts), values
 
-    def print_(self, values, sep=" ", end="\n"):
-        """A tfc.print op: prints the items (tensors at run time) when the function runs."""
-        from xdsl.dialects.builtin import StringAttr
+    def print_(self, values, sep=" ", end="\n", stream=None, summarize=None):
+        """A tfc.print op: prints the items (tensors at run time) when the function
+        runs, to ``stream`` ("stdout" or "stderr"; None: stdout)."""
+        from xdsl.dialects.builtin import IntegerAttr, StringAttr, i64
 
         from tfc.dialects.tensor import PrintOp
 
         if isinstance(values, (Tensor, str)) or not isinstance(values, (list, tuple)):
             values = [values]
         fmt, vals = self._template(values, sep)
-        self._insert(PrintOp.create(operands=vals, properties={"format": StringAttr(fmt + end)}))
+        props = {"format": StringAttr(fmt + end)}
+        if stream is not None:
+            if stream not in ("stdout", "stderr"):
+                raise ValueError(f"{_where()}: tfc.print: stream must be 'stdout' or 'stderr', got {stream!r}")
+            props["stream"] = StringAttr(stream)
+        if summarize is not None:
+            props["summarize"] = IntegerAttr(int(summarize), i64)
+        self._insert(PrintOp.create(operands=vals, properties=props))
 
     def assert_(self, condition, data=(), summarize=None):
         """A tfc.assert op: fails at run time unless ``condition`` is all true."""

@@ -16,7 +16,9 @@ import numpy as np
 from tfc.core import dtypes, nest
 from tfc.core.context import STATE
 from tfc.core.errors import InvalidArgumentError
+from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor, convert_to_tensor
+from tfc.ops import _infer as inf
 
 
 def _predicate(op_name: str, pred, what: str = "pred") -> bool:
@@ -134,10 +136,20 @@ def print(*values, output_stream=None, sep=" ", end="\n", summarize=3):  # noqa:
     ``output_stream`` (default ``sys.stderr``, as in TensorFlow)."""
     builder = STATE.builder
     if builder is not None:
-        return builder.print_(values)
+        return builder.print_(values, sep=sep, end=end, stream=_stream_name(output_stream),
+                              summarize=-1 if summarize is None else summarize)
     stream = sys.stderr if output_stream is None else output_stream
     stream.write(sep.join(format_value(v, summarize) for v in values) + end)
     return None
+
+
+def _stream_name(stream) -> str:
+    """Where compiled code prints: only the standard streams (looked up when it runs)."""
+    if stream is None or stream is sys.stderr or stream == "stderr":
+        return "stderr"
+    if stream is sys.stdout or stream == "stdout":
+        return "stdout"
+    raise NotImplementedError(f"print: compiled code prints to sys.stdout or sys.stderr only, got {stream!r}")
 
 
 def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TensorFlow's name)
@@ -160,18 +172,98 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TensorFlo
 
 
 # -- TensorArray ----------------------------------------------------------------------------
+#
+# Two forms. Eagerly, and while tracing with Python-int indices, an array is a tuple
+# of element tensors. As a loop variable or branch output of compiled control flow,
+# or written at a symbolic index, it is a *buffer*: one tensor of shape
+# (size, *element_shape) (size dynamic when the array grows) plus its size as an
+# int32 scalar tensor; ``tensor_array_write`` replaces (or appends) one row.
+
+
+def _ta_write_infer(op, buffer: Spec, index: Spec, value: Spec, grow) -> Spec:
+    inf.check_dtype(op, index, dtypes.INTS, "index")
+    if index.ndim != 0:
+        raise ValueError(f"tensor_array_write: index must be a scalar, got shape {inf.fmt_shape(index.shape)}")
+    if buffer.ndim == 0:
+        raise ValueError("tensor_array_write: buffer must have rank >= 1, got a 0-d tensor")
+    if value.dtype != buffer.dtype:
+        raise TypeError(f"tensor_array_write: value has dtype {value.dtype.name}; the array holds "
+                        f"{buffer.dtype.name}")
+    elem = buffer.shape[1:]
+    if len(value.shape) != len(elem) or any(a is not None and b is not None and a != b
+                                            for a, b in zip(elem, value.shape)):
+        raise ValueError(f"tensor_array_write: element shape {inf.fmt_shape(value.shape)} differs from the "
+                         f"array's element shape {inf.fmt_shape(elem)}")
+    elem = tuple(a if a is not None else b for a, b in zip(elem, value.shape))
+    return Spec((None if grow else buffer.shape[0],) + elem, buffer.dtype)
+
+
+def _ta_write_kernel(buffer, index, value, grow):
+    i, n = int(index), buffer.shape[0]
+    if i < 0 or (i >= n and not grow):
+        raise InvalidArgumentError(f"TensorArray.write: index {i} is out of range for an array of size {n}"
+                                   + ("" if grow else " (dynamic_size=False)"))
+    if i >= n:
+        out = np.zeros((i + 1,) + buffer.shape[1:], buffer.dtype)
+        out[:n] = buffer
+    else:
+        out = buffer.copy()
+    out[i] = value
+    return out
+
+
+def _ta_write_grad(e, g):
+    from tfc.ops.creation import zeros_like
+    from tfc.ops.shapes import gather
+
+    buffer, index, value = e.inputs
+    gb = None
+    if e.needs_grad(0):
+        if e.attrs["grow"]:
+            raise NotImplementedError("the gradient of a growing TensorArray's initial contents is not "
+                                      "implemented; give the array a fixed size")
+        gb = tensor_array_write(g, index, zeros_like(value), grow=False)
+    return [gb, None, gather(g, index, axis=0) if e.needs_grad(2) else None]
+
+
+@declare(kernel=_ta_write_kernel, infer=_ta_write_infer, grad=_ta_write_grad, attrs={"grow": "bool"})
+def tensor_array_write(buffer, index, value, grow=False):
+    """``buffer`` with row ``index`` replaced by ``value``; with ``grow``, an index
+    past the end first appends zero rows (the buffer form of TensorArray.write)."""
+    return (buffer, index, value), {"grow": bool(grow)}
+
+
+def _int32(i):
+    from tfc.ops.math import cast
+
+    if isinstance(i, Tensor):
+        return i if i.dtype == dtypes.int32 else cast(i, dtypes.int32)
+    return convert_to_tensor(np.int32(int(i)))
+
+
+def _symbolic(x) -> bool:
+    return STATE.builder is not None and isinstance(x, Tensor)
+
 
 class TensorArray:
     """A list of tensors of one dtype and element shape. ``write`` returns a new
-    array (this one is unchanged), so it is a value that loops can carry."""
+    array (this one is unchanged), so it is a value that loops can carry, eager
+    or compiled (see the note above on its two forms)."""
 
-    __slots__ = ("dtype", "_elements", "dynamic_size", "element_shape")
+    __slots__ = ("dtype", "_elements", "dynamic_size", "element_shape", "_buffer", "_size")
 
-    def __init__(self, dtype, size=0, dynamic_size=False, element_shape=None, _elements=None):
+    def __init__(self, dtype, size=0, dynamic_size=False, element_shape=None, _elements=None,
+                 _buffer=None, _size=None):
         self.dtype = dtypes.as_dtype(dtype)
         self.dynamic_size = bool(dynamic_size)
         self.element_shape = None if element_shape is None else tuple(int(d) for d in element_shape)
-        if _elements is None:
+        self._buffer, self._size = _buffer, _size
+        if _buffer is not None:
+            _elements = ()
+        elif _elements is None:
+            if _symbolic(size):
+                raise NotImplementedError("TensorArray: a size known only at run time needs element_shape "
+                                          "and dynamic_size=True in compiled code; start with size=0")
             size = int(size)
             if size < 0:
                 raise ValueError(f"TensorArray: size must be >= 0, got {size}")
@@ -182,8 +274,40 @@ class TensorArray:
         return TensorArray(self.dtype, dynamic_size=self.dynamic_size, element_shape=element_shape,
                            _elements=elements)
 
+    def _with_buffer(self, buffer, size) -> "TensorArray":
+        return TensorArray(self.dtype, dynamic_size=self.dynamic_size, element_shape=self.element_shape,
+                           _buffer=buffer, _size=size)
+
+    def _known_element_shape(self):
+        if self.element_shape is not None:
+            return self.element_shape
+        for t in self._elements:
+            if t is not None:
+                return tuple(t.shape)
+        return None
+
+    def _as_buffer(self, element_shape=None) -> "TensorArray":
+        """This array in buffer form (element shape from the array, its elements or
+        ``element_shape``); None when the element shape is unknown."""
+        if self._buffer is not None:
+            return self
+        from tfc.ops.creation import zeros
+        from tfc.ops.shapes import stack
+
+        shape = self._known_element_shape() or (None if element_shape is None else tuple(element_shape))
+        if shape is None:
+            return None
+        if self._elements:
+            buf = stack([zeros(shape, self.dtype) if t is None else t for t in self._elements], axis=0)
+        else:
+            buf = zeros((0,) + shape, self.dtype)
+        return TensorArray(self.dtype, dynamic_size=self.dynamic_size, element_shape=shape, _buffer=buf,
+                           _size=convert_to_tensor(np.int32(len(self._elements))))
+
     def size(self) -> Tensor:
         """The number of elements, as an int32 scalar tensor."""
+        if self._buffer is not None:
+            return self._size
         return convert_to_tensor(np.int32(len(self._elements)))
 
     def _index(self, what, i) -> int:
@@ -205,8 +329,17 @@ class TensorArray:
 
     def write(self, index, value) -> "TensorArray":
         """A new array with ``value`` at ``index`` (growing it if ``dynamic_size``)."""
-        i = self._index("write", index)
         t = value if isinstance(value, Tensor) else convert_to_tensor(value, self.dtype)
+        if self._buffer is not None or _symbolic(index):
+            shape = self._check("write", t.dtype, t.shape)
+            ta = self._as_buffer(shape)
+            from tfc.ops.math import maximum
+
+            i = _int32(index)
+            buf = tensor_array_write(ta._buffer, i, t, grow=self.dynamic_size)
+            size = maximum(ta._size, i + 1) if self.dynamic_size else ta._size
+            return ta._with_buffer(buf, size)
+        i = self._index("write", index)
         shape = self._check("write", t.dtype, t.shape)
         elements = list(self._elements)
         if i >= len(elements):
@@ -223,6 +356,14 @@ class TensorArray:
 
     def read(self, index) -> Tensor:
         """The element at ``index`` (zeros if never written and the shape is known)."""
+        if self._buffer is not None or _symbolic(index):
+            ta = self._as_buffer()
+            if ta is None:
+                raise ValueError("TensorArray.read: at an index known only at run time, the element shape must "
+                                 "be known (pass element_shape or write first)")
+            from tfc.ops.shapes import gather
+
+            return gather(ta._buffer, _int32(index), axis=0)
         i = self._index("read", index)
         t = self._elements[i]
         return self._zeros("read", i) if t is None else t
@@ -232,6 +373,8 @@ class TensorArray:
         from tfc.ops.creation import zeros
         from tfc.ops.shapes import stack
 
+        if self._buffer is not None:
+            return self._buffer
         if not self._elements:
             return zeros((0,) + (self.element_shape or ()), self.dtype)
         return stack([self.read(i) for i in range(len(self._elements))], axis=0)
@@ -244,11 +387,15 @@ class TensorArray:
         if t.ndim == 0:
             raise ValueError("TensorArray.unstack: value must have rank >= 1, got a 0-d tensor")
         self._check("unstack", t.dtype, t.shape[1:])
+        if self._buffer is not None:
+            raise NotImplementedError("TensorArray.unstack into an array carried by compiled control flow; "
+                                      "unstack before the loop")
         n = len(self._elements)
         if not self.dynamic_size and n and t.shape[0] > n:
             raise InvalidArgumentError(f"TensorArray.unstack: {t.shape[0]} elements do not fit in an array of size {n}")
         return self._replace(unstack(t, axis=0), tuple(t.shape[1:]))
 
     def __repr__(self) -> str:
+        if self._buffer is not None:
+            return f"<tfc.TensorArray size={self._size} dtype={self.dtype.name}>"
         return f"<tfc.TensorArray size={len(self._elements)} dtype={self.dtype.name}>"
-

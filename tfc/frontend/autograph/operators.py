@@ -65,7 +65,45 @@ class Undefined:
         return "<undefined>"
 
 
+class _ReturnPlaceholder(Undefined):
+    """The return value before a return ran, in a function whose every path
+    returns: tensor control flow may stand zeros of the right type in for it."""
+
+    __slots__ = ()
+
+
+UNDEFINED_RETURN = _ReturnPlaceholder("the return value was used before a return statement ran")
+
 _EMPTY = object()  # an empty closure cell
+
+
+# -- placeholders: values tensor control flow creates -----------------------------------
+
+def _probe(run):
+    """``run()`` traced in a throw-away region (None without a real tracer)."""
+    probe = getattr(STATE.builder, "probe", None)
+    return None if probe is None else (probe(run),)
+
+
+def _spec_of(v):
+    from tfc.core.tensor import constant
+
+    if isinstance(v, Tensor):
+        return tuple(v.shape), v.dtype
+    if isinstance(v, (bool, int, float)):
+        t = constant(v)
+        return tuple(t.shape), t.dtype
+    return None
+
+
+def _zeros(spec, what, line):
+    from tfc.ops.creation import zeros
+
+    shape, dtype = spec
+    if any(d is None for d in shape):
+        raise NotImplementedError(f"{what} (line {line}) is first set inside tensor control flow with a shape "
+                                  f"known only at run time {shape}; give it a value before")
+    return zeros(shape, dtype)
 
 
 # -- cells: the converted function's variables ------------------------------------
@@ -180,7 +218,12 @@ def assert_(cond, msg_thunk, line=None):
 
 def print_(*args, **kwargs):
     if _any_symbolic(args):
-        return _cf().print(*args, **kwargs)
+        # Python's print, at run time: to its file (stdout), tensors by value, all of them
+        import sys
+
+        return _cf().print(*args, output_stream=kwargs.get("file") or sys.stdout,
+                           sep=" " if kwargs.get("sep") is None else kwargs["sep"],
+                           end="\n" if kwargs.get("end") is None else kwargs["end"], summarize=-1)
     return builtins.print(*args, **kwargs)
 
 
@@ -198,16 +241,44 @@ def _tensor_if(cond, body, orelse, names, live, line):
     cells = _cells((body, orelse), names)
     live = [n for n in live if n in cells]
     init = {n: _get(c) for n, c in cells.items()}
+    init = {n: _as_tensor_list(v) if isinstance(v, list) else v for n, v in init.items()}
     results = {}
+    fill = {}  # the return value's type, where a branch leaves it to a later return
+    if "retval_" in live and isinstance(init["retval_"], _ReturnPlaceholder):
+        for fn in (body, orelse):
+            def run(fn=fn):
+                for n, c in cells.items():
+                    _set(c, init[n])
+                fn()
+                return _get(cells["retval_"])
+            try:
+                got = _probe(run)
+            finally:
+                for n, c in cells.items():
+                    _set(c, init[n])
+            if got is None:
+                break  # no tracer to ask: both branches must return
+            spec = _spec_of(got[0])
+            if spec:
+                fill["retval_"] = spec
+                break
+        else:  # neither branch returns: the placeholder passes through
+            live = [n for n in live if n != "retval_"]
 
     def branch(fn, which):
         def run():
             for n, c in cells.items():
                 _set(c, init[n])
-            fn()
+            _LOOP_DEPTH[0] += 1
+            try:
+                fn()
+            finally:
+                _LOOP_DEPTH[0] -= 1
             out = []
             for n in live:
                 v = _get(cells[n])
+                if n in fill and isinstance(v, _ReturnPlaceholder):
+                    v = _zeros(fill[n], _describe(n), line)
                 if v is _EMPTY or isinstance(v, Undefined):
                     raise ValueError(
                         f"{_describe(n)} must be defined in both branches of the tensor `if` at line {line}: "
@@ -243,10 +314,11 @@ def while_stmt(test, body, names, loop_vars, line, orelse=False):
             body()
             cond = test()
             if is_symbolic(cond):
-                raise NotImplementedError(
-                    f"the condition of the Python `while` at line {line} became a tensor after an iteration; "
-                    f"make it a tensor before the loop so the loop can be compiled")
-        return
+                break  # e.g. a break on a tensor condition: the rest of the loop is a tensor loop
+        else:
+            return
+        if orelse:
+            raise NotImplementedError(f"while/else whose condition becomes a tensor (line {line}) is not supported")
     if orelse:
         raise NotImplementedError(f"while/else under a tensor condition (line {line}) is not supported")
     _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while")
@@ -257,6 +329,21 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
         if orelse:
             raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
         return _tensor_for(iterable, body, names, loop_vars, line, extra_test)
+    if isinstance(iterable, builtins.range) and extra_test is not None and STATE.builder is not None:
+        for item in iterable:
+            body(item)
+            go = extra_test()
+            if is_symbolic(go):
+                # a break or return on a tensor condition: the rest of the range is a tensor loop
+                rest = iterable[iterable.index(item) + 1:]
+                if orelse:
+                    raise NotImplementedError(f"for/else that breaks on a tensor condition (line {line}) "
+                                              f"is not supported")
+                return _tensor_for(TensorRange(rest.start, rest.stop, rest.step), body, names, loop_vars, line,
+                                   extra_test)
+            if not go:
+                return
+        return
     for item in iterable:
         body(item)
         if extra_test is not None:
@@ -286,7 +373,12 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test):
 
     def test():
         i = state["i"]
-        go = (i < limit) if (not isinstance(delta, (int, float)) or delta > 0) else (i > limit)
+        if isinstance(delta, Tensor):  # the direction is known only at run time
+            from tfc.ops import math
+
+            go = math.logical_or(math.logical_and(delta > 0, i < limit), math.logical_and(delta < 0, i > limit))
+        else:
+            go = (i < limit) if delta > 0 else (i > limit)
         if extra_test is not None:
             go = and_(lambda: go, extra_test)
         return go
@@ -312,7 +404,7 @@ def _check_same(name, before, after, line):
             if tuple(b.shape) != tuple(a.shape):
                 raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
                                  f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
-        elif isinstance(b, Tensor) != isinstance(a, Tensor) and not isinstance(b, TensorList):
+        elif isinstance(b, Tensor) != isinstance(a, Tensor):
             raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
                             f"{type(b).__name__} before, {type(a).__name__} after an iteration")
 
@@ -324,10 +416,7 @@ def _to_loop_var(name, v, line):
     from tfc.core.tensor import constant
 
     if isinstance(v, list):
-        dtype = _ELEMENT_TYPES.get(id(v), (None, None))[1]
-        if dtype is None:
-            return v  # not appended to (checked by list_append)
-        return TensorList.from_list(v, dtype)
+        return _as_tensor_list(v)
     if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
         return constant(v)
     return v
@@ -336,24 +425,67 @@ def _to_loop_var(name, v, line):
 def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
     cells = _cells(fns, names)
     loop_vars = [n for n in loop_vars if n in cells]
-    init = []
+    undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
+                 f"define it before the loop")
+    init, pending = [], []
     for n in loop_vars:
         v = _get(cells[n])
         if v is _EMPTY or isinstance(v, Undefined):
-            raise ValueError(
-                f"{_describe(n)} is first set inside the tensor `{kind}` loop at line {line} and read before it "
-                f"is set, or used after the loop; define it before the loop")
-        init.append(_to_loop_var(n, v, line))
+            pending.append(n)
+            init.append(v)
+        elif n == "retval_" and v is None:
+            raise ValueError(f"the tensor `{kind}` loop at line {line} returns from the function, but the "
+                             f"function does not return on every path; end it with a return statement")
+        else:
+            init.append(_to_loop_var(n, v, line))
     others = [n for n in cells if n not in loop_vars]
     others_init = {n: _get(cells[n]) for n in others}
     has_counter = counter is not None
-    init_all = tuple(init) + ((counter["i"],) if has_counter else ())
 
     def load(vals):
         for n, v in zip(loop_vars, vals):
             _set(cells[n], v)
         if has_counter:
             counter["i"] = vals[-1]
+
+    flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
+    if pending:
+        # One throw-away iteration tells the types of the variables the body creates; they
+        # start as zeros, and a flag says whether the loop set them (checked after it).
+        start = counter["i"] if has_counter else None
+
+        def run():
+            load(tuple(init) + ((start,) if has_counter else ()))
+            for n in others:
+                _set(cells[n], others_init[n])
+            _LOOP_DEPTH[0] += 1
+            try:
+                step()
+            finally:
+                _LOOP_DEPTH[0] -= 1
+            return [_get(cells[n]) for n in pending]
+
+        try:
+            got = _probe(run)
+        except NameError:
+            raise ValueError(f"{_describe(pending[0])} {undefined}") from None
+        finally:
+            load(tuple(init) + ((start,) if has_counter else ()))
+        if got is None:
+            raise ValueError(f"{_describe(pending[0])} {undefined}")
+        for n, v in zip(pending, got[0]):
+            if v is _EMPTY or isinstance(v, Undefined):  # the loop (as traced) never sets it
+                k = loop_vars.index(n)
+                del loop_vars[k], init[k]
+                continue
+            spec = _spec_of(v)
+            if spec is None:
+                raise ValueError(f"{_describe(n)} {undefined}")
+            init[loop_vars.index(n)] = _zeros(spec, _describe(n), line)
+            if n != "retval_":
+                flags.append(n)
+    flag_init = tuple(_false() for _ in flags)
+    init_all = tuple(init) + flag_init + ((counter["i"],) if has_counter else ())
 
     def cond_fn(*vals):
         load(vals)
@@ -379,6 +511,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
                 after = constant(after, before.dtype)
             _check_same(n, before, after, line)
             out.append(after)
+        out += [_false(True) for _ in flags]
         if has_counter:
             out.append(counter["i"])
         return tuple(out)
@@ -386,6 +519,10 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
     outs = _cf().while_loop(cond_fn, body_fn, init_all)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     load(outs)
+    for k, n in enumerate(flags):
+        _cf().Assert(outs[len(loop_vars) + k], [
+            f"{_describe(n)} is used after the tensor `{kind}` loop at line {line}, which did not run, "
+            f"and is set only inside it"])
     for n in others:
         _set(cells[n], Undefined(f"variable {n!r} was set inside the tensor loop at line {line} "
                                  f"and is not available after it"))
@@ -406,33 +543,30 @@ def set_element_type(lst, dtype, shape=None):
     _ELEMENT_TYPES[id(lst)] = (lst, dtypes.as_dtype(dtype))
 
 
-class TensorList:
-    """A list appended to inside a tensor loop: a TensorArray, functionally updated."""
+def _is_tensor_array(x) -> bool:
+    return isinstance(x, _cf().TensorArray)
 
-    def __init__(self, array, dtype):
-        self.array, self.dtype = array, dtype
 
-    @classmethod
-    def from_list(cls, lst, dtype):
-        ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
-        for i, x in enumerate(lst):
-            ta = ta.write(i, x)
-        return cls(ta, dtype)
-
-    def append(self, x):
-        return TensorList(self.array.write(self.array.size(), x), self.dtype)
-
-    def stack(self):
-        return self.array.stack()
+def _as_tensor_list(lst):
+    """A list with a declared element type as a TensorArray (the form tensor
+    control flow can carry); other lists as they are (appends are checked by
+    list_append)."""
+    dtype = _ELEMENT_TYPES.get(id(lst), (None, None))[1]
+    if dtype is None:
+        return lst
+    ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
+    for i, x in enumerate(lst):
+        ta = ta.write(i, x)
+    return ta
 
 
 def list_append(lst, x, name, line):
-    if isinstance(lst, TensorList):
-        return lst.append(x)
+    if _is_tensor_array(lst):
+        return lst.write(lst.size(), x)
     if isinstance(lst, list):
         if _LOOP_DEPTH[0] and STATE.builder is not None and id(lst) not in _ELEMENT_TYPES:
             raise ValueError(
-                f"list {name!r} is appended to inside a tensor loop at line {line}; declare its element type "
+                f"list {name!r} is appended to inside a tensor loop or `if` at line {line}; declare its element type "
                 f"first with tfc.autograph.set_element_type({name}, dtype)")
         lst.append(x)
         return lst
@@ -444,7 +578,7 @@ def stack(lst, dtype=None):
     """The elements of a list (or tensor list) stacked along a new first axis."""
     from tfc.core.tensor import constant
 
-    if isinstance(lst, TensorList):
+    if _is_tensor_array(lst):
         return lst.stack()
     if isinstance(lst, Tensor):
         return lst
@@ -542,3 +676,9 @@ def call(f, *args, **kwargs):
     if conv is None:
         return f(*args, **kwargs)
     return conv(*args, **kwargs)
+
+
+def _false(value=False):
+    from tfc.core.tensor import constant
+
+    return constant(value)

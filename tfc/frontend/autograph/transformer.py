@@ -202,6 +202,16 @@ def _lower_jump(stmts, kind, flag):
     return out
 
 
+def _always_returns(stmts) -> bool:
+    """Whether every path through ``stmts`` ends in return or raise."""
+    for s in stmts:
+        if isinstance(s, (ast.Return, ast.Raise)):
+            return True
+        if isinstance(s, ast.If) and _always_returns(s.body) and _always_returns(s.orelse):
+            return True
+    return False
+
+
 class _ReturnLowering:
     """``return x`` nested in control flow → ``do_return_ = True; retval_ = x``
     (and ``break`` inside loops); the function ends with ``return retval_``."""
@@ -211,7 +221,12 @@ class _ReturnLowering:
     def run(self, fn):
         if not any(_has(s, ast.Return, True) for s in fn.body if not isinstance(s, ast.Return)):
             return
-        head = _located([_assign(self.flag, _const(False)), _assign(self.value, _const(None))], fn.body[0])
+        # When every path returns, the return value starts as a placeholder that tensor
+        # control flow may fill with zeros of the right type (the flags guard its use);
+        # otherwise it starts as None, as falling off the end returns None.
+        init = ast.Attribute(value=_name("ag__"), attr="UNDEFINED_RETURN", ctx=ast.Load()) \
+            if _always_returns(fn.body) else _const(None)
+        head = _located([_assign(self.flag, _const(False)), _assign(self.value, init)], fn.body[0])
         tail = _located([ast.Return(value=_name(self.value))], fn.body[-1])
         fn.body = head + self.lower(fn.body, False) + tail
 
