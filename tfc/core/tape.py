@@ -14,7 +14,7 @@ import inspect
 
 from tfc.core import nest
 from tfc.core.context import TAPES
-from tfc.core.registry import OpDef, Spec
+from tfc.core.registry import OpDef
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 

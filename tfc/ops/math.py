@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfc.core import dtypes
-from tfc.core.dtypes import ANY, FLOATS, INTS, NUMERIC
+from tfc.core.dtypes import ANY, FLOATS, NUMERIC
 from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
