@@ -1,5 +1,6 @@
-"""Command line: ``tfc opt FILE.mlir -p PASSES`` (also ``tfc-opt``); ``tfc compile``
-comes later."""
+"""Command line: ``tfc compile MODEL.py`` and ``tfc opt FILE.mlir -p PASSES``
+(also ``tfc-opt``). Errors print ``tfc compile: error: ...`` (with the user's
+file:line where there is one) and exit non-zero, without a traceback."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,8 @@ USAGE = """usage: tfc COMMAND [ARGS]
 
 commands:
   opt FILE.mlir -p PASS[,PASS...]   run IR passes on a file (also installed as tfc-opt)
-  compile MODEL.py                  compile a model (not implemented yet)
+  compile MODEL.py [options]        compile the functions of MODEL.py that carry an
+                                    input signature (tfc compile --help)
 """
 
 
@@ -21,8 +23,9 @@ def main(argv=None) -> int:
     if cmd == "opt":
         return opt_main(rest)
     if cmd == "compile":
-        print("tfc compile: not implemented yet (use tfc.function or tfc opt for now)", file=sys.stderr)
-        return 2
+        from tfc.compile_cli import compile_main
+
+        return compile_main(rest)
     print(f"tfc: unknown command {cmd!r}\n{USAGE}", file=sys.stderr, end="")
     return 2
 

@@ -337,6 +337,20 @@ class ConcreteFunction:
             self._fused = run_pipeline(self.module.clone(), FUSED)
         return self._fused
 
+    def with_passes(self, passes, timings=None, **options) -> "ConcreteFunction":
+        """A copy whose L1 module is the traced module after ``passes`` (pass
+        names; tfc.compile's ``passes=``); ``timings`` and ``options`` go to
+        run_pipeline. Every stage derived from the L1 module is rebuilt on first use."""
+        import copy
+
+        from tfc.passes.pipeline import run_pipeline
+
+        new = copy.copy(self)
+        new.module = run_pipeline(self.raw_module.clone(), tuple(passes), timings=timings, **options)
+        new._executor = None  # caches of stages derived from self.module
+        new._fused = None
+        return new
+
     def ir(self, stage: str = "tensor", debuginfo: bool = False) -> str:
         """IR text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced)
         or "fused" (L2)."""

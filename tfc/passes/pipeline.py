@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 # Verifying the whole module costs about as much as all passes together
 # (~0.4 ms per op), so it runs after every pass only in tests and debugging
@@ -50,15 +51,21 @@ def get_pass(name: str):
         raise ValueError(f"unknown pass {name!r}; available: {', '.join(sorted(PASSES))}") from None
 
 
-def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, stream=None, verify=None):
+def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, stream=None, verify=None,
+                 timings=None):
     """Apply ``passes`` (names) to ``module`` in place; verify after each when
-    ``verify`` (default: ``VERIFY_EACH_PASS``)."""
+    ``verify`` (default: ``VERIFY_EACH_PASS``). ``timings``, a list, receives
+    ``(pass name, seconds)`` per pass."""
     verify = VERIFY_EACH_PASS if verify is None else verify
     from tfc.dialects.tensor import context, print_ir
 
     ctx = context()
     for name in passes:
-        get_pass(name)().apply(ctx, module)
+        cls = get_pass(name)
+        start = time.perf_counter()
+        cls().apply(ctx, module)
+        if timings is not None:
+            timings.append((name, time.perf_counter() - start))
         if verify:
             module.verify()
         if print_ir_after_all:

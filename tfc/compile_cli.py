@@ -1,0 +1,266 @@
+"""``tfc compile MODEL.py``: import a model file, compile its functions that
+carry an input signature, and print a summary, a stage's IR, or export them.
+
+Every failure the user can cause (a missing or broken file, no function, an op
+that cannot be compiled, a bad option) prints ``tfc compile: error: ...`` with
+the user's file:line where there is one, and exits non-zero: 2 for bad command
+lines, 1 for everything else. No traceback is shown.
+"""
+from __future__ import annotations
+
+import argparse
+import linecache
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+
+PROG = "tfc compile"
+
+
+class CliError(Exception):
+    """A user error: printed as ``tfc compile: error: <message>``."""
+
+    def __init__(self, message, code=1):
+        super().__init__(message)
+        self.code = code
+
+
+# -- where in the user's code --------------------------------------------------------
+
+
+def _tfc_dir():
+    import tfc
+
+    return os.path.dirname(os.path.abspath(tfc.__file__)) + os.sep
+
+
+def user_frames(exc) -> list:
+    """The traceback frames of ``exc`` outside the tfc package and Python's own
+    import machinery, innermost last."""
+    tfc_dir = _tfc_dir()
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f for f in frames if not os.path.abspath(f.filename).startswith(tfc_dir)
+            and not f.filename.startswith("<frozen")]
+
+
+def _line(filename, lineno) -> str:
+    text = linecache.getline(filename, lineno).strip()
+    return f"{filename}:{lineno}: {text}" if text else f"{filename}:{lineno}"
+
+
+def describe_exception(exc) -> str:
+    """``Type: message``, its notes, and the user's innermost line."""
+    msg = f"{type(exc).__name__}: {exc}"
+    for note in getattr(exc, "__notes__", ()):
+        msg += f"\n  {note}"
+    frames = user_frames(exc)
+    if frames:
+        f = frames[-1]
+        msg += f"\n  at {_line(f.filename, f.lineno)}"
+    return msg
+
+
+# -- the model file -------------------------------------------------------------------
+
+
+def load_model(path: str) -> types.ModuleType:
+    """Import ``path`` as a module (its directory first on sys.path)."""
+    if not os.path.exists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory; expected a Python file")
+    try:
+        with open(path, "rb") as f:
+            source = f.read()
+    except OSError as e:
+        raise CliError(f"{path}: cannot read the file: {e.strerror or e}") from None
+    try:
+        code = compile(source, path, "exec")
+    except SyntaxError as e:
+        where = f"{e.filename or path}:{e.lineno}" if e.lineno else path
+        msg = f"{where}: syntax error: {e.msg}"
+        if e.text:
+            msg += f"\n    {e.text.rstrip()}"
+            if e.offset:
+                msg += "\n    " + " " * max(e.offset - 1, 0) + "^"
+        raise CliError(msg) from None
+    except ValueError as e:  # e.g. null bytes
+        raise CliError(f"{path}: not a Python source file: {e}") from None
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = stem if stem.isidentifier() and stem not in sys.modules else f"_tfc_model_{abs(hash(path))}"
+    module = types.ModuleType(name)
+    module.__file__ = os.path.abspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # SystemExit too: a model file must not end the compiler
+        del sys.modules[name]
+        raise CliError(f"{path}: raised an exception while importing it: {describe_exception(e)}") from None
+    return module
+
+
+def find_functions(module, path: str, name: str | None = None) -> list:
+    """[(name, tfc.function)] to compile: those of ``module`` with an input
+    signature (defined in it, in file order), or the one called ``name``."""
+    from tfc.frontend.function import Function
+
+    found = [(k, v) for k, v in vars(module).items()
+             if isinstance(v, Function) and v.input_signature is not None
+             and getattr(v.python_function, "__module__", None) == module.__name__]
+    if name is not None:
+        obj = getattr(module, name, None)
+        if obj is None:
+            known = ", ".join(k for k, _ in found) or "none"
+            raise CliError(f"{path}: no function named {name!r} (functions with an input signature: {known})",
+                           code=2)
+        if not isinstance(obj, Function) or obj.input_signature is None:
+            raise CliError(f"{path}: {name} has no input signature; decorate it with "
+                           "@tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...])", code=2)
+        return [(name, obj)]
+    if not found:
+        raise CliError(f"{path}: no function to compile: decorate one with "
+                       "@tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...])")
+    return found
+
+
+# -- progress -----------------------------------------------------------------------------
+
+
+class Progress:
+    """A spinner line on ``stream`` while a step runs longer than ``delay``
+    seconds, only when ``stream`` is a terminal; erased when the step ends."""
+
+    FRAMES = "|/-\\"
+
+    def __init__(self, label: str, stream=None, delay: float = 1.0, force: bool = False):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.delay = delay
+        self.enabled = force or (hasattr(self.stream, "isatty") and self.stream.isatty())
+        self._done = threading.Event()
+        self._thread = None
+        self._shown = False
+
+    def _run(self):
+        start = time.perf_counter()
+        if self._done.wait(self.delay):
+            return
+        i = 0
+        while not self._done.is_set():
+            self.stream.write(f"\r{self.FRAMES[i % 4]} {self.label} {time.perf_counter() - start:.1f}s")
+            self.stream.flush()
+            self._shown = True
+            i += 1
+            self._done.wait(0.1)
+
+    def __enter__(self):
+        if self.enabled:
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is not None:
+            self._done.set()
+            self._thread.join()
+            if self._shown:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+        return False
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def _parser():
+    from tfc.compiler import STAGES, TARGETS
+
+    p = argparse.ArgumentParser(prog=PROG, description="Compile the functions of MODEL.py that carry an "
+                                "input signature (@tfc.function(input_signature=[...])).")
+    p.add_argument("model", metavar="MODEL.py")
+    p.add_argument("--function", metavar="NAME", help="compile only this function")
+    p.add_argument("--target", default="cpu", help=f"{' | '.join(TARGETS)} (default cpu)")
+    p.add_argument("--emit", default="summary", metavar="STAGE",
+                   help=f"what to print: summary (default), or a stage: {', '.join(STAGES)}")
+    p.add_argument("--passes", default="default", metavar="P1,P2",
+                   help="the L1 pass list (default: the standard pipeline; 'none' for none)")
+    p.add_argument("--quantize", default=None, metavar="MODE", help="int8 (not implemented yet)")
+    p.add_argument("--print-ir-after-all", action="store_true", help="print the IR to stderr after every pass")
+    p.add_argument("-o", "--output", metavar="OUTPUT",
+                   help="export to this directory (one subdirectory per function when there are several)")
+    return p
+
+
+def _check_options(args):
+    from tfc.compiler import STAGES, check_target, resolve_passes
+
+    if args.emit != "summary" and args.emit not in STAGES:
+        raise CliError(f"unknown stage {args.emit!r} for --emit; stages: summary, {', '.join(STAGES)}", code=2)
+    try:
+        args.pass_names = resolve_passes(args.passes)
+    except ValueError as e:
+        raise CliError(f"--passes: {e}", code=2) from None
+    try:
+        check_target(args.target, args.quantize)
+    except ValueError as e:
+        raise CliError(str(e), code=2) from None
+    except NotImplementedError as e:
+        raise CliError(str(e), code=1) from None
+
+
+def _compile_one(name, fn, args, out):
+    from tfc.compiler import StageNotAvailable, compile, emit, summary
+
+    try:
+        with Progress(f"compiling {name}"):
+            conc = compile(fn, target=args.target, passes=args.pass_names, quantize=args.quantize,
+                           print_ir_after_all=args.print_ir_after_all)
+            text = summary(conc) if args.emit == "summary" else emit(conc, args.emit)
+    except StageNotAvailable as e:
+        raise CliError(str(e), code=2) from None
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:
+        raise CliError(f"cannot compile {name}: {describe_exception(e)}") from None
+    out.write(text if text.endswith("\n") else text + "\n")
+    return conc
+
+
+def compile_main(argv=None, out=None) -> int:
+    out = out or sys.stdout
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as e:  # argparse printed its message (or --help)
+        return int(e.code or 0)
+    try:
+        _check_options(args)
+        module = load_model(args.model)
+        functions = find_functions(module, args.model, args.function)
+        compiled = [(name, _compile_one(name, fn, args, out)) for name, fn in functions]
+        if args.output:
+            from tfc.export import save
+
+            for name, conc in compiled:
+                dest = args.output if len(compiled) == 1 else os.path.join(args.output, name)
+                try:
+                    save(conc, dest)
+                except OSError as e:
+                    raise CliError(f"cannot write {dest}: {e.strerror or e}") from None
+                except (TypeError, ValueError) as e:
+                    raise CliError(f"cannot export {name}: {e}") from None
+                print(f"wrote {dest}", file=sys.stderr)
+    except CliError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,144 @@
+"""Ahead-of-time compilation: ``tfc.compile`` and what ``tfc compile`` reports.
+
+``tfc.compile(f, *args_or_specs)`` is ``tfc.function(f).get_concrete_function(...)``
+with the pass list chosen by the caller and the time of each step recorded
+(``compiled.compile_times``). ``STAGES`` maps each ``--emit`` stage name to how
+its text is obtained from a compiled function; a stage the build does not have
+yet maps to ``None`` (adding a stage is one entry here).
+"""
+from __future__ import annotations
+
+import time
+
+TARGETS = ("cpu", "cuda")
+QUANTIZE = (None, "int8")
+
+
+def _ir(stage):
+    return lambda conc: conc.ir(stage)
+
+
+# --emit STAGE -> conc -> text; None: the stage exists in the design, not in this build yet.
+STAGES = {
+    "tensor-raw": _ir("tensor-raw"),  # L1 as traced
+    "tensor": _ir("tensor"),          # L1 after the pass list
+    "fused": _ir("fused"),            # L2
+    "loops": None,                    # L3
+    "numpy": None,                    # generated numpy module (conc.source)
+    "gpu": None,
+    "ptx": None,                      # conc.ptx
+}
+
+
+class StageNotAvailable(NotImplementedError):
+    pass
+
+
+def emit(conc, stage: str) -> str:
+    """The text of ``stage`` for a compiled function."""
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}; stages: summary, {', '.join(STAGES)}")
+    get = STAGES[stage]
+    if get is None:
+        raise StageNotAvailable(f"stage {stage!r} is not available yet in this build of tfc "
+                                f"(available: {', '.join(s for s, g in STAGES.items() if g)})")
+    return get(conc)
+
+
+def resolve_passes(passes) -> tuple:
+    """``"default"``, ``None``/``"none"`` (no passes), ``"p1,p2"`` or a list of names."""
+    from tfc.passes.pipeline import DEFAULT_L1, get_pass
+
+    if passes is None or passes == "none":
+        return ()
+    if passes == "default":
+        return tuple(DEFAULT_L1)
+    names = [p.strip() for p in passes.split(",")] if isinstance(passes, str) else list(passes)
+    names = [n for n in names if n]
+    for n in names:
+        get_pass(n)  # ValueError naming the unknown pass and the known ones
+    return tuple(names)
+
+
+def check_target(target, quantize=None):
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
+    if target != "cpu":
+        raise NotImplementedError(f"target {target!r} is not implemented yet; use target='cpu'")
+    if quantize not in QUANTIZE:
+        raise ValueError(f"unknown quantize mode {quantize!r}; modes: int8")
+    if quantize is not None:
+        raise NotImplementedError(f"quantize={quantize!r} is not implemented yet")
+
+
+def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=None, verify=False,
+            print_ir_after_all=False, **example_kwargs):
+    """The compiled form (ConcreteFunction) of ``f`` for these example arguments
+    (tensors, arrays or TensorSpecs; none: ``f``'s input_signature), built now.
+    ``passes`` selects the L1 pass list (see ``resolve_passes``);
+    ``print_ir_after_all`` prints the traced IR and the IR after each pass to stderr."""
+    from tfc.frontend.function import Function, function
+
+    check_target(target, quantize)
+    names = resolve_passes(passes)
+    fn = f if isinstance(f, Function) else function(f, target=target, verify=verify)
+    if not example_args_or_specs and not example_kwargs and fn.input_signature is None:
+        raise TypeError(f"tfc.compile: {fn.__name__} has no input_signature; pass example "
+                        "arguments or tfc.TensorSpecs")
+    start = time.perf_counter()
+    conc = fn.get_concrete_function(*example_args_or_specs, **example_kwargs)
+    trace_s = time.perf_counter() - start
+    timings = []
+    if print_ir_after_all:
+        import sys
+
+        sys.stderr.write(f"// -----// IR Dump After trace //----- //\n{conc.ir('tensor-raw')}\n\n")
+    conc = conc.with_passes(names, timings, print_ir_after_all=print_ir_after_all)
+    conc.compile_times = [("trace", trace_s)] + timings
+    conc.passes = names
+    conc.target = target
+    return conc
+
+
+# -- the summary of `tfc compile` -------------------------------------------------------
+
+
+def count_ops(module) -> int:
+    """Ops of a module, not counting the module and function wrappers."""
+    from xdsl.dialects import builtin, func
+
+    return sum(1 for op in module.walk() if not isinstance(op, (builtin.ModuleOp, func.FuncOp)))
+
+
+def _peak_memory(conc) -> str:
+    plan = getattr(conc, "memory_plan", None)
+    if plan is None:
+        return "n/a"
+    peak = getattr(plan, "peak_bytes", None)
+    if peak is None and isinstance(plan, dict):
+        peak = plan.get("peak_bytes")
+    return f"{peak:,} bytes" if isinstance(peak, int) else str(plan)
+
+
+def summary(conc) -> str:
+    """Ops per stage, fused kernels, planned peak memory, compile time per step."""
+    from tfc.dialects.fused import FusedOp
+
+    start = time.perf_counter()
+    fused = conc.fused_module
+    fuse_s = time.perf_counter() - start
+    kernels = sum(1 for op in fused.walk() if isinstance(op, FusedOp))
+    sig = ", ".join(str(s) for s in conc.input_specs)
+    rows = [("ops, tensor-raw (L1 as traced)", str(count_ops(conc.raw_module))),
+            ("ops, tensor (L1 after passes)", str(count_ops(conc.module))),
+            ("ops, fused (L2)", str(count_ops(fused))),
+            ("fused kernels", str(kernels)),
+            ("variables", str(len(conc.variables))),
+            ("planned peak memory", _peak_memory(conc))]
+    times = list(getattr(conc, "compile_times", [])) + [("fuse stage (L2)", fuse_s)]
+    rows += [(f"time: {name}", f"{s * 1e3:.2f} ms") for name, s in times]
+    rows.append(("time: total", f"{sum(s for _, s in times) * 1e3:.2f} ms"))
+    width = max(len(k) for k, _ in rows)
+    lines = [f"function {conc.name}({sig})"]
+    lines += [f"  {k:<{width}}  {v}" for k, v in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,321 @@
+"""``tfc.save(compiled, path)`` / ``tfc.load(path)``: an exported function.
+
+The artifact is a directory of plain data, so loading it runs no code from it:
+
+- ``function.mlir``: the L1 tensor IR after passes (with locations), parseable by
+  the ``tfc`` dialect. Large constants are replaced by a zero splat of the same
+  type tagged ``{tfc.weight = "const_N"}``; their values are in the weights file.
+- ``weights.npz``: plain arrays (``np.load(allow_pickle=False)``): variables by
+  their key, large constants as ``const_N``.
+- ``manifest.json``: format version, function name, input signature, output
+  structure, target, variables (key, checkpoint path, shape, dtype, trainable),
+  constants, and a SHA-256 of the IR text and every weight.
+
+``tfc.load`` checks the manifest against the files (format version, files
+present, weight shapes and dtypes, the hash, the IR's function type) before it
+builds anything, and raises ``ArtifactError`` naming the problem.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import numpy as np
+
+from tfc.nn.module import Module
+
+FORMAT_VERSION = 1
+MANIFEST, IR_FILE, WEIGHTS_FILE = "manifest.json", "function.mlir", "weights.npz"
+LARGE_CONSTANT = 256  # elements: constants at least this big go to the weights file
+
+
+class ArtifactError(ValueError):
+    """An exported function directory that cannot be loaded as it is."""
+
+
+def _digest(ir_text: str, weights: dict) -> str:
+    h = hashlib.sha256(ir_text.encode())
+    for key in sorted(weights):
+        a = np.ascontiguousarray(weights[key])
+        h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+# -- output structure <-> JSON -----------------------------------------------------------
+
+
+def _encode_structure(s, mask_it, static_it):
+    from tfc.core import nest
+
+    if isinstance(s, dict):
+        items = sorted(s.items(), key=lambda kv: repr(kv[0]))  # nest.flatten's order
+        for k, _ in items:
+            if not isinstance(k, str):
+                raise TypeError(f"tfc.save: output dict keys must be strings to export, got {k!r}")
+        enc = {k: _encode_structure(v, mask_it, static_it) for k, v in items}
+        return {"dict": [[k, enc[k]] for k in s]}  # the user's key order
+    if isinstance(s, (list, tuple)):
+        return {"list" if isinstance(s, list) else "tuple": [_encode_structure(x, mask_it, static_it) for x in s]}
+    is_tensor, value = next(mask_it), next(static_it)
+    if is_tensor:
+        return {"tensor": True}
+    if value is not None and not isinstance(value, (bool, int, float, str)) or nest.is_nested(value):
+        raise TypeError(f"tfc.save: cannot export an output of type {type(value).__name__} "
+                        "(outputs are tensors, None, bools, numbers or strings)")
+    return {"value": value}
+
+
+def _decode_structure(d, mask, static):
+    """(structure with placeholder leaves, mask, static) as ConcreteFunction keeps them."""
+    if "dict" in d:
+        dec = {k: _decode_structure(v, mask, static) for k, v in sorted(d["dict"], key=lambda kv: repr(kv[0]))}
+        return {k: dec[k] for k, _ in d["dict"]}
+    if "list" in d or "tuple" in d:
+        items = [_decode_structure(x, mask, static) for x in d.get("list", d.get("tuple"))]
+        return items if "list" in d else tuple(items)
+    if d.get("tensor"):
+        mask.append(True)
+        static.append(None)
+        return 0
+    if "value" not in d:
+        raise ArtifactError(f"manifest: bad output entry {d!r}")
+    mask.append(False)
+    static.append(d["value"])
+    return d["value"]
+
+
+# -- save ----------------------------------------------------------------------------
+
+
+def _variable_paths(variables, root):
+    """Checkpoint paths of the variables: their paths in ``root`` (a tfc.Module),
+    else their names made unique."""
+    by_id = {}
+    if root is not None:
+        by_id = {id(v): p for p, v in root.variables_with_paths()}
+    paths, used = [], set()
+    for v in variables:
+        p = by_id.get(id(v)) or v.name.split(":")[0]
+        base, n = p, 1
+        while p in used:
+            n += 1
+            p = f"{base}_{n}"
+        used.add(p)
+        paths.append(p)
+    return paths
+
+
+def save(compiled, path, root=None) -> str:
+    """Write the compiled function (``tfc.compile`` or ``get_concrete_function``)
+    to the directory ``path``; returns ``path``. ``root``, a tfc.Module owning the
+    variables, gives them their checkpoint paths in the artifact, so
+    ``tfc.train.Checkpoint(model=tfc.load(path))`` reads and writes the same
+    checkpoints as ``tfc.train.Checkpoint(model=root)``."""
+    from xdsl.dialects.builtin import BytesAttr, DenseIntOrFPElementsAttr, StringAttr
+
+    from tfc.dialects.tensor import ConstantOp, print_ir
+
+    from tfc.frontend.function import ConcreteFunction
+
+    if not isinstance(compiled, ConcreteFunction):
+        raise TypeError(f"tfc.save: expected a compiled function (tfc.compile(...) or "
+                        f"f.get_concrete_function(...)), got {type(compiled).__name__}")
+    module = compiled.module.clone()
+    weights, constants = {}, []
+    for op in list(module.walk()):
+        if isinstance(op, ConstantOp):
+            value = op.numpy()
+            if value.size >= LARGE_CONSTANT:
+                key = f"const_{len(constants)}"
+                weights[key] = value
+                constants.append({"key": key, "shape": list(value.shape), "dtype": str(value.dtype)})
+                zero = np.zeros(1, value.dtype).tobytes()
+                op.properties["value"] = DenseIntOrFPElementsAttr(op.value.type, BytesAttr(zero))
+                op.attributes["tfc.weight"] = StringAttr(key)
+    variables = []
+    for i, (v, p) in enumerate(zip(compiled.variables, _variable_paths(compiled.variables, root))):
+        key = f"var_{i}"
+        weights[key] = np.asarray(v._value)
+        variables.append({"key": key, "path": p, "name": v.name, "shape": list(v.shape),
+                          "dtype": v.dtype.name, "trainable": v.trainable})
+    ir_text = print_ir(module, debuginfo=True)
+    mask, static = compiled._out_mask, compiled._out_static
+    manifest = {
+        "format": "tfc-function",
+        "format_version": FORMAT_VERSION,
+        "name": compiled.name,
+        "target": getattr(compiled, "target", "cpu"),
+        "passes": list(getattr(compiled, "passes", ())),
+        "signature": [{"shape": list(s.shape), "dtype": s.dtype.name} for s in compiled.input_specs],
+        "outputs": _encode_structure(compiled._out_structure, iter(mask), iter(static)),
+        "variables": variables,
+        "constants": constants,
+        "files": {"ir": IR_FILE, "weights": WEIGHTS_FILE},
+        "sha256": _digest(ir_text, weights),
+    }
+    path = os.fspath(path)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, IR_FILE), "w") as f:
+        f.write(ir_text)
+    np.savez(os.path.join(path, WEIGHTS_FILE), **weights)
+    with open(os.path.join(path, MANIFEST), "w") as f:
+        json.dump(manifest, f, indent=1)
+        f.write("\n")
+    return path
+
+
+# -- load ----------------------------------------------------------------------------
+
+
+def _read_manifest(path):
+    mpath = os.path.join(path, MANIFEST)
+    if not os.path.isdir(path):
+        raise ArtifactError(f"{path}: no such exported function directory")
+    if not os.path.isfile(mpath):
+        raise ArtifactError(f"{path}: missing {MANIFEST} (not an exported tfc function?)")
+    try:
+        with open(mpath) as f:
+            m = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{mpath}: not valid JSON: {e}") from None
+    if not isinstance(m, dict) or m.get("format") != "tfc-function":
+        raise ArtifactError(f"{mpath}: not a tfc exported-function manifest")
+    version = m.get("format_version")
+    if not isinstance(version, int):
+        raise ArtifactError(f"{mpath}: format_version is missing")
+    if version > FORMAT_VERSION:
+        raise ArtifactError(f"{path}: written in format version {version} by a newer tfc; this tfc "
+                            f"reads up to version {FORMAT_VERSION} (upgrade tfc)")
+    for key in ("name", "signature", "outputs", "variables", "constants", "sha256"):
+        if key not in m:
+            raise ArtifactError(f"{mpath}: missing entry {key!r}")
+    return m
+
+
+def _read_weights(path, m):
+    wpath = os.path.join(path, WEIGHTS_FILE)
+    if not os.path.isfile(wpath):
+        raise ArtifactError(f"{path}: missing {WEIGHTS_FILE}")
+    try:
+        with np.load(wpath, allow_pickle=False) as z:
+            weights = {k: z[k] for k in z.files}
+    except ValueError as e:  # object arrays need pickle: refused
+        raise ArtifactError(f"{wpath}: {e}") from None
+    expected = {e["key"]: e for e in m["variables"] + m["constants"]}
+    missing = sorted(set(expected) - set(weights))
+    extra = sorted(set(weights) - set(expected))
+    if missing or extra:
+        raise ArtifactError(f"{wpath}: weights disagree with the manifest: "
+                            f"missing {missing}, unexpected {extra}")
+    for key, e in expected.items():
+        a = weights[key]
+        want_dtype = np.dtype(e["dtype"])  # tfc dtype names are numpy's
+        if list(a.shape) != list(e["shape"]) or a.dtype != want_dtype:
+            raise ArtifactError(f"{wpath}: weight {key} ({e.get('path', key)}) is {a.dtype}{list(a.shape)}, "
+                                f"the manifest says {np.dtype(want_dtype)}{list(e['shape'])}")
+    return weights
+
+
+def load(path) -> "LoadedFunction":
+    """The exported function at ``path``, callable like the compiled one."""
+    path = os.fspath(path)
+    m = _read_manifest(path)
+    ipath = os.path.join(path, IR_FILE)
+    if not os.path.isfile(ipath):
+        raise ArtifactError(f"{path}: missing {IR_FILE}")
+    with open(ipath) as f:
+        ir_text = f.read()
+    weights = _read_weights(path, m)
+    if _digest(ir_text, weights) != m["sha256"]:
+        raise ArtifactError(f"{path}: the IR or the weights have changed since export "
+                            "(SHA-256 mismatch with the manifest)")
+    return LoadedFunction(m, ir_text, weights, path)
+
+
+def _tree(pairs):
+    """{'a': {'b': var}} from [('a/b', var)]: paths a tfc.Module walk reproduces."""
+    root: dict = {}
+    for p, v in pairs:
+        node = root
+        *parents, leaf = p.split("/")
+        for k in parents:
+            node = node.setdefault(k, {})
+        node[leaf] = v
+    return root
+
+
+class LoadedFunction(Module):
+    """An exported function: call it like the compiled function. Its
+    variables (``.variables``) sit at their exported checkpoint paths, so
+    ``tfc.train.Checkpoint(model=loaded)`` saves and restores them."""
+
+    def __init__(self, manifest, ir_text, weights, path):
+        super().__init__(name=manifest["name"])
+        from tfc.core import dtypes
+        from tfc.core.registry import Spec
+        from tfc.core.variable import Variable
+        from tfc.dialects.tensor import ConstantOp, RefType, dense_from_numpy, parse_module, spec_of
+        from tfc.frontend.function import ConcreteFunction
+        from xdsl.dialects import func
+
+        try:
+            module = parse_module(ir_text, os.path.join(path, IR_FILE))
+        except Exception as e:
+            raise ArtifactError(f"{path}: {IR_FILE} does not parse or verify: {e}") from None
+        funcs = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
+        name = manifest["name"]
+        if name not in funcs:
+            raise ArtifactError(f"{path}: {IR_FILE} has no function @{name}")
+        specs = [Spec(tuple(s["shape"]), dtypes.as_dtype(s["dtype"])) for s in manifest["signature"]]
+        var_specs = [Spec(tuple(v["shape"]), dtypes.as_dtype(v["dtype"])) for v in manifest["variables"]]
+        arg_types = list(funcs[name].function_type.inputs.data)
+        got = [("variable " if isinstance(t, RefType) else "") + str(spec_of(t)) for t in arg_types]
+        want = [str(s) for s in specs] + [f"variable {s}" for s in var_specs]
+        if got != want:
+            raise ArtifactError(f"{path}: the IR's arguments ({', '.join(got)}) disagree with the "
+                                f"manifest ({', '.join(want)})")
+        for op in module.walk():
+            if isinstance(op, ConstantOp) and "tfc.weight" in op.attributes:
+                key = op.attributes["tfc.weight"].data
+                if key not in weights:
+                    raise ArtifactError(f"{path}: the IR names weight {key!r}, which the manifest lacks")
+                value = weights[key]
+                if spec_of(op.value.type).shape != value.shape:
+                    raise ArtifactError(f"{path}: weight {key} has shape {value.shape}, the IR "
+                                        f"says {op.value.type}")
+                op.properties["value"] = dense_from_numpy(value, spec_of(op.value.type).dtype)
+                del op.attributes["tfc.weight"]
+        self.manifest = manifest
+        self.path = path
+        self._vars = [Variable(weights[v["key"]], trainable=v["trainable"], name=v["name"])
+                      for v in manifest["variables"]]
+        self._paths = [v["path"] for v in manifest["variables"]]
+        mask, static = [], []
+        structure = _decode_structure(manifest["outputs"], mask, static)
+        self._concrete = ConcreteFunction(name, module, module, specs, self._vars, structure, mask, static)
+
+    # Checkpoint paths: the exported variables at their paths (Module walks this).
+    def _tracked_attributes(self):
+        return list(_tree(zip(self._paths, self._vars)).items())
+
+    @property
+    def signature(self):
+        """The input TensorSpecs."""
+        return self._concrete.structured_input_signature
+
+    @property
+    def concrete_function(self):
+        return self._concrete
+
+    def ir(self, stage="tensor", debuginfo=False) -> str:
+        return self._concrete.ir(stage, debuginfo)
+
+    def __call__(self, *args, **kwargs):
+        return self._concrete(*args, **kwargs)
+
+    def __repr__(self):
+        sig = ", ".join(str(s) for s in self._concrete.input_specs)
+        return f"<tfc exported function {self.manifest['name']}({sig}) from {self.path!r}>"
+
