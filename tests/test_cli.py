@@ -70,9 +70,9 @@ def test_unknown_pass(good, capsys):
     assert "nope" in capsys.readouterr().err
 
 
-def test_compile_not_implemented(capsys):
-    assert main(["compile", "model.py"]) == 2
-    assert "not implemented yet" in capsys.readouterr().err
+def test_compile_subcommand_reports_missing_model(capsys):
+    assert main(["compile", "no_such_model.py"]) == 1
+    assert "no_such_model.py: no such file" in capsys.readouterr().err
 
 
 def test_subprocess_no_traceback(tmp_path):

@@ -312,8 +312,17 @@ class LoadedFunction(Module):
     def ir(self, stage="tensor", debuginfo=False) -> str:
         return self._concrete.ir(stage, debuginfo)
 
-    def __call__(self, *args, **kwargs):
-        return self._concrete(*args, **kwargs)
+    def __call__(self, *args):
+        """One argument per input TensorSpec; Python numbers and lists are
+        converted to the signature's dtype."""
+        from tfc.core.tensor import Tensor, constant
+
+        specs = self._concrete.input_specs
+        if len(args) != len(specs):
+            raise TypeError(f"{self.manifest['name']}: takes {len(specs)} tensor arguments "
+                            f"({', '.join(str(s) for s in specs)}), got {len(args)}")
+        args = [a if isinstance(a, (Tensor, np.ndarray)) else constant(a, s.dtype) for a, s in zip(args, specs)]
+        return self._concrete(*args)
 
     def __repr__(self):
         sig = ", ".join(str(s) for s in self._concrete.input_specs)

@@ -1,0 +1,242 @@
+"""`tfc compile MODEL.py`: summary, stages, export, and a clear error (never a
+traceback) for every way the input can be wrong."""
+import io
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.compile_cli import Progress, compile_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+MODEL = '''
+import tfc
+
+w = tfc.Variable([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], name="w")
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((4, 3))])
+def dense(x):
+    return tfc.relu(x @ w) * 2.0 + 1.0
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((None,))])
+def total(x):
+    return tfc.reduce_sum(x * x)
+
+
+@tfc.function
+def no_signature(x):
+    return x
+
+
+def plain(x):
+    return x
+'''
+
+
+def write(tmp_path, text, name="model.py"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def run(argv):
+    """(exit code, stdout, stderr) of an in-process `tfc compile`."""
+    out, err = io.StringIO(), io.StringIO()
+    old = sys.stderr
+    sys.stderr = err
+    try:
+        code = compile_main(argv, out=out)
+    finally:
+        sys.stderr = old
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def model(tmp_path):
+    return write(tmp_path, MODEL)
+
+
+def test_summary_of_every_signed_function(model):
+    code, out, err = run([model])
+    assert code == 0, err
+    assert "function dense(float32[4, 3])" in out and "function total(float32[?])" in out
+    assert "no_signature" not in out and "plain" not in out
+    for row in ("ops, tensor-raw", "ops, tensor (L1 after passes)", "ops, fused (L2)", "fused kernels",
+                "planned peak memory", "time: tfc-cse", "time: trace", "time: total"):
+        assert row in out
+    # dense's elementwise tail fuses into one kernel
+    line = [ln for ln in out.splitlines() if "fused kernels" in ln][0]
+    assert int(line.split()[-1]) >= 1
+
+
+@pytest.mark.parametrize("stage,needle", [("tensor", "tfc.matmul"), ("tensor-raw", "tfc.read_variable"),
+                                          ("fused", "tfc.fused")])
+def test_emit_stage(model, stage, needle):
+    code, out, err = run([model, "--function", "dense", "--emit", stage])
+    assert code == 0, err
+    assert needle in out and "func.func @dense" in out
+
+
+def test_passes_and_print_ir_after_all(model):
+    code, out, err = run([model, "--function", "total", "--passes", "tfc-cse,tfc-dce", "--print-ir-after-all",
+                          "--emit", "tensor"])
+    assert code == 0, err
+    assert "IR Dump After trace" in err and "IR Dump After tfc-cse" in err and "IR Dump After tfc-dce" in err
+    assert "tfc-simplify" not in err
+
+
+def test_export_and_run_without_source(model, tmp_path):
+    dest = str(tmp_path / "out")
+    code, out, err = run([model, "--function", "dense", "-o", dest])
+    assert code == 0, err
+    assert sorted(os.listdir(dest)) == ["function.mlir", "manifest.json", "weights.npz"]
+    os.remove(model)  # the artifact needs no source
+    loaded = tfc.load(dest)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) - 5
+    w = np.array([[1.0, -2.0], [0.5, 3.0], [2.0, 1.0]], np.float32)
+    np.testing.assert_allclose(loaded(x).numpy(), np.maximum(x @ w, 0) * 2 + 1, rtol=1e-6)
+
+
+def test_export_several_functions_into_subdirectories(model, tmp_path):
+    dest = str(tmp_path / "out")
+    assert run([model, "-o", dest])[0] == 0
+    assert sorted(os.listdir(dest)) == ["dense", "total"]
+
+
+def test_progress_line_on_a_terminal_only():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    with Progress("compiling f", stream=tty, delay=0.0) as p:
+        while not p._shown:
+            pass
+    assert "compiling f" in tty.getvalue() and tty.getvalue().endswith("\r\033[K")
+    plain = io.StringIO()
+    with Progress("compiling f", stream=plain, delay=0.0):
+        pass
+    assert plain.getvalue() == ""
+
+
+# -- errors: a clear message and a non-zero exit, never a traceback ------------------------
+
+
+def check_error(argv, code, *needles):
+    got, out, err = run(argv)
+    assert got == code, (got, err)
+    assert err.startswith("tfc compile: error:") and "Traceback" not in err
+    for n in needles:
+        assert n in err, err
+    return err
+
+
+def test_missing_model(tmp_path):
+    check_error([str(tmp_path / "nope.py")], 1, "nope.py: no such file")
+
+
+def test_directory_is_not_a_model(tmp_path):
+    check_error([str(tmp_path)], 1, "is a directory")
+
+
+def test_unreadable_model(tmp_path):
+    p = write(tmp_path, "x = 1\n")
+    os.chmod(p, 0)
+    try:
+        if os.access(p, os.R_OK):
+            pytest.skip("running as a user who can read any file")
+        check_error([p], 1, "cannot read the file")
+    finally:
+        os.chmod(p, 0o644)
+
+
+def test_syntax_error_shows_file_and_line(tmp_path):
+    p = write(tmp_path, "import tfc\n\ndef f(x:\n    return x\n")
+    check_error([p], 1, f"{p}:3: syntax error", "def f(x:")
+
+
+def test_exception_at_import_shows_it_and_the_line(tmp_path):
+    p = write(tmp_path, "import tfc\n\nscale = 1 / 0\n")
+    check_error([p], 1, "ZeroDivisionError: division by zero", f"{p}:3: scale = 1 / 0")
+
+
+def test_sys_exit_at_import_is_reported(tmp_path):
+    p = write(tmp_path, "import sys\nsys.exit(3)\n")
+    check_error([p], 1, "SystemExit")
+
+
+def test_no_compilable_function(tmp_path):
+    p = write(tmp_path, "import tfc\n\n@tfc.function\ndef f(x):\n    return x\n")
+    check_error([p], 1, "no function to compile", "input_signature")
+
+
+def test_function_naming_nothing(model):
+    check_error([model, "--function", "nothing"], 2, "no function named 'nothing'", "dense, total")
+
+
+def test_function_without_signature(model):
+    check_error([model, "--function", "plain"], 2, "plain has no input signature")
+    check_error([model, "--function", "no_signature"], 2, "no_signature has no input signature")
+
+
+def test_op_that_cannot_be_compiled_names_op_and_line(tmp_path):
+    p = write(tmp_path, """\
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((4,))])
+        def positives(x):
+            return x[x > 0]
+        """)
+    check_error([p], 1, "cannot compile positives", "getitem", f"{p}:5: return x[x > 0]")
+
+
+def test_shape_error_while_tracing_names_the_line(tmp_path):
+    p = write(tmp_path, """\
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((4, 3)), tfc.TensorSpec((4, 3))])
+        def bad(x, y):
+            return x @ y
+        """)
+    check_error([p], 1, "cannot compile bad", "matmul", f"{p}:5: return x @ y")
+
+
+def test_unknown_pass(model):
+    check_error([model, "--passes", "tfc-cse,nope"], 2, "unknown pass 'nope'", "tfc-fold")
+
+
+def test_unknown_stage(model):
+    check_error([model, "--emit", "assembly"], 2, "unknown stage 'assembly'", "fused")
+
+
+def test_stage_not_available_yet(model):
+    check_error([model, "--emit", "loops"], 2, "stage 'loops' is not available yet")
+
+
+def test_cuda_target_not_implemented(model):
+    check_error([model, "--target", "cuda"], 1, "target 'cuda' is not implemented yet")
+
+
+def test_unknown_target(model):
+    check_error([model, "--target", "tpu"], 2, "unknown target 'tpu'")
+
+
+def test_quantize_not_implemented(model):
+    check_error([model, "--quantize", "int8"], 1, "quantize='int8' is not implemented yet")
+
+
+def test_subprocess_entry_point(model):
+    r = subprocess.run([sys.executable, "-m", "tfc.cli", "compile", model, "--function", "total"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "function total" in r.stdout and r.stderr == ""  # not a terminal: no progress line
+    r = subprocess.run([sys.executable, "-m", "tfc.cli", "compile", model + "x"],
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
+    assert r.returncode == 1 and "Traceback" not in r.stderr and "no such file" in r.stderr

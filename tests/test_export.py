@@ -1,0 +1,228 @@
+"""tfc.compile, tfc.save / tfc.load: round trips, checkpoints both ways, and
+artifacts that are incomplete, too new or tampered with."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.export import ArtifactError
+
+RNG = np.random.default_rng(0)
+
+
+def mlp():
+    hidden = tfc.layers.Dense(16, activation="relu")
+    out = tfc.layers.Dense(3)
+
+    class M(tfc.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden, self.out = hidden, out
+
+        def __call__(self, x):
+            return self.out(self.hidden(x))
+
+    m = M()
+    m(tfc.zeros((1, 20)))
+    return m
+
+
+def test_compile_matches_get_concrete_function():
+    def f(x, y):
+        return tfc.tanh(x) * y + 1.0
+
+    x, y = RNG.standard_normal((2, 5)).astype(np.float32), RNG.standard_normal(5).astype(np.float32)
+    c = tfc.compile(f, tfc.TensorSpec((2, 5)), tfc.TensorSpec((5,)))
+    ref = tfc.function(f).get_concrete_function(x, y)
+    assert type(c) is type(ref) and c.ir("tensor") == ref.ir("tensor")
+    np.testing.assert_array_equal(c(x, y).numpy(), ref(x, y).numpy())
+    assert [n for n, _ in c.compile_times] == ["trace", "tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce"]
+
+
+def test_compile_pass_selection():
+    def f(x):
+        return tfc.exp(x * 1.0)
+
+    none = tfc.compile(f, tfc.TensorSpec((3,)), passes="none")
+    assert "tfc.multiply" in none.ir("tensor")
+    simplified = tfc.compile(f, tfc.TensorSpec((3,)), passes=["tfc-simplify", "tfc-dce"])
+    assert "tfc.multiply" not in simplified.ir("tensor")
+    np.testing.assert_allclose(none(tfc.constant([1.0, 2.0, 3.0])).numpy(), np.exp([1.0, 2.0, 3.0]), rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown pass 'nope'"):
+        tfc.compile(f, tfc.TensorSpec((3,)), passes="tfc-cse,nope")
+
+
+def test_compile_uses_input_signature_and_rejects_unknowns():
+    @tfc.function(input_signature=[tfc.TensorSpec((None,), tfc.int32)])
+    def f(x):
+        return x + 1
+
+    assert tfc.compile(f)(tfc.constant([1, 2])).numpy().tolist() == [2, 3]
+    with pytest.raises(TypeError, match="no input_signature"):
+        tfc.compile(lambda x: x)
+    with pytest.raises(NotImplementedError, match="target 'cuda' is not implemented yet"):
+        tfc.compile(f, target="cuda")
+    with pytest.raises(NotImplementedError, match="quantize='int8' is not implemented yet"):
+        tfc.compile(f, quantize="int8")
+
+
+def test_round_trip_structures_dtypes_and_constants(tmp_path):
+    table = RNG.standard_normal((40, 10)).astype(np.float32)  # large: goes to weights.npz
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 40)), tfc.TensorSpec((), tfc.int32)])
+    def f(x, k):
+        y = x @ tfc.constant(table)
+        return {"y": y, "pos": (y > 0, k * 2), "label": "scores", "n": 3}
+
+    c = tfc.compile(f)
+    path = tfc.save(c, tmp_path / "f")
+    manifest = json.loads((tmp_path / "f" / "manifest.json").read_text())
+    assert manifest["constants"][0]["shape"] == [40, 10]
+    assert manifest["signature"] == [{"shape": [None, 40], "dtype": "float32"}, {"shape": [], "dtype": "int32"}]
+    assert 'tfc.weight = "const_0"' in open(os.path.join(path, "function.mlir")).read()
+    loaded = tfc.load(path)
+    x = RNG.standard_normal((3, 40)).astype(np.float32)
+    got, want = loaded(x, 5), f(x, tfc.constant(5))
+    assert list(got) == ["y", "pos", "label", "n"] and got["label"] == "scores" and got["n"] == 3
+    np.testing.assert_array_equal(got["y"].numpy(), want["y"].numpy())
+    np.testing.assert_array_equal(got["pos"][0].numpy(), want["pos"][0].numpy())
+    assert isinstance(got["pos"], tuple) and int(got["pos"][1]) == 10
+    assert [str(s) for s in loaded.signature] == [str(s) for s in c.structured_input_signature]
+
+
+def test_the_ir_file_parses_with_the_dialect(tmp_path):
+    from tfc.dialects.tensor import parse_module
+
+    m = mlp()
+    c = tfc.compile(tfc.function(lambda x: m(x)), tfc.TensorSpec((2, 20)))
+    path = tfc.save(c, tmp_path / "m", root=m)
+    text = open(os.path.join(path, "function.mlir")).read()
+    parse_module(text)  # raises if not valid tfc IR
+    assert "!tfc.ref<tensor<20x16xf32>>" in text
+
+
+def test_variables_are_exposed_and_updated_by_calls(tmp_path):
+    v = tfc.Variable([1.0, 2.0], name="counter")
+
+    @tfc.function(input_signature=[tfc.TensorSpec((2,))])
+    def step(x):
+        v.assign_add(x)
+        return v * 1.0
+
+    loaded = tfc.load(tfc.save(tfc.compile(step), tmp_path / "s"))
+    assert [var.name for var in loaded.variables] == ["counter"]
+    loaded([1.0, 1.0])
+    out = loaded([1.0, 1.0])
+    np.testing.assert_array_equal(out.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(loaded.variables[0].numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])  # the original is untouched
+
+
+def test_eager_checkpoint_loads_into_exported_function_and_back(tmp_path):
+    m = mlp()
+    predict = tfc.function(lambda x: m(x), input_signature=[tfc.TensorSpec((None, 20))])
+    loaded = tfc.load(tfc.save(tfc.compile(predict), tmp_path / "export", root=m))
+    x = RNG.standard_normal((5, 20)).astype(np.float32)
+
+    # train eagerly a little, checkpoint, restore into the exported function
+    opt = tfc.optimizers.SGD(0.1)
+    for _ in range(3):
+        opt.minimize(lambda: tfc.reduce_mean(m(tfc.constant(x)) ** 2), m.trainable_variables)
+    ckpt = tfc.train.Checkpoint(model=m).save(str(tmp_path / "eager"))
+    before = loaded(x).numpy()
+    assert not np.allclose(before, m(x).numpy())
+    tfc.train.Checkpoint(model=loaded).restore(ckpt).assert_consumed()
+    np.testing.assert_allclose(loaded(x).numpy(), m(x).numpy(), rtol=1e-6)
+
+    # and the other way: change the exported weights, checkpoint them, restore eagerly
+    for var in loaded.variables:
+        var.assign(var * 0.5)
+    ckpt2 = tfc.train.Checkpoint(model=loaded).save(str(tmp_path / "exported"))
+    fresh = mlp()
+    tfc.train.Checkpoint(model=fresh).restore(ckpt2).assert_consumed()
+    np.testing.assert_allclose(fresh(x).numpy(), loaded(x).numpy(), rtol=1e-6)
+
+
+# -- bad artifacts --------------------------------------------------------------------
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    w = tfc.Variable(RNG.standard_normal((3, 2)).astype(np.float32), name="w")
+
+    @tfc.function(input_signature=[tfc.TensorSpec((4, 3))])
+    def f(x):
+        return x @ w
+
+    return tfc.save(tfc.compile(f), tmp_path / "a")
+
+
+@pytest.mark.parametrize("name", ["manifest.json", "function.mlir", "weights.npz"])
+def test_missing_file(artifact, name):
+    os.remove(os.path.join(artifact, name))
+    with pytest.raises(ArtifactError, match=f"missing {name}"):
+        tfc.load(artifact)
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(ArtifactError, match="no such exported function directory"):
+        tfc.load(tmp_path / "nothing")
+
+
+def edit_manifest(artifact, fn):
+    p = os.path.join(artifact, "manifest.json")
+    m = json.load(open(p))
+    fn(m)
+    json.dump(m, open(p, "w"))
+
+
+def test_newer_format_version(artifact):
+    edit_manifest(artifact, lambda m: m.update(format_version=99))
+    with pytest.raises(ArtifactError, match="format version 99 by a newer tfc"):
+        tfc.load(artifact)
+
+
+def test_weight_shape_disagrees_with_manifest(artifact):
+    edit_manifest(artifact, lambda m: m["variables"][0].update(shape=[3, 5]))
+    with pytest.raises(ArtifactError, match=r"weight var_0 \(w\) is float32\[3, 2\], the manifest says float32\[3, 5\]"):
+        tfc.load(artifact)
+
+
+def test_signature_disagrees_with_ir(artifact):
+    def change(m):
+        m["signature"][0]["shape"] = [5, 3]
+    edit_manifest(artifact, change)
+    with pytest.raises(ArtifactError, match="disagree with the manifest"):
+        tfc.load(artifact)
+
+
+def test_tampered_weights_fail_the_hash(artifact):
+    p = os.path.join(artifact, "weights.npz")
+    with np.load(p) as z:
+        weights = {k: z[k] for k in z.files}
+    weights["var_0"] = weights["var_0"] + 1
+    np.savez(p, **weights)
+    with pytest.raises(ArtifactError, match="SHA-256 mismatch"):
+        tfc.load(artifact)
+
+
+def test_tampered_ir_fails_the_hash(artifact):
+    p = os.path.join(artifact, "function.mlir")
+    text = open(p).read().replace("tfc.matmul", "tfc.add")
+    open(p, "w").write(text)
+    with pytest.raises(ArtifactError, match="SHA-256 mismatch"):
+        tfc.load(artifact)
+
+
+def test_pickled_weights_are_refused(artifact):
+    p = os.path.join(artifact, "weights.npz")
+    np.savez(p, var_0=np.array([{"evil": 1}], dtype=object))
+    with pytest.raises(ArtifactError, match="pickle"):
+        tfc.load(artifact)
+
+
+def test_save_rejects_non_compiled():
+    with pytest.raises(TypeError, match="expected a compiled function"):
+        tfc.save(lambda x: x, "/tmp/never")
