@@ -223,7 +223,7 @@ def _compile_one(name, fn, args, out):
         with Progress(f"compiling {name}"):
             conc = compile(fn, target=args.target, passes=args.pass_names, quantize=args.quantize,
                            print_ir_after_all=args.print_ir_after_all)
-            text = summary(conc) if args.emit == "summary" else emit(conc, args.emit)
+            text = summary(conc, name) if args.emit == "summary" else emit(conc, args.emit)
     except StageNotAvailable as e:
         raise CliError(str(e), code=2) from None
     except KeyboardInterrupt:

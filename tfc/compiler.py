@@ -104,10 +104,19 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
 
 
 def count_ops(module) -> int:
-    """Ops of a module, not counting the module and function wrappers."""
+    """Tensor-level ops of a module: not the module and function wrappers, nor
+    the scalar ops inside a tfc.fused kernel (the kernel counts as one)."""
     from xdsl.dialects import builtin, func
 
-    return sum(1 for op in module.walk() if not isinstance(op, (builtin.ModuleOp, func.FuncOp)))
+    from tfc.dialects.fused import FusedOp
+
+    def count(op):
+        n = 0 if isinstance(op, (builtin.ModuleOp, func.FuncOp)) else 1
+        if not isinstance(op, FusedOp):
+            n += sum(count(o) for r in op.regions for b in r.blocks for o in b.ops)
+        return n
+
+    return count(module)
 
 
 def _peak_memory(conc) -> str:
@@ -120,8 +129,9 @@ def _peak_memory(conc) -> str:
     return f"{peak:,} bytes" if isinstance(peak, int) else str(plan)
 
 
-def summary(conc) -> str:
-    """Ops per stage, fused kernels, planned peak memory, compile time per step."""
+def summary(conc, name=None) -> str:
+    """Ops per stage, fused kernels, planned peak memory, compile time per step;
+    headed by ``name`` (default: the function's own name)."""
     from tfc.dialects.fused import FusedOp
 
     start = time.perf_counter()
@@ -139,6 +149,6 @@ def summary(conc) -> str:
     rows += [(f"time: {name}", f"{s * 1e3:.2f} ms") for name, s in times]
     rows.append(("time: total", f"{sum(s for _, s in times) * 1e3:.2f} ms"))
     width = max(len(k) for k, _ in rows)
-    lines = [f"function {conc.name}({sig})"]
+    lines = [f"function {name or conc.name}({sig})"]
     lines += [f"  {k:<{width}}  {v}" for k, v in rows]
     return "\n".join(lines) + "\n"
