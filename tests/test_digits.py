@@ -1,4 +1,4 @@
-"""examples/digits_mlp.py: a short training run, and the full one."""
+"""examples/mlp_digits.py: a short training run with export, and the full one."""
 import importlib.util
 import pathlib
 
@@ -6,18 +6,19 @@ import pytest
 
 pytest.importorskip("sklearn", reason="scikit-learn (the 'examples' extra) is not installed")
 
-EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "digits_mlp.py"
+EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "mlp_digits.py"
 
 
 def _example():
-    spec = importlib.util.spec_from_file_location("digits_mlp", EXAMPLE)
+    spec = importlib.util.spec_from_file_location("mlp_digits", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def test_digits_short_run_and_exact_restore():
-    acc, restored, same = _example().train(epochs=3, verbose=False)
+def test_digits_short_run_exact_restore_and_export(tmp_path):
+    # train() raises SystemExit if the exported classifier scores differently
+    acc, restored, same = _example().train(epochs=3, verbose=False, export_dir=str(tmp_path / "digits"))
     assert acc >= 0.9
     assert restored == acc and same
 
