@@ -23,3 +23,17 @@ print("square(3.) =", square(3.0), " d/dx =", grad(3.0)[0], " d2/dx2 =", gradgra
 w = tfc.Variable(2.0)
 loss = lambda y: (y - w**2) ** 2  # noqa: E731
 print("implicit gradient of (7 - w**2)**2 at w=2:", tfc.implicit_gradients(loss)(7.0)[0][0])
+
+print("\n== compiled: the same code through tfc.function")
+
+
+def dense_relu(x, w, b):
+    return tfc.relu(x @ w + b)
+
+
+compiled = tfc.function(dense_relu)
+rng = np.random.default_rng(0)
+x, w, b = (tfc.constant(rng.standard_normal(s).astype(np.float32)) for s in ((4, 3), (3, 2), (2,)))
+eager_out, compiled_out = dense_relu(x, w, b), compiled(x, w, b)
+print("eager == compiled:", np.array_equal(eager_out.numpy(), compiled_out.numpy()))
+print(compiled.get_concrete_function(x, w, b).ir("tensor"))

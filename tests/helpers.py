@@ -46,7 +46,7 @@ def check_grad(f, *arrays, rtol=1e-5, atol=1e-6):
         np.testing.assert_allclose(a, n, rtol=rtol, atol=atol, err_msg=f"gradient of input {i}")
 
 
-def check_second_grad(f, x, rtol=1e-4, atol=1e-5):
+def check_second_grad(f, x, rtol=1e-4, atol=1e-5, unconnected_gradients="none"):
     """Assert d2/dx2 of sum(f(x)) (elementwise f) from nested tapes matches
     finite differences of the tape's first derivative."""
     x = np.array(x, dtype=np.float64)
@@ -62,5 +62,44 @@ def check_second_grad(f, x, rtol=1e-4, atol=1e-5):
     with tfc.GradientTape() as outer:
         outer.watch(t)
         g = first(t)
-    ana = np.asarray(outer.gradient(g, t))
+    ana = np.asarray(outer.gradient(g, t, unconnected_gradients=unconnected_gradients))
     np.testing.assert_allclose(ana, num, rtol=rtol, atol=atol)
+
+
+# -- shared data for the op tests -------------------------------------------------
+
+FLOAT_DTYPES = (tfc.float16, tfc.float32, tfc.float64)
+INT_DTYPES = (tfc.int8, tfc.int32, tfc.int64)
+NUMERIC_DTYPES = FLOAT_DTYPES + INT_DTYPES
+ALL_DTYPES = NUMERIC_DTYPES + (tfc.bool,)
+
+_TOL = {"float16": (5e-3, 5e-3), "float32": (2e-5, 1e-6), "float64": (1e-12, 1e-12)}
+
+
+def random_array(rng, shape, dtype, low=-5.0, high=5.0):
+    """Random values of a tfc dtype: uniform floats in [low, high), ints in the
+    same range (int8 kept small so arithmetic rarely wraps), or random bools."""
+    dt = tfc.as_dtype(dtype)
+    if dt.is_bool:
+        return rng.random(shape) < 0.5
+    if dt.is_integer:
+        lo, hi = (int(np.floor(low)), int(np.ceil(high)))
+        return rng.integers(lo, max(hi, lo + 1), size=shape).astype(dt.as_numpy_dtype)
+    return rng.uniform(low, high, size=shape).astype(dt.as_numpy_dtype)
+
+
+def assert_same(result, expected, dtype=None):
+    """``result`` (a Tensor) equals ``expected`` (numpy): same shape and dtype,
+    exact for ints and bools, within the dtype's tolerance for floats."""
+    assert isinstance(result, tfc.Tensor), type(result)
+    expected = np.asarray(expected)
+    dt = tfc.as_dtype(dtype) if dtype is not None else tfc.as_dtype(expected.dtype)
+    assert result.dtype == dt, f"dtype {result.dtype} != {dt}"
+    got = np.asarray(result)
+    assert got.shape == expected.shape, f"shape {got.shape} != {expected.shape}"
+    if dt.is_floating:
+        rtol, atol = _TOL[dt.name]
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64),
+                                   rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected.astype(dt.as_numpy_dtype))

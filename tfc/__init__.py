@@ -24,7 +24,20 @@ from tfc.ops.reductions import (  # noqa: F401
     argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
     reduce_sum,
 )
-from tfc.ops.linalg import matmul  # noqa: F401
+from tfc.ops.linalg import matmul, tensordot  # noqa: F401
 from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
+from tfc.ops.shapes import concat, gather, one_hot, pad, split, stack, tile, unstack  # noqa: F401
+from tfc.ops.control_flow import Assert, TensorArray, cond, print, while_loop  # noqa: F401
+from tfc import random  # noqa: F401
+
+# Models and training (tfc/nn): the module tfc.nn holds the nn ops; tfc.layers,
+# tfc.optimizers and tfc.train are namespaces over the models code.
+from tfc import nn  # noqa: E402,F401
+from tfc.nn.module import Module  # noqa: E402,F401
+from tfc.nn import layers, optimizers  # noqa: E402,F401
+from tfc.nn import train  # noqa: E402,F401
+from tfc.frontend import autograph  # noqa: F401,E402
+
+from tfc.frontend.function import TensorSpec, function  # noqa: F401
 
 __version__ = "0.1.0"

@@ -198,12 +198,16 @@ def convert_inputs(op: OpDef, inputs) -> list:
         if i in promote and is_python_scalar(x):
             weak.append(i)
         else:
-            out[i] = constant(x)
+            try:
+                out[i] = constant(x)
+            except (TypeError, ValueError) as e:  # say which op got the bad value
+                raise type(e)(f"{op.name}: input {i}: {e}") from None
     if not promote:
         return out
     strong = [out[i].dtype for i in promote if i not in weak]
     if not weak and len(set(strong)) == 1:
         return out  # the common case: tensors of one dtype (DTypes are singletons)
+    common = dtypes.promote(*strong) if len(strong) > 1 and any(d != strong[0] for d in strong) else None
     if weak:
         values = [out[i] for i in weak]
         if strong:
@@ -213,10 +217,11 @@ def convert_inputs(op: OpDef, inputs) -> list:
             dt = next(d for d in (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.bool_) if d in kinds)
         for i in weak:
             out[i] = _weak_constant(op, out[i], dt)
-    if len(set(strong)) > 1:
+        if strong and dt != strong[0]:  # a weak float meeting an int tensor makes it float
+            common = dt
+    if common is not None:
         from tfc.ops.math import cast
 
-        common = dtypes.promote(*strong)
         for i in promote:
             if out[i].dtype != common:
                 out[i] = cast(out[i], common)

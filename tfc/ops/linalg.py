@@ -5,6 +5,7 @@ import numpy as np
 
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare
+from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops._grad import unbroadcast
 
@@ -29,7 +30,11 @@ def _matmul_infer(op, a: Spec, b: Spec, transpose_a, transpose_b) -> Spec:
         raise ValueError(f"matmul: inner dimensions differ: {inf.fmt_shape(a.shape)}"
                          f"{' (transposed)' if transpose_a else ''} @ {inf.fmt_shape(b.shape)}"
                          f"{' (transposed)' if transpose_b else ''}: {k} != {k2}")
-    batch = inf.broadcast_shapes(op, a.shape[:-2], b.shape[:-2])
+    try:
+        batch = inf.broadcast_shapes(op, a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dimensions of {inf.fmt_shape(a.shape)} and {inf.fmt_shape(b.shape)} "
+                         "cannot be broadcast together") from None
     return Spec(batch + (m, n), a.dtype)
 
 
@@ -57,3 +62,58 @@ def _matmul_grad(e, g):
 def matmul(a, b, transpose_a=False, transpose_b=False):
     """Matrix product of the last two axes, batched over the leading ones (broadcast)."""
     return (a, b), {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}
+
+
+def _tensordot_axes(axes, ra: int, rb: int):
+    """``axes`` as two equal-length lists of non-negative axes of a and b."""
+    if isinstance(axes, Tensor):
+        axes = axes.numpy().tolist()
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        n = int(axes)
+        if not 0 <= n <= min(ra, rb):
+            raise ValueError(f"tensordot: axes={n} must be in [0, {min(ra, rb)}] for ranks {ra} and {rb}")
+        return list(range(ra - n, ra)), list(range(n))
+    try:
+        xa, xb = axes
+        xa = [int(xa)] if isinstance(xa, (int, np.integer)) else [int(v) for v in xa]
+        xb = [int(xb)] if isinstance(xb, (int, np.integer)) else [int(v) for v in xb]
+    except (TypeError, ValueError):
+        raise TypeError(f"tensordot: axes must be an int or a pair of axis lists, got {axes!r}") from None
+    if len(xa) != len(xb):
+        raise ValueError(f"tensordot: axes {xa} and {xb} must have the same length")
+    out = []
+    for lst, r, which in ((xa, ra, "a"), (xb, rb, "b")):
+        for v in lst:
+            if not -r <= v < r:
+                raise ValueError(f"tensordot: axis {v} is out of range for {which} of rank {r}")
+        norm = [v % r for v in lst]
+        if len(set(norm)) != len(norm):
+            raise ValueError(f"tensordot: repeated axis in {lst} for {which}")
+        out.append(norm)
+    return out[0], out[1]
+
+
+def tensordot(a, b, axes):
+    """Sum of products over ``axes`` (an int N: the last N axes of a with the first N
+    of b; or two lists of axes). A composite of transpose, reshape and matmul, so
+    its gradient comes from theirs."""
+    from tfc.ops.shapes import reshape, transpose
+
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    xa, xb = _tensordot_axes(axes, a.ndim, b.ndim)
+    if None in a.shape or None in b.shape:
+        raise NotImplementedError("tensordot: dimensions known only at run time (None) are not supported yet")
+    for i, j in zip(xa, xb):
+        if a.shape[i] is not None and b.shape[j] is not None and a.shape[i] != b.shape[j]:
+            raise ValueError(f"tensordot: axis {i} of a {inf.fmt_shape(a.shape)} and axis {j} of b "
+                             f"{inf.fmt_shape(b.shape)} differ in size: {a.shape[i]} != {b.shape[j]}")
+    free_a = [i for i in range(a.ndim) if i not in xa]
+    free_b = [j for j in range(b.ndim) if j not in xb]
+    k = int(np.prod([a.shape[i] for i in xa], dtype=np.int64))
+    m = int(np.prod([a.shape[i] for i in free_a], dtype=np.int64))
+    n = int(np.prod([b.shape[j] for j in free_b], dtype=np.int64))
+    pa, pb = free_a + xa, xb + free_b
+    a2 = reshape(a if pa == sorted(pa) else transpose(a, pa), (m, k))
+    b2 = reshape(b if pb == sorted(pb) else transpose(b, pb), (k, n))
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
+    return reshape(matmul(a2, b2), out_shape)

@@ -96,7 +96,18 @@ def _pow_grad(e, g):
     return [gx, gy]
 
 
-@declare(kernel=np.power, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
+def _pow_kernel(x, y):
+    try:
+        return np.power(x, y)
+    except ValueError:  # numpy refuses negative integer exponents; say which op
+        from tfc.core.errors import InvalidArgumentError
+
+        raise InvalidArgumentError(
+            f"pow: integer {x.dtype} tensor raised to a negative integer power; cast to a float dtype first"
+        ) from None
+
+
+@declare(kernel=_pow_kernel, infer=inf.binary(NUMERIC), grad=_pow_grad, promote=(0, 1), quiet=True)
 def pow(x, y):  # noqa: A001 (TensorFlow's name)
     """x ** y, elementwise."""
     return (x, y), {}
@@ -294,13 +305,18 @@ def _cast_infer(op, x: Spec, dtype) -> Spec:
 
 def _cast_grad(e, g):
     x = e.inputs[0]
-    return [cast(g, x.dtype) if x.dtype.is_floating else None]
+    # through an integer or bool result nothing flows back (as in TensorFlow)
+    return [cast(g, x.dtype) if x.dtype.is_floating and e.outputs[0].dtype.is_floating else None]
 
 
 @declare(kernel=_cast_kernel, infer=_cast_infer, grad=_cast_grad, attrs={"dtype": "dtype"}, quiet=True)
 def cast(x, dtype):
     """x converted to ``dtype`` (floats to ints truncate toward zero)."""
-    return (x,), {"dtype": dtypes.as_dtype(dtype)}
+    try:
+        dtype = dtypes.as_dtype(dtype)
+    except TypeError as e:
+        raise TypeError(f"cast: {e}") from None
+    return (x,), {"dtype": dtype}
 
 
 def _clip_infer(op, t: Spec, lo: Spec, hi: Spec) -> Spec:

@@ -9,15 +9,20 @@ from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
 
 
-def _axis_attr(axis):
+def _axis_attr(axis, op_name="reduction"):
     """The attribute form of ``axis``: None or a tuple of ints."""
     if axis is None:
         return None
     if hasattr(axis, "numpy"):
         axis = axis.numpy().tolist()
+    elif isinstance(axis, np.ndarray):
+        axis = axis.tolist()
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         return (int(axis),)
-    return tuple(int(a) if not isinstance(a, bool) else a for a in axis)
+    if not isinstance(axis, (list, tuple)) or not all(
+            isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axis):
+        raise TypeError(f"{op_name}: axis must be None, an int or a sequence of ints, got {axis!r}")
+    return tuple(int(a) for a in axis)
 
 
 def _keep_shape(e):
@@ -48,7 +53,7 @@ def _count(e):
 
 def _reduction(name, kernel, grad, allowed=NUMERIC, result=None, doc=""):
     def pack(input_tensor, axis=None, keepdims=False):
-        return (input_tensor,), {"axis": _axis_attr(axis), "keepdims": bool(keepdims)}
+        return (input_tensor,), {"axis": _axis_attr(axis, name), "keepdims": bool(keepdims)}
 
     pack.__name__ = pack.__qualname__ = name
     pack.__doc__ = doc
@@ -100,10 +105,20 @@ def _prod_grad(e, g):
 reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")
 reduce_mean = _reduction("reduce_mean", _mean_kernel, lambda e, g: [_expand_grad(e, g) / _count(e)],
                          doc="Mean over axes (integer tensors give the integer mean, rounded toward zero).")
-reduce_max = _reduction("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims),
-                        _extreme_grad, doc="Maximum over axes.")
-reduce_min = _reduction("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims),
-                        _extreme_grad, doc="Minimum over axes.")
+def _bound(dtype, low: bool):
+    """The identity of max (low) / min over an empty axis: -inf/inf, or the int range's end (TensorFlow)."""
+    if dtype.kind == "f":
+        return -np.inf if low else np.inf
+    info = np.iinfo(dtype)
+    return info.min if low else info.max
+
+
+reduce_max = _reduction("reduce_max", lambda x, axis, keepdims: np.max(x, axis=axis, keepdims=keepdims,
+                                                                       initial=_bound(x.dtype, True)),
+                        _extreme_grad, doc="Maximum over axes (-inf, or the lowest int, over an empty axis).")
+reduce_min = _reduction("reduce_min", lambda x, axis, keepdims: np.min(x, axis=axis, keepdims=keepdims,
+                                                                       initial=_bound(x.dtype, False)),
+                        _extreme_grad, doc="Minimum over axes (inf, or the highest int, over an empty axis).")
 reduce_prod = _reduction("reduce_prod", _prod_kernel, _prod_grad, doc="Product over axes.")
 _BOOL = frozenset({dtypes.bool_})
 reduce_any = _reduction("reduce_any", lambda x, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims), None,
@@ -117,6 +132,10 @@ def _arg_infer(op, x: Spec, axis, output_type) -> Spec:
     if x.ndim == 0:
         raise ValueError(f"{op.name}: input must have rank >= 1, got a scalar")
     a = inf.normalize_axis(op, axis, x.ndim)
+    if x.shape[a] == 0:
+        raise ValueError(f"{op.name}: axis {axis} of shape {inf.fmt_shape(x.shape)} is empty")
+    if output_type not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op.name}: output_type must be int32 or int64, got {output_type.name}")
     return Spec(tuple(d for i, d in enumerate(x.shape) if i != a), output_type)
 
 

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfc.core import dtypes
+from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
-from tfc.core.tensor import Tensor
+from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops._grad import unbroadcast
 
@@ -147,8 +149,8 @@ def _index_attr(key) -> tuple:
             out.append(int(k))
         else:
             raise TypeError(
-                f"getitem: unsupported index {k!r}; use ints, slices, None, ... "
-                "(integer tensors index through tfc.gather)"
+                f"getitem: unsupported index {k!r}; expected ints, slices, None, ..., "
+                "or one integer array/list/tensor"
             )
     if sum(1 for k in out if k == "...") > 1:
         raise IndexError("getitem: an index can only have a single ellipsis")
@@ -193,9 +195,10 @@ def _getitem_grad(e, g):
 
 
 @declare(kernel=lambda x, index: x[_numpy_index(index)], infer=_getitem_infer, grad=_getitem_grad,
-         attrs={"index": "index"})
-def getitem(tensor, key):
-    """``tensor[key]`` for ints, slices, None (new axis) and ``...``."""
+         attrs={"index": "index"}, name="getitem")
+def basic_getitem(tensor, key):
+    """``tensor[key]`` for ints, slices, None (new axis) and ``...`` (the op
+    ``getitem``; ``getitem`` below adds integer-array indexing on top)."""
     return (tensor,), {"index": _index_attr(key)}
 
 
@@ -210,8 +213,490 @@ def _slice_grad_infer(op, g: Spec, shape, index) -> Spec:
 
 
 @declare(kernel=_slice_grad_kernel, infer=_slice_grad_infer,
-         grad=lambda e, g: [getitem(g, _numpy_index(e.attrs["index"]))],
+         grad=lambda e, g: [basic_getitem(g, _numpy_index(e.attrs["index"]))],
          attrs={"shape": "ints", "index": "index"})
 def slice_grad(g, shape, index):
     """Zeros of ``shape`` with ``g`` written at ``index`` (the gradient of getitem)."""
     return (g,), {"shape": tuple(shape), "index": tuple(index)}
+
+
+# -- joining and splitting ------------------------------------------------------------------
+
+def _seq(op_name, values):
+    if not isinstance(values, (list, tuple)):
+        raise TypeError(f"{op_name}: values must be a list or tuple of tensors, got {type(values).__name__}")
+    return tuple(values)
+
+
+def _dims_agree(a, b) -> bool:
+    return a is None or b is None or a == b
+
+
+def _concat_infer(op, *xs: Spec, axis) -> Spec:
+    if not xs:
+        raise ValueError("concat: needs at least one tensor")
+    dt = inf.check_same_dtype(op, *xs)
+    first = xs[0]
+    if first.ndim == 0:
+        raise ValueError("concat: cannot concatenate 0-d tensors (use stack)")
+    a = inf.normalize_axis(op, axis, first.ndim)
+    for x in xs[1:]:
+        if x.ndim != first.ndim or not all(
+            _dims_agree(d, e) for i, (d, e) in enumerate(zip(x.shape, first.shape)) if i != a
+        ):
+            raise ValueError(
+                "concat: shapes " + ", ".join(inf.fmt_shape(s.shape) for s in xs)
+                + f" must agree on every axis but {a}"
+            )
+    sizes = [x.shape[a] for x in xs]
+    total = None if None in sizes else sum(sizes)
+    return Spec(first.shape[:a] + (total,) + first.shape[a + 1:], dt)
+
+
+def _concat_grad(e, g):
+    if len(e.inputs) == 1:
+        return [g]
+    axis = e.attrs["axis"]
+    parts = split(g, [x.shape[axis] for x in e.inputs], axis=axis)
+    return [p if e.needs_grad(i) else None for i, p in enumerate(parts)]
+
+
+@declare(kernel=lambda *xs, axis: np.concatenate(xs, axis), infer=_concat_infer, grad=_concat_grad,
+         attrs={"axis": "int"})
+def concat(values, axis):
+    """The tensors in ``values`` joined along the existing ``axis``."""
+    return _seq("concat", values), {"axis": int(axis)}
+
+
+def _stack_infer(op, *xs: Spec, axis) -> Spec:
+    if not xs:
+        raise ValueError("stack: needs at least one tensor")
+    dt = inf.check_same_dtype(op, *xs)
+    first = xs[0]
+    for x in xs[1:]:
+        if x.ndim != first.ndim or not all(_dims_agree(d, e) for d, e in zip(x.shape, first.shape)):
+            raise ValueError("stack: all shapes must be equal, got " + ", ".join(inf.fmt_shape(s.shape) for s in xs))
+    a = inf.normalize_axis(op, axis, first.ndim + 1)
+    return Spec(first.shape[:a] + (len(xs),) + first.shape[a:], dt)
+
+
+def _stack_grad(e, g):
+    parts = unstack(g, num=len(e.inputs), axis=e.attrs["axis"])
+    return [p if e.needs_grad(i) else None for i, p in enumerate(parts)]
+
+
+@declare(kernel=lambda *xs, axis: np.stack(xs, axis), infer=_stack_infer, grad=_stack_grad,
+         attrs={"axis": "int"})
+def stack(values, axis=0):
+    """The tensors in ``values`` (all of one shape) joined along a new ``axis``."""
+    return _seq("stack", values), {"axis": int(axis)}
+
+
+def _unstack_infer(op, x: Spec, num, axis) -> list:
+    if x.ndim == 0:
+        raise ValueError("unstack: cannot unstack a 0-d tensor")
+    a = inf.normalize_axis(op, axis, x.ndim)
+    n = x.shape[a]
+    if num is None:
+        if n is None:
+            raise ValueError(f"unstack: cannot infer num from shape {inf.fmt_shape(x.shape)}; pass num")
+        num = n
+    elif n is not None and num != n:
+        raise ValueError(f"unstack: num={num} but axis {a} of shape {inf.fmt_shape(x.shape)} has size {n}")
+    part = Spec(x.shape[:a] + x.shape[a + 1:], x.dtype)
+    return [part] * num
+
+
+def _unstack_kernel(x, num, axis):
+    return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
+
+
+def _unstack_grad(e, g):
+    gs = g if isinstance(g, list) else [g]
+    return [stack(gs, axis=e.attrs["axis"])]
+
+
+@declare(kernel=_unstack_kernel, infer=_unstack_infer, grad=_unstack_grad,
+         attrs={"num": "int?", "axis": "int"})
+def unstack(value, num=None, axis=0):
+    """The slices of ``value`` along ``axis``, as a list of tensors."""
+    return (value,), {"num": None if num is None else int(num), "axis": int(axis)}
+
+
+def _split_sizes(op, dim, num, sizes):
+    """The part sizes along the split axis (one -1 in ``sizes`` takes the rest);
+    shared by inference and the kernel."""
+    if sizes is None:
+        if num <= 0:
+            raise ValueError(f"split: number of splits must be >= 1, got {num}")
+        if dim is None:
+            return [None] * num
+        if dim % num:
+            raise ValueError(f"split: axis of size {dim} cannot be split into {num} equal parts")
+        return [dim // num] * num
+    if sum(1 for s in sizes if s == -1) > 1 or any(s < -1 for s in sizes):
+        raise ValueError(f"split: size_splits {list(sizes)} may hold non-negative sizes and at most one -1")
+    if dim is None:
+        return [None if s == -1 else s for s in sizes]
+    known = sum(s for s in sizes if s != -1)
+    if -1 in sizes:
+        if known > dim:
+            raise ValueError(f"split: size_splits {list(sizes)} exceed the axis size {dim}")
+        return [dim - known if s == -1 else s for s in sizes]
+    if known != dim:
+        raise ValueError(f"split: size_splits {list(sizes)} sum to {known}, but the axis has size {dim}")
+    return list(sizes)
+
+
+def _split_infer(op, x: Spec, num, sizes, axis) -> list:
+    if x.ndim == 0:
+        raise ValueError("split: cannot split a 0-d tensor")
+    a = inf.normalize_axis(op, axis, x.ndim)
+    parts = _split_sizes(op, x.shape[a], num, sizes)
+    return [Spec(x.shape[:a] + (p,) + x.shape[a + 1:], x.dtype) for p in parts]
+
+
+def _split_kernel(x, num, sizes, axis):
+    parts = _split_sizes(None, x.shape[axis], num, sizes)
+    return np.split(x, np.cumsum(parts)[:-1], axis=axis)
+
+
+def _split_grad(e, g):
+    gs = g if isinstance(g, list) else [g]
+    return [concat(gs, axis=e.attrs["axis"])]
+
+
+@declare(kernel=_split_kernel, infer=_split_infer, grad=_split_grad,
+         attrs={"num": "int?", "sizes": "ints?", "axis": "int"})
+def split(value, num_or_size_splits, axis=0):
+    """``value`` cut along ``axis`` into that many equal parts, or parts of the
+    given sizes (one of which may be -1: the rest)."""
+    if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(num_or_size_splits, bool):
+        return (value,), {"num": int(num_or_size_splits), "sizes": None, "axis": int(axis)}
+    if isinstance(num_or_size_splits, Tensor) and num_or_size_splits.ndim == 0:
+        return (value,), {"num": int(num_or_size_splits), "sizes": None, "axis": int(axis)}
+    sizes = _ints("split", num_or_size_splits, "num_or_size_splits")
+    return (value,), {"num": None, "sizes": sizes, "axis": int(axis)}
+
+
+# -- tiling, padding ---------------------------------------------------------------------------
+
+def _tile_infer(op, x: Spec, multiples) -> Spec:
+    if len(multiples) != x.ndim:
+        raise ValueError(f"tile: multiples {list(multiples)} must have one entry per axis of shape "
+                         f"{inf.fmt_shape(x.shape)}")
+    if any(m < 0 for m in multiples):
+        raise ValueError(f"tile: multiples {list(multiples)} must be >= 0")
+    return Spec(tuple(None if d is None else d * m for d, m in zip(x.shape, multiples)), x.dtype)
+
+
+def _tile_grad(e, g):
+    from tfc.ops.reductions import reduce_sum
+
+    x = e.inputs[0]
+    m = e.attrs["multiples"]
+    if x.ndim == 0:
+        return [g]
+    # g viewed as (m0, d0, m1, d1, ...): summing over the m axes folds the copies back.
+    split_shape = tuple(v for pair in zip(m, x.shape) for v in pair)
+    return [reduce_sum(reshape(g, split_shape), axis=tuple(range(0, 2 * x.ndim, 2)))]
+
+
+@declare(kernel=lambda x, multiples: np.tile(x, multiples), infer=_tile_infer, grad=_tile_grad,
+         attrs={"multiples": "ints"})
+def tile(input, multiples):  # noqa: A002
+    """``input`` repeated ``multiples[i]`` times along each axis i."""
+    return (input,), {"multiples": _ints("tile", multiples, "multiples")}
+
+
+_PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
+
+
+def _pad_pairs(paddings):
+    return [(paddings[2 * i], paddings[2 * i + 1]) for i in range(len(paddings) // 2)]
+
+
+def _pad_kernel(x, paddings, mode, constant_values):
+    pairs = _pad_pairs(paddings)
+    if mode == "CONSTANT":
+        return np.pad(x, pairs, mode="constant", constant_values=constant_values)
+    return np.pad(x, pairs, mode=_PAD_MODES[mode])
+
+
+def _pad_infer(op, x: Spec, paddings, mode, constant_values) -> Spec:
+    if mode not in _PAD_MODES:
+        raise ValueError(f"pad: mode must be one of CONSTANT, REFLECT, SYMMETRIC, got {mode!r}")
+    if len(paddings) != 2 * x.ndim:
+        raise ValueError(f"pad: paddings must have shape ({x.ndim}, 2) for a tensor of shape "
+                         f"{inf.fmt_shape(x.shape)}, got {len(paddings) // 2} pairs")
+    pairs = _pad_pairs(paddings)
+    if any(p < 0 for p in paddings):
+        raise ValueError(f"pad: paddings {pairs} must be >= 0")
+    if mode != "CONSTANT":
+        extra = 1 if mode == "REFLECT" else 0  # REFLECT excludes the edge, so needs one more element
+        for i, ((lo, hi), d) in enumerate(zip(pairs, x.shape)):
+            if d is not None and (lo > d - extra or hi > d - extra):
+                raise ValueError(f"pad: {mode} paddings {(lo, hi)} on axis {i} must be at most "
+                                 f"{d - extra} for shape {inf.fmt_shape(x.shape)}")
+    shape = tuple(None if d is None else d + lo + hi for d, (lo, hi) in zip(x.shape, pairs))
+    return Spec(shape, x.dtype)
+
+
+def _take_axis(g, axis, start, stop, step=None):
+    key = (slice(None),) * axis + (slice(start, stop, step),)
+    return basic_getitem(g, key)
+
+
+def _pad_grad(e, g):
+    x = e.inputs[0]
+    mode = e.attrs["mode"]
+    pairs = _pad_pairs(e.attrs["paddings"])
+    for axis, ((lo, hi), d) in enumerate(zip(pairs, x.shape)):
+        if lo == 0 and hi == 0:
+            continue
+        center = _take_axis(g, axis, lo, lo + d)
+        if mode != "CONSTANT":
+            # The padded borders mirror x: fold their gradients back, reversed, onto the
+            # elements they copied (REFLECT skips the edge element, SYMMETRIC repeats it).
+            skip = 1 if mode == "REFLECT" else 0
+            zero = [0] * (2 * x.ndim)
+            if lo:
+                left = _take_axis(g, axis, None, lo)
+                left = _take_axis(left, axis, None, None, -1)
+                p = list(zero)
+                p[2 * axis], p[2 * axis + 1] = skip, d - lo - skip
+                center = center + pad(left, _pad_pairs(p))
+            if hi:
+                right = _take_axis(g, axis, lo + d, None)
+                right = _take_axis(right, axis, None, None, -1)
+                p = list(zero)
+                p[2 * axis], p[2 * axis + 1] = d - hi - skip, skip
+                center = center + pad(right, _pad_pairs(p))
+        g = center
+    return [g]
+
+
+@declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad,
+         attrs={"paddings": "ints", "mode": "str", "constant_values": "float"})
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
+    """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with
+    ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC)."""
+    if isinstance(paddings, Tensor):
+        paddings = paddings.numpy().tolist()
+    try:
+        flat = tuple(int(v) for pair in paddings for v in pair)
+        if any(len(pair) != 2 for pair in paddings):
+            raise TypeError
+    except TypeError:
+        raise ValueError(f"pad: paddings must be a list of (before, after) pairs, got {paddings!r}") from None
+    if isinstance(constant_values, Tensor):
+        constant_values = constant_values.numpy().item()
+    if not isinstance(mode, str):
+        raise TypeError(f"pad: mode must be a string, got {mode!r}")
+    return (tensor,), {"paddings": flat, "mode": mode.upper(), "constant_values": constant_values}
+
+
+# -- gather and its gradient -------------------------------------------------------------------
+
+def _gather_infer(op, params: Spec, indices: Spec, axis) -> Spec:
+    inf.check_dtype(op, indices, dtypes.INTS, "indices")
+    if params.ndim == 0:
+        raise ValueError("gather: params must have rank >= 1, got a 0-d tensor")
+    a = inf.normalize_axis(op, axis, params.ndim)
+    return Spec(params.shape[:a] + indices.shape + params.shape[a + 1:], params.dtype)
+
+
+def _check_indices(op_name, indices, n, what):
+    if indices.size and (indices.min() < 0 or indices.max() >= n):
+        bad = indices[(indices < 0) | (indices >= n)].flat[0]
+        raise InvalidArgumentError(f"{op_name}: {what} {bad} is out of range [0, {n})")
+
+
+def _gather_kernel(params, indices, axis):
+    _check_indices("gather", indices, params.shape[axis], "index")
+    return np.take(params, indices, axis=axis)
+
+
+def _gather_grad(e, g):
+    params, indices = e.inputs
+    a = e.attrs["axis"] % params.ndim
+    q = indices.ndim
+    # Move the index axes of g to the front, sum rows into params' axis a, move it back.
+    perm = [*range(a, a + q), *range(a), *range(a + q, g.ndim)]
+    if perm != sorted(perm):
+        g = transpose(g, perm)
+    s = unsorted_segment_sum(g, indices, params.shape[a])
+    back = [*range(1, a + 1), 0, *range(a + 1, s.ndim)]
+    if back != sorted(back):
+        s = transpose(s, back)
+    return [s, None]
+
+
+@declare(kernel=_gather_kernel, infer=_gather_infer, grad=_gather_grad, attrs={"axis": "int"})
+def gather(params, indices, axis=0):
+    """Slices of ``params`` along ``axis`` at ``indices`` (ints in [0, size));
+    the result has the index shape in place of that axis."""
+    return (params, indices), {"axis": int(axis)}
+
+
+def _segment_sum_infer(op, data: Spec, ids: Spec, num_segments) -> Spec:
+    inf.check_dtype(op, data, dtypes.NUMERIC, "data")
+    inf.check_dtype(op, ids, dtypes.INTS, "segment_ids")
+    if ids.ndim > data.ndim or not all(_dims_agree(d, e) for d, e in zip(ids.shape, data.shape)):
+        raise ValueError(f"unsorted_segment_sum: segment_ids shape {inf.fmt_shape(ids.shape)} must be a "
+                         f"prefix of data shape {inf.fmt_shape(data.shape)}")
+    if num_segments < 0:
+        raise ValueError(f"unsorted_segment_sum: num_segments must be >= 0, got {num_segments}")
+    return Spec((num_segments,) + data.shape[ids.ndim:], data.dtype)
+
+
+def _segment_sum_kernel(data, ids, num_segments):
+    out = np.zeros((num_segments,) + data.shape[ids.ndim:], data.dtype)
+    if ids.size and ids.max() >= num_segments:
+        raise InvalidArgumentError(f"unsorted_segment_sum: segment id {ids.max()} is out of range [0, {num_segments})")
+    keep = ids >= 0  # negative ids are dropped, as in TensorFlow
+    np.add.at(out, ids[keep], data[keep])
+    return out
+
+
+def _segment_sum_grad(e, g):
+    from tfc.ops.creation import zeros_like
+    from tfc.ops.math import greater_equal, maximum, where
+
+    data, ids = e.inputs
+    rows = gather(g, maximum(ids, 0), axis=0)
+    keep = reshape(greater_equal(ids, 0), ids.shape + (1,) * (data.ndim - ids.ndim))
+    return [where(keep, rows, zeros_like(rows)), None]
+
+
+@declare(kernel=_segment_sum_kernel, infer=_segment_sum_infer, grad=_segment_sum_grad,
+         attrs={"num_segments": "int"})
+def unsorted_segment_sum(data, segment_ids, num_segments):
+    """out[k] = sum of data[i...] over the positions where segment_ids[i...] == k
+    (a scatter-add; the gradient of gather). Negative ids are dropped."""
+    return (data, segment_ids), {"num_segments": int(num_segments)}
+
+
+# -- one_hot ------------------------------------------------------------------------------
+
+def _one_hot_infer(op, indices: Spec, depth, on_value, off_value, axis, dtype) -> Spec:
+    inf.check_dtype(op, indices, dtypes.INTS, "indices")
+    if depth < 0:
+        raise ValueError(f"one_hot: depth must be >= 0, got {depth}")
+    if not -1 <= axis <= indices.ndim:
+        raise ValueError(f"one_hot: axis {axis} is out of range [-1, {indices.ndim}] for indices of shape "
+                         f"{inf.fmt_shape(indices.shape)}")
+    a = indices.ndim if axis == -1 else axis
+    return Spec(indices.shape[:a] + (depth,) + indices.shape[a:], dtype)
+
+
+def _one_hot_kernel(indices, depth, on_value, off_value, axis, dtype):
+    hot = indices[..., None] == np.arange(depth)  # out-of-range indices give all off_value
+    out = np.where(hot, on_value, off_value).astype(dtype.as_numpy_dtype)
+    return out if axis == -1 else np.moveaxis(out, -1, axis)
+
+
+@declare(kernel=_one_hot_kernel, infer=_one_hot_infer,
+         attrs={"depth": "int", "on_value": "float", "off_value": "float", "axis": "int", "dtype": "dtype"})
+def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
+    """``on_value`` where the new axis equals the index, ``off_value`` elsewhere.
+    The dtype defaults to that of ``on_value``/``off_value``, else float32."""
+    if dtype is None:
+        given = on_value if on_value is not None else off_value
+        dtype = dtypes.float32 if given is None else dtypes.default_dtype_of(
+            given.numpy() if isinstance(given, Tensor) else given)
+    dtype = dtypes.as_dtype(dtype)
+    on = 1 if on_value is None else (on_value.numpy().item() if isinstance(on_value, Tensor) else on_value)
+    off = 0 if off_value is None else (off_value.numpy().item() if isinstance(off_value, Tensor) else off_value)
+    return (indices,), {"depth": int(depth), "on_value": on, "off_value": off, "axis": int(axis), "dtype": dtype}
+
+
+# -- tensor[key] with integer arrays and boolean masks -------------------------------------------
+
+def _is_int_index(k) -> bool:
+    if isinstance(k, Tensor):
+        return k.ndim == 0 and k.dtype.is_integer and not _is_symbolic(k)
+    return isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+
+
+def _is_array_index(k) -> bool:
+    if isinstance(k, Tensor):
+        return not _is_int_index(k)
+    if isinstance(k, np.ndarray):
+        return k.ndim > 0 or k.dtype == np.bool_
+    return isinstance(k, list)
+
+
+def _as_index_tensor(k) -> Tensor:
+    if isinstance(k, Tensor):
+        return k
+    a = np.asarray(k)
+    if a.size == 0 and a.dtype.kind == "f":  # [] indexes nothing, as in NumPy
+        a = a.astype(np.int32)
+    return convert_to_tensor(a if isinstance(k, np.ndarray) or a.size == 0 else k)
+
+
+def _wrap_negative(idx: Tensor, n, axis) -> Tensor:
+    """Python-style negative indices made non-negative (gather takes [0, n))."""
+    if _is_symbolic(idx):
+        from tfc.ops.math import add, less, where
+
+        return where(less(idx, 0), add(idx, n), idx)
+    v = idx.numpy()
+    if v.size and n is not None:
+        bad = v[(v < -n) | (v >= n)]
+        if bad.size:
+            raise IndexError(f"getitem: index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
+        if v.min() < 0:
+            return convert_to_tensor(np.where(v < 0, v + n, v).astype(v.dtype))
+    return idx
+
+
+def getitem(tensor, key):
+    """``tensor[key]``: ints, slices, None and ``...`` (the ``getitem`` op), plus one
+    integer array, list or tensor (through ``gather``) or an eager boolean mask.
+    The array's axes go where NumPy puts them; the one NumPy case that moves them
+    to the front (array and ints separated by a slice) raises NotImplementedError."""
+    key = key if isinstance(key, tuple) else (key,)
+    key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k for k in key)
+    adv = [i for i, k in enumerate(key) if _is_array_index(k)]
+    if not adv:
+        return basic_getitem(tensor, key)
+    if len(adv) > 1:
+        raise NotImplementedError("getitem: only one integer-array or boolean-mask index per subscript is supported")
+    p = adv[0]
+    idx = _as_index_tensor(key[p])
+    if not (idx.dtype.is_integer or idx.dtype.is_bool):
+        raise TypeError(f"getitem: array indices must be integers or booleans, got {idx.dtype.name}")
+    positions = sorted([i for i, k in enumerate(key) if _is_int_index(k)] + [p])
+    if positions != list(range(positions[0], positions[-1] + 1)):
+        raise NotImplementedError(
+            "getitem: an array index separated from integer indices by a slice, None or ... "
+            "(NumPy moves its axes to the front); index in two steps instead")
+    x = convert_to_tensor(tensor)
+    k = idx.ndim if idx.dtype.is_bool else 1  # axes of x the index consumes
+    rest = key[:p] + (slice(None),) * k + key[p + 1:]
+    consumed = sum(1 for v in rest if v is not None and v is not Ellipsis)
+    trivial = all(v is Ellipsis or (isinstance(v, slice) and v == slice(None)) for v in rest)
+    y = x if trivial else basic_getitem(x, rest)
+    axis = 0  # the axis of y the array index applies to
+    for v in key[:p]:
+        if v is Ellipsis:
+            axis += x.ndim - consumed
+        elif v is None or isinstance(v, slice):
+            axis += 1
+    if idx.dtype.is_bool:
+        if _is_symbolic(idx):
+            raise NotImplementedError("getitem: a boolean mask must be concrete (eager): the result shape depends on its values")
+        m = idx.numpy()
+        if tuple(y.shape[axis:axis + k]) != m.shape:
+            raise IndexError(f"getitem: boolean mask of shape {inf.fmt_shape(m.shape)} does not match the "
+                             f"indexed axes {inf.fmt_shape(y.shape[axis:axis + k])} of shape {inf.fmt_shape(x.shape)}")
+        flat = int(np.prod(m.shape, dtype=np.int64))
+        y = reshape(y, y.shape[:axis] + (flat,) + y.shape[axis + k:])
+        idx = convert_to_tensor(np.flatnonzero(m).astype(np.int64))
+    else:
+        if axis >= y.ndim:
+            raise IndexError(f"getitem: too many indices for a tensor of shape {inf.fmt_shape(x.shape)}")
+        idx = _wrap_negative(idx, y.shape[axis], axis)
+    return gather(y, idx, axis=axis)

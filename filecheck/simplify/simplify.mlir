@@ -1,0 +1,72 @@
+// RUN: %tfc-opt %s -p tfc-simplify,tfc-dce | filecheck %s
+
+// CHECK-LABEL: func.func @identities
+// CHECK-NEXT:    func.return %x
+func.func @identities(%x: tensor<3xf32>) -> tensor<3xf32> {
+  %one = tfc.constant dense<1.0> : tensor<f32>
+  %zero = tfc.constant dense<0.0> : tensor<3xf32>
+  %a = tfc.multiply %one, %x : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  %b = tfc.add %a, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %c = tfc.subtract %b, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %c : tensor<3xf32>
+}
+
+// x * 1 that broadcasts keeps its op: the result type differs from x.
+// CHECK-LABEL: func.func @broadcast
+// CHECK:         tfc.multiply
+func.func @broadcast(%x: tensor<f32>) -> tensor<3xf32> {
+  %one = tfc.constant dense<1.0> : tensor<3xf32>
+  %a = tfc.multiply %x, %one : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
+  func.return %a : tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @int_sub_self
+// CHECK-NEXT:    %[[Z:.*]] = tfc.constant dense<0> : tensor<2xi32>
+// CHECK-NEXT:    func.return %[[Z]]
+func.func @int_sub_self(%x: tensor<2xi32>) -> tensor<2xi32> {
+  %a = tfc.subtract %x, %x : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  func.return %a : tensor<2xi32>
+}
+
+// Floats keep x - x (NaN and inf give NaN, not 0).
+// CHECK-LABEL: func.func @float_sub_self
+// CHECK:         tfc.subtract
+func.func @float_sub_self(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %a = tfc.subtract %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %a : tensor<2xf32>
+}
+
+// CHECK-LABEL: func.func @powers
+// CHECK-NEXT:    %[[S:.*]] = tfc.multiply %x, %x
+// CHECK-NEXT:    %[[C:.*]] = tfc.multiply %[[S]], %x
+// CHECK-NEXT:    %[[S2:.*]] = tfc.multiply %x, %x
+// CHECK-NEXT:    func.return %[[C]], %[[S2]]
+func.func @powers(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %three = tfc.constant dense<3.0> : tensor<f32>
+  %two = tfc.constant dense<2.0> : tensor<f32>
+  %c = tfc.pow %x, %three : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  %s = tfc.pow %x, %two : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+  func.return %c, %s : tensor<4xf32>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @transposes
+// CHECK-NEXT:    %[[T:.*]] = tfc.transpose %x {perm = array<i64: 2, 0, 1>}
+// CHECK-NEXT:    func.return %x, %[[T]]
+func.func @transposes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>) {
+  %a = tfc.transpose %x : (tensor<2x3x4xf32>) -> tensor<4x3x2xf32>
+  %b = tfc.transpose %a : (tensor<4x3x2xf32>) -> tensor<2x3x4xf32>
+  %c = tfc.transpose %x {perm = array<i64: 1, 2, 0>} : (tensor<2x3x4xf32>) -> tensor<3x4x2xf32>
+  %d = tfc.transpose %c {perm = array<i64: 2, 0, 1>} : (tensor<3x4x2xf32>) -> tensor<2x3x4xf32>
+  %e = tfc.transpose %c {perm = array<i64: 1, 2, 0>} : (tensor<3x4x2xf32>) -> tensor<4x2x3xf32>
+  func.return %b, %e : tensor<2x3x4xf32>, tensor<4x2x3xf32>
+}
+
+// CHECK-LABEL: func.func @reshapes
+// CHECK-NEXT:    %[[R:.*]] = tfc.reshape %x {shape = array<i64: 3, 2>}
+// CHECK-NEXT:    func.return %[[R]], %x
+func.func @reshapes(%x: tensor<6xf32>) -> (tensor<3x2xf32>, tensor<6xf32>) {
+  %a = tfc.reshape %x {shape = array<i64: 2, 3>} : (tensor<6xf32>) -> tensor<2x3xf32>
+  %b = tfc.reshape %a {shape = array<i64: 3, 2>} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  %c = tfc.reshape %a {shape = array<i64: -1>} : (tensor<2x3xf32>) -> tensor<6xf32>
+  func.return %b, %c : tensor<3x2xf32>, tensor<6xf32>
+}

@@ -1,0 +1,204 @@
+"""tfc.function: decorator forms, signatures and retracing, explain(), input
+signatures, concrete functions, variables, and errors that never fall back."""
+import warnings
+
+import numpy as np
+import pytest
+
+import tfc
+
+
+def test_decorator_forms():
+    @tfc.function
+    def f(x):
+        return x + 1.0
+
+    @tfc.function()
+    def g(x):
+        return x * 2.0
+
+    h = tfc.function(lambda x: x - 1.0, autograph=False)
+    x = tfc.constant([1.0, 2.0])
+    np.testing.assert_allclose(f(x).numpy(), [2.0, 3.0])
+    np.testing.assert_allclose(g(x).numpy(), [2.0, 4.0])
+    np.testing.assert_allclose(h(x).numpy(), [0.0, 1.0])
+    assert f.__name__ == "f" and f.trace_count == 1
+
+
+def test_cache_and_retrace_reasons():
+    @tfc.function
+    def f(x, scale=1.0):
+        return x * scale
+
+    a = tfc.constant([1.0, 2.0])
+    f(a)
+    f(tfc.constant([3.0, 4.0]))
+    assert f.trace_count == 1
+    f(tfc.constant([1.0, 2.0, 3.0]))
+    f(a, scale=2.0)
+    f(tfc.constant([1.0, 2.0], dtype=tfc.float64))
+    assert f.trace_count == 4
+    reasons = f.explain()
+    assert reasons[0] == "first call (x: float32[2], scale: 1.0)"
+    assert reasons[1] == "argument x changed from float32[2] to float32[3]"
+    assert "argument x changed from float32[3] to float32[2]" in reasons[2]
+    assert "argument scale changed from 1.0 to 2.0" in reasons[2]
+    assert "float32[2] to float64[2]" in reasons[3]
+
+
+def test_warns_after_five_retraces():
+    @tfc.function
+    def f(x, n):
+        return x * n
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for n in range(5):  # the first trace and 4 retraces
+            f(tfc.constant(1.0), n)
+    with pytest.warns(RuntimeWarning, match=r"traced 6 times.*argument n changed from 4 to 5"):
+        f(tfc.constant(1.0), 5)
+
+
+def test_python_values_and_structures():
+    @tfc.function
+    def f(d, flag):
+        out = d["a"] + d["b"][0]
+        return {"sum": out, "flag": flag, "none": None}
+
+    r = f({"a": tfc.constant(1.0), "b": [tfc.constant(2.0)]}, "yes")
+    assert float(r["sum"]) == 3.0 and r["flag"] == "yes" and r["none"] is None
+
+
+def test_input_signature_with_dynamic_dims():
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 2), tfc.float32, name="x")])
+    def f(x):
+        return tfc.reduce_sum(x, axis=0)
+
+    np.testing.assert_allclose(f(tfc.constant([[1.0, 2.0]])).numpy(), [1.0, 2.0])
+    np.testing.assert_allclose(f(tfc.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).numpy(), [9.0, 12.0])
+    assert f.trace_count == 1
+    assert "tensor<?x2xf32>" in f.get_concrete_function().ir()
+    with pytest.raises(ValueError, match=r"argument x has shape \(2, 3\), incompatible with input_signature "
+                                         r"TensorSpec\(shape=\(None, 2\)"):
+        f(tfc.constant(np.zeros((2, 3), np.float32)))
+    with pytest.raises(TypeError, match="argument x has dtype int32"):
+        f(tfc.constant([[1, 2]]))
+
+
+def test_get_concrete_function_with_specs_and_call():
+    @tfc.function
+    def f(x, y):
+        return tfc.matmul(x, y)
+
+    conc = f.get_concrete_function(tfc.TensorSpec((None, 3)), tfc.TensorSpec((3, 2)))
+    text = conc.ir("tensor")
+    assert "func.func @f(%x: tensor<?x3xf32>, %y: tensor<3x2xf32>) -> tensor<?x2xf32>" in text
+    a = np.ones((4, 3), np.float32)
+    b = np.arange(6, dtype=np.float32).reshape(3, 2)
+    np.testing.assert_allclose(conc(tfc.constant(a), tfc.constant(b)).numpy(), a @ b)
+    with pytest.raises(NotImplementedError, match="IR stage 'loops'"):
+        conc.ir("loops")
+
+
+def test_numpy_arguments_are_tensors():
+    @tfc.function
+    def f(x):
+        return x * 2.0
+
+    np.testing.assert_allclose(f(np.ones(3, np.float32)).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_nested_functions_are_inlined():
+    @tfc.function
+    def inner(x):
+        return tfc.exp(x)
+
+    @tfc.function
+    def outer(x):
+        return inner(x) + 1.0
+
+    np.testing.assert_allclose(outer(tfc.constant(0.0)).numpy(), 2.0)
+    assert inner.trace_count == 0
+    assert "tfc.exp" in outer.get_concrete_function(tfc.constant(0.0)).ir()
+
+
+def test_untraceable_function_raises():
+    @tfc.function
+    def f(x):
+        return float(x) + 1
+
+    with pytest.raises(TypeError, match="float\\(\\) of a symbolic tensor"):
+        f(tfc.constant(1.0))
+    assert f.trace_count == 0
+
+
+def test_shape_errors_surface_at_trace():
+    @tfc.function
+    def f(x, y):
+        return x + y
+
+    with pytest.raises(ValueError, match=r"add: shapes \(2,\) and \(3,\) cannot be broadcast"):
+        f(tfc.constant([1.0, 2.0]), tfc.constant([1.0, 2.0, 3.0]))
+
+
+def test_unknown_target_raises():
+    f = tfc.function(lambda x: x, target="cuda")
+    with pytest.raises(NotImplementedError, match="target='cuda'"):
+        f(tfc.constant(1.0))
+
+
+def test_tape_around_compiled_call_raises_instead_of_wrong_gradient():
+    v = tfc.Variable(2.0)
+    f = tfc.function(lambda x: x * v)
+    f(tfc.constant(1.0))
+    with tfc.GradientTape():
+        with pytest.raises(NotImplementedError, match="put the GradientTape inside"):
+            f(tfc.constant(1.0))
+
+
+def test_method_decorated():
+    class M:
+        def __init__(self):
+            self.w = tfc.Variable([1.0, 2.0])
+
+        @tfc.function
+        def __call__(self, x):
+            return x * self.w
+
+    m = M()
+    np.testing.assert_allclose(m(tfc.constant([2.0, 2.0])).numpy(), [2.0, 4.0])
+    m.w.assign([3.0, 3.0])
+    np.testing.assert_allclose(m(tfc.constant([2.0, 2.0])).numpy(), [6.0, 6.0])
+
+
+def test_compiled_matches_eager_on_random_program():
+    rng = np.random.default_rng(1)
+
+    def prog(x, y):
+        z = tfc.tanh(tfc.matmul(x, y, transpose_b=True)) ** 2
+        z = tfc.transpose(tfc.transpose(z)) * 1.0 + 0.0
+        return tfc.reduce_max(z, axis=1), tfc.argmax(z, axis=0)
+
+    x = tfc.constant(rng.normal(size=(4, 3)).astype(np.float32))
+    y = tfc.constant(rng.normal(size=(5, 3)).astype(np.float32))
+    want = prog(x, y)
+    got = tfc.function(prog)(x, y)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
+        assert g.dtype == w.dtype
+
+
+def test_variable_passed_as_argument_and_returned():
+    @tfc.function
+    def bump(v, d):
+        v.assign_add(d)
+        return v
+
+    a, b = tfc.Variable([1.0]), tfc.Variable([10.0])
+    np.testing.assert_allclose(bump(a, tfc.constant([1.0])).numpy(), [2.0])
+    np.testing.assert_allclose(bump(b, tfc.constant([1.0])).numpy(), [11.0])
+    np.testing.assert_allclose(a.numpy(), [2.0])
+    np.testing.assert_allclose(b.numpy(), [11.0])
+    assert bump.trace_count == 2 and "variable" in bump.explain()[1]
+    bump(a, tfc.constant([1.0]))
+    assert bump.trace_count == 2 and a.numpy()[0] == 3.0

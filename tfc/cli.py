@@ -1,0 +1,113 @@
+"""Command line: ``tfc opt FILE.mlir -p PASSES`` (also ``tfc-opt``); ``tfc compile``
+comes later."""
+from __future__ import annotations
+
+import sys
+
+USAGE = """usage: tfc COMMAND [ARGS]
+
+commands:
+  opt FILE.mlir -p PASS[,PASS...]   run IR passes on a file (also installed as tfc-opt)
+  compile MODEL.py                  compile a model (not implemented yet)
+"""
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0 if argv else 2
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "opt":
+        return opt_main(rest)
+    if cmd == "compile":
+        print("tfc compile: not implemented yet (use tfc.function or tfc opt for now)", file=sys.stderr)
+        return 2
+    print(f"tfc: unknown command {cmd!r}\n{USAGE}", file=sys.stderr, end="")
+    return 2
+
+
+def _list_passes() -> str:
+    from tfc.passes.pipeline import DEFAULT_L1, PASSES
+
+    lines = ["tfc passes:"]
+    for name in sorted(PASSES):
+        doc = (sys.modules[PASSES[name]().__module__].__doc__ or "").strip()
+        lines.append(f"  {name:14s} {doc.splitlines()[0] if doc else ''}")
+    lines.append(f"default L1 pipeline: {','.join(DEFAULT_L1)}")
+    lines.append("xDSL's own passes (cse, dce, canonicalize, ...) are accepted too.")
+    return "\n".join(lines) + "\n"
+
+
+def _make_main_class():
+    from xdsl.passes import PassPipeline
+    from xdsl.xdsl_opt_main import xDSLOptMain
+
+    class TfcOptMain(xDSLOptMain):
+        def register_all_dialects(self):
+            super().register_all_dialects()
+
+            def tfc_dialect():
+                import tfc  # noqa: F401  (fills the op registry)
+                from tfc.dialects.tensor import dialect
+
+                return dialect()
+
+            self.ctx.register_dialect("tfc", tfc_dialect)
+
+        def register_all_passes(self):
+            super().register_all_passes()
+            from tfc.passes.pipeline import PASSES
+
+            for name, factory in PASSES.items():
+                self.register_pass(name, factory)
+
+        def register_all_arguments(self, arg_parser):
+            super().register_all_arguments(arg_parser)
+            arg_parser.add_argument("--print-ir-after-all", action="store_true",
+                                    help="print the IR to stderr after every pass")
+            arg_parser.add_argument("--list-passes", action="store_true", help="list the tfc passes")
+
+        def setup_pipeline(self):
+            def callback(prev, module, nxt):
+                if not self.args.disable_verify:
+                    module.verify()
+                if prev is not None and self.args.print_ir_after_all:
+                    sys.stderr.write(f"// -----// IR Dump After {prev.name} //----- //\n{str(module)}\n\n")
+
+            self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+
+    return TfcOptMain
+
+
+def opt_main(argv=None) -> int:
+    """``tfc-opt``: xDSL's optimizer driver with the tfc dialect and passes.
+    Errors print ``file:line:col: error: reason`` and exit 1, without a traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--list-passes" in argv:
+        sys.stdout.write(_list_passes())
+        return 0
+    from xdsl.utils.exceptions import DiagnosticException, ParseError
+
+    try:
+        driver = _make_main_class()(description="tfc IR optimizer", args=argv)
+    except (ValueError, KeyError) as e:  # unknown pass or bad pass options
+        print(f"tfc-opt: error: {e}", file=sys.stderr)
+        return 2
+    try:
+        driver.run()
+    except ParseError as e:
+        print(f"{e.span.get_location()}: error: {e.msg}", file=sys.stderr)
+        print(e.span.print_with_context(), file=sys.stderr)
+        return 1
+    except DiagnosticException as e:
+        print(f"{driver.args.input_file or '<stdin>'}: error: {e}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as e:
+        print(f"tfc-opt: error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""xDSL dialects of each IR level."""

@@ -1,0 +1,1 @@
+"""Tracing, tfc.function and input signatures."""

@@ -1,0 +1,544 @@
+"""The runtime that converted code calls (``ag__`` in generated source).
+
+Each operator decides at run time: a Python value (or an eager tensor, whose
+value is concrete) runs as ordinary Python, so converted code behaves exactly as
+the original; a tensor while tracing (``STATE.builder`` is set) builds
+tfc.cond / tfc.while_loop from the branch and loop-body functions.
+
+Branch and body functions update the converted function's variables through
+``nonlocal``, i.e. through closure cells. For tensor control flow the runtime
+reads and writes those cells to pass the variables explicitly as branch
+outputs and loop variables (the functional form the tracer needs).
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+from tfc.core import nest
+from tfc.core.context import STATE
+from tfc.core.tensor import Tensor
+
+# tfc.ops.control_flow, or a stand-in set by tests
+CONTROL_FLOW = None
+
+
+def _cf():
+    if CONTROL_FLOW is not None:
+        return CONTROL_FLOW
+    from tfc.ops import control_flow
+
+    return control_flow
+
+
+def is_symbolic(x) -> bool:
+    """A tensor whose value is not known now (we are tracing)."""
+    return STATE.builder is not None and isinstance(x, Tensor)
+
+
+def _any_symbolic(values) -> bool:
+    return STATE.builder is not None and any(isinstance(v, Tensor) for v in nest.flatten(values))
+
+
+class Undefined:
+    """The value of a variable that tensor control flow left undefined: any use
+    raises the ValueError that explains why."""
+
+    __slots__ = ("_msg",)
+
+    def __init__(self, msg):
+        object.__setattr__(self, "_msg", msg)
+
+    def _fail(self, *_, **__):
+        raise ValueError(object.__getattribute__(self, "_msg"))
+
+    def __getattr__(self, name):
+        self._fail()
+
+    __bool__ = __call__ = __iter__ = __len__ = __getitem__ = __index__ = __float__ = __int__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _fail
+    __floordiv__ = __mod__ = __pow__ = __neg__ = __abs__ = __lt__ = __le__ = __gt__ = __ge__ = _fail
+    __eq__ = __ne__ = __matmul__ = __rmatmul__ = _fail
+    __hash__ = None
+
+    def __repr__(self):
+        return "<undefined>"
+
+
+_EMPTY = object()  # an empty closure cell
+
+
+# -- cells: the converted function's variables ------------------------------------
+
+def _cells(fns, names):
+    out = {}
+    for fn in fns:
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
+            if name in names:
+                out[name] = cell
+    return out
+
+
+def _get(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _EMPTY
+
+
+def _set(cell, value):
+    if value is _EMPTY:
+        try:
+            del cell.cell_contents
+        except ValueError:
+            pass
+    else:
+        cell.cell_contents = value
+
+
+def _describe(name):
+    return "the return value" if name == "retval_" else f"variable {name!r}"
+
+
+# -- expressions --------------------------------------------------------------------
+
+def and_(*thunks):
+    """``a and b``: lazy like Python for Python values, logical_and for tensors."""
+    value = thunks[0]()
+    for thunk in thunks[1:]:
+        if is_symbolic(value):
+            rest = and_(*thunks[1:]) if len(thunks) > 1 else None
+            return _tensor_bool(value, rest, "and")
+        if not value:
+            return value
+        value = thunk()
+    return value
+
+
+def or_(*thunks):
+    value = thunks[0]()
+    for thunk in thunks[1:]:
+        if is_symbolic(value):
+            return _tensor_bool(value, or_(*thunks[1:]), "or")
+        if value:
+            return value
+        value = thunk()
+    return value
+
+
+def _tensor_bool(a, b, op):
+    from tfc.ops import math
+
+    return math.logical_and(a, b) if op == "and" else math.logical_or(a, b)
+
+
+def not_(x):
+    if is_symbolic(x):
+        from tfc.ops import math
+
+        return math.logical_not(x)
+    return not x
+
+
+_CMP = {"Lt": operator.lt, "LtE": operator.le, "Gt": operator.gt, "GtE": operator.ge, "Eq": operator.eq,
+        "NotEq": operator.ne, "Is": operator.is_, "IsNot": operator.is_not, "In": lambda a, b: a in b,
+        "NotIn": lambda a, b: a not in b}
+
+
+def compare_chain(left, ops, *thunks):
+    """``a < b < c``: each operand evaluated once and only if needed."""
+    thunks = list(thunks)
+
+    def step(i, left):
+        right = thunks[i]()
+        result = _CMP[ops[i]](left, right)
+        if i + 1 == len(ops):
+            return result
+        return and_(lambda: result, lambda: step(i + 1, right))
+
+    return step(0, left)
+
+
+def if_exp(cond, true_thunk, false_thunk, line=None):
+    if is_symbolic(cond):
+        return _cf().cond(cond, true_thunk, false_thunk)
+    return true_thunk() if cond else false_thunk()
+
+
+# -- statements ----------------------------------------------------------------------
+
+def assert_(cond, msg_thunk, line=None):
+    if is_symbolic(cond):
+        msg = msg_thunk() if msg_thunk is not None else f"assertion failed at line {line}"
+        return _cf().Assert(cond, [msg])
+    if not cond:
+        if msg_thunk is None:
+            raise AssertionError
+        raise AssertionError(msg_thunk())
+    return None
+
+
+def print_(*args, **kwargs):
+    if _any_symbolic(args):
+        return _cf().print(*args, **kwargs)
+    return builtins.print(*args, **kwargs)
+
+
+def if_stmt(cond, body, orelse, names, live, line):
+    if not is_symbolic(cond):
+        if cond:
+            body()
+        else:
+            orelse()
+        return
+    _tensor_if(cond, body, orelse, names, live, line)
+
+
+def _tensor_if(cond, body, orelse, names, live, line):
+    cells = _cells((body, orelse), names)
+    live = [n for n in live if n in cells]
+    init = {n: _get(c) for n, c in cells.items()}
+    results = {}
+
+    def branch(fn, which):
+        def run():
+            for n, c in cells.items():
+                _set(c, init[n])
+            fn()
+            out = []
+            for n in live:
+                v = _get(cells[n])
+                if v is _EMPTY or isinstance(v, Undefined):
+                    raise ValueError(
+                        f"{_describe(n)} must be defined in both branches of the tensor `if` at line {line}: "
+                        f"the {which} branch leaves it undefined, and it is used after the `if`"
+                        if n != "retval_" else
+                        f"a tensor `if` at line {line} returns in only some of its branches")
+                if v is None:
+                    raise ValueError(
+                        f"{_describe(n)} is None in the {which} branch of the tensor `if` at line {line}; "
+                        f"a tensor conditional needs a value in both branches"
+                        if n != "retval_" else
+                        f"a tensor `if` at line {line} returns in only some of its branches "
+                        f"(the {which} branch returns None)")
+                out.append(v)
+            results[which] = out
+            return tuple(out)
+        return run
+
+    outs = _cf().cond(cond, branch(body, "true"), branch(orelse, "false"))
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    for n, c in cells.items():
+        if n in live:
+            _set(c, outs[live.index(n)])
+        else:
+            _set(c, Undefined(f"variable {n!r} was set inside the tensor `if` at line {line} "
+                              f"and is not available after it"))
+
+
+def while_stmt(test, body, names, loop_vars, line, orelse=False):
+    cond = test()
+    if not is_symbolic(cond):
+        while cond:
+            body()
+            cond = test()
+            if is_symbolic(cond):
+                raise NotImplementedError(
+                    f"the condition of the Python `while` at line {line} became a tensor after an iteration; "
+                    f"make it a tensor before the loop so the loop can be compiled")
+        return
+    if orelse:
+        raise NotImplementedError(f"while/else under a tensor condition (line {line}) is not supported")
+    _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while")
+
+
+def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False):
+    if isinstance(iterable, TensorRange) or is_symbolic(iterable):
+        if orelse:
+            raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
+        return _tensor_for(iterable, body, names, loop_vars, line, extra_test)
+    for item in iterable:
+        body(item)
+        if extra_test is not None:
+            go = extra_test()
+            if is_symbolic(go):
+                raise NotImplementedError(
+                    f"the loop over a Python iterable at line {line} breaks or returns on a tensor condition; "
+                    f"loop over a tensor or a tfc range instead")
+            if not go:
+                break
+
+
+def _tensor_for(iterable, body, names, loop_vars, line, extra_test):
+    from tfc.core.tensor import constant
+
+    if isinstance(iterable, TensorRange):
+        start, limit, delta = iterable.start, iterable.limit, iterable.delta
+        counter = constant(start) if not isinstance(start, Tensor) else start
+        index = None
+    else:
+        if not iterable.shape:
+            raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
+        counter, limit, delta = constant(0), iterable.shape[0], 1
+        index = iterable
+
+    state = {"i": counter}
+
+    def test():
+        i = state["i"]
+        go = (i < limit) if (not isinstance(delta, (int, float)) or delta > 0) else (i > limit)
+        if extra_test is not None:
+            go = and_(lambda: go, extra_test)
+        return go
+
+    def step():
+        i = state["i"]
+        body(i if index is None else index[i])
+        state["i"] = i + delta
+
+    _tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
+                 counter=state)
+
+
+def _check_same(name, before, after, line):
+    if nest.structure_signature(before) != nest.structure_signature(after):
+        raise TypeError(f"{_describe(name)} changes its structure in the tensor loop at line {line}: "
+                        f"{before!r} before, {after!r} after an iteration")
+    for b, a in zip(nest.flatten(before), nest.flatten(after)):
+        if isinstance(b, Tensor) and isinstance(a, Tensor):
+            if b.dtype != a.dtype:
+                raise TypeError(f"{_describe(name)} changes dtype in the tensor loop at line {line}: "
+                                f"{b.dtype.name} before, {a.dtype.name} after an iteration")
+            if tuple(b.shape) != tuple(a.shape):
+                raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
+                                 f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
+        elif isinstance(b, Tensor) != isinstance(a, Tensor) and not isinstance(b, TensorList):
+            raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
+                            f"{type(b).__name__} before, {type(a).__name__} after an iteration")
+
+
+_LOOP_DEPTH = [0]
+
+
+def _to_loop_var(name, v, line):
+    from tfc.core.tensor import constant
+
+    if isinstance(v, list):
+        dtype = _ELEMENT_TYPES.get(id(v), (None, None))[1]
+        if dtype is None:
+            return v  # not appended to (checked by list_append)
+        return TensorList.from_list(v, dtype)
+    if isinstance(v, (bool, int, float)) and not isinstance(v, Tensor):
+        return constant(v)
+    return v
+
+
+def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
+    cells = _cells(fns, names)
+    loop_vars = [n for n in loop_vars if n in cells]
+    init = []
+    for n in loop_vars:
+        v = _get(cells[n])
+        if v is _EMPTY or isinstance(v, Undefined):
+            raise ValueError(
+                f"{_describe(n)} is first set inside the tensor `{kind}` loop at line {line} and read before it "
+                f"is set, or used after the loop; define it before the loop")
+        init.append(_to_loop_var(n, v, line))
+    others = [n for n in cells if n not in loop_vars]
+    others_init = {n: _get(cells[n]) for n in others}
+    has_counter = counter is not None
+    init_all = tuple(init) + ((counter["i"],) if has_counter else ())
+
+    def load(vals):
+        for n, v in zip(loop_vars, vals):
+            _set(cells[n], v)
+        if has_counter:
+            counter["i"] = vals[-1]
+
+    def cond_fn(*vals):
+        load(vals)
+        return test()
+
+    def body_fn(*vals):
+        load(vals)
+        for n in others:
+            _set(cells[n], others_init[n])
+        _LOOP_DEPTH[0] += 1
+        try:
+            step()
+        finally:
+            _LOOP_DEPTH[0] -= 1
+        out = []
+        for n, before in zip(loop_vars, vals):
+            after = _get(cells[n])
+            if after is _EMPTY or isinstance(after, Undefined):
+                raise ValueError(f"{_describe(n)} is undefined after an iteration of the tensor loop at line {line}")
+            if isinstance(before, Tensor) and isinstance(after, (bool, int, float)):
+                from tfc.core.tensor import constant
+
+                after = constant(after, before.dtype)
+            _check_same(n, before, after, line)
+            out.append(after)
+        if has_counter:
+            out.append(counter["i"])
+        return tuple(out)
+
+    outs = _cf().while_loop(cond_fn, body_fn, init_all)
+    outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
+    load(outs)
+    for n in others:
+        _set(cells[n], Undefined(f"variable {n!r} was set inside the tensor loop at line {line} "
+                                 f"and is not available after it"))
+
+
+# -- lists -------------------------------------------------------------------------
+
+_ELEMENT_TYPES: dict = {}  # id(list) -> (list, dtype); the list is kept alive with its entry
+
+
+def set_element_type(lst, dtype, shape=None):
+    """Declares the dtype of the elements a list will hold, so a list appended to
+    in a tensor loop can become a tensor list (TensorArray) and be stacked."""
+    from tfc.core import dtypes
+
+    if not isinstance(lst, list):
+        raise TypeError(f"set_element_type expects a Python list, got {type(lst).__name__}")
+    _ELEMENT_TYPES[id(lst)] = (lst, dtypes.as_dtype(dtype))
+
+
+class TensorList:
+    """A list appended to inside a tensor loop: a TensorArray, functionally updated."""
+
+    def __init__(self, array, dtype):
+        self.array, self.dtype = array, dtype
+
+    @classmethod
+    def from_list(cls, lst, dtype):
+        ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
+        for i, x in enumerate(lst):
+            ta = ta.write(i, x)
+        return cls(ta, dtype)
+
+    def append(self, x):
+        return TensorList(self.array.write(self.array.size(), x), self.dtype)
+
+    def stack(self):
+        return self.array.stack()
+
+
+def list_append(lst, x, name, line):
+    if isinstance(lst, TensorList):
+        return lst.append(x)
+    if isinstance(lst, list):
+        if _LOOP_DEPTH[0] and STATE.builder is not None and id(lst) not in _ELEMENT_TYPES:
+            raise ValueError(
+                f"list {name!r} is appended to inside a tensor loop at line {line}; declare its element type "
+                f"first with tfc.autograph.set_element_type({name}, dtype)")
+        lst.append(x)
+        return lst
+    lst.append(x)  # any other object with an append method
+    return lst
+
+
+def stack(lst, dtype=None):
+    """The elements of a list (or tensor list) stacked along a new first axis."""
+    from tfc.core.tensor import constant
+
+    if isinstance(lst, TensorList):
+        return lst.stack()
+    if isinstance(lst, Tensor):
+        return lst
+    if dtype is None and id(lst) in _ELEMENT_TYPES:
+        dtype = _ELEMENT_TYPES[id(lst)][1]
+    if not lst:
+        if dtype is None:
+            raise ValueError("stack of an empty list needs an element type (set_element_type)")
+        import numpy as np
+
+        return constant(np.zeros((0,), dtype.as_numpy_dtype))
+    from tfc import ops
+
+    shapes_mod = getattr(ops, "shapes", None)
+    op = getattr(shapes_mod, "stack", None)
+    if op is not None:  # the differentiable op, where it exists
+        return op([constant(x, dtype) if not isinstance(x, Tensor) else x for x in lst])
+    if any(is_symbolic(x) for x in lst):
+        raise NotImplementedError("stack of symbolic tensors needs the tfc.stack op")
+    import numpy as np
+
+    arrays = [np.asarray(x) for x in lst]
+    return constant(np.stack(arrays), dtype)
+
+
+# -- ranges and builtins ---------------------------------------------------------------
+
+class TensorRange:
+    """``range(n)`` with a tensor bound while tracing: a loop over it is a tensor loop."""
+
+    def __init__(self, *args):
+        if len(args) == 1:
+            self.start, self.limit, self.delta = 0, args[0], 1
+        else:
+            self.start, self.limit = args[0], args[1]
+            self.delta = args[2] if len(args) > 2 else 1
+
+
+def _range(*args):
+    if any(is_symbolic(a) for a in args):
+        return TensorRange(*args)
+    return builtins.range(*args)
+
+
+def _len(x):
+    if is_symbolic(x):
+        if x.shape and x.shape[0] is not None:
+            return x.shape[0]
+        raise NotImplementedError("len() of a tensor whose first dimension is unknown")
+    return builtins.len(x)
+
+
+def _int(x, *args):
+    if is_symbolic(x) and not args:
+        from tfc.ops import math
+
+        return math.cast(x, "int32")
+    return builtins.int(x, *args)
+
+
+def _float(x=0.0):
+    if is_symbolic(x):
+        from tfc.ops import math
+
+        return math.cast(x, "float32")
+    return builtins.float(x)
+
+
+def _abs(x):
+    return builtins.abs(x)
+
+
+def _enumerate(x, start=0):
+    if is_symbolic(x):
+        raise NotImplementedError("enumerate() over a symbolic tensor; loop over tfc.range(len) instead")
+    return builtins.enumerate(x, start)
+
+
+BUILTINS = {builtins.print: print_, builtins.range: _range, builtins.len: _len, builtins.int: _int,
+            builtins.float: _float, builtins.abs: _abs, builtins.enumerate: _enumerate}
+
+
+def call(f, *args, **kwargs):
+    """A call from converted code: builtins with tensor overloads, user
+    functions converted (cached), everything else called as is."""
+    try:
+        override = BUILTINS.get(f)
+    except TypeError:  # unhashable callable
+        override = None
+    if override is not None:
+        return override(*args, **kwargs)
+    from tfc.frontend.autograph.api import converted_or_none
+
+    conv = converted_or_none(f)
+    if conv is None:
+        return f(*args, **kwargs)
+    return conv(*args, **kwargs)

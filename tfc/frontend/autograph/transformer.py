@@ -1,0 +1,522 @@
+"""AST → AST conversion of one function (AutoGraph's converters).
+
+Passes, in order, on the parsed ``def`` (or lambda):
+
+1. ``return`` nested in control flow → ``do_return_``/``retval_`` flags, the
+   rest of each enclosing block guarded by ``if not do_return_``; a return in a
+   loop also breaks out of it.
+2. ``break``/``continue`` → per-loop flags, with the rest of the loop body
+   guarded; a loop with ``break`` gets ``not brk_N`` as an extra loop test;
+   ``for/else`` and ``while/else`` become ``if not brk_N: <else>``.
+3. Liveness of variables (which values are read after each if/loop), so tensor
+   control flow carries exactly the variables that are used later.
+4. Control flow → calls into the runtime (``ag__``, tfc.frontend.autograph.
+   operators): the branches and loop bodies become nested functions that
+   update the function's variables through ``nonlocal``; the runtime decides
+   per call whether to run them as Python or build tfc.cond / tfc.while_loop.
+   Expressions: calls → ``ag__.call``, and/or/not, ternaries, chained
+   comparisons, ``assert``, ``lst.append(x)`` statements.
+
+Generated nodes carry the line numbers of the statements they come from, so a
+traceback through converted code shows the user's file, line and text.
+"""
+from __future__ import annotations
+
+import ast
+import copy
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+           ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.While)
+
+
+class ConversionError(NotImplementedError):
+    pass
+
+
+def _name(id_, ctx=None):
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _ag(attr):
+    return ast.Attribute(value=_name("ag__"), attr=attr, ctx=ast.Load())
+
+
+def _assign(name, value):
+    return ast.Assign(targets=[_name(name, ast.Store())], value=value)
+
+
+def _const(v):
+    return ast.Constant(value=v)
+
+
+def _not(e):
+    return ast.UnaryOp(op=ast.Not(), operand=e)
+
+
+def _located(nodes, src):
+    for n in nodes:
+        ast.copy_location(n, src)
+        for sub in ast.walk(n):
+            if not hasattr(sub, "lineno") and "lineno" in sub._attributes:
+                ast.copy_location(sub, src)
+    return nodes
+
+
+def _walk_scope(node):
+    """Nodes under ``node`` without entering nested scopes (defs, lambdas, ...)."""
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, _SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _walk_stmts(stmts):
+    for s in stmts:
+        yield s
+        if not isinstance(s, _SCOPES):
+            yield from _walk_scope(s)
+
+
+def assigned_names(stmts) -> set:
+    """Names bound by ``stmts`` in the current scope (maybe, on some path)."""
+    out = set()
+    for n in _walk_stmts(stmts):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            out.add(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                out.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            out.add(n.name)
+        elif isinstance(n, ast.NamedExpr):
+            out.add(n.target.id)
+        elif _is_list_append(n):
+            out.add(n.value.func.value.id)  # becomes `lst = ag__.list_append(lst, x)`
+    return out
+
+
+def _is_list_append(n) -> bool:
+    return getattr(n, "_ag_append", False)
+
+
+def _looks_like_append(n) -> bool:
+    v = getattr(n, "value", None)
+    return (isinstance(n, ast.Expr) and isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute)
+            and v.func.attr == "append" and isinstance(v.func.value, ast.Name) and len(v.args) == 1
+            and not v.keywords)
+
+
+def used_names(node) -> set:
+    """Every name read under ``node``, nested scopes included (conservative)."""
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _contains(stmts, kinds, through_loops: bool):
+    """Whether ``stmts`` contain a node of ``kinds`` (not in nested scopes;
+    not inside nested loops unless ``through_loops``)."""
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            return True
+        if isinstance(n, _SCOPES):
+            continue
+        if isinstance(n, _LOOPS) and not through_loops:
+            todo.extend(n.orelse)  # the else of a nested loop belongs to our loop
+            continue
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+class _Names:
+    def __init__(self):
+        self.n = 0
+
+    def new(self, base):
+        self.n += 1
+        return f"{base}_{self.n}"
+
+
+# -- 1 and 2: returns, breaks, continues → flags ----------------------------------
+
+def _has(s, kinds, through_loops: bool) -> bool:
+    """Whether statement ``s`` contains a ``kinds`` statement that jumps out of
+    it (not in nested scopes; a nested loop's own break/continue do not count)."""
+    todo = [s]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, kinds):
+            return True
+        if isinstance(n, _SCOPES) or not isinstance(n, (ast.stmt, ast.excepthandler)):
+            continue
+        if isinstance(n, _LOOPS) and n is not s and not through_loops:
+            todo.extend(n.orelse)
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(n, field, None) or [])
+    return False
+
+
+def _map_blocks(s, fn, loop_fn=None):
+    """A copy of compound statement ``s`` with ``fn`` applied to each block
+    (``loop_fn`` to a loop's body)."""
+    s = copy.copy(s)
+    if isinstance(s, _LOOPS):
+        s.body = (loop_fn or fn)(s.body)
+        s.orelse = fn(s.orelse)
+        return s
+    for field in ("body", "orelse", "finalbody"):
+        if getattr(s, field, None):
+            setattr(s, field, fn(getattr(s, field)))
+    if isinstance(s, ast.Try):
+        s.handlers = [copy.copy(h) for h in s.handlers]
+        for h in s.handlers:
+            h.body = fn(h.body)
+    return s
+
+
+def _guarded(rest, flag, src):
+    return _located([ast.If(test=_not(_name(flag)), body=rest, orelse=[])], src) if rest else []
+
+
+def _lower_jump(stmts, kind, flag):
+    """break or continue of the current loop → ``flag = True``; what follows in
+    each enclosing block of the loop body runs only ``if not flag``."""
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, kind):
+            return out + _located([_assign(flag, _const(True))], s)
+        if _has(s, kind, through_loops=False):
+            if isinstance(s, _LOOPS):
+                s = copy.copy(s)
+                s.orelse = _lower_jump(s.orelse, kind, flag)
+            else:
+                s = _map_blocks(s, lambda b: _lower_jump(b, kind, flag))
+            return out + [s] + _guarded(_lower_jump(stmts[i + 1:], kind, flag), flag, s)
+        out.append(s)
+    return out
+
+
+class _ReturnLowering:
+    """``return x`` nested in control flow → ``do_return_ = True; retval_ = x``
+    (and ``break`` inside loops); the function ends with ``return retval_``."""
+
+    flag, value = "do_return_", "retval_"
+
+    def run(self, fn):
+        if not any(_has(s, ast.Return, True) for s in fn.body if not isinstance(s, ast.Return)):
+            return
+        head = _located([_assign(self.flag, _const(False)), _assign(self.value, _const(None))], fn.body[0])
+        tail = _located([ast.Return(value=_name(self.value))], fn.body[-1])
+        fn.body = head + self.lower(fn.body, False) + tail
+
+    def lower(self, stmts, in_loop):
+        out = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.Return):
+                new = [_assign(self.flag, _const(True)), _assign(self.value, s.value or _const(None))]
+                return out + _located(new + ([ast.Break()] if in_loop else []), s)
+            if _has(s, ast.Return, through_loops=True):
+                s = _map_blocks(s, lambda b: self.lower(b, in_loop), lambda b: self.lower(b, True))
+                out.append(s)
+                if in_loop and isinstance(s, _LOOPS):
+                    out += _located([ast.If(test=_name(self.flag), body=[ast.Break()], orelse=[])], s)
+                return out + _guarded(self.lower(stmts[i + 1:], in_loop), self.flag, s)
+            out.append(s)
+        return out
+
+
+class _JumpLowering(ast.NodeTransformer):
+    """break/continue → flags, per loop, innermost loops first."""
+
+    def __init__(self, names: _Names):
+        self.names = names
+
+    def visit_FunctionDef(self, node):
+        return node  # nested defs are lowered when they are converted themselves
+
+    def _loop(self, node):
+        node = self.generic_visit(node)  # inner loops first
+        prefix = []
+        if _contains(node.body, ast.Continue, through_loops=False):
+            cont = self.names.new("cont")
+            node.body = _located([_assign(cont, _const(False))], node) + _lower_jump(
+                node.body, ast.Continue, cont)
+        after = []
+        if _contains(node.body, ast.Break, through_loops=False):
+            brk = self.names.new("brk")
+            prefix = _located([_assign(brk, _const(False))], node)
+            node.body = _lower_jump(node.body, ast.Break, brk)
+            node._ag_extra_test = brk
+            if isinstance(node, ast.While):
+                node.test = ast.copy_location(ast.BoolOp(op=ast.And(), values=[_not(_name(brk)), node.test]),
+                                              node.test)
+            if node.orelse:
+                after = _located([ast.If(test=_not(_name(brk)), body=node.orelse, orelse=[])], node)
+        elif node.orelse:
+            after = node.orelse
+        if node.orelse:
+            node._ag_orelse = True
+            node.orelse = []
+        return prefix + [node] + after
+
+    visit_For = _loop
+    visit_While = _loop
+
+
+# -- 3: liveness ---------------------------------------------------------------------
+
+def _stores_simple(s) -> set:
+    return assigned_names([s])
+
+
+def _live_block(stmts, out: set) -> set:
+    live = set(out)
+    for s in reversed(stmts):
+        live = _live_stmt(s, live)
+    return live
+
+
+def _live_stmt(s, out: set) -> set:
+    if isinstance(s, ast.If):
+        s._ag_live_out = set(out)
+        return used_names(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
+    if isinstance(s, ast.While):
+        s._ag_live_out = set(out)
+        live = set(out) | used_names(s.test)
+        for _ in range(10):
+            new = set(out) | used_names(s.test) | _live_block(s.body, live)
+            if new == live:
+                break
+            live = new
+        s._ag_live_in = live
+        return live
+    if isinstance(s, ast.For):
+        s._ag_live_out = set(out)
+        targets = assigned_names([ast.Assign(targets=[s.target], value=_const(None))])
+        extra = {s._ag_extra_test} if getattr(s, "_ag_extra_test", None) else set()
+        live = set(out) | extra
+        for _ in range(10):
+            new = set(out) | extra | (_live_block(s.body, live) - targets)
+            if new == live:
+                break
+            live = new
+        s._ag_live_in = live
+        return live | used_names(s.iter)
+    if isinstance(s, ast.Try):
+        after = _live_block(s.finalbody, out)
+        live = _live_block(s.body + s.orelse, after) | after
+        for h in s.handlers:
+            live |= _live_block(h.body, after) | (used_names(h.type) if h.type else set())
+        return live
+    if isinstance(s, ast.With):
+        u = set().union(*(used_names(i.context_expr) for i in s.items))
+        return u | _live_block(s.body, out)
+    if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return (out - {s.name}) | used_names(s)
+    uses = used_names(s)
+    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+        uses.add(s.target.id)
+    return (out - _stores_simple(s)) | uses
+
+
+# -- 4: control flow and expressions → runtime calls -----------------------------
+
+class _ControlFlow(ast.NodeTransformer):
+    def __init__(self, names: _Names, globals_: set):
+        self.names = names
+        self.globals = globals_
+
+    # expressions ---------------------------------------------------------------
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("super", "locals", "globals", "vars", "eval", "exec"):
+            return node
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ag__":
+            return node
+        return ast.copy_location(ast.Call(func=_ag("call"), args=[f] + node.args, keywords=node.keywords), node)
+
+    def visit_BoolOp(self, node):
+        node = self.generic_visit(node)
+        fn = "and_" if isinstance(node.op, ast.And) else "or_"
+        return ast.copy_location(ast.Call(func=_ag(fn), args=[self._thunk(v) for v in node.values], keywords=[]),
+                                 node)
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(ast.Call(func=_ag("not_"), args=[node.operand], keywords=[]), node)
+        return node
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        return ast.copy_location(ast.Call(func=_ag("if_exp"), args=[
+            node.test, self._thunk(node.body), self._thunk(node.orelse), _const(node.lineno)], keywords=[]), node)
+
+    def visit_Compare(self, node):
+        node = self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        # a < b < c: each operand evaluated at most once, lazily, like Python
+        ops = ast.Tuple(elts=[_const(type(o).__name__) for o in node.ops], ctx=ast.Load())
+        return ast.copy_location(ast.Call(func=_ag("compare_chain"), args=[
+            node.left, ops] + [self._thunk(c) for c in node.comparators], keywords=[]), node)
+
+    @staticmethod
+    def _thunk(e):
+        return ast.copy_location(ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[],
+                                                               kw_defaults=[], defaults=[]), body=e), e)
+
+    # statements --------------------------------------------------------------------
+    def visit_Assert(self, node):
+        node = self.generic_visit(node)
+        msg = self._thunk(node.msg) if node.msg is not None else _const(None)
+        return ast.copy_location(ast.Expr(value=ast.Call(func=_ag("assert_"), args=[
+            node.test, msg, _const(node.lineno)], keywords=[])), node)
+
+    def visit_Expr(self, node):
+        v = node.value
+        if _is_list_append(node):
+            # lst.append(x) → lst = ag__.list_append(lst, x): the list becomes loop state
+            name = v.func.value.id
+            arg = self.visit(v.args[0])
+            return ast.copy_location(_assign(name, ast.Call(func=_ag("list_append"), args=[
+                _name(name), arg, _const(name), _const(node.lineno)], keywords=[])), node)
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        # a nested def: its own control flow is converted with its own scope
+        return convert_function_body(node, self.names)
+
+    def _state(self, node, stmts):
+        names = sorted(assigned_names(stmts) - self.globals)
+        live_out = getattr(node, "_ag_live_out", set())
+        live_in = getattr(node, "_ag_live_in", set())
+        return names, live_out, live_in
+
+    def _body_fn(self, name, stmts, names, src, args=()):
+        decls = []
+        nonlocal_names = [n for n in names if n not in self.globals]
+        glob = sorted(assigned_names(stmts) & self.globals)
+        if nonlocal_names:
+            decls.append(ast.Nonlocal(names=nonlocal_names))
+        if glob:
+            decls.append(ast.Global(names=glob))
+        body = decls + (stmts or [ast.Pass()])
+        fn = ast.FunctionDef(name=name, args=ast.arguments(
+            posonlyargs=[], args=[ast.arg(arg=a) for a in args], kwonlyargs=[], kw_defaults=[], defaults=[]),
+            body=body, decorator_list=[], returns=None, type_params=[])
+        return _located([fn], src)[0]
+
+    @staticmethod
+    def _strs(names):
+        return ast.Tuple(elts=[_const(n) for n in sorted(names)], ctx=ast.Load())
+
+    def visit_If(self, node):
+        names, live_out, _ = self._state(node, node.body + node.orelse)
+        node = self.generic_visit(node)
+        i = self.names.n = self.names.n + 1
+        body = self._body_fn(f"if_body_{i}", node.body, names, node)
+        orelse = self._body_fn(f"else_body_{i}", node.orelse, names, node)
+        call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
+            node.test, _name(body.name), _name(orelse.name), self._strs(names),
+            self._strs(set(names) & live_out), _const(node.lineno)], keywords=[]))
+        return _located([body, orelse, call], node)
+
+    def visit_While(self, node):
+        names, live_out, live_in = self._state(node, node.body)
+        orelse = getattr(node, "_ag_orelse", False)
+        node = self.generic_visit(node)
+        i = self.names.n = self.names.n + 1
+        test = self._body_fn(f"loop_test_{i}", [ast.Return(value=node.test)], [], node)
+        body = self._body_fn(f"loop_body_{i}", node.body, names, node)
+        call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
+            _name(test.name), _name(body.name), self._strs(names),
+            self._strs(set(names) & (live_out | live_in)), _const(node.lineno)],
+            keywords=[ast.keyword(arg="orelse", value=_const(True))] if orelse else []))
+        return _located([test, body, call], node)
+
+    def visit_For(self, node):
+        target_assign = ast.Assign(targets=[node.target], value=_name("itr"))
+        names, live_out, live_in = self._state(node, [target_assign] + node.body)
+        extra = getattr(node, "_ag_extra_test", None)
+        orelse = getattr(node, "_ag_orelse", False)
+        node = self.generic_visit(node)
+        i = self.names.n = self.names.n + 1
+        body = self._body_fn(f"loop_body_{i}", [_located([target_assign], node)[0]] + node.body, names, node,
+                             args=("itr",))
+        extra_test = self._thunk(ast.Call(func=_ag("not_"), args=[_name(extra)], keywords=[])) if extra else None
+        kw = [ast.keyword(arg="extra_test", value=extra_test)] if extra else []
+        if orelse:
+            kw.append(ast.keyword(arg="orelse", value=_const(True)))
+        call = ast.Expr(value=ast.Call(func=_ag("for_stmt"), args=[
+            node.iter, _name(body.name), self._strs(names),
+            self._strs(set(names) & (live_out | live_in)), _const(node.lineno)], keywords=kw))
+        return _located([body, call], node)
+
+    def visit_AsyncFor(self, node):
+        raise ConversionError(f"line {node.lineno}: async for is not supported by AutoGraph")
+
+
+def _check_supported(fn):
+    for n in _walk_scope(fn):
+        if isinstance(n, (ast.Yield, ast.YieldFrom)):
+            raise ConversionError(
+                f"line {n.lineno}: generators are not supported by AutoGraph (function {fn.name!r})")
+        if isinstance(n, (ast.Await, ast.AsyncWith, ast.AsyncFor)):
+            raise ConversionError(f"line {n.lineno}: async code is not supported by AutoGraph")
+
+
+def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> ast.FunctionDef:
+    """Converts ``fn`` (and the defs nested in it) in place; returns it."""
+    names = names or _Names()
+    _check_supported(fn)
+    globals_ = set()
+    nonlocals = set()
+    for n in _walk_scope(fn):
+        if isinstance(n, ast.Global):
+            globals_.update(n.names)
+        elif isinstance(n, ast.Nonlocal):
+            nonlocals.update(n.names)
+    params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    params |= {a.arg for a in (fn.args.vararg, fn.args.kwarg) if a}
+    # `lst.append(x)` on a local list is rewritten to `lst = ag__.list_append(lst, x)`
+    local = assigned_names(fn.body) | params
+    for n in _walk_scope(fn):
+        if _looks_like_append(n) and n.value.func.value.id in local - globals_ - nonlocals:
+            n._ag_append = True
+    _ReturnLowering().run(fn)
+    fn.body = [s for stmt in fn.body for s in _as_list(_JumpLowering(names).visit(stmt))]
+    _live_block(fn.body, set())
+    # Every local must be bound in this scope at compile time for the branch
+    # and loop functions' `nonlocal`; `if False:` binds without running.
+    top = assigned_names([s for s in fn.body if not isinstance(
+        s, (ast.If, ast.For, ast.While, ast.Try, ast.With))])
+    locals_ = sorted(assigned_names(fn.body) - globals_ - nonlocals - params - top)
+    cf = _ControlFlow(names, globals_)
+    fn.body = [s for stmt in fn.body for s in _as_list(cf.visit(stmt))]
+    if locals_:
+        bind = ast.If(test=_const(False), body=[ast.Assign(
+            targets=[_name(n, ast.Store()) for n in locals_], value=_const(None))], orelse=[])
+        doc = fn.body[:1] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(
+            getattr(fn.body[0], "value", None), ast.Constant) and isinstance(fn.body[0].value.value, str) else []
+        fn.body = doc + _located([bind], fn.body[0]) + fn.body[len(doc):]
+    return fn
+
+
+def _as_list(x):
+    return x if isinstance(x, list) else [x]
+
+
+def convert_lambda(lam: ast.Lambda) -> ast.Lambda:
+    _check_no_yield = [n for n in ast.walk(lam.body) if isinstance(n, (ast.Yield, ast.YieldFrom))]
+    if _check_no_yield:
+        raise ConversionError(f"line {lam.lineno}: generators are not supported by AutoGraph")
+    lam.body = _ControlFlow(_Names(), set()).visit(lam.body)
+    return lam

@@ -1,0 +1,377 @@
+"""``tfc.function``: trace a Python function once per input signature into
+tensor-dialect IR, optimize it, and run the compiled form on later calls.
+
+A signature is the structure of the arguments, the shape and dtype of each
+tensor, the identity of each variable and the value of every other argument.
+Variables (passed or closed over) become ``!tfc.ref`` arguments: the compiled
+function reads and assigns them, and the eager Variables hold the new values
+after the call.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+
+import numpy as np
+
+from tfc.core import dtypes, nest
+from tfc.core.context import STATE, TAPES
+from tfc.core.registry import Spec
+from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.variable import Variable
+
+RETRACE_WARNING = 5  # warn once a function has been retraced this many times
+
+
+class TensorSpec:
+    """The type of a tensor argument: ``shape`` (None for a dimension known only
+    at run time, or None for any rank is not supported), ``dtype`` and a name."""
+
+    __slots__ = ("shape", "dtype", "name")
+
+    def __init__(self, shape, dtype=dtypes.float32, name=None):
+        self.shape = tuple(None if d is None else int(d) for d in shape)
+        self.dtype = dtypes.as_dtype(dtype)
+        self.name = name
+
+    @classmethod
+    def from_tensor(cls, t, name=None) -> "TensorSpec":
+        return cls(t.shape, t.dtype, name)
+
+    def is_compatible_with(self, t) -> bool:
+        shape = tuple(t.shape)
+        return t.dtype == self.dtype and len(shape) == len(self.shape) and all(
+            a is None or a == b for a, b in zip(self.shape, shape))
+
+    @property
+    def spec(self) -> Spec:
+        return Spec(self.shape, self.dtype)
+
+    def __eq__(self, other):
+        return isinstance(other, TensorSpec) and (self.shape, self.dtype, self.name) == (
+            other.shape, other.dtype, other.name)
+
+    def __hash__(self):
+        return hash((self.shape, self.dtype.name, self.name))
+
+    def __repr__(self):
+        return f"TensorSpec(shape={self.shape}, dtype=tfc.{self.dtype.name}, name={self.name!r})"
+
+
+# -- argument walking ---------------------------------------------------------------
+
+
+def _paths(value, path, out):
+    """(path, leaf) pairs in tfc.core.nest's flatten order."""
+    if isinstance(value, dict):
+        for k in sorted(value, key=repr):
+            _paths(value[k], f"{path}[{k!r}]", out)
+    elif isinstance(value, (list, tuple)):
+        for i, x in enumerate(value):
+            _paths(x, f"{path}[{i}]", out)
+    else:
+        out.append((path, value))
+
+
+def _describe_leaf(x):
+    """(cache key part, readable description) of one argument leaf."""
+    if isinstance(x, Variable):
+        return ("var", x.ref()), f"variable {x.name} {Spec(x.shape, x.dtype)}"
+    if isinstance(x, TensorSpec):
+        return ("tensor", x.shape, x.dtype.name), str(x.spec)
+    if isinstance(x, (Tensor, np.ndarray)):
+        t = convert_to_tensor(x)
+        return ("tensor", tuple(t.shape), t.dtype.name), str(Spec(tuple(t.shape), t.dtype))
+    try:
+        hash(x)
+        return ("py", type(x), x), repr(x)
+    except TypeError:
+        return ("id", id(x)), f"{type(x).__name__} object at {id(x):#x}"
+
+
+def _is_tensor_leaf(x) -> bool:
+    return isinstance(x, (Tensor, np.ndarray, TensorSpec)) and not isinstance(x, Variable)
+
+
+class _Trace:
+    __slots__ = ("key", "desc", "reason")
+
+    def __init__(self, key, desc, reason):
+        self.key, self.desc, self.reason = key, desc, reason
+
+
+class Function:
+    """A Python function compiled per input signature; see ``tfc.function``."""
+
+    def __init__(self, python_function, input_signature=None, autograph=True, target="cpu", verify=False):
+        self.python_function = python_function
+        self.input_signature = None if input_signature is None else list(input_signature)
+        if self.input_signature is not None:
+            for s in nest.flatten(self.input_signature):
+                if not isinstance(s, TensorSpec):
+                    raise TypeError(f"input_signature must hold tfc.TensorSpec objects, got {s!r}")
+        self.autograph = autograph  # AutoGraph comes later; the function is traced as is
+        self.target = target
+        self.verify = verify
+        self._cache: dict = {}
+        self._traces: list[_Trace] = []
+        self._warned = False
+        try:
+            self._signature = inspect.signature(python_function)
+        except (TypeError, ValueError):
+            self._signature = None
+        functools.update_wrapper(self, python_function)
+
+    @property
+    def trace_count(self) -> int:
+        return len(self._traces)
+
+    def explain(self) -> list[str]:
+        """Why each trace happened, oldest first."""
+        return [t.reason for t in self._traces]
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def __repr__(self):
+        return f"<tfc.function {getattr(self.python_function, '__qualname__', self.python_function)}>"
+
+    # -- arguments ----------------------------------------------------------------
+    def _bind(self, args, kwargs):
+        if self._signature is None:
+            names = {f"arg{i}": a for i, a in enumerate(args)}
+            names.update(kwargs)
+            return None, names
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.__name__}: {e}") from None
+        bound.apply_defaults()
+        return bound, dict(bound.arguments)
+
+    def _leaves(self, args, kwargs):
+        bound, named = self._bind(args, kwargs)
+        leaves = []
+        for name, value in named.items():
+            _paths(value, name, leaves)
+        return bound, named, leaves
+
+    def _apply_signature(self, leaves):
+        """Check tensor leaves against input_signature; their specs replace them."""
+        specs = nest.flatten(self.input_signature)
+        tensors = [(p, x) for p, x in leaves if _is_tensor_leaf(x)]
+        if len(tensors) != len(specs):
+            raise TypeError(f"{self.__name__}: input_signature has {len(specs)} tensors, "
+                            f"but the call passes {len(tensors)}")
+        it = iter(specs)
+        out = []
+        for p, x in leaves:
+            if _is_tensor_leaf(x):
+                spec = next(it)
+                t = x if isinstance(x, TensorSpec) else convert_to_tensor(x)
+                if t.dtype != spec.dtype:
+                    raise TypeError(f"{self.__name__}: argument {p} has dtype {t.dtype.name}, "
+                                    f"but input_signature says {spec}")
+                if not spec.is_compatible_with(t):
+                    raise ValueError(f"{self.__name__}: argument {p} has shape {tuple(t.shape)}, "
+                                     f"incompatible with input_signature {spec}")
+                out.append((p, spec))
+            else:
+                out.append((p, x))
+        return out
+
+    def _key(self, named, leaves):
+        if self.input_signature is not None:
+            leaves = self._apply_signature(leaves)
+        struct = tuple((n, nest.structure_signature(v)) for n, v in named.items())
+        parts, desc = [], []
+        for p, x in leaves:
+            k, d = _describe_leaf(x)
+            parts.append(k)
+            desc.append((p, d))
+        return (struct, tuple(parts)), desc, leaves
+
+    # -- calls --------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if STATE.builder is not None:  # called while tracing another function: inline it
+            return self.python_function(*args, **kwargs)
+        conc, leaves = self._concrete(args, kwargs)
+        return conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
+
+    def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
+        """The compiled form for these arguments (tensors or TensorSpecs)."""
+        if not args and not kwargs and self.input_signature is not None:
+            args = tuple(self.input_signature)
+        return self._concrete(args, kwargs)[0]
+
+    def _concrete(self, args, kwargs):
+        bound, named, leaves = self._leaves(args, kwargs)
+        key, desc, sig_leaves = self._key(named, leaves)
+        conc = self._cache.get(key)
+        if conc is None:
+            reason = self._reason(desc)
+            conc = self._trace(bound, named, sig_leaves)
+            self._cache[key] = conc
+            self._traces.append(_Trace(key, desc, reason))
+            if self.trace_count > RETRACE_WARNING:
+                warnings.warn(
+                    f"{self.__name__} has been traced {self.trace_count} times; tracing is slow. "
+                    f"Latest reason: {reason}. Pass tensors (not Python values) for changing "
+                    f"arguments, or an input_signature with None dimensions.", RuntimeWarning, stacklevel=3)
+        return conc, leaves
+
+    def _reason(self, desc) -> str:
+        if not self._traces:
+            args = ", ".join(f"{p}: {d}" for p, d in desc)
+            return f"first call ({args})" if args else "first call"
+        prev = self._traces[-1].desc
+        before, after = dict(prev), dict(desc)
+        changes = []
+        for p, d in desc:
+            if p not in before:
+                changes.append(f"argument {p} is new ({d})")
+            elif before[p] != d:
+                changes.append(f"argument {p} changed from {before[p]} to {d}")
+        for p, d in prev:
+            if p not in after:
+                changes.append(f"argument {p} ({d}) is gone")
+        if not changes:
+            changes.append("a new combination of argument values seen before")
+        return "; ".join(changes)
+
+    def _trace(self, bound, named, leaves) -> "ConcreteFunction":
+        from tfc.frontend.tracing import FunctionBuilder
+
+        if self.target != "cpu":
+            raise NotImplementedError(f"tfc.function target={self.target!r} is not implemented yet; use 'cpu'")
+        builder = FunctionBuilder(getattr(self.python_function, "__name__", "main").replace("<", "").replace(">", ""))
+        new_leaves = []
+        specs = []
+        for path, x in leaves:
+            if _is_tensor_leaf(x):
+                spec = x.spec if isinstance(x, TensorSpec) else Spec(tuple(x.shape), convert_to_tensor(x).dtype)
+                specs.append(spec)
+                new_leaves.append(builder.add_input(spec.shape, spec.dtype, path))
+            else:
+                new_leaves.append(x)
+        it = iter(new_leaves)
+        for name, value in named.items():
+            n = len(nest.flatten(value))
+            named[name] = nest.pack_sequence_as(value, [next(it) for _ in range(n)]) if nest.is_nested(value) \
+                else next(it)
+        if bound is not None:
+            bound.arguments.update(named)
+            call_args, call_kwargs = bound.args, bound.kwargs
+        else:
+            call_args, call_kwargs = tuple(named.values()), {}
+        saved_tapes = TAPES[:]
+        TAPES.clear()  # outer tapes do not see the ops of a trace
+        prev, STATE.builder = STATE.builder, builder
+        try:
+            out = self.python_function(*call_args, **call_kwargs)
+        finally:
+            STATE.builder = prev
+            TAPES.extend(saved_tapes)
+        return ConcreteFunction.from_trace(builder, specs, out, self)
+
+
+class ConcreteFunction:
+    """One trace of a tfc.function: its IR at each stage, callable."""
+
+    def __init__(self, name, module, raw_module, input_specs, variables, out_structure, out_tensor_mask,
+                 out_static):
+        self.name = name
+        self.module = module
+        self.raw_module = raw_module
+        self.input_specs = input_specs
+        self.variables = variables
+        self._out_structure = out_structure
+        self._out_mask = out_tensor_mask
+        self._out_static = out_static
+        self._executor = None
+
+    @classmethod
+    def from_trace(cls, builder, specs, out, function=None):
+        from xdsl.dialects.builtin import ModuleOp
+
+        from tfc.passes.pipeline import run_pipeline
+
+        flat = nest.flatten(out)
+        mask = [isinstance(x, Tensor) for x in flat]
+        static = [None if m else x for m, x in zip(mask, flat)]
+        tensors = [x for x in flat if isinstance(x, Tensor)]
+        fop = builder.finish(tensors)
+        raw = ModuleOp([fop])
+        raw.verify()
+        module = raw.clone()
+        run_pipeline(module)
+        return cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
+
+    @property
+    def structured_input_signature(self):
+        return [TensorSpec(s.shape, s.dtype) for s in self.input_specs]
+
+    def ir(self, stage: str = "tensor", debuginfo: bool = False) -> str:
+        """IR text of a stage: "tensor" (L1, optimized) or "tensor-raw" (as traced)."""
+        from tfc.dialects.tensor import print_ir
+
+        if stage == "tensor":
+            return print_ir(self.module, debuginfo)
+        if stage == "tensor-raw":
+            return print_ir(self.raw_module, debuginfo)
+        raise NotImplementedError(f"IR stage {stage!r} is not implemented yet (available: tensor, tensor-raw)")
+
+    def __call__(self, *args, **kwargs):
+        leaves = []
+        for i, a in enumerate(args):
+            _paths(a, f"arg{i}", leaves)
+        for k in sorted(kwargs):
+            _paths(kwargs[k], k, leaves)
+        return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
+
+    def _call_leaves(self, tensors):
+        from tfc.backends.reference import Cell, Executor
+
+        if len(tensors) != len(self.input_specs):
+            raise TypeError(f"{self.name}: expected {len(self.input_specs)} tensor arguments, got {len(tensors)}")
+        arrays = []
+        for i, (x, spec) in enumerate(zip(tensors, self.input_specs)):
+            t = convert_to_tensor(x)
+            if t.dtype != spec.dtype or not TensorSpec(spec.shape, spec.dtype).is_compatible_with(t):
+                raise ValueError(f"{self.name}: tensor argument {i} is {Spec(tuple(t.shape), t.dtype)}, "
+                                 f"the function was compiled for {spec}")
+            arrays.append(t._value)
+        self._check_tapes(tensors)
+        cells = [Cell(v._value) for v in self.variables]
+        if self._executor is None:
+            self._executor = Executor(self.module)
+        results = self._executor.call(self.name, arrays + cells)
+        for v, c in zip(self.variables, cells):
+            if c.value is not v._value:
+                v._value = c.value
+        it = iter(results)
+        flat = [wrap(next(it)) if m else s for m, s in zip(self._out_mask, self._out_static)]
+        return nest.pack_sequence_as(self._out_structure, flat) if nest.is_nested(self._out_structure) \
+            else flat[0]
+
+    def _check_tapes(self, tensors):
+        for tape in TAPES:
+            watched = any(id(t) in tape._tracked for t in tensors) or (
+                tape._watch_accessed_variables and any(v.trainable for v in self.variables))
+            if watched:
+                raise NotImplementedError(
+                    f"gradients through a compiled call of {self.name} are not implemented yet: "
+                    "put the GradientTape inside the tfc.function")
+
+
+def function(f=None, input_signature=None, autograph=True, target="cpu", verify=False):
+    """Compile ``f`` (see the module docstring); usable as ``@function`` or
+    ``@function(input_signature=[...])``."""
+    def decorate(fn):
+        return Function(fn, input_signature=input_signature, autograph=autograph, target=target,
+                        verify=verify)
+
+    return decorate if f is None else decorate(f)

@@ -1,0 +1,509 @@
+"""Tracing: running a Python function on symbolic tensors builds tensor-dialect IR.
+
+While a ``FunctionBuilder`` is installed in ``STATE.builder``, every registry op
+call lands in ``FunctionBuilder.emit`` (see tfc.core.registry.execute), which
+appends one IR op and returns ``SymbolicTensor``s. Tapes record symbolic ops as
+they record eager ones, so gradient rules (written with tfc ops) emit their ops
+into the same function.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import tfc as _tfc_pkg
+from tfc.core import dtypes, nest
+from tfc.core.context import TAPES
+from tfc.core.registry import OpDef, Spec
+from tfc.core.tensor import Tensor, _format_value, convert_to_tensor
+from tfc.core.variable import Variable
+
+_TFC_DIR = os.path.dirname(os.path.abspath(_tfc_pkg.__file__)) + os.sep
+
+
+def user_frame():
+    """The innermost frame outside the tfc package: the user's line."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_TFC_DIR):
+        f = f.f_back
+    return f
+
+
+def user_location() -> tuple[str, int]:
+    f = user_frame()
+    if f is None:
+        return "<unknown>", 0
+    return f.f_code.co_filename, f.f_lineno
+
+
+def _where() -> str:
+    file, line = user_location()
+    return f"{file}:{line}"
+
+
+class SymbolicTensor(Tensor):
+    """A tensor of a function being traced: an SSA value with a static shape
+    (None for dimensions known only at run time) and a dtype."""
+
+    __slots__ = ("_ssa", "_shape", "_dtype", "_builder")
+
+    def __init__(self, ssa, shape, dtype, builder):
+        self._ssa = ssa
+        self._shape = tuple(shape)
+        self._dtype = dtype
+        self._builder = builder
+
+    @property
+    def shape(self) -> tuple:
+        return self._shape
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    @property
+    def size(self):
+        if any(d is None for d in self._shape):
+            return None
+        n = 1
+        for d in self._shape:
+            n *= d
+        return n
+
+    @property
+    def spec(self) -> Spec:
+        return Spec(self._shape, self._dtype)
+
+    def _no_value(self, what: str, hint: str):
+        raise TypeError(
+            f"{_where()}: {what} of a symbolic tensor ({self._describe()}) is not available while "
+            f"tracing a tfc.function: its value is known only when the function runs; {hint}"
+        )
+
+    def _describe(self) -> str:
+        return str(self.spec)
+
+    def numpy(self):
+        self._no_value(".numpy()", "return the tensor from the function instead")
+
+    def __array__(self, dtype=None, copy=None):
+        self._no_value("conversion to a numpy array", "use tfc ops inside the function")
+
+    def __bool__(self):
+        self._no_value("bool()", "use tfc.cond / tfc.while_loop, or enable autograph "
+                       "(tfc.function(autograph=True)) to convert Python if/while")
+
+    def __int__(self):
+        self._no_value("int()", "use tfc.cast")
+
+    def __float__(self):
+        self._no_value("float()", "use tfc.cast")
+
+    def __index__(self):
+        self._no_value("use as a Python index", "use tfc ops to index")
+
+    def __complex__(self):
+        self._no_value("complex()", "use tfc ops")
+
+    def __len__(self):
+        if not self._shape or self._shape[0] is None:
+            self._no_value("len()", "the first dimension is not known statically")
+        return self._shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        return f"<tfc.SymbolicTensor shape={self._shape} dtype={self._dtype.name}>"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+
+def _relax(a: Spec, b: Spec, what: str) -> Spec:
+    """The most specific spec both fit (differing dims become dynamic)."""
+    if a.dtype != b.dtype:
+        raise TypeError(f"{what}: dtypes differ, {a.dtype.name} and {b.dtype.name}")
+    if len(a.shape) != len(b.shape):
+        raise ValueError(f"{what}: ranks differ, shapes {a.shape} and {b.shape}")
+    return Spec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
+class _RegionOpGrad:
+    """Tape stand-in for tfc.cond/tfc.while_loop: their gradient is not implemented."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def grad(self, entry, g):
+        raise NotImplementedError(
+            f"the gradient through {self.name} is not implemented yet; compute the "
+            f"differentiable part outside {self.name}"
+        )
+
+
+class FunctionBuilder:
+    """Builds one ``func.func`` while a Python function is traced."""
+
+    def __init__(self, name: str = "main"):
+        from xdsl.dialects import func
+        from xdsl.ir import Block, Region
+
+        self.name = name
+        self.entry = Block()
+        self._stack = [self.entry]
+        self._captures: list[list | None] = [None]  # per open region: outer values it used
+        self._consts: dict[int, tuple] = {}  # id(eager tensor) -> (tensor, ssa)
+        self._last_const = None
+        self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
+        self.variables: list[Variable] = []
+        self.n_inputs = 0
+        self.func = func.FuncOp(name, ((), ()), Region(self.entry))
+
+    # -- helpers ------------------------------------------------------------
+    def _loc(self):
+        from tfc.dialects.tensor import make_loc
+
+        file, line = user_location()
+        return make_loc(file, line)
+
+    def _insert(self, op):
+        op.location = self._loc()
+        self._stack[-1].add_op(op)
+        return op
+
+    def _wrap(self, ssa) -> SymbolicTensor:
+        from tfc.dialects.tensor import spec_of
+
+        s = spec_of(ssa.type)
+        return SymbolicTensor(ssa, s.shape, s.dtype, self)
+
+    def add_input(self, shape, dtype, name: str | None = None) -> SymbolicTensor:
+        """A new tensor argument (before any variable argument)."""
+        from tfc.dialects.tensor import tensor_type
+
+        arg = self.entry.insert_arg(tensor_type(shape, dtype), self.n_inputs)
+        hint = "".join(c if c.isalnum() else "_" for c in (name or "")).strip("_")
+        if hint and not hint[0].isdigit():
+            arg.name_hint = hint
+        self.n_inputs += 1
+        return self._wrap(arg)
+
+    def lift(self, t):
+        """The SSA value of a tensor: symbolic ones as they are, variables read,
+        eager tensors captured as ``tfc.constant``s at the top of the function."""
+        if isinstance(t, SymbolicTensor):
+            if t._builder is not self:
+                raise ValueError(
+                    f"{_where()}: a symbolic tensor of another traced function was used here "
+                    "(tensors do not leak between tfc.function traces); pass it as an argument")
+            caps = self._captures[-1]
+            if caps is not None and not self._defined_inside(t._ssa):
+                caps.append(t)
+            return t._ssa
+        if isinstance(t, Variable):
+            return self.read_variable(t)._ssa
+        if not isinstance(t, Tensor):
+            t = convert_to_tensor(t)
+        hit = self._consts.get(id(t))
+        if hit is not None:
+            return hit[1]
+        from xdsl.rewriter import InsertPoint, Rewriter
+
+        from tfc.dialects.tensor import ConstantOp
+
+        op = ConstantOp.from_numpy(t._value, t.dtype)
+        op.location = self._loc()
+        if self._last_const is None:
+            if self.entry.first_op is None:
+                self.entry.add_op(op)
+            else:
+                Rewriter.insert_op(op, InsertPoint.before(self.entry.first_op))
+        else:
+            Rewriter.insert_op(op, InsertPoint.after(self._last_const))
+        self._last_const = op
+        self._consts[id(t)] = (t, op.result)
+        return op.result
+
+    def _defined_inside(self, ssa) -> bool:
+        """Is ``ssa`` defined in the innermost open region?"""
+        from xdsl.ir import BlockArgument
+
+        block = ssa.block if isinstance(ssa, BlockArgument) else ssa.owner.parent_block()
+        inner = self._stack[-1]
+        while block is not None:
+            if block is inner:
+                return True
+            parent = block.parent_op()
+            block = parent.parent_block() if parent is not None else None
+        return False
+
+    # -- the registry hook ----------------------------------------------------
+    def emit(self, op: OpDef, tensors, attrs: dict):
+        from tfc.dialects.tensor import encode_attrs, op_class, tensor_type
+
+        # Variables are read first, and replaced *in the caller's list*: the
+        # registry passes this same list to the tape, which must see the reads.
+        for i, t in enumerate(tensors):
+            if isinstance(t, Variable):
+                tensors[i] = self.read_variable(t)
+        operands = [self.lift(t) for t in tensors]
+        specs = [Spec(t.shape, t.dtype) for t in tensors]
+        out = op.infer(op, *specs, **attrs)
+        single = isinstance(out, Spec)
+        outs = [out] if single else list(out)
+        ir_op = op_class(op.name).create(
+            operands=operands, result_types=[tensor_type(s.shape, s.dtype) for s in outs],
+            properties=encode_attrs(op, attrs))
+        self._insert(ir_op)
+        results = [SymbolicTensor(r, s.shape, s.dtype, self) for r, s in zip(ir_op.results, outs)]
+        return results[0] if single else results
+
+    # -- variables ------------------------------------------------------------
+    def _var_ref(self, var: Variable):
+        hit = self._vars.get(id(var))
+        if hit is not None:
+            return hit[1]
+        from tfc.dialects.tensor import RefType, tensor_type
+
+        arg = self.entry.insert_arg(RefType(tensor_type(var.shape, var.dtype)), len(self.entry.args))
+        hint = "".join(c if c.isalnum() else "_" for c in var.name).strip("_")
+        if hint and not hint[0].isdigit():
+            arg.name_hint = hint
+        self._vars[id(var)] = (var, arg)
+        self.variables.append(var)
+        return arg
+
+    def read_variable(self, var: Variable) -> SymbolicTensor:
+        from tfc.dialects.tensor import ReadVariableOp
+
+        ref = self._var_ref(var)
+        op = self._insert(ReadVariableOp.create(operands=[ref], result_types=[ref.type.tensor]))
+        caps = self._captures[-1]
+        if caps is not None:
+            caps.append(var)
+        t = self._wrap(op.result)
+        if TAPES:
+            from tfc.core.tape import READ_VARIABLE, record
+
+            if var.trainable:
+                for tape in TAPES:
+                    if tape._watch_accessed_variables:
+                        tape._watch_variable(var)
+            record(READ_VARIABLE, [var], t, {})
+        return t
+
+    def assign_variable(self, var: Variable, value) -> None:
+        from tfc.dialects.tensor import AssignVariableOp
+
+        ref = self._var_ref(var)
+        v = self.lift(value)
+        if v.type != ref.type.tensor:
+            raise ValueError(f"{_where()}: cannot assign a {v.type} to {var.name} ({ref.type.tensor})")
+        self._insert(AssignVariableOp.create(operands=[ref, v]))
+
+    # -- regions ----------------------------------------------------------------
+    def _trace_region(self, fn, arg_types=(), capture=True):
+        """Run ``fn(*block_args)`` into a new block; returns (block, result, captured)."""
+        from xdsl.ir import Block
+
+        block = Block(arg_types=list(arg_types))
+        self._stack.append(block)
+        self._captures.append([] if capture else None)
+        saved = TAPES[:]
+        TAPES.clear()  # ops inside a region are not differentiated one by one
+        try:
+            args = [self._wrap(a) for a in block.args]
+            result = fn(*args)
+            return block, result, self._captures[-1]
+        finally:
+            TAPES.extend(saved)
+            self._captures.pop()
+            self._stack.pop()
+
+    def _yield(self, block, tensors, terminator=None):
+        from tfc.dialects.tensor import YieldOp
+
+        self._stack.append(block)
+        try:
+            values = [self.lift(t) for t in tensors]
+            op = terminator(values) if terminator else YieldOp(values)
+            self._insert(op)
+        finally:
+            self._stack.pop()
+        return values
+
+    def _record_region(self, name, captured, outputs):
+        if not TAPES or not outputs:
+            return
+        from tfc.core.tape import record
+
+        seen, inputs = set(), []
+        for t in captured:
+            if id(t) not in seen:
+                seen.add(id(t))
+                inputs.append(t)
+        record(_RegionOpGrad(name), inputs, outputs if len(outputs) > 1 else outputs[0], {})
+
+    def _as_tensors(self, structure, what):
+        flat = nest.flatten(structure)
+        out = []
+        for x in flat:
+            if x is None:
+                raise TypeError(f"{_where()}: {what} returned None; every output must be a tensor")
+            out.append(x if isinstance(x, Tensor) else convert_to_tensor(x))
+        return out
+
+    def cond(self, pred, true_fn, false_fn):
+        """``true_fn()`` if ``pred`` else ``false_fn()``, as one tfc.cond op."""
+        from xdsl.ir import Region
+
+        from tfc.dialects.tensor import CondOp, tensor_type
+
+        if not isinstance(pred, Tensor):
+            pred = convert_to_tensor(pred)
+        p = self.lift(pred)
+        ps = Spec(tuple(pred.shape), pred.dtype)
+        if ps.dtype != dtypes.bool_ or ps.shape not in ((), (1,)):
+            raise TypeError(f"{_where()}: tfc.cond: the predicate must be a scalar bool tensor, got {ps}")
+        branches = []
+        for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
+            block, res, caps = self._trace_region(fn)
+            self._stack.append(block)
+            try:
+                flat = self._as_tensors(res, f"tfc.cond's {what}")
+            finally:
+                self._stack.pop()
+            branches.append((block, res, flat, caps))
+        (tb, tres, tflat, tcaps), (fb, fres, fflat, fcaps) = branches
+        if nest.structure_signature(tres) != nest.structure_signature(fres):
+            raise ValueError(f"{_where()}: tfc.cond: true_fn and false_fn return different structures: "
+                             f"{nest.structure_signature(tres)} and {nest.structure_signature(fres)}")
+        specs = [_relax(Spec(tuple(a.shape), a.dtype), Spec(tuple(b.shape), b.dtype),
+                        f"{_where()}: tfc.cond: output {i} of true_fn and false_fn")
+                 for i, (a, b) in enumerate(zip(tflat, fflat))]
+        self._yield(tb, tflat)
+        self._yield(fb, fflat)
+        op = self._insert(CondOp.create(
+            operands=[p], result_types=[tensor_type(s.shape, s.dtype) for s in specs],
+            regions=[Region(tb), Region(fb)]))
+        outs = [self._wrap(r) for r in op.results]
+        self._record_region("tfc.cond", tcaps + fcaps, outs)
+        return nest.pack_sequence_as(tres, outs)
+
+    def while_loop(self, cond, body, loop_vars, maximum_iterations=None):
+        """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``, as
+        one tfc.while op. Shapes that change across iterations become dynamic."""
+        from xdsl.dialects.builtin import IntegerAttr, i64
+        from xdsl.ir import Region
+
+        from tfc.dialects.tensor import ConditionOp, WhileOp, tensor_type
+
+        single = not isinstance(loop_vars, (list, tuple, dict))
+        structure = [loop_vars] if single else loop_vars
+        init = self._as_tensors(structure, "tfc.while_loop's loop_vars")
+        inits = [self.lift(t) for t in init]
+        specs = [Spec(tuple(t.shape), t.dtype) for t in init]
+
+        def call(fn, args):
+            packed = nest.pack_sequence_as(structure, args)
+            return fn(packed[0]) if single else fn(*packed)
+
+        for _ in range(3):  # at most: trace, relax shapes, confirm
+            types = [tensor_type(s.shape, s.dtype) for s in specs]
+            cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, list(a)), types)
+            self._stack.append(cblock)
+            try:
+                (c,) = self._as_tensors([cres], "tfc.while_loop's cond")
+            finally:
+                self._stack.pop()
+            if c.dtype != dtypes.bool_ or tuple(c.shape) not in ((), (1,)):
+                raise TypeError(f"{_where()}: tfc.while_loop: cond must return a scalar bool tensor, "
+                                f"got {c.dtype.name} {tuple(c.shape)}")
+            bblock, bres, bcaps = self._trace_region(lambda *a: call(body, list(a)), types)
+            bres = [bres] if single else bres
+            if nest.structure_signature(bres) != nest.structure_signature(list(structure)) and \
+                    nest.structure_signature(tuple(bres)) != nest.structure_signature(tuple(structure)):
+                raise ValueError(f"{_where()}: tfc.while_loop: body must return the structure of loop_vars")
+            self._stack.append(bblock)
+            try:
+                bflat = self._as_tensors(bres, "tfc.while_loop's body")
+            finally:
+                self._stack.pop()
+            new = [_relax(s, Spec(tuple(b.shape), b.dtype), f"{_where()}: tfc.while_loop: loop variable {i}")
+                   for i, (s, b) in enumerate(zip(specs, bflat))]
+            if new == specs:
+                break
+            specs = new
+        else:
+            raise AssertionError("tfc.while_loop: loop variable shapes did not settle")
+        self._yield(cblock, [c], lambda vals: ConditionOp(vals[0]))
+        self._yield(bblock, bflat)
+        props = {}
+        if maximum_iterations is not None:
+            props["max_iterations"] = IntegerAttr(int(maximum_iterations), i64)
+        op = self._insert(WhileOp.create(operands=inits, result_types=types,
+                                         regions=[Region(cblock), Region(bblock)], properties=props))
+        outs = [self._wrap(r) for r in op.results]
+        self._record_region("tfc.while_loop", init + ccaps + bcaps, outs)
+        packed = nest.pack_sequence_as(structure, outs)
+        return packed[0] if single else packed
+
+    # -- print / assert --------------------------------------------------------
+    def _template(self, items, sep=" "):
+        parts, values = [], []
+        for x in items:
+            if isinstance(x, Tensor):
+                parts.append("{}")
+                values.append(self.lift(x))
+            else:
+                parts.append(str(x).replace("{", "{{").replace("}", "}}"))
+        return sep.join(parts), values
+
+    def print_(self, values, sep=" ", end="\n"):
+        """A tfc.print op: prints the items (tensors at run time) when the function runs."""
+        from xdsl.dialects.builtin import StringAttr
+
+        from tfc.dialects.tensor import PrintOp
+
+        if isinstance(values, (Tensor, str)) or not isinstance(values, (list, tuple)):
+            values = [values]
+        fmt, vals = self._template(values, sep)
+        self._insert(PrintOp.create(operands=vals, properties={"format": StringAttr(fmt + end)}))
+
+    def assert_(self, condition, data=(), summarize=None):
+        """A tfc.assert op: fails at run time unless ``condition`` is all true."""
+        from xdsl.dialects.builtin import StringAttr
+
+        from tfc.dialects.tensor import AssertOp
+
+        c = self.lift(condition)
+        if not isinstance(data, (list, tuple)):
+            data = [data]
+        fmt, vals = self._template(data)
+        self._insert(AssertOp.create(operands=[c, *vals], properties={"message": StringAttr(fmt)}))
+
+    # -- finishing ----------------------------------------------------------------
+    def finish(self, outputs):
+        """Append func.return of ``outputs`` (tensors) and fix the function type."""
+        from xdsl.dialects import func
+        from xdsl.dialects.builtin import FunctionType
+
+        values = [self.lift(t) for t in outputs]
+        ret = func.ReturnOp(*values)
+        self._insert(ret)
+        self.func.function_type = FunctionType.from_lists(
+            [a.type for a in self.entry.args], [v.type for v in values])
+        return self.func
+
+
+def format_value(arr) -> str:
+    """How tfc.print shows a tensor's value."""
+    return _format_value(arr)

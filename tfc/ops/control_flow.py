@@ -1,0 +1,254 @@
+"""Control flow, printing and assertions.
+
+Each function first checks ``STATE.builder``: while a function is being traced
+the builder takes over (``builder.cond``, ``builder.while_loop``,
+``builder.print_``, ``builder.assert_``) and decides how to handle concrete or
+symbolic arguments. Otherwise they run eagerly as plain Python on concrete
+values, so the ops inside the branches and the loop body are recorded by any
+active tape like any other op.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from tfc.core import dtypes, nest
+from tfc.core.context import STATE
+from tfc.core.errors import InvalidArgumentError
+from tfc.core.tensor import Tensor, convert_to_tensor
+
+
+def _predicate(op_name: str, pred, what: str = "pred") -> bool:
+    """A Python bool from a Python bool or a scalar bool tensor."""
+    if isinstance(pred, (bool, np.bool_)):
+        return bool(pred)
+    if isinstance(pred, np.ndarray):
+        pred = convert_to_tensor(pred)
+    if not isinstance(pred, Tensor):
+        raise TypeError(f"{op_name}: {what} must be a bool or a scalar bool tensor, got {type(pred).__name__}")
+    if pred.dtype != dtypes.bool_:
+        raise TypeError(f"{op_name}: {what} must have dtype bool, got {pred.dtype.name}")
+    if pred.ndim != 0:
+        raise ValueError(f"{op_name}: {what} must be a scalar, got shape {tuple(pred.shape)}")
+    return bool(pred)
+
+
+def cond(pred, true_fn=None, false_fn=None):
+    """``true_fn()`` if ``pred`` else ``false_fn()`` (``pred`` a scalar bool)."""
+    for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
+        if not callable(fn):
+            raise TypeError(f"cond: {what} must be callable, got {type(fn).__name__}")
+    builder = STATE.builder
+    if builder is not None:
+        return builder.cond(pred, true_fn, false_fn)
+    return true_fn() if _predicate("cond", pred) else false_fn()
+
+
+def _as_loop_value(x):
+    return x if isinstance(x, (Tensor, TensorArray)) else convert_to_tensor(x)
+
+
+def _check_same(before, after) -> None:
+    if nest.structure_signature(before) != nest.structure_signature(after):
+        raise ValueError(
+            f"while_loop: body must return the structure of loop_vars; loop_vars is "
+            f"{_describe(before)}, body returned {_describe(after)}"
+        )
+    for i, (a, b) in enumerate(zip(nest.flatten(before), nest.flatten(after))):
+        if isinstance(a, TensorArray) != isinstance(b, TensorArray):
+            raise TypeError(f"while_loop: loop variable {i} changed from {type(a).__name__} to {type(b).__name__}")
+        if a.dtype != b.dtype:
+            raise TypeError(f"while_loop: loop variable {i} changed dtype from {a.dtype.name} to {b.dtype.name}")
+
+
+def _describe(s) -> str:
+    return nest.pack_sequence_as(s, ["*"] * len(nest.flatten(s))).__repr__().replace("'*'", "*")
+
+
+def while_loop(cond, body, loop_vars, maximum_iterations=None):
+    """Repeat ``loop_vars = body(*loop_vars)`` while ``cond(*loop_vars)``; returns the
+    final ``loop_vars``, in their structure. A single tensor (not a list or tuple)
+    is passed and returned as is. Python numbers in ``loop_vars`` become tensors."""
+    if not callable(cond) or not callable(body):
+        raise TypeError("while_loop: cond and body must be callable")
+    if maximum_iterations is not None:
+        maximum_iterations = int(maximum_iterations)
+        if maximum_iterations < 0:
+            raise ValueError(f"while_loop: maximum_iterations must be >= 0, got {maximum_iterations}")
+    builder = STATE.builder
+    if builder is not None:
+        return builder.while_loop(cond, body, loop_vars, maximum_iterations)
+    single = not isinstance(loop_vars, (list, tuple))
+    state = [loop_vars] if single else loop_vars
+    state = nest.map_structure(_as_loop_value, state)
+    i = 0
+    while maximum_iterations is None or i < maximum_iterations:
+        if not _predicate("while_loop", cond(*state), "cond's result"):
+            break
+        new = body(*state)
+        if len(state) == 1 and not isinstance(new, (list, tuple)):
+            new = [new]  # a body of one variable may return it bare
+        elif isinstance(new, (list, tuple)) and type(new) is not type(state) and not hasattr(state, "_fields"):
+            new = type(state)(new)  # a tuple for a list is fine, as in TensorFlow
+        new = nest.map_structure(_as_loop_value, new)
+        _check_same(state, new)
+        state = new
+        i += 1
+    return state[0] if single else state
+
+
+# -- printing and assertions ------------------------------------------------------------------
+
+def format_value(v, summarize: int = 3) -> str:
+    """A value as ``tfc.print`` shows it: tensors by value (``[1 2 3]``, ``2.5``),
+    with at most ``summarize`` leading and trailing entries per axis (-1: all)."""
+    if isinstance(v, TensorArray):
+        v = v.stack()
+    if isinstance(v, (Tensor, np.ndarray, np.generic)):
+        a = np.asarray(v)
+        if a.ndim == 0:
+            return _format_scalar(a[()])
+        threshold = sys.maxsize if summarize is None or summarize < 0 else 2 * summarize
+        return np.array2string(
+            a, separator=" ", threshold=threshold, edgeitems=max(summarize or 0, 1),
+            formatter={"float_kind": _format_scalar, "bool": lambda b: str(bool(b))},
+            max_line_width=sys.maxsize,
+        )
+    if isinstance(v, (list, tuple)):
+        inner = ", ".join(format_value(x, summarize) for x in v)
+        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{format_value(k, summarize)}: {format_value(x, summarize)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _format_scalar(x) -> str:
+    if isinstance(x, (float, np.floating)):
+        return f"{float(x):g}"  # TensorFlow prints 2.0 as 2 and 1/3 as 0.333333
+    return str(x)
+
+
+def print(*values, output_stream=None, sep=" ", end="\n", summarize=3):  # noqa: A001 (TensorFlow's name)
+    """Print ``values`` as TensorFlow's ``tf.print`` does: tensors by value, to
+    ``output_stream`` (default ``sys.stderr``, as in TensorFlow)."""
+    builder = STATE.builder
+    if builder is not None:
+        return builder.print_(values)
+    stream = sys.stderr if output_stream is None else output_stream
+    stream.write(sep.join(format_value(v, summarize) for v in values) + end)
+    return None
+
+
+def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TensorFlow's name)
+    """Raise AssertionError, with ``data`` formatted as its message, when ``condition``
+    (a scalar bool, or a bool tensor that must be all true) is false."""
+    builder = STATE.builder
+    if builder is not None:
+        return builder.assert_(condition, data)
+    if isinstance(condition, Tensor):
+        if condition.dtype != dtypes.bool_:
+            raise TypeError(f"Assert: condition must have dtype bool, got {condition.dtype.name}")
+        ok = bool(np.all(condition.numpy()))
+    else:
+        ok = _predicate("Assert", condition, "condition")
+    if not ok:
+        items = data if isinstance(data, (list, tuple)) else [data]
+        s = -1 if summarize is None else summarize
+        raise AssertionError(" ".join(format_value(d, s) for d in items))
+    return None
+
+
+# -- TensorArray ----------------------------------------------------------------------------
+
+class TensorArray:
+    """A list of tensors of one dtype and element shape. ``write`` returns a new
+    array (this one is unchanged), so it is a value that loops can carry."""
+
+    __slots__ = ("dtype", "_elements", "dynamic_size", "element_shape")
+
+    def __init__(self, dtype, size=0, dynamic_size=False, element_shape=None, _elements=None):
+        self.dtype = dtypes.as_dtype(dtype)
+        self.dynamic_size = bool(dynamic_size)
+        self.element_shape = None if element_shape is None else tuple(int(d) for d in element_shape)
+        if _elements is None:
+            size = int(size)
+            if size < 0:
+                raise ValueError(f"TensorArray: size must be >= 0, got {size}")
+            _elements = (None,) * size
+        self._elements = tuple(_elements)
+
+    def _replace(self, elements, element_shape):
+        return TensorArray(self.dtype, dynamic_size=self.dynamic_size, element_shape=element_shape,
+                           _elements=elements)
+
+    def size(self) -> Tensor:
+        """The number of elements, as an int32 scalar tensor."""
+        return convert_to_tensor(np.int32(len(self._elements)))
+
+    def _index(self, what, i) -> int:
+        i = int(i)
+        n = len(self._elements)
+        if i < 0 or (i >= n and not (what == "write" and self.dynamic_size)):
+            raise InvalidArgumentError(f"TensorArray.{what}: index {i} is out of range for an array of size {n}"
+                                       + ("" if self.dynamic_size or what != "write" else " (dynamic_size=False)"))
+        return i
+
+    def _check(self, what, dtype, shape) -> tuple:
+        if dtype != self.dtype:
+            raise TypeError(f"TensorArray.{what}: value has dtype {dtype.name}; the array holds {self.dtype.name}")
+        shape = tuple(shape)
+        if self.element_shape is not None and shape != self.element_shape:
+            raise ValueError(f"TensorArray.{what}: element shape {shape} differs from the array's "
+                             f"element shape {self.element_shape}")
+        return shape
+
+    def write(self, index, value) -> "TensorArray":
+        """A new array with ``value`` at ``index`` (growing it if ``dynamic_size``)."""
+        i = self._index("write", index)
+        t = value if isinstance(value, Tensor) else convert_to_tensor(value, self.dtype)
+        shape = self._check("write", t.dtype, t.shape)
+        elements = list(self._elements)
+        if i >= len(elements):
+            elements.extend([None] * (i + 1 - len(elements)))
+        elements[i] = t
+        return self._replace(elements, shape)
+
+    def _zeros(self, what, i):
+        if self.element_shape is None:
+            raise ValueError(f"TensorArray.{what}: element {i} was never written and the element shape is unknown")
+        from tfc.ops.creation import zeros
+
+        return zeros(self.element_shape, self.dtype)
+
+    def read(self, index) -> Tensor:
+        """The element at ``index`` (zeros if never written and the shape is known)."""
+        i = self._index("read", index)
+        t = self._elements[i]
+        return self._zeros("read", i) if t is None else t
+
+    def stack(self) -> Tensor:
+        """All elements stacked along a new first axis."""
+        from tfc.ops.creation import zeros
+        from tfc.ops.shapes import stack
+
+        if not self._elements:
+            return zeros((0,) + (self.element_shape or ()), self.dtype)
+        return stack([self.read(i) for i in range(len(self._elements))], axis=0)
+
+    def unstack(self, value) -> "TensorArray":
+        """A new array whose elements are the slices of ``value`` along its first axis."""
+        from tfc.ops.shapes import unstack
+
+        t = value if isinstance(value, Tensor) else convert_to_tensor(value, self.dtype)
+        if t.ndim == 0:
+            raise ValueError("TensorArray.unstack: value must have rank >= 1, got a 0-d tensor")
+        self._check("unstack", t.dtype, t.shape[1:])
+        n = len(self._elements)
+        if not self.dynamic_size and n and t.shape[0] > n:
+            raise InvalidArgumentError(f"TensorArray.unstack: {t.shape[0]} elements do not fit in an array of size {n}")
+        return self._replace(unstack(t, axis=0), tuple(t.shape[1:]))
+
+    def __repr__(self) -> str:
+        return f"<tfc.TensorArray size={len(self._elements)} dtype={self.dtype.name}>"
+

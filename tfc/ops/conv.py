@@ -1,0 +1,548 @@
+"""Convolution, pooling and dropout on NHWC images (TensorFlow's layouts).
+
+Each backward pass is its own primitive op (conv2d_backprop_input, ...) with its
+own gradient rule, so second derivatives are built from the same few kernels.
+Conv kernels gather the windows (im2col) and do one GEMM; pooling kernels do one
+elementwise update per window tap on a strided view.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core.dtypes import FLOATS
+from tfc.core.registry import Spec, declare
+from tfc.core.tensor import Tensor, convert_to_tensor
+from tfc.ops import _infer as inf
+from tfc.ops.random import generator
+
+_PADDINGS = ("VALID", "SAME")
+
+# -- attribute normalisation (in the public functions) ----------------------------------
+
+
+def _pair(op_name, value, what):
+    """An int, a pair, or TF's 4-element NHWC form (1, h, w, 1) → (h, w)."""
+    if isinstance(value, Tensor):
+        value = value.numpy().tolist()
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value, value)
+    try:
+        vals = tuple(int(v) for v in value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{op_name}: {what} must be an int or a sequence of ints, got {value!r}") from None
+    if len(vals) == 1:
+        vals = vals * 2
+    elif len(vals) == 4:
+        if vals[0] != 1 or vals[3] != 1:
+            raise ValueError(f"{op_name}: {what} {vals} must be 1 in the batch and channel positions (NHWC)")
+        vals = vals[1:3]
+    elif len(vals) != 2:
+        raise ValueError(f"{op_name}: {what} must have 1, 2 or 4 elements, got {vals}")
+    if any(v < 1 for v in vals):
+        raise ValueError(f"{op_name}: {what} must be positive, got {vals}")
+    return vals
+
+
+def _padding(op_name, padding):
+    if not isinstance(padding, str):
+        raise NotImplementedError(
+            f"{op_name}: padding {padding!r} is not supported; explicit padding lists are not "
+            f"implemented, use 'SAME' or 'VALID'")
+    p = padding.upper()
+    if p not in _PADDINGS:
+        raise ValueError(f"{op_name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    return p
+
+
+# -- geometry ---------------------------------------------------------------------------
+
+
+def _out_dim(op, n, k, s, d, padding, ctx):
+    """TensorFlow's window arithmetic: (output size, pad before, pad after)."""
+    if n is None or k is None:
+        return None, 0, 0
+    k_eff = (k - 1) * d + 1
+    if padding == "VALID":
+        if n < k_eff:
+            raise ValueError(f"{op.name}: with VALID padding the window (size {k_eff}, dilation {d}) "
+                             f"does not fit in the input: {ctx}")
+        return (n - k_eff) // s + 1, 0, 0
+    if padding != "SAME":
+        raise ValueError(f"{op.name}: padding must be 'SAME' or 'VALID', got {padding!r}")
+    out = -(-n // s)
+    total = max((out - 1) * s + k_eff - n, 0)
+    return out, total // 2, total - total // 2
+
+
+def _geometry(op, hw, khw, strides, dilations, padding, ctx):
+    """((Ho, Wo), ((top, bottom), (left, right))) for an input of spatial size ``hw``."""
+    (ho, t, b), (wo, l, r) = (
+        _out_dim(op, hw[i], khw[i], strides[i], dilations[i], padding, ctx) for i in range(2))
+    return (ho, wo), ((t, b), (l, r))
+
+
+def _pad(x, pads, value=0):
+    (t, b), (l, r) = pads
+    if not (t or b or l or r):
+        return x
+    return np.pad(x, ((0, 0), (t, b), (l, r), (0, 0)), constant_values=value)
+
+
+def _crop(xp, pads, hw):
+    (t, _), (l, _) = pads
+    return xp[:, t:t + hw[0], l:l + hw[1], :]
+
+
+def _taps(khw, out_hw, strides, dilations):
+    """For each filter tap (i, j): the strided slices of the padded input it reads."""
+    (kh, kw), (ho, wo), (sh, sw), (dh, dw) = khw, out_hw, strides, dilations
+    for i in range(kh):
+        for j in range(kw):
+            yield i, j, (slice(None), slice(i * dh, i * dh + (ho - 1) * sh + 1, sh),
+                         slice(j * dw, j * dw + (wo - 1) * sw + 1, sw), slice(None))
+
+
+def _im2col(xp, khw, out_hw, strides, dilations):
+    """The windows of the padded input as (N, Ho, Wo, KH, KW, C): each conv kernel is
+    then one GEMM (a single BLAS call is also steadier than one per tap)."""
+    cols = np.empty((xp.shape[0],) + tuple(out_hw) + tuple(khw) + (xp.shape[3],), dtype=xp.dtype)
+    for i, j, sl in _taps(khw, out_hw, strides, dilations):
+        cols[:, :, :, i, j, :] = xp[sl]
+    return cols
+
+
+def _check_image(op, spec, what="input"):
+    inf.check_dtype(op, spec, FLOATS, what)
+    if spec.ndim != 4:
+        raise ValueError(f"{op.name}: {what} must have rank 4 (NHWC), got shape {inf.fmt_shape(spec.shape)}")
+
+
+def _check_filters(op, spec):
+    inf.check_dtype(op, spec, FLOATS, "filters")
+    if spec.ndim != 4:
+        raise ValueError(f"{op.name}: filters must have rank 4 (height, width, in_channels, "
+                         f"out_channels), got shape {inf.fmt_shape(spec.shape)}")
+
+
+def _match(op, a, b, what):
+    if a is not None and b is not None and a != b:
+        raise ValueError(f"{op.name}: {what}")
+
+
+def _conv_attrs(op_name, strides, padding, dilations):
+    return {"strides": _pair(op_name, strides, "strides"), "padding": _padding(op_name, padding),
+            "dilations": _pair(op_name, dilations, "dilations")}
+
+
+_CONV_ATTRS = {"strides": "ints", "padding": "str", "dilations": "ints"}
+
+# -- conv2d -----------------------------------------------------------------------------
+
+
+def _conv2d_kernel(x, w, strides, padding, dilations):
+    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
+    cols = _im2col(_pad(x, pads), w.shape[:2], out_hw, strides, dilations)
+    out = cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]) @ w.reshape(-1, w.shape[3])
+    return out.reshape(cols.shape[:3] + (w.shape[3],))
+
+
+def _conv2d_infer(op, x: Spec, w: Spec, strides, padding, dilations) -> Spec:
+    _check_image(op, x)
+    _check_filters(op, w)
+    inf.check_same_dtype(op, x, w)
+    shapes = f"input {inf.fmt_shape(x.shape)}, filters {inf.fmt_shape(w.shape)}"
+    _match(op, x.shape[3], w.shape[2], f"input has {x.shape[3]} channels but filters expect "
+                                       f"{w.shape[2]} (in_channels, axis 2): {shapes}")
+    (ho, wo), _ = _geometry(op, x.shape[1:3], w.shape[:2], strides, dilations, padding, shapes)
+    return Spec((x.shape[0], ho, wo, w.shape[3]), x.dtype)
+
+
+def _static_hw(e, t, what):
+    hw = tuple(t.shape[1:3]) if what == "input" else tuple(t.shape[:2])
+    if None in hw:
+        raise NotImplementedError(
+            f"gradient of {e.op.name}: needs a static {what} height and width, got shape {inf.fmt_shape(t.shape)}")
+    return hw
+
+
+def _conv2d_grad(e, g):
+    x, w = e.inputs
+    a = e.attrs
+    gx = gw = None
+    if e.needs_grad(0):
+        gx = conv2d_backprop_input(_static_hw(e, x, "input"), w, g, a["strides"], a["padding"], a["dilations"])
+    if e.needs_grad(1):
+        gw = conv2d_backprop_filter(x, _static_hw(e, w, "filters"), g, a["strides"], a["padding"], a["dilations"])
+    return [gx, gw]
+
+
+@declare(kernel=_conv2d_kernel, infer=_conv2d_infer, grad=_conv2d_grad, attrs=_CONV_ATTRS)
+def conv2d(input, filters, strides=1, padding="VALID", dilations=1):  # noqa: A002
+    """2-D convolution (cross-correlation, as TensorFlow) of an NHWC ``input`` with
+    HWIO ``filters``; ``padding`` is 'VALID' or 'SAME' (TensorFlow's arithmetic)."""
+    return (input, filters), _conv_attrs("conv2d", strides, padding, dilations)
+
+
+# -- conv2d_backprop_input: the transpose of conv2d in its input -----------------------------
+
+
+def _bp_input_kernel(w, g, input_hw, strides, padding, dilations):
+    out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
+    (t, b), (l, r) = pads
+    n = g.shape[0]
+    dxp = np.zeros((n, input_hw[0] + t + b, input_hw[1] + l + r, w.shape[2]), dtype=np.result_type(w, g))
+    # One GEMM for every tap's contribution, then one scatter-add per tap.
+    dcols = (g.reshape(-1, g.shape[3]) @ w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
+    for i, j, sl in _taps(w.shape[:2], out_hw, strides, dilations):
+        dxp[sl] += dcols[:, :, :, i, j]
+    return _crop(dxp, pads, input_hw)
+
+
+def _bp_input_infer(op, w: Spec, g: Spec, input_hw, strides, padding, dilations) -> Spec:
+    _check_filters(op, w)
+    _check_image(op, g, "out_backprop")
+    inf.check_same_dtype(op, w, g)
+    shapes = (f"input height/width {tuple(input_hw)}, filters {inf.fmt_shape(w.shape)}, "
+              f"out_backprop {inf.fmt_shape(g.shape)}")
+    if len(input_hw) != 2:
+        raise ValueError(f"{op.name}: input_hw must have 2 elements, got {tuple(input_hw)}")
+    out_hw, _ = _geometry(op, input_hw, w.shape[:2], strides, dilations, padding, shapes)
+    _match(op, g.shape[3], w.shape[3], f"out_backprop has {g.shape[3]} channels but filters have "
+                                       f"{w.shape[3]} out_channels: {shapes}")
+    for k in range(2):
+        _match(op, g.shape[1 + k], out_hw[k], f"out_backprop spatial size {tuple(g.shape[1:3])} is not "
+                                              f"the conv2d output size {out_hw}: {shapes}")
+    return Spec((g.shape[0],) + tuple(input_hw) + (w.shape[2],), w.dtype)
+
+
+def _bp_input_grad(e, gg):
+    # dx = A_w^T g is linear in w and in g: d/dg = A_w gg, d/dw = filter grad of (gg, g).
+    w, g = e.inputs
+    a = e.attrs
+    gw = gg_ = None
+    if e.needs_grad(0):
+        gw = conv2d_backprop_filter(gg, _static_hw(e, w, "filters"), g, a["strides"], a["padding"], a["dilations"])
+    if e.needs_grad(1):
+        gg_ = conv2d(gg, w, a["strides"], a["padding"], a["dilations"])
+    return [gw, gg_]
+
+
+@declare(kernel=_bp_input_kernel, infer=_bp_input_infer, grad=_bp_input_grad,
+         attrs={"input_hw": "ints", **_CONV_ATTRS})
+def conv2d_backprop_input(input_hw, filters, out_backprop, strides=1, padding="VALID", dilations=1):
+    """Gradient of conv2d w.r.t. its input, for an input of spatial size ``input_hw``
+    (height, width; TF's 4-element input_sizes is accepted too)."""
+    hw = tuple(int(v) for v in (input_hw.numpy().tolist() if isinstance(input_hw, Tensor) else input_hw))
+    if len(hw) == 4:
+        hw = hw[1:3]
+    return (filters, out_backprop), {"input_hw": hw, **_conv_attrs("conv2d_backprop_input", strides, padding,
+                                                                     dilations)}
+
+
+# -- conv2d_backprop_filter ----------------------------------------------------------------
+
+
+def _bp_filter_kernel(x, g, filter_hw, strides, padding, dilations):
+    out_hw, pads = _geometry(None, x.shape[1:3], filter_hw, strides, dilations, padding, "")
+    cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
+    dw = cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T @ g.reshape(-1, g.shape[3])
+    return dw.reshape(tuple(filter_hw) + (x.shape[3], g.shape[3]))
+
+
+def _bp_filter_infer(op, x: Spec, g: Spec, filter_hw, strides, padding, dilations) -> Spec:
+    _check_image(op, x)
+    _check_image(op, g, "out_backprop")
+    inf.check_same_dtype(op, x, g)
+    shapes = (f"input {inf.fmt_shape(x.shape)}, filter height/width {tuple(filter_hw)}, "
+              f"out_backprop {inf.fmt_shape(g.shape)}")
+    if len(filter_hw) != 2:
+        raise ValueError(f"{op.name}: filter_hw must have 2 elements, got {tuple(filter_hw)}")
+    out_hw, _ = _geometry(op, x.shape[1:3], filter_hw, strides, dilations, padding, shapes)
+    _match(op, x.shape[0], g.shape[0], f"batch sizes differ: {shapes}")
+    for k in range(2):
+        _match(op, g.shape[1 + k], out_hw[k], f"out_backprop spatial size {tuple(g.shape[1:3])} is not "
+                                              f"the conv2d output size {out_hw}: {shapes}")
+    return Spec(tuple(filter_hw) + (x.shape[3], g.shape[3]), x.dtype)
+
+
+def _bp_filter_grad(e, gw):
+    # dw = B(x, g) is bilinear, <gw, B(x, g)> = <conv2d(x, gw), g>.
+    x, g = e.inputs
+    a = e.attrs
+    gx = gg = None
+    if e.needs_grad(0):
+        gx = conv2d_backprop_input(_static_hw(e, x, "input"), gw, g, a["strides"], a["padding"], a["dilations"])
+    if e.needs_grad(1):
+        gg = conv2d(x, gw, a["strides"], a["padding"], a["dilations"])
+    return [gx, gg]
+
+
+@declare(kernel=_bp_filter_kernel, infer=_bp_filter_infer, grad=_bp_filter_grad,
+         attrs={"filter_hw": "ints", **_CONV_ATTRS})
+def conv2d_backprop_filter(input, filter_hw, out_backprop, strides=1, padding="VALID", dilations=1):  # noqa: A002
+    """Gradient of conv2d w.r.t. its filters, of spatial size ``filter_hw`` (height,
+    width; TF's 4-element filter_sizes is accepted too)."""
+    hw = tuple(int(v) for v in (filter_hw.numpy().tolist() if isinstance(filter_hw, Tensor) else filter_hw))
+    if len(hw) == 4:
+        hw = hw[:2]
+    return (input, out_backprop), {"filter_hw": hw, **_conv_attrs("conv2d_backprop_filter", strides, padding,
+                                                                   dilations)}
+
+
+# -- pooling ----------------------------------------------------------------------------
+
+_POOL_ATTRS = {"ksize": "ints", "strides": "ints", "padding": "str"}
+_ONES = (1, 1)
+
+
+def _pool_attrs(op_name, ksize, strides, padding):
+    return {"ksize": _pair(op_name, ksize, "ksize"), "strides": _pair(op_name, strides, "strides"),
+            "padding": _padding(op_name, padding)}
+
+
+def _pool_shape(op, x: Spec, ksize, strides, padding) -> tuple:
+    ctx = f"input {inf.fmt_shape(x.shape)}, ksize {tuple(ksize)}, strides {tuple(strides)}"
+    (ho, wo), _ = _geometry(op, x.shape[1:3], ksize, strides, _ONES, padding, ctx)
+    return (x.shape[0], ho, wo, x.shape[3])
+
+
+def _pool_infer(op, x: Spec, ksize, strides, padding) -> Spec:
+    _check_image(op, x)
+    return Spec(_pool_shape(op, x, ksize, strides, padding), x.dtype)
+
+
+def _argmax_taps(x, ksize, strides, padding):
+    """Per output element: the max over its window and the index (i * KW + j) of
+    the first tap attaining it (TF's tie rule); padding never wins."""
+    out_hw, pads = _geometry(None, x.shape[1:3], ksize, strides, _ONES, padding, "")
+    xp = _pad(x, pads, -np.inf)
+    best = idx = None
+    for i, j, sl in _taps(ksize, out_hw, strides, _ONES):
+        v = xp[sl]
+        if best is None:
+            best, idx = v.copy(), np.zeros(v.shape, np.intp)
+        else:
+            better = v > best  # strict: an equal later tap does not take over
+            np.copyto(best, v, where=better)
+            np.copyto(idx, i * ksize[1] + j, where=better)
+    return best, idx, out_hw, pads
+
+
+def _max_pool_kernel(x, ksize, strides, padding):
+    return _argmax_taps(x, ksize, strides, padding)[0]
+
+
+def _max_pool_grad(e, g):
+    return [max_pool2d_grad(e.inputs[0], g, **e.attrs)]
+
+
+@declare(kernel=_max_pool_kernel, infer=_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS)
+def max_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
+    """Maximum over ksize windows of an NHWC ``input``; SAME padding never wins."""
+    return (input,), _pool_attrs("max_pool2d", ksize, strides, padding)
+
+
+def _pool_grad_infer(op, x: Spec, g: Spec, ksize, strides, padding) -> Spec:
+    _check_image(op, x)
+    _check_image(op, g, "grad")
+    inf.check_same_dtype(op, x, g)
+    want = _pool_shape(op, x, ksize, strides, padding)
+    for a, b in zip(g.shape, want):
+        _match(op, a, b, f"grad has shape {inf.fmt_shape(g.shape)}, expected the pooled shape "
+                         f"{inf.fmt_shape(want)} of input {inf.fmt_shape(x.shape)}")
+    return x
+
+
+def _max_pool_grad_kernel(x, g, ksize, strides, padding):
+    _, idx, out_hw, pads = _argmax_taps(x, ksize, strides, padding)
+    (t, b), (l, r) = pads
+    dxp = np.zeros((x.shape[0], x.shape[1] + t + b, x.shape[2] + l + r, x.shape[3]), dtype=g.dtype)
+    for i, j, sl in _taps(ksize, out_hw, strides, _ONES):
+        dxp[sl] += np.where(idx == i * ksize[1] + j, g, 0)
+    return _crop(dxp, pads, x.shape[1:3])
+
+
+def _max_pool_grad_grad(e, gg):
+    # Linear in g (routing fixed by x); piecewise constant in x.
+    x, g = e.inputs
+    return [zeros_like_(x) if e.needs_grad(0) else None,
+            max_pool2d_grad_grad(x, gg, **e.attrs) if e.needs_grad(1) else None]
+
+
+@declare(kernel=_max_pool_grad_kernel, infer=_pool_grad_infer, grad=_max_pool_grad_grad, attrs=_POOL_ATTRS)
+def max_pool2d_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
+    """Gradient of max_pool2d: each window's ``grad`` goes to the first maximum of
+    ``input`` in that window."""
+    return (input, grad), _pool_attrs("max_pool2d_grad", ksize, strides, padding)
+
+
+def _max_pool_gg_infer(op, x: Spec, gg: Spec, ksize, strides, padding) -> Spec:
+    _check_image(op, x)
+    _check_image(op, gg, "grad")
+    inf.check_same_dtype(op, x, gg)
+    _match(op, tuple(x.shape), tuple(gg.shape), f"grad has shape {inf.fmt_shape(gg.shape)}, expected the "
+                                                f"input's shape {inf.fmt_shape(x.shape)}")
+    return Spec(_pool_shape(op, x, ksize, strides, padding), x.dtype)
+
+
+def _max_pool_gg_kernel(x, gg, ksize, strides, padding):
+    _, idx, out_hw, pads = _argmax_taps(x, ksize, strides, padding)
+    ggp = _pad(gg, pads)
+    out = np.zeros(idx.shape, dtype=gg.dtype)
+    for i, j, sl in _taps(ksize, out_hw, strides, _ONES):
+        np.copyto(out, ggp[sl], where=idx == i * ksize[1] + j)
+    return out
+
+
+def _max_pool_gg_grad(e, g):
+    x, _ = e.inputs
+    return [zeros_like_(x) if e.needs_grad(0) else None,
+            max_pool2d_grad(x, g, **e.attrs) if e.needs_grad(1) else None]
+
+
+@declare(kernel=_max_pool_gg_kernel, infer=_max_pool_gg_infer, grad=_max_pool_gg_grad, attrs=_POOL_ATTRS)
+def max_pool2d_grad_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
+    """The transpose of max_pool2d_grad in its ``grad``: picks, per window, ``grad``
+    at the window's first maximum of ``input`` (for second derivatives)."""
+    return (input, grad), _pool_attrs("max_pool2d_grad_grad", ksize, strides, padding)
+
+
+def _avg_counts(in_hw, ksize, strides, padding):
+    """How many real (non-padding) elements each window covers, shape (1, Ho, Wo, 1)."""
+    out_hw, pads = _geometry(None, in_hw, ksize, strides, _ONES, padding, "")
+    onesp = _pad(np.ones((1,) + tuple(in_hw) + (1,)), pads)
+    counts = np.zeros((1,) + out_hw + (1,))
+    for _, _, sl in _taps(ksize, out_hw, strides, _ONES):
+        counts += onesp[sl]
+    return counts, out_hw, pads
+
+
+def _avg_pool_kernel(x, ksize, strides, padding):
+    counts, out_hw, pads = _avg_counts(x.shape[1:3], ksize, strides, padding)
+    xp = _pad(x, pads)
+    out = np.zeros((x.shape[0],) + out_hw + (x.shape[3],), dtype=x.dtype)
+    for _, _, sl in _taps(ksize, out_hw, strides, _ONES):
+        out += xp[sl]
+    return out / counts.astype(x.dtype)
+
+
+def _avg_pool_grad(e, g):
+    x = e.inputs[0]
+    return [avg_pool2d_grad(_static_hw(e, x, "input"), g, **e.attrs)]
+
+
+@declare(kernel=_avg_pool_kernel, infer=_pool_infer, grad=_avg_pool_grad, attrs=_POOL_ATTRS)
+def avg_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
+    """Mean over ksize windows of an NHWC ``input``; SAME padding is not counted."""
+    return (input,), _pool_attrs("avg_pool2d", ksize, strides, padding)
+
+
+def _avg_grad_kernel(g, input_hw, ksize, strides, padding):
+    counts, out_hw, pads = _avg_counts(input_hw, ksize, strides, padding)
+    (t, b), (l, r) = pads
+    gd = g / counts.astype(g.dtype)
+    dxp = np.zeros((g.shape[0], input_hw[0] + t + b, input_hw[1] + l + r, g.shape[3]), dtype=g.dtype)
+    for _, _, sl in _taps(ksize, out_hw, strides, _ONES):
+        dxp[sl] += gd
+    return _crop(dxp, pads, input_hw)
+
+
+def _avg_grad_infer(op, g: Spec, input_hw, ksize, strides, padding) -> Spec:
+    _check_image(op, g, "grad")
+    if len(input_hw) != 2:
+        raise ValueError(f"{op.name}: input_hw must have 2 elements, got {tuple(input_hw)}")
+    x = Spec((g.shape[0],) + tuple(input_hw) + (g.shape[3],), g.dtype)
+    want = _pool_shape(op, x, ksize, strides, padding)
+    for a, b in zip(g.shape, want):
+        _match(op, a, b, f"grad has shape {inf.fmt_shape(g.shape)}, expected the pooled shape "
+                         f"{inf.fmt_shape(want)} of an input of height/width {tuple(input_hw)}")
+    return x
+
+
+def _avg_grad_grad(e, gg):
+    a = e.attrs
+    return [avg_pool2d(gg, a["ksize"], a["strides"], a["padding"])]
+
+
+@declare(kernel=_avg_grad_kernel, infer=_avg_grad_infer, grad=_avg_grad_grad,
+         attrs={"input_hw": "ints", **_POOL_ATTRS})
+def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
+    """Gradient of avg_pool2d for an input of spatial size ``input_hw``: each window's
+    ``grad`` spread evenly over its real elements."""
+    hw = tuple(int(v) for v in input_hw)
+    if len(hw) == 4:
+        hw = hw[1:3]
+    return (grad,), {"input_hw": hw, **_pool_attrs("avg_pool2d_grad", ksize, strides, padding)}
+
+
+# -- dropout ------------------------------------------------------------------------------
+
+# An explicit seed gives the same mask on every call, eager or compiled, because
+# the mask comes from this op's kernel alone; without one, tfc.random's global stream.
+def _mask_kernel(x, rate, noise_shape, seed):
+    shape = x.shape if noise_shape is None else noise_shape
+    rng = generator(seed)
+    keep = rng.random(shape) >= rate
+    return keep * np.asarray(1.0 / (1.0 - rate), dtype=x.dtype)
+
+
+def _mask_infer(op, x: Spec, rate, noise_shape, seed) -> Spec:
+    inf.check_dtype(op, x, FLOATS)
+    if not 0 <= rate < 1:
+        raise ValueError(f"{op.name}: rate must be in [0, 1), got {rate}")
+    if noise_shape is None:
+        return x
+    bad = len(noise_shape) != x.ndim or any(
+        n != 1 and d is not None and n != d for n, d in zip(noise_shape, x.shape))
+    if bad:
+        raise ValueError(f"{op.name}: noise_shape {tuple(noise_shape)} does not broadcast to the shape "
+                         f"{inf.fmt_shape(x.shape)} of x (same rank; each dimension 1 or equal)")
+    return Spec(tuple(noise_shape), x.dtype)
+
+
+@declare(kernel=_mask_kernel, infer=_mask_infer, stateful=True,
+         attrs={"rate": "float", "noise_shape": "ints?", "seed": "seed"})
+def dropout_mask(x, rate, noise_shape=None, seed=None):
+    """A random mask for dropout of ``x``: 0 with probability ``rate``, else
+    1/(1 - rate); shaped ``noise_shape`` (broadcastable to x) or like x. Only x's
+    shape and dtype are read. Not differentiable (a sample)."""
+    return (x,), {"rate": float(rate), "noise_shape": None if noise_shape is None else tuple(noise_shape),
+                  "seed": None if seed is None else int(seed)}
+
+
+def dropout(x, rate, noise_shape=None, seed=None):
+    """Zeroes elements of ``x`` with probability ``rate`` and scales the rest by
+    1/(1 - rate) (TensorFlow's semantics); ``noise_shape`` shares one draw along
+    its size-1 dimensions. The gradient is the same mask times the incoming one."""
+    x = convert_to_tensor(x)
+    if not x.dtype.is_floating:
+        raise TypeError(f"dropout: x has dtype {x.dtype.name}; expected one of {inf.dtype_names(FLOATS)}")
+    if isinstance(rate, Tensor):
+        rate = float(rate)
+    if isinstance(rate, bool) or not isinstance(rate, (int, float, np.number)):
+        raise TypeError(f"dropout: rate must be a number, got {rate!r}")
+    if not 0 <= rate < 1:
+        raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"dropout: seed must be an int or None, got {seed!r}")
+    if rate == 0:
+        return x
+    if noise_shape is not None:
+        if isinstance(noise_shape, Tensor):
+            noise_shape = noise_shape.numpy().tolist()
+        noise_shape = tuple(noise_shape)
+        if len(noise_shape) != x.ndim:
+            raise ValueError(f"dropout: noise_shape {noise_shape} must have the rank of x, shape "
+                             f"{inf.fmt_shape(x.shape)}")
+        # TF: a None entry takes x's dimension.
+        noise_shape = tuple(d if n is None else int(n) for n, d in zip(noise_shape, x.shape))
+    from tfc.ops.math import multiply
+
+    return multiply(x, dropout_mask(x, rate, noise_shape, seed))
+
+
+def zeros_like_(x):
+    from tfc.ops.creation import zeros_like
+
+    return zeros_like(x)
+

@@ -1,0 +1,1 @@
+"""IR passes, one module per pass; pipeline.py chains them."""

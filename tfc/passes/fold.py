@@ -1,0 +1,61 @@
+"""Constant folding through the registry kernels: an op whose operands are all
+``tfc.constant``s becomes a constant computed by its eager kernel. Stateful ops
+are never folded, and results bigger than their inputs (beyond FOLD_LIMIT
+elements) are left alone so a ``zeros([1000, 1000])`` does not become a
+megabyte of IR text."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from tfc.dialects.tensor import ConstantOp, RegistryOp, spec_of
+
+FOLD_LIMIT = 1024
+
+
+def _size(t) -> int | None:
+    s = spec_of(t).shape
+    if any(d is None for d in s):
+        return None
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+def try_fold(op) -> bool:
+    """Fold one op in place; True if it was replaced."""
+    from tfc.backends.reference import run_registry_op
+
+    if not isinstance(op, RegistryOp) or op.OPDEF.stateful:
+        return False
+    if not all(isinstance(o.owner, ConstantOp) for o in op.operands):
+        return False
+    out_sizes = [_size(r.type) for r in op.results]
+    if any(s is None for s in out_sizes):
+        return False
+    in_size = sum(_size(o.type) for o in op.operands)
+    if sum(out_sizes) > max(FOLD_LIMIT, in_size):
+        return False
+    env = {o: o.owner.numpy() for o in op.operands}
+    try:
+        run_registry_op(op, env)
+    except Exception:  # noqa: BLE001 - a kernel error is reported when the function runs, not here
+        return False
+    new = [ConstantOp.from_numpy(env[r], spec_of(r.type).dtype) for r in op.results]
+    for c in new:
+        c.location = op.location
+    Rewriter.replace_op(op, new, [c.result for c in new])
+    return True
+
+
+@dataclass(frozen=True)
+class ConstantFoldPass(ModulePass):
+    name = "tfc-fold"
+
+    def apply(self, ctx, op) -> None:
+        for inner in list(op.walk()):
+            if inner.parent is not None:  # not erased by an earlier fold
+                try_fold(inner)

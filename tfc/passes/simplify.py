@@ -1,0 +1,105 @@
+"""Algebraic simplification: x*1, x+0, x-0 -> x; x-x -> 0 for integers;
+x**2, x**3 -> multiplications; transpose(transpose(x)) -> one transpose (or x);
+reshape(reshape(x)) -> one reshape. A rewrite applies only when the result keeps
+its type (so a broadcasting x*1 stays)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from tfc.dialects.tensor import ConstantOp, RegistryOp, build_op, spec_of
+
+
+def const_value(ssa):
+    return ssa.owner.numpy() if isinstance(ssa.owner, ConstantOp) else None
+
+
+def _is(ssa, value) -> bool:
+    v = const_value(ssa)
+    return v is not None and v.size > 0 and bool(np.all(v == value))
+
+
+def _name(ssa):
+    return ssa.owner.OPDEF.name if isinstance(ssa.owner, RegistryOp) else None
+
+
+def _replace(op, new_ops, value):
+    for n in new_ops:
+        n.location = op.location
+    Rewriter.replace_op(op, new_ops, [value])
+
+
+def simplify_op(op) -> bool:
+    """Apply the first rule that matches ``op``; True if the IR changed."""
+    if not isinstance(op, RegistryOp) or len(op.results) != 1:
+        return False
+    name, args, res = op.OPDEF.name, list(op.operands), op.results[0]
+    same = [a.type == res.type for a in args]
+    if name == "multiply":
+        for i, j in ((0, 1), (1, 0)):
+            if same[i] and _is(args[j], 1):
+                _replace(op, [], args[i])
+                return True
+    if name == "add":
+        for i, j in ((0, 1), (1, 0)):
+            if same[i] and _is(args[j], 0):
+                _replace(op, [], args[i])
+                return True
+    if name == "subtract":
+        if same[0] and _is(args[1], 0):
+            _replace(op, [], args[0])
+            return True
+        spec = spec_of(res.type)
+        if args[0] is args[1] and spec.dtype.is_integer and None not in spec.shape:
+            c = ConstantOp.from_numpy(np.zeros(spec.shape, spec.dtype.as_numpy_dtype), spec.dtype)
+            _replace(op, [c], c.result)
+            return True
+    if name == "pow" and same[0]:
+        for n in (2, 3):
+            v = const_value(args[1])
+            if v is not None and v.size == 1 and v.reshape(()) == n:
+                x = args[0]
+                sq = build_op("multiply", [x, x])
+                ops = [sq]
+                if n == 3:
+                    ops.append(build_op("multiply", [sq.results[0], x]))
+                _replace(op, ops, ops[-1].results[0])
+                return True
+    if name == "transpose" and _name(args[0]) == "transpose":
+        inner = args[0].owner
+        x = inner.operands[0]
+        rank = len(spec_of(x.type).shape)
+        p_in = inner.attr_values["perm"] or tuple(reversed(range(rank)))
+        p_out = op.attr_values["perm"] or tuple(reversed(range(rank)))
+        perm = tuple(p_in[j] for j in p_out)
+        if perm == tuple(range(rank)) and x.type == res.type:
+            _replace(op, [], x)
+        else:
+            t = build_op("transpose", [x], {"perm": perm}, result_types=[res.type])
+            _replace(op, [t], t.results[0])
+        return True
+    if name == "reshape" and _name(args[0]) == "reshape":
+        x = args[0].owner.operands[0]
+        if x.type == res.type:
+            _replace(op, [], x)
+        else:
+            r = build_op("reshape", [x], op.attr_values, result_types=[res.type])
+            _replace(op, [r], r.results[0])
+        return True
+    return False
+
+
+@dataclass(frozen=True)
+class SimplifyPass(ModulePass):
+    name = "tfc-simplify"
+
+    def apply(self, ctx, op) -> None:
+        changed = True
+        while changed:
+            changed = False
+            for inner in list(op.walk()):
+                if inner.parent is not None and simplify_op(inner):
+                    changed = True

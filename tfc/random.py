@@ -1,0 +1,4 @@
+"""``tfc.random``: random tensors and the global seed."""
+from tfc.ops.random import normal, set_seed, uniform  # noqa: F401
+
+__all__ = ["uniform", "normal", "set_seed"]
