@@ -259,7 +259,8 @@ def _relu_kernel(x):
 
 
 def _relu_grad(e, g):
-    return [where(greater(e.inputs[0], 0), g, zeros_like_(g))]
+    # g * (x > 0), as TensorFlow's ReluGrad: np.where costs ten times a multiply
+    return [g * cast(greater(e.inputs[0], 0), g.dtype)]
 
 
 relu = _unary("relu", _relu_kernel, _relu_grad, NUMERIC, doc="max(x, 0)")
