@@ -38,6 +38,8 @@ def subtract(x, y):
 
 def _mul_grad(e, g):
     x, y = e.inputs
+    if x is y and e.needs_grad(0):  # x * x: one product 2gx, not gy + gx (two full-size temporaries fewer)
+        return [g * (x + x), None]
     return [
         unbroadcast(g * y, x.shape) if e.needs_grad(0) else None,
         unbroadcast(g * x, y.shape) if e.needs_grad(1) else None,
