@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 
@@ -63,10 +64,28 @@ class Variable(Tensor):
         return self
 
     def assign_add(self, delta) -> "Variable":
-        return self.assign(self.read_value() + delta)
+        if not self._update_in_place(np.add, delta):
+            self.assign(self.read_value() + delta)
+        return self
 
     def assign_sub(self, delta) -> "Variable":
-        return self.assign(self.read_value() - delta)
+        if not self._update_in_place(np.subtract, delta):
+            self.assign(self.read_value() - delta)
+        return self
+
+    def _update_in_place(self, ufunc, delta) -> bool:
+        """Update in place when nothing else can see the array (eager, no tape,
+        no tensor sharing it: CPython's reference count proves it); a fresh
+        array per step costs page faults on large variables."""
+        from tfc.core.context import TAPES
+
+        v = self._value
+        if (STATE.builder is not None or TAPES or not isinstance(v, np.ndarray)
+                or sys.getrefcount(v) > 3 or not isinstance(delta, Tensor)
+                or delta.dtype != self.dtype or tuple(delta.shape) != v.shape):
+            return False
+        ufunc(v, delta._value, out=v)
+        return True
 
     @property
     def shape(self) -> tuple:
