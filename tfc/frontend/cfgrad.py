@@ -283,17 +283,22 @@ def call_recorded(conc, tensors):
                 if tape._watch_accessed_variables:
                     tape._watch_variable(v)
     outs = [x for x in nest.flatten(result) if isinstance(x, Tensor)]
+    # Unwatched variables get no gradient, as eagerly (they stay in the backward
+    # function's inputs, whose gradient is then not used).
+    keep = [k for k, v in enumerate(conc.variables) if any(id(v) in tape._tracked for tape in TAPES)]
     if outs:
-        record(CallGrad(conc, values), inputs + list(conc.variables), outs if len(outs) > 1 else outs[0], {})
+        record(CallGrad(conc, values, keep), inputs + [conc.variables[k] for k in keep],
+               outs if len(outs) > 1 else outs[0], {})
     return result
 
 
 class CallGrad:
     """Tape stand-in for one call of a ConcreteFunction."""
 
-    def __init__(self, conc, values):
+    def __init__(self, conc, values, keep):
         self.conc = conc
-        self.values = values
+        self.values = values  # every variable's value at call time
+        self.keep = keep  # the variables that are inputs of the tape entry
         self.name = f"call of {conc.name}"
 
     def grad(self, entry, g):
@@ -307,17 +312,14 @@ class CallGrad:
         gs = g if isinstance(g, list) else [g]
         n = len(conc.input_specs)
         bwd, fo, fi, fv = backward_function(conc)
-        snaps = []
-        for var, value in zip(entry.inputs[n:], self.values):
-            t = wrap(value)
-            record(READ_VARIABLE, [var], t, {})  # outer tapes: the snapshot depends on the variable
-            snaps.append(t)
-        res = bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo])
-        res = list(res)
-        out = [None] * len(entry.inputs)
-        for k, gk in zip(fi + [n + k for k in fv], res):
-            if entry.needs_grad(k):
-                out[k] = gk
+        snaps = [wrap(value) for value in self.values]
+        for j, k in enumerate(self.keep):  # outer tapes: a snapshot depends on its variable
+            record(READ_VARIABLE, [entry.inputs[n + j]], snaps[k], {})
+        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo]))
+        grads = dict(zip(fi, res[:len(fi)]))
+        var_grads = dict(zip(fv, res[len(fi):]))
+        out = [grads.get(k) if entry.needs_grad(k) else None for k in range(n)]
+        out += [var_grads.get(k) if entry.needs_grad(n + j) else None for j, k in enumerate(self.keep)]
         return out
 
 

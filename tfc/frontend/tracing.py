@@ -367,6 +367,13 @@ class FunctionBuilder:
             if id(t) not in seen:
                 seen.add(id(t))
                 inputs.append(t)
+                if isinstance(t, Variable):  # read inside, where tapes were off
+                    if t.trainable:
+                        for tape in TAPES:
+                            if tape._watch_accessed_variables:
+                                tape._watch_variable(t)
+                    if not any(id(t) in tape._tracked for tape in TAPES):
+                        inputs.pop()  # unwatched: no gradient, as eagerly
         record(grad_op, inputs, outputs if len(outputs) > 1 else outputs[0], attrs)
 
     @staticmethod
