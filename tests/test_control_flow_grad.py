@@ -225,6 +225,42 @@ def test_loop_variable_changing_shape_is_not_implemented():
         g(f64([1.0]))
 
 
+def rnn(xs, w):
+    n = xs.shape[0]
+    ta = tfc.TensorArray(tfc.float64, size=n, element_shape=(2,))
+    h = tfc.zeros((2,), tfc.float64)
+    for i in tfc.range(n):  # a tfc.while carrying a fixed-size TensorArray
+        h = tfc.tanh(h * w + tfc.gather(xs, i, axis=0))
+        ta = ta.write(i, h)
+    return ta.stack() ** 2
+
+
+def test_autograph_loop_writing_a_tensor_array():
+    xs = np.random.default_rng(0).normal(size=(4, 2))
+    w = np.array([0.5, -0.3])
+    got = grads_inside(rnn)(f64(xs), f64(w))
+    assert_grads(got, eager_grads(rnn, f64(xs), f64(w)))
+    assert_grads(got, numeric_grad(rnn, [xs, w]), rtol=1e-6, atol=1e-7)
+
+
+def test_second_order_through_while_loop():
+    def loop(x):
+        return tfc.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, tfc.sin(x) * x),
+                              [tfc.constant(0), x], maximum_iterations=3)[1]
+
+    def d2(x):
+        with tfc.GradientTape() as t2:
+            t2.watch(x)
+            with tfc.GradientTape() as t1:
+                t1.watch(x)
+                y = loop(x)
+            g = t1.gradient(y, x)
+        return t2.gradient(g, x)
+
+    x = f64(0.7)
+    np.testing.assert_allclose(tfc.function(d2)(x).numpy(), d2(x).numpy(), rtol=1e-10)
+
+
 # -- eager tape around a compiled call ------------------------------------------------------
 
 
@@ -305,6 +341,16 @@ def test_second_order_around_compiled_call():
         g = t1.gradient(y, x)
     assert g.numpy() == 12.0
     assert t2.gradient(g, x).numpy() == 12.0
+
+
+def test_second_order_around_compiled_call_with_variable():
+    v = tfc.Variable(np.float64(2.0))
+    f = tfc.function(lambda x: x * v * v)
+    with tfc.GradientTape() as t2:
+        with tfc.GradientTape() as t1:
+            y = f(f64(3.0))
+        gv = t1.gradient(y, v)
+    assert gv.numpy() == 12.0 and t2.gradient(gv, v).numpy() == 6.0
 
 
 def test_training_loop_compiled_step_tape_outside_matches_eager():
