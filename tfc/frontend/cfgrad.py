@@ -22,9 +22,11 @@ lists, prints) and what is differentiated is exactly what was compiled.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
-from tfc.core.tensor import Tensor, wrap
+from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
 
@@ -189,8 +191,6 @@ class WhileGrad:
         from tfc.ops.control_flow import tensor_array_write
         from tfc.ops.creation import zeros, zeros_like
         from tfc.ops.shapes import gather
-        from tfc.core.tensor import convert_to_tensor
-        import numpy as np
 
         builder = STATE.builder
         op, n = entry.attrs["op"], entry.attrs["n_init"]
@@ -271,7 +271,6 @@ def watched(conc, tensors) -> bool:
 def call_recorded(conc, tensors):
     """Run ``conc`` on ``tensors`` and record the call as one tape entry."""
     from tfc.core.tape import _tapes_suspended, record
-    from tfc.core.tensor import convert_to_tensor
 
     inputs = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in tensors]
     values = [v._value for v in conc.variables]  # the values the call reads (it may assign)
