@@ -401,3 +401,29 @@ def test_stateful_op_in_differentiated_call_is_not_implemented():
         y = f(tfc.cast(x, tfc.float32))
     with pytest.raises(NotImplementedError, match="stateful op"):
         tape.gradient(y, x)
+
+
+def test_assign_inside_a_differentiated_branch_is_not_implemented():
+    v = tfc.Variable(np.float64(1.0))
+
+    def branch(x):
+        v.assign(x)
+        return x * 2.0
+
+    @tfc.function
+    def g(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = tfc.cond(x > 0, lambda: branch(x), lambda: x)
+        return t.gradient(y, x)
+
+    with pytest.raises(NotImplementedError, match="assigns the variable"):
+        g(f64(2.0))
+
+
+def test_eager_control_flow_still_differentiates_op_by_op():
+    x = f64(1.5)
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = tfc.while_loop(lambda x: x < 10.0, lambda x: tfc.cond(x > 2.0, lambda: x * x, lambda: x * 3.0), x)
+    np.testing.assert_allclose(t.gradient(y, x).numpy(), 3.0 * 2 * 4.5)  # 1.5 -> 4.5 -> 20.25
