@@ -213,16 +213,16 @@ def test_second_order_gradient_inside_function():
     np.testing.assert_allclose(d2(tfc.constant([1.0, 2.0])).numpy(), [6.0, 12.0])
 
 
-def test_gradient_through_cond_is_not_silently_wrong():
+def test_gradient_through_cond():
     @tfc.function
-    def f(x):
+    def f(x, p):
         with tfc.GradientTape() as t:
             t.watch(x)
-            y = STATE.builder.cond(tfc.constant(True), lambda: x * x, lambda: x)
+            y = STATE.builder.cond(p, lambda: x * x, lambda: x)
         return t.gradient(y, x)
 
-    with pytest.raises(NotImplementedError, match="gradient through tfc.cond"):
-        f(tfc.constant(2.0))
+    assert f(tfc.constant(2.0), tfc.constant(True)).numpy() == 4.0
+    assert f(tfc.constant(2.0), tfc.constant(False)).numpy() == 1.0
 
 
 def test_ops_carry_the_user_location():

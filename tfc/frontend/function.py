@@ -385,7 +385,8 @@ class ConcreteFunction:
                 raise ValueError(f"{self.name}: tensor argument {i} is {Spec(tuple(t.shape), t.dtype)}, "
                                  f"the function was compiled for {spec}")
             arrays.append(t._value)
-        self._check_tapes(tensors)
+        if TAPES and self._watched(tensors):
+            return self._call_recorded(tensors)
         cells = [Cell(v._value) for v in self.variables]
         if self._executor is None:
             self._executor = Executor(self.module)
@@ -398,14 +399,16 @@ class ConcreteFunction:
         return nest.pack_sequence_as(self._out_structure, flat) if nest.is_nested(self._out_structure) \
             else flat[0]
 
-    def _check_tapes(self, tensors):
-        for tape in TAPES:
-            watched = any(id(t) in tape._tracked for t in tensors) or (
-                tape._watch_accessed_variables and any(v.trainable for v in self.variables))
-            if watched:
-                raise NotImplementedError(
-                    f"gradients through a compiled call of {self.name} are not implemented yet: "
-                    "put the GradientTape inside the tfc.function")
+    def _watched(self, tensors) -> bool:
+        from tfc.frontend.cfgrad import watched
+
+        return watched(self, tensors)
+
+    def _call_recorded(self, tensors):
+        """The call as one tape entry; its gradient runs a compiled backward function."""
+        from tfc.frontend.cfgrad import call_recorded
+
+        return call_recorded(self, tensors)
 
 
 def function(f=None, input_signature=None, autograph=True, target="cpu", verify=False):

@@ -136,19 +136,6 @@ def _relax(a: Spec, b: Spec, what: str) -> Spec:
     return Spec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
 
 
-class _RegionOpGrad:
-    """Tape stand-in for tfc.cond/tfc.while_loop: their gradient is not implemented."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def grad(self, entry, g):
-        raise NotImplementedError(
-            f"the gradient through {self.name} is not implemented yet; compute the "
-            f"differentiable part outside {self.name}"
-        )
-
-
 class FunctionBuilder:
     """Builds one ``func.func`` while a Python function is traced."""
 
@@ -160,6 +147,7 @@ class FunctionBuilder:
         self.entry = Block()
         self._stack = [self.entry]
         self._captures: list[list | None] = [None]  # per open region: outer values it used
+        self._block_caps: dict[int, list] = {}  # id(region block) -> its captures, to re-enter it
         self._consts: dict[tuple, tuple] = {}  # key (see lift) -> (tensor, ssa)
         self._last_const = None
         self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
@@ -204,9 +192,13 @@ class FunctionBuilder:
                 raise ValueError(
                     f"{_where()}: a symbolic tensor of another traced function was used here "
                     "(tensors do not leak between tfc.function traces); pass it as an argument")
-            caps = self._captures[-1]
-            if caps is not None and not self._defined_inside(t._ssa):
-                caps.append(t)
+            # Every open region the value comes from outside of captures it (a
+            # nested region's captures are its parent's too).
+            for k in range(len(self._stack) - 1, 0, -1):
+                if self._defined_inside(t._ssa, self._stack[k]):
+                    break
+                if self._captures[k] is not None:
+                    self._captures[k].append(t)
             return t._ssa
         if isinstance(t, Variable):
             return self.read_variable(t)._ssa
@@ -236,12 +228,22 @@ class FunctionBuilder:
         self._consts[key] = (t, op.result)
         return op.result
 
-    def _defined_inside(self, ssa) -> bool:
-        """Is ``ssa`` defined in the innermost open region?"""
+    def _enter(self, block):
+        """Re-open a traced region's block (to add its terminator): values used
+        there are captured by it as by its trace."""
+        self._stack.append(block)
+        self._captures.append(self._block_caps.get(id(block)))
+
+    def _leave(self):
+        self._stack.pop()
+        self._captures.pop()
+
+    def _defined_inside(self, ssa, inner=None) -> bool:
+        """Is ``ssa`` defined in ``inner`` (default: the innermost open region)?"""
         from xdsl.ir import BlockArgument
 
         block = ssa.block if isinstance(ssa, BlockArgument) else ssa.owner.parent_block()
-        inner = self._stack[-1]
+        inner = self._stack[-1] if inner is None else inner
         while block is not None:
             if block is inner:
                 return True
@@ -290,9 +292,9 @@ class FunctionBuilder:
 
         ref = self._var_ref(var)
         op = self._insert(ReadVariableOp.create(operands=[ref], result_types=[ref.type.tensor]))
-        caps = self._captures[-1]
-        if caps is not None:
-            caps.append(var)
+        for caps in self._captures:
+            if caps is not None:
+                caps.append(var)
         t = self._wrap(op.result)
         if TAPES:
             from tfc.core.tape import READ_VARIABLE, record
@@ -321,6 +323,8 @@ class FunctionBuilder:
         block = Block(arg_types=list(arg_types))
         self._stack.append(block)
         self._captures.append([] if capture else None)
+        if capture:
+            self._block_caps[id(block)] = self._captures[-1]
         saved = TAPES[:]
         TAPES.clear()  # ops inside a region are not differentiated one by one
         try:
@@ -342,26 +346,35 @@ class FunctionBuilder:
     def _yield(self, block, tensors, terminator=None):
         from tfc.dialects.tensor import YieldOp
 
-        self._stack.append(block)
+        self._enter(block)
         try:
             values = [self.lift(t) for t in tensors]
             op = terminator(values) if terminator else YieldOp(values)
             self._insert(op)
         finally:
-            self._stack.pop()
+            self._leave()
         return values
 
-    def _record_region(self, name, captured, outputs):
+    def _record_region(self, grad_op, captured, outputs, attrs, prefix=()):
+        """One tape entry for a whole region op (see tfc.frontend.cfgrad): its
+        inputs are ``prefix`` (the loop's initial values) then the captured values."""
         if not TAPES or not outputs:
             return
         from tfc.core.tape import record
 
-        seen, inputs = set(), []
+        seen, inputs = set(), list(prefix)
         for t in captured:
             if id(t) not in seen:
                 seen.add(id(t))
                 inputs.append(t)
-        record(_RegionOpGrad(name), inputs, outputs if len(outputs) > 1 else outputs[0], {})
+                if isinstance(t, Variable):  # read inside, where tapes were off
+                    if t.trainable:
+                        for tape in TAPES:
+                            if tape._watch_accessed_variables:
+                                tape._watch_variable(t)
+                    if not any(id(t) in tape._tracked for tape in TAPES):
+                        inputs.pop()  # unwatched: no gradient, as eagerly
+        record(grad_op, inputs, outputs if len(outputs) > 1 else outputs[0], attrs)
 
     @staticmethod
     def _expand(leaves, what, partner=None):
@@ -433,12 +446,12 @@ class FunctionBuilder:
         tleaves, fleaves = nest.flatten(tres), nest.flatten(fres)
         flats = []
         for block, leaves, other, what in ((tb, tleaves, fleaves, "true_fn"), (fb, fleaves, tleaves, "false_fn")):
-            self._stack.append(block)
+            self._enter(block)
             try:
                 items, templates = self._expand(leaves, "tfc.cond", other)
                 flats.append((self._as_tensors(items, f"tfc.cond's {what}"), templates))
             finally:
-                self._stack.pop()
+                self._leave()
         (tflat, ttemps), (fflat, ftemps) = flats
         self._check_templates(ttemps, ftemps, "tfc.cond")
         specs = [_relax(Spec(tuple(a.shape), a.dtype), Spec(tuple(b.shape), b.dtype),
@@ -450,7 +463,9 @@ class FunctionBuilder:
             operands=[p], result_types=[tensor_type(s.shape, s.dtype) for s in specs],
             regions=[Region(tb), Region(fb)]))
         outs = [self._wrap(r) for r in op.results]
-        self._record_region("tfc.cond", tcaps + fcaps, outs)
+        from tfc.frontend.cfgrad import CondGrad
+
+        self._record_region(CondGrad(), tcaps + fcaps, outs, {"op": op, "pred": pred})
         return nest.pack_sequence_as(tres, self._collapse(ttemps, outs))
 
     def while_loop(self, cond, body, loop_vars, maximum_iterations=None):
@@ -484,11 +499,11 @@ class FunctionBuilder:
         for _ in range(3):  # at most: trace, relax shapes, confirm
             types = [tensor_type(s.shape, s.dtype) for s in specs]
             cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, templates, list(a)), types)
-            self._stack.append(cblock)
+            self._enter(cblock)
             try:
                 (c,) = self._as_tensors([cres], "tfc.while_loop's cond")
             finally:
-                self._stack.pop()
+                self._leave()
             if c.dtype != dtypes.bool_ or tuple(c.shape) not in ((), (1,)):
                 raise TypeError(f"{_where()}: tfc.while_loop: cond must return a scalar bool tensor, "
                                 f"got {c.dtype.name} {tuple(c.shape)}")
@@ -497,13 +512,13 @@ class FunctionBuilder:
             if nest.structure_signature(bres) != nest.structure_signature(list(structure)) and \
                     nest.structure_signature(tuple(bres)) != nest.structure_signature(tuple(structure)):
                 raise ValueError(f"{_where()}: tfc.while_loop: body must return the structure of loop_vars")
-            self._stack.append(bblock)
+            self._enter(bblock)
             try:
                 bitems, btemps = self._expand(nest.flatten(bres), "tfc.while_loop", leaves)
                 self._check_templates(templates, btemps, "tfc.while_loop's loop variables")
                 bflat = self._as_tensors(bitems, "tfc.while_loop's body")
             finally:
-                self._stack.pop()
+                self._leave()
             new = [_relax(s, Spec(tuple(b.shape), b.dtype), f"{_where()}: tfc.while_loop: loop variable {i}")
                    for i, (s, b) in enumerate(zip(specs, bflat))]
             if new == specs:
@@ -519,7 +534,9 @@ class FunctionBuilder:
         op = self._insert(WhileOp.create(operands=inits, result_types=types,
                                          regions=[Region(cblock), Region(bblock)], properties=props))
         outs = [self._wrap(r) for r in op.results]
-        self._record_region("tfc.while_loop", init + ccaps + bcaps, outs)
+        from tfc.frontend.cfgrad import WhileGrad
+
+        self._record_region(WhileGrad(), ccaps + bcaps, outs, {"op": op, "n_init": len(init)}, init)
         packed = nest.pack_sequence_as(structure, self._collapse(templates, outs))
         return packed[0] if single else packed
 

@@ -1,0 +1,385 @@
+"""Gradients of compiled control flow (``tfc.cond``, ``tfc.while``) and of
+compiled calls (a ``tfc.function`` called under an eager GradientTape).
+
+All of them work by *replaying* already-built IR: ``Replay`` walks a block and
+re-emits each op through the tfc API (registry ops through ``execute``, nested
+regions through ``builder.cond`` / ``builder.while_loop``) so that a fresh
+tape records them. Replaying IR instead of calling the user's Python again
+means no Python side effect runs twice (AutoGraph's variable cells, appends to
+lists, prints) and what is differentiated is exactly what was compiled.
+
+- cond: one tape entry; its rule emits a new ``tfc.cond`` on the same predicate
+  whose branches replay the forward branches under a tape and yield the
+  vector-Jacobian products for the values the cond captured.
+- while: one tape entry; its rule emits the loop again with each iteration's
+  loop-carried state written to a buffer (size ``maximum_iterations``, or
+  growing), then a loop running backwards over the buffer, each iteration
+  replaying the body under a tape.
+- compiled call: one tape entry; its rule calls a second compiled function,
+  the backward function, built once per ConcreteFunction by replaying the
+  forward function under a tape (variables become plain tensor inputs holding
+  their values at call time).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import nest
+from tfc.core.context import STATE, TAPES
+from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.variable import Variable
+
+
+def _floating(t) -> bool:
+    return t.dtype.is_floating
+
+
+class Replay:
+    """Re-emits the ops of IR blocks into the function being traced.
+
+    ``env`` maps SSA values of the replayed IR to tensors; a value missing from
+    it is defined outside what is replayed and is used as is. ``read(ref)`` and
+    ``assign(ref, value, nested)`` say what variable reads and assignments become.
+    """
+
+    def __init__(self, builder, env, read, assign, nested=False):
+        self.builder = builder
+        self.env = env
+        self.read = read
+        self.assign = assign
+        self.nested = nested
+
+    def value(self, ssa):
+        t = self.env.get(ssa)
+        if t is None:
+            t = self.env[ssa] = self.builder._wrap(ssa)
+        return t
+
+    def block(self, block, args):
+        """Replay ``block`` with its arguments bound to ``args``; returns the
+        yielded tensors (a list), or the condition tensor of a tfc.while cond."""
+        from xdsl.dialects import func
+
+        from tfc.dialects.tensor import ConditionOp, YieldOp
+
+        child = Replay(self.builder, dict(self.env), self.read, self.assign, self.nested)
+        for a, v in zip(block.args, args):
+            child.env[a] = v
+        for op in block.ops:
+            if isinstance(op, (func.ReturnOp, YieldOp)):
+                return [child.value(v) for v in op.operands]
+            if isinstance(op, ConditionOp):
+                return child.value(op.cond)
+            child.op(op)
+        raise AssertionError("replayed block has no terminator")
+
+    def _nested(self):
+        return Replay(self.builder, self.env, self.read, self.assign, True)
+
+    def op(self, op):
+        from tfc.core.registry import execute
+        from tfc.dialects.tensor import (
+            AssertOp, AssignVariableOp, CondOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, WhileOp,
+        )
+
+        if isinstance(op, RegistryOp):
+            opdef = op.OPDEF
+            if opdef.stateful:
+                raise NotImplementedError(
+                    f"the gradient of compiled code containing the stateful op {opdef.name} is not "
+                    f"implemented (replaying it would not give the same values); compute it outside "
+                    f"the differentiated tfc.cond / tfc.while_loop / tfc.function")
+            out = execute(opdef, [self.value(v) for v in op.operands], op.attr_values)
+            outs = out if isinstance(out, list) else [out]
+            for r, t in zip(op.results, outs):
+                self.env[r] = t
+        elif isinstance(op, ConstantOp):
+            self.env[op.result] = wrap(op.numpy())
+        elif isinstance(op, ReadVariableOp):
+            self.env[op.result] = self.read(op.ref)
+        elif isinstance(op, AssignVariableOp):
+            self.assign(op.ref, self.value(op.value), self.nested)
+        elif isinstance(op, (PrintOp, AssertOp)):
+            pass  # they ran with the forward computation
+        elif isinstance(op, CondOp):
+            inner = self._nested()
+            outs = self.builder.cond(
+                self.value(op.pred),
+                lambda: tuple(inner.block(op.then_region.block, [])),
+                lambda: tuple(inner.block(op.else_region.block, [])))
+            for r, t in zip(op.results, nest.flatten(outs)):
+                self.env[r] = t
+        elif isinstance(op, WhileOp):
+            inner = self._nested()
+            limit = None if op.max_iterations is None else op.max_iterations.value.data
+            outs = self.builder.while_loop(
+                lambda *a: inner.block(op.cond_region.block, a),
+                lambda *a: tuple(inner.block(op.body_region.block, a)),
+                [self.value(v) for v in op.inits], limit)
+            for r, t in zip(op.results, outs):
+                self.env[r] = t
+        else:
+            raise NotImplementedError(f"the gradient of compiled code containing {op.name} is not implemented")
+
+
+def _region_replay(builder, captured, nested=True):
+    """A Replay for the regions of a traced op: captured tensors map to the very
+    objects the tape tracks, variables are read again (in the backward code)."""
+    env = {t._ssa: t for t in captured if not isinstance(t, Variable) and hasattr(t, "_ssa")}
+    refs = {arg: var for var, arg in builder._vars.values()}
+
+    def read(ref):
+        return builder.read_variable(refs[ref])
+
+    def assign(ref, value, nested):
+        raise NotImplementedError(
+            f"the gradient through compiled control flow that assigns the variable {refs[ref].name} "
+            "is not implemented; assign it outside the differentiated tfc.cond / tfc.while_loop")
+
+    return Replay(builder, env, read, assign, nested)
+
+
+def _vjp(builder, block, args, captured, sources, targets_idx, out_grads):
+    """Replay ``block`` on ``args`` under a fresh tape; the gradients of its
+    results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``."""
+    from tfc.core.tape import GradientTape
+
+    with GradientTape(watch_accessed_variables=False) as tape:
+        tape.watch(sources)
+        res = _region_replay(builder, captured).block(block, args)
+    if not sources:
+        return []
+    targets = [res[k] for k in targets_idx]
+    return tape.gradient(targets, list(sources), output_gradients=list(out_grads), unconnected_gradients="zero")
+
+
+class CondGrad:
+    """Tape stand-in for one tfc.cond; ``entry.inputs`` are the values its
+    branches captured, ``entry.attrs`` hold the IR op and the predicate."""
+
+    name = "tfc.cond"
+
+    def grad(self, entry, g):
+        builder = STATE.builder
+        op, pred = entry.attrs["op"], entry.attrs["pred"]
+        gs = g if isinstance(g, list) else [g]
+        captured = entry.inputs
+        want = [k for k, x in enumerate(captured) if entry.needs_grad(k) and _floating(x)]
+        out = [None] * len(captured)
+        if not want:
+            return out
+        fo = [k for k, o in enumerate(entry.outputs) if _floating(o)]
+        sources = [captured[k] for k in want]
+
+        def branch(region):
+            return lambda: tuple(_vjp(builder, region.block, [], captured, sources, fo, [gs[k] for k in fo]))
+
+        res = nest.flatten(builder.cond(pred, branch(op.then_region), branch(op.else_region)))
+        for k, gk in zip(want, res):
+            out[k] = gk
+        return out
+
+
+class WhileGrad:
+    """Tape stand-in for one tfc.while; ``entry.inputs`` are the initial loop
+    values (``attrs["n_init"]`` of them) then the captured values."""
+
+    name = "tfc.while_loop"
+
+    def grad(self, entry, g):
+        from tfc.dialects.tensor import spec_of
+        from tfc.ops.control_flow import tensor_array_write
+        from tfc.ops.creation import zeros, zeros_like
+        from tfc.ops.shapes import gather
+
+        builder = STATE.builder
+        op, n = entry.attrs["op"], entry.attrs["n_init"]
+        limit = None if op.max_iterations is None else op.max_iterations.value.data
+        init, captured = entry.inputs[:n], entry.inputs[n:]
+        specs = [spec_of(r.type) for r in op.results]
+        for k, s in enumerate(specs):
+            if any(d is None for d in s.shape):
+                raise NotImplementedError(
+                    f"the gradient of a tfc.while_loop whose loop variable {k} changes shape across iterations "
+                    f"(shape {s.shape}) is not implemented: each iteration's state is stored in a buffer, which "
+                    f"needs a fixed shape; keep loop variable shapes fixed (e.g. a TensorArray with a fixed size "
+                    f"and element_shape instead of a growing one)")
+        gs = g if isinstance(g, list) else [g]
+        fs = [k for k in range(n) if specs[k].dtype.is_floating]
+        want = [k for k, x in enumerate(captured) if entry.needs_grad(n + k) and _floating(x)]
+        out = [None] * len(entry.inputs)
+        if not fs:
+            return out
+        grow = limit is None
+        body, cond = op.body_region.block, op.cond_region.block
+
+        # 1. The loop again, keeping the state at the start of each iteration.
+        def hist_cond(*a):
+            return _region_replay(builder, captured).block(cond, a[:n])
+
+        def hist_body(*a):
+            state, i, bufs = a[:n], a[n], a[n + 1:]
+            bufs = [tensor_array_write(b, i, s, grow=grow) for b, s in zip(bufs, state)]
+            new = _region_replay(builder, captured).block(body, state)
+            return (*new, i + 1, *bufs)
+
+        start = convert_to_tensor(np.int32(0))
+        bufs0 = [zeros((limit or 0,) + s.shape, s.dtype) for s in specs]
+        hist = builder.while_loop(hist_cond, hist_body, [*init, start, *bufs0], limit)
+        count, bufs = hist[n], hist[n + 1:]
+
+        # 2. Backwards over the stored states: each step is the VJP of one body iteration.
+        sources_caps = [captured[k] for k in want]
+        nf = len(fs)
+
+        def bw_cond(j, *_):
+            from tfc.ops.math import greater_equal
+
+            return greater_equal(j, 0)
+
+        def bw_body(j, *acc):
+            state = [gather(b, j, axis=0) for b in bufs]
+            srcs = [state[k] for k in fs] + sources_caps
+            grads = _vjp(builder, body, state, captured, srcs, fs, acc[:nf])
+            caps = [a + d for a, d in zip(acc[nf:], grads[nf:])]
+            return (j - 1, *grads[:nf], *caps)
+
+        acc0 = [gs[k] for k in fs] + [zeros_like(c) for c in sources_caps]
+        res = builder.while_loop(bw_cond, bw_body, [count - 1, *acc0], limit)
+        for k, gk in zip(fs, res[1:1 + nf]):
+            if entry.needs_grad(k):
+                out[k] = gk
+        for k, gk in zip(want, res[1 + nf:]):
+            out[n + k] = gk
+        return out
+
+
+# -- compiled calls under an eager tape ------------------------------------------------
+
+
+def watched(conc, tensors) -> bool:
+    """Does an active tape want the gradient of this call of ``conc``?"""
+    for tape in TAPES:
+        tracked = tape._tracked
+        if any(id(t) in tracked for t in tensors) or any(id(v) in tracked for v in conc.variables):
+            return True
+        if tape._watch_accessed_variables and any(v.trainable for v in conc.variables):
+            return True
+    return False
+
+
+def call_recorded(conc, tensors):
+    """Run ``conc`` on ``tensors`` and record the call as one tape entry."""
+    from tfc.core.tape import _tapes_suspended, record
+
+    inputs = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in tensors]
+    values = [v._value for v in conc.variables]  # the values the call reads (it may assign)
+    with _tapes_suspended():
+        result = conc._call_leaves(inputs)
+    for v in conc.variables:
+        if v.trainable:
+            for tape in TAPES:
+                if tape._watch_accessed_variables:
+                    tape._watch_variable(v)
+    outs = [x for x in nest.flatten(result) if isinstance(x, Tensor)]
+    # Unwatched variables get no gradient, as eagerly (they stay in the backward
+    # function's inputs, whose gradient is then not used).
+    keep = [k for k, v in enumerate(conc.variables) if any(id(v) in tape._tracked for tape in TAPES)]
+    if outs:
+        record(CallGrad(conc, values, keep), inputs + [conc.variables[k] for k in keep],
+               outs if len(outs) > 1 else outs[0], {})
+    return result
+
+
+class CallGrad:
+    """Tape stand-in for one call of a ConcreteFunction."""
+
+    def __init__(self, conc, values, keep):
+        self.conc = conc
+        self.values = values  # every variable's value at call time
+        self.keep = keep  # the variables that are inputs of the tape entry
+        self.name = f"call of {conc.name}"
+
+    def grad(self, entry, g):
+        from tfc.core.tape import READ_VARIABLE, record
+
+        if STATE.builder is not None:
+            raise NotImplementedError(
+                f"the gradient of an eager call of {self.conc.name} taken while tracing another "
+                "tfc.function is not implemented; call tape.gradient outside it")
+        conc = self.conc
+        gs = g if isinstance(g, list) else [g]
+        n = len(conc.input_specs)
+        bwd, fo, fi, fv = backward_function(conc)
+        snaps = [wrap(value) for value in self.values]
+        for j, k in enumerate(self.keep):  # outer tapes: a snapshot depends on its variable
+            record(READ_VARIABLE, [entry.inputs[n + j]], snaps[k], {})
+        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo]))
+        grads = dict(zip(fi, res[:len(fi)]))
+        var_grads = dict(zip(fv, res[len(fi):]))
+        out = [grads.get(k) if entry.needs_grad(k) else None for k in range(n)]
+        out += [var_grads.get(k) if entry.needs_grad(n + j) else None for j, k in enumerate(self.keep)]
+        return out
+
+
+def backward_function(conc):
+    """(backward ConcreteFunction, float output indices, float input indices,
+    float variable indices) of ``conc``, built once. The backward function takes
+    the inputs, the variables' values and the float outputs' gradients, and
+    returns the gradients of the float inputs then of the float variables."""
+    cached = getattr(conc, "_backward", None)
+    if cached is not None:
+        return cached
+    from xdsl.dialects import func
+
+    from tfc.core.registry import Spec
+    from tfc.core.tape import GradientTape
+    from tfc.dialects.tensor import spec_of
+    from tfc.frontend.function import ConcreteFunction
+    from tfc.frontend.tracing import FunctionBuilder
+
+    fop = next(op for op in conc.module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == conc.name)
+    block = fop.body.block
+    out_specs = [spec_of(t) for t in fop.function_type.outputs.data]
+    fo = [k for k, s in enumerate(out_specs) if s.dtype.is_floating]
+    fi = [k for k, s in enumerate(conc.input_specs) if s.dtype.is_floating]
+    fv = [k for k, v in enumerate(conc.variables) if v.dtype.is_floating]
+    builder = FunctionBuilder(conc.name + "_grad")
+    specs = []
+
+    def arg(spec, name):
+        specs.append(spec)
+        return builder.add_input(spec.shape, spec.dtype, name)
+
+    saved = TAPES[:]
+    TAPES.clear()
+    prev, STATE.builder = STATE.builder, builder
+    try:
+        xs = [arg(s, f"x{k}") for k, s in enumerate(conc.input_specs)]
+        vs = [arg(Spec(tuple(v.shape), v.dtype), v.name) for v in conc.variables]
+        gs = [arg(out_specs[k], f"dy{k}") for k in fo]
+        n = len(xs)
+        slots = dict(zip(block.args[n:], vs))  # a variable's current value, as the replay goes
+
+        def read(ref):
+            return slots[ref]
+
+        def assign(ref, value, nested):
+            if nested:
+                raise NotImplementedError(
+                    f"the gradient of a call of {conc.name}, which assigns a variable inside tfc.cond / "
+                    "tfc.while_loop, is not implemented; put the GradientTape inside the tfc.function")
+            slots[ref] = value
+
+        sources = [xs[k] for k in fi] + [vs[k] for k in fv]
+        with GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(sources)
+            outs = Replay(builder, {}, read, assign).block(block, xs)
+        grads = tape.gradient([outs[k] for k in fo], sources, output_gradients=gs,
+                              unconnected_gradients="zero") if sources else []
+    finally:
+        STATE.builder = prev
+        TAPES.extend(saved)
+    bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
+    conc._backward = (bwd, fo, fi, fv)
+    return conc._backward
