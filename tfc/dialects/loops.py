@@ -315,6 +315,21 @@ class IfOp(IRDLOperation):
                           regions=[then_r, else_r], attributes=attrs)
 
 
+def _compatible(a, b) -> bool:
+    """Equal, or memrefs of one element type and rank whose static dims agree."""
+    if a == b:
+        return True
+    if not (isinstance(a, MemRefType) and isinstance(b, MemRefType)) or a.element_type != b.element_type:
+        return False
+    sa, sb = a.get_shape(), b.get_shape()
+    return len(sa) == len(sb) and all(x == y or x < 0 or y < 0 for x, y in zip(sa, sb))
+
+
+def _all_compatible(xs, ys) -> bool:
+    xs, ys = list(xs), list(ys)
+    return len(xs) == len(ys) and all(_compatible(x, y) for x, y in zip(xs, ys))
+
+
 @irdl_op_definition
 class WhileOp(IRDLOperation):
     """``%r = loops.while %i : (i32) -> i32 cond {^bb0(%x: i32): loops.condition %p : i1}
@@ -337,10 +352,10 @@ class WhileOp(IRDLOperation):
 
     def verify_(self):
         types = list(self.result_types)
-        if list(self.operand_types) != types:
+        if not _all_compatible(self.operand_types, types):
             _fail(self, "initial values and results must have the same types")
         for r, what in ((self.cond_region, "condition"), (self.body_region, "body")):
-            if [a.type for a in r.block.args] != types:
+            if not _all_compatible([a.type for a in r.block.args], types):
                 _fail(self, f"the {what} region must take one argument per loop variable")
         if not isinstance(self.cond_region.block.last_op, ConditionOp):
             _fail(self, "the condition region must end with loops.condition")

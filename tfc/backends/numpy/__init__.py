@@ -94,3 +94,19 @@ def compile_verifying(stages: "Stages", name: str, hook):
     import copy
 
     return Compiled(name, source, consts, copy.deepcopy(stages.plan), scratch, f"<tfc {name} (verify)>", hook), order
+
+
+def run_loops(module, args, name: str | None = None):
+    """Run an L3 module's function (``name``, or the only one) with the numpy
+    backend on arrays (and Cells for ``!tfc.ref`` arguments): the executor of the
+    loops level, for differential tests of the lowering."""
+    from xdsl.dialects import func
+
+    from tfc.backends.numpy.emitter import emit_function
+
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    f3 = funcs[name] if name is not None else next(iter(funcs.values()))
+    (arena,) = f3.body.block.args[-1].type.get_shape()
+    source, consts, scratch = emit_function(f3)
+    return Compiled(f3.sym_name.data, source, consts, MemoryPlan(arena_size=arena), scratch,
+                    f"<tfc {f3.sym_name.data}>")(list(args))

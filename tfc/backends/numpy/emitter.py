@@ -176,10 +176,15 @@ class Emitter:
         else:
             lines.append("        return ()")
         lines.append("")
-        lines.append(f"    def {f.sym_name.data}({', '.join(params + ['V'])}):")
+        import keyword
+
+        fname = "".join(c if c.isalnum() or c == "_" else "_" for c in f.sym_name.data)
+        if not fname.isidentifier() or keyword.iskeyword(fname) or fname in ("views", "rt", "np", "R", "K"):
+            fname = "fn_" + fname
+        lines.append(f"    def {fname}({', '.join(params + ['V'])}):")
         lines += ["        " + s for s in body]
         lines.append("")
-        lines.append(f"    return views, {f.sym_name.data}")
+        lines.append(f"    return views, {fname}")
         return "\n".join(lines) + "\n"
 
     def hook(self, v, out, ind):
