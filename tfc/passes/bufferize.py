@@ -75,7 +75,9 @@ class Points:
             op = op.parent_op()
             if op is None:
                 raise AssertionError("use outside the value's scope")
-        return self.end[op] if (op is not user or op.regions) else self.start[op]
+        if op is user and (not op.regions or isinstance(op, FusedOp)):  # a kernel body is no control flow
+            return self.start[op]
+        return self.end[op]
 
     def def_point(self, value) -> int:
         if isinstance(value, BlockArgument):
@@ -232,7 +234,7 @@ class Bufferization:
             b = self.own.get(v)
             if b is None or v.type != out_t or m != tuple(range(rank)):
                 continue
-            if all(lu(h) == here for h in holders.get(b, [v])):
+            if lu(v) == here and all(lu(h) <= here for h in holders.get(b, [v])):
                 return b
         return None
 

@@ -189,7 +189,7 @@ class Emitter:
 
     def hook(self, v, out, ind):
         if v in self.hooks:
-            out.append("    " * ind + f"_hook({self.hooks[v]}, {self.name(v)})")
+            out.append("    " * (ind - 1) + f"_hook({self.hooks[v]}, {self.name(v)})")
 
     def block(self, block, out, ind, yield_to=None):
         """Emit ``block``'s ops at indentation ``ind`` (in units of 4 spaces,
@@ -506,7 +506,7 @@ class Emitter:
             return
         self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
         res = [self.name(r) for r in op.res]
-        call = f"lib{k}({', '.join(ins)}, **attrs{k})"
+        call = f"lib{k}({''.join(i + ', ' for i in ins)}**attrs{k})"
         if len(res) == 1:
             out.append(pad + f"{res[0]} = {call}")
         else:
