@@ -52,6 +52,11 @@ _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.su
               "arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}
 
 
+def _one_step(op) -> bool:
+    """Written by one ufunc call, so its output may be one of its inputs."""
+    return op.name in _UFUNC or op.name in _CASTS or op.name in ("arith.cmpf", "arith.cmpi")
+
+
 def np_dtype(elt) -> str:
     return "np." + np.dtype(dtype_of(elt).as_numpy_dtype).name
 
@@ -339,7 +344,7 @@ class Emitter:
                     out.append(pad + f"{env[r]} = {self.scalar_expr(o, args)}")
                 continue
             target = None if slot_of is None else slot_of.get(r)
-            if dest is not None and r in dest and i == len(ops) - 1 and len(dest) == 1:
+            if dest is not None and r in dest and i == len(ops) - 1 and len(dest) == 1 and _one_step(o):
                 target = dest[r]
             env[r] = target if target is not None else f"t{self.n}"
             if target is None:
@@ -396,8 +401,8 @@ class Emitter:
             single = o.name in _UFUNC or o.name in ("arith.cmpf", "arith.cmpi")
             if single:
                 free.extend(dying)
-            if dests is not None and r in dests and i == len(ops) - 1 and len(dests) == 1:
-                slot_of[r] = None
+            if dests is not None and r in dests and i == len(ops) - 1 and len(dests) == 1 and _one_step(o):
+                slot_of[r] = None  # written straight into the output (which may be an input: in place)
             else:
                 if free:
                     s = free.pop()
