@@ -96,8 +96,9 @@ def test_get_concrete_function_with_specs_and_call():
     a = np.ones((4, 3), np.float32)
     b = np.arange(6, dtype=np.float32).reshape(3, 2)
     np.testing.assert_allclose(conc(tfc.constant(a), tfc.constant(b)).numpy(), a @ b)
-    with pytest.raises(NotImplementedError, match="IR stage 'loops'"):
-        conc.ir("loops")
+    with pytest.raises(NotImplementedError, match="IR stage 'bogus'"):
+        conc.ir("bogus")
+    assert "loops.library \"matmul\"" in conc.ir("loops")
 
 
 def test_numpy_arguments_are_tensors():

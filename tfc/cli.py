@@ -59,6 +59,13 @@ def _make_main_class():
 
             self.ctx.register_dialect("tfc", tfc_dialect)
 
+            def loops_dialect():
+                from tfc.dialects.loops import LOOPS
+
+                return LOOPS
+
+            self.ctx.register_dialect("loops", loops_dialect)
+
         def register_all_passes(self):
             super().register_all_passes()
             from tfc.passes.pipeline import PASSES

@@ -120,21 +120,12 @@ class Executor:
             for r, v in zip(op.results, vals):
                 env[r] = _conform(op, v, r.type)
         elif isinstance(op, PrintOp):
-            stream = sys.stderr if op.stream is not None and op.stream.data == "stderr" else sys.stdout
-            if op.summarize is None:
-                from tfc.frontend.tracing import format_value
-            else:
-                from functools import partial
-
-                from tfc.ops.control_flow import format_value
-                format_value = partial(format_value, summarize=op.summarize.value.data)
-            stream.write(op.format.data.format(*(format_value(env[v]) for v in op.values)))
+            write_print(op.format.data, [env[v] for v in op.values],
+                        None if op.stream is None else op.stream.data,
+                        None if op.summarize is None else op.summarize.value.data)
         elif isinstance(op, AssertOp):
             if not np.all(env[op.cond]):
-                from tfc.frontend.tracing import format_value
-
-                msg = op.message.data.format(*(format_value(env[v]) for v in op.data))
-                raise AssertionFailedError(f"{loc_str(op)}: assertion failed: {msg}")
+                raise assertion_failed(loc_str(op), op.message.data, *(env[v] for v in op.data))
         elif isinstance(op, func.CallOp):
             outs = self.call(op.callee.root_reference.data, [env[v] for v in op.arguments])
             for r, v in zip(op.results, outs):
@@ -151,3 +142,27 @@ def run(module, args, name: str | None = None):
             raise ValueError(f"the module has {len(ex.funcs)} functions; name one")
         (name,) = ex.funcs
     return ex.call(name, list(args))
+
+
+# -- run-time behaviour shared by every backend ---------------------------------------
+
+def write_print(fmt: str, values, stream=None, summarize=None) -> None:
+    """What a compiled ``tfc.print`` writes: as eager tfc.print (stream "stderr"
+    or stdout; ``summarize`` entries per axis end) or as a converted ``print``."""
+    if summarize is None:
+        from tfc.frontend.tracing import format_value
+    else:
+        from functools import partial
+
+        from tfc.ops.control_flow import format_value
+        format_value = partial(format_value, summarize=summarize)
+    out = sys.stderr if stream == "stderr" else sys.stdout
+    out.write(fmt.format(*(format_value(np.asarray(v)) for v in values)))
+
+
+def assertion_failed(where: str, message: str, *data) -> AssertionFailedError:
+    """The error a failed compiled assert raises."""
+    from tfc.frontend.tracing import format_value
+
+    msg = message.format(*(format_value(np.asarray(v)) for v in data))
+    return AssertionFailedError(f"{where}: assertion failed: {msg}")

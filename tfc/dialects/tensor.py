@@ -659,6 +659,9 @@ def context():
     for d in (Builtin, Func, Arith, Math):
         ctx.load_dialect(d)
     ctx.load_dialect(dialect())
+    from tfc.dialects.loops import LOOPS
+
+    ctx.load_dialect(LOOPS)
     return ctx
 
 

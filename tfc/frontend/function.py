@@ -305,6 +305,10 @@ class ConcreteFunction:
         self._out_static = out_static
         self._executor = None
         self._fused = None
+        self._compiled = None  # the numpy backend's module (tfc/backends/numpy)
+        self._stages = None    # its L2/L3 modules and memory plan, made on demand
+        self.verify = False
+        self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
 
     @classmethod
     def from_trace(cls, builder, specs, out, function=None):
@@ -322,7 +326,9 @@ class ConcreteFunction:
             raw.verify()
         module = raw.clone()
         run_pipeline(module)
-        return cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
+        conc = cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
+        conc.verify = bool(getattr(function, "verify", False))
+        return conc
 
     @property
     def structured_input_signature(self):
@@ -332,9 +338,7 @@ class ConcreteFunction:
     def fused_module(self):
         """The L2 stage: the optimized L1 module after the fusion pipeline (made on first use)."""
         if self._fused is None:
-            from tfc.passes.pipeline import FUSED, run_pipeline
-
-            self._fused = run_pipeline(self.module.clone(), FUSED)
+            self._fused = self.stages.fused
         return self._fused
 
     def with_passes(self, passes, timings=None, **options) -> "ConcreteFunction":
@@ -349,11 +353,49 @@ class ConcreteFunction:
         new.module = run_pipeline(self.raw_module.clone(), tuple(passes), timings=timings, **options)
         new._executor = None  # caches of stages derived from self.module
         new._fused = None
+        new._stages = None
+        new._compiled = None
         return new
 
+    @property
+    def stages(self):
+        """L2, L3 and the memory plan of the numpy backend (compiled on first use,
+        also when the module itself came from the disk cache)."""
+        if self._stages is None:
+            from tfc.backends.numpy import Stages
+
+            self._stages = Stages(self.module)
+        return self._stages
+
+    @property
+    def loops_module(self):
+        """The L3 stage (loops dialect): buffers at planned offsets."""
+        return self.stages.loops
+
+    @property
+    def compiled(self):
+        """The numpy backend's loaded module (from the disk cache when there)."""
+        if self._compiled is None:
+            from tfc.backends.numpy import compile_module
+
+            self._compiled, st = compile_module(self.module, self.name)
+            if st is not None:
+                self._stages = st
+        return self._compiled
+
+    @property
+    def source(self) -> str:
+        """The generated Python module that runs this function."""
+        return self.compiled.source
+
+    @property
+    def memory_plan(self):
+        """Each buffer with its offset and size, the arena size and the peak."""
+        return self.compiled.plan
+
     def ir(self, stage: str = "tensor", debuginfo: bool = False) -> str:
-        """IR text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced)
-        or "fused" (L2)."""
+        """IR text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced),
+        "fused" (L2) or "loops" (L3)."""
         from tfc.dialects.tensor import print_ir
 
         if stage == "tensor":
@@ -362,8 +404,10 @@ class ConcreteFunction:
             return print_ir(self.raw_module, debuginfo)
         if stage == "fused":
             return print_ir(self.fused_module, debuginfo)
+        if stage == "loops":
+            return print_ir(self.loops_module, debuginfo)
         raise NotImplementedError(
-            f"IR stage {stage!r} is not implemented yet (available: tensor, tensor-raw, fused)")
+            f"IR stage {stage!r} is not implemented (available: tensor, tensor-raw, fused, loops)")
 
     def __call__(self, *args, **kwargs):
         leaves = []
@@ -374,7 +418,7 @@ class ConcreteFunction:
         return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
 
     def _call_leaves(self, tensors):
-        from tfc.backends.reference import Cell, Executor
+        from tfc.backends.reference import Cell
 
         if len(tensors) != len(self.input_specs):
             raise TypeError(f"{self.name}: expected {len(self.input_specs)} tensor arguments, got {len(tensors)}")
@@ -388,9 +432,10 @@ class ConcreteFunction:
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
         cells = [Cell(v._value) for v in self.variables]
-        if self._executor is None:
-            self._executor = Executor(self.module)
-        results = self._executor.call(self.name, arrays + cells)
+        if self.verify:
+            results = self._run_verified(arrays, cells)
+        else:
+            results = self.compiled(arrays + cells)
         for v, c in zip(self.variables, cells):
             if c.value is not v._value:
                 v._value = c.value
@@ -409,6 +454,80 @@ class ConcreteFunction:
         from tfc.frontend.cfgrad import call_recorded
 
         return call_recorded(self, tensors)
+
+    def _run_verified(self, arrays, cells):
+        """``verify=True``: the reference executor runs the L2 module beside the
+        compiled code; the first value that differs raises, naming its op and line."""
+        from tfc.backends.reference import Cell, Executor
+        from tfc.dialects.tensor import loc_str
+
+        if self._executor is None:
+            from tfc.backends.numpy import compile_verifying
+
+            got = {}
+            self._verify_got = got
+            self._verify_compiled, self._verify_order = compile_verifying(
+                self.stages, self.name, lambda i, v: got.__setitem__(i, np.array(v)))
+            self._executor = Executor(self.stages.fused)
+        self._verify_got.clear()
+        ref_cells = [Cell(c.value) for c in cells]
+        env_log = {}
+        ex = self._executor
+        orig = ex.run_op
+
+        def run_op(op, env):  # keep every value the reference computes
+            orig(op, env)
+            for r in op.results:
+                env_log[r] = env[r]
+
+        ex.run_op = run_op
+        try:
+            ref = ex.call(self.name, list(arrays) + ref_cells)
+        finally:
+            ex.run_op = orig
+        results = self._verify_compiled(arrays + cells)
+        rtol, atol = self.verify_tolerance
+        got = self._verify_got
+        for i, v2 in sorted(((i, v) for i, v in enumerate(self._verify_order)), key=lambda p: p[0]):
+            if i not in got or v2 not in env_log:
+                continue
+            want, have = np.asarray(env_log[v2]), got[i]
+            if not _close(want, have, rtol, atol):
+                op = v2.owner
+                what = op.name
+                if what == "tfc.fused":
+                    what += " (" + ", ".join(sorted({o.name for o in op.body.block.ops} - {"tfc.fused_yield"})) + ")"
+                raise AssertionError(
+                    f"{self.name}: compiled code diverges from the reference at {what} ({loc_str(op)}): "
+                    f"max abs difference {_maxdiff(want, have)}\nreference: {want!r}\ncompiled: {have!r}")
+        for a, b in zip(ref, results):
+            if not _close(np.asarray(a), np.asarray(b), rtol, atol):
+                raise AssertionError(f"{self.name}: compiled result differs from the reference: {a!r} vs {b!r}")
+        return results
+
+    def _check_tapes(self, tensors):
+        for tape in TAPES:
+            watched = any(id(t) in tape._tracked for t in tensors) or (
+                tape._watch_accessed_variables and any(v.trainable for v in self.variables))
+            if watched:
+                raise NotImplementedError(
+                    f"gradients through a compiled call of {self.name} are not implemented yet: "
+                    "put the GradientTape inside the tfc.function")
+
+
+def _close(a, b, rtol, atol) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def _maxdiff(a, b):
+    try:
+        return float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+    except (ValueError, TypeError):
+        return "n/a"
 
 
 def function(f=None, input_signature=None, autograph=True, target="cpu", verify=False):

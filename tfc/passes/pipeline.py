@@ -36,12 +36,31 @@ def _fuse():
     return FusePass
 
 
+def _bufferize():
+    from tfc.passes.bufferize import BufferizePass
+    return BufferizePass
+
+
+def _plan_memory():
+    from tfc.passes.plan_memory import PlanMemoryPass
+    return PlanMemoryPass
+
+
+def _lower_loops():
+    from tfc.passes.lower_loops import LowerLoopsPass
+    return LowerLoopsPass
+
+
 # name -> factory returning the pass class (imported lazily)
-PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse}
+PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse,
+          "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops}
 
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
 # L1 -> L2: applied to the optimized L1 module (the "fused" stage)
 FUSED = ("tfc-fuse", "tfc-dce")
+# L2 -> L3: applied to the fused module (the "loops" stage); the analyses of the
+# first two are redone by tfc-lower-loops, they annotate the IR to show it
+LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
 
 
 def get_pass(name: str):

@@ -58,7 +58,9 @@ def simplify_op(op) -> bool:
             _replace(op, [c], c.result)
             return True
     if name == "pow" and same[0]:
-        for n in (2, 3):
+        # only x**2: numpy squares exactly for it; x*x*x rounds differently from
+        # np.power(x, 3) (1 ulp on ~30% of float32 inputs): compiled must equal eager
+        for n in (2,):
             v = const_value(args[1])
             if v is not None and v.size == 1 and v.reshape(()) == n:
                 x = args[0]

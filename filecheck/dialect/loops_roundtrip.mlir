@@ -1,0 +1,49 @@
+// RUN: %tfc-opt %s | %tfc-opt | filecheck %s
+// The L3 loops dialect prints and parses back.
+
+func.func @f(%x: memref<4x3xf32>, %s: f32, %v: !tfc.ref<tensor<3xf32>>, %arena: memref<256xi8>) -> (memref<4x3xf32>, f32) {
+  %b = loops.view %arena {offset = 64 : i64} : memref<256xi8> -> memref<4x3xf32>
+  %o = loops.alloc : memref<4x3xf32>
+  %c = loops.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32> -> memref<3xf32>
+  loops.parallel ins(%x, %c, %s : memref<4x3xf32>, memref<3xf32>, f32) outs(%b : memref<4x3xf32>) attributes {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>, array<i64: 1>, array<i64>]} {
+  ^bb0(%a: f32, %cc: f32, %ss: f32):
+    %t = arith.addf %a, %cc : f32
+    %u = arith.mulf %t, %ss : f32
+    loops.yield %u : f32
+  }
+  %r = loops.view %arena {offset = 0 : i64} : memref<256xi8> -> memref<f32>
+  loops.parallel ins(%b : memref<4x3xf32>) outs(%r : memref<f32>) attributes {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>], reduce = "sum", reduce_axes = array<i64: 0, 1>} {
+  ^bb0(%a: f32):
+    loops.yield %a : f32
+  }
+  %rs = loops.load %r : memref<f32> -> f32
+  %m = loops.library "matmul"(%b, %b : memref<4x3xf32>, memref<4x3xf32>) {attrs = {transpose_a = false, transpose_b = true}} -> (memref<4x4xf32>)
+  loops.library "exp"(%b : memref<4x3xf32>) outs(%o : memref<4x3xf32>) {attrs = {}} -> ()
+  %p = arith.constant 0.0 : f32
+  %cnd = arith.cmpf ogt, %rs, %p : f32
+  %w = loops.if %cnd : (i1) -> (f32) {
+    loops.yield %rs : f32
+  } else {
+    loops.yield %p : f32
+  }
+  %w2 = loops.while %w : (f32) -> (f32) cond {
+  ^bb0(%q: f32):
+    %k = arith.cmpf olt, %q, %p : f32
+    loops.condition %k : i1
+  } do {
+  ^bb0(%q: f32):
+    loops.yield %q : f32
+  }
+  loops.copy %b, %o : memref<4x3xf32>, memref<4x3xf32>
+  %rv = loops.read_variable %v : !tfc.ref<tensor<3xf32>> -> memref<3xf32>
+  loops.assign_variable %v, %c : !tfc.ref<tensor<3xf32>>, memref<3xf32>
+  loops.print %rs {format = "{}"} : f32
+  loops.assert %cnd {message = "x"} : i1
+  func.return %o, %w2 : memref<4x3xf32>, f32
+}
+// CHECK: loops.view %arena {offset = 64 : i64}
+// CHECK: loops.parallel ins(%x, %c, %s : memref<4x3xf32>, memref<3xf32>, f32) outs(%b : memref<4x3xf32>)
+// CHECK: loops.library "matmul"
+// CHECK: loops.if
+// CHECK: loops.while
+// CHECK: loops.condition

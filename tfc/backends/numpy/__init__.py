@@ -1,0 +1,112 @@
+"""The numpy backend: L1 module -> (fuse) L2 -> (bufferize, plan, lower) L3 ->
+a generated Python module (``emitter.py``), loaded and run with the arena and
+scratch of ``runtime.py``; modules are cached on disk (``cache.py``)."""
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+
+from tfc.backends.numpy import cache as _cache
+from tfc.backends.numpy.runtime import Runtime
+from tfc.passes.plan_memory import MemoryPlan
+
+
+class Stages:
+    """The L2 and L3 modules of a compile, the L2 -> L3 value map and the plan."""
+
+    def __init__(self, l1_module):
+        from xdsl.dialects.builtin import ModuleOp
+
+        from tfc.passes.lower_loops import lower_function
+        from tfc.passes.pipeline import FUSED, run_pipeline
+
+        self.fused = run_pipeline(l1_module.clone(), FUSED)
+        (f2,) = [op for op in self.fused.ops]
+        f3, self.plan, self.value_map = lower_function(f2)
+        self.loops = ModuleOp([f3])
+        from tfc.passes.pipeline import VERIFY_EACH_PASS
+
+        if VERIFY_EACH_PASS:
+            self.loops.verify()
+
+    @property
+    def function(self):
+        (f,) = list(self.loops.ops)
+        return f
+
+
+class Compiled:
+    """A loaded generated module: call with (arrays..., Cells...)."""
+
+    def __init__(self, name: str, source: str, consts, plan: MemoryPlan, scratch: int, filename: str,
+                 hook=None):
+        self.name = name
+        self.source = source
+        self.plan = plan
+        self.plan.scratch = scratch
+        if filename.startswith("<"):
+            linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+        ns: dict = {"__name__": f"tfc_generated_{name}"}
+        exec(compile(source, filename, "exec"), ns)
+        self.runtime = Runtime(plan.arena_size, scratch)
+        self._views, self._fn = ns["build"](list(consts), self.runtime, hook)
+
+    def __call__(self, args):
+        rt = self.runtime
+        views = rt.acquire(self._views)
+        try:
+            with np.errstate(all="ignore"):
+                return list(self._fn(*args, views))
+        finally:
+            rt.release(views)
+
+
+def compile_module(l1_module, name: str, use_cache: bool = True):
+    """(Compiled, Stages or None): from the disk cache when present (no
+    compilation), else compiled and stored."""
+    key = _cache.key(l1_module) if use_cache else None
+    if key is not None:
+        hit = _cache.load(key)
+        if hit is not None:
+            source, consts, plan, scratch, path = hit
+            return Compiled(name, source, consts, plan, scratch, path), None
+    from tfc.backends.numpy.emitter import emit_function
+
+    st = Stages(l1_module)
+    source, consts, scratch = emit_function(st.function)
+    path = _cache.store(key, source, consts, st.plan, scratch) if key is not None else None
+    return Compiled(name, source, consts, st.plan, scratch, path or f"<tfc {name}>"), st
+
+
+def compile_verifying(stages: "Stages", name: str, hook):
+    """The module of ``stages`` with a hook after every value that maps back to an
+    L2 value (``verify=True``); returns (Compiled, [L2 values by hook index])."""
+    from tfc.backends.numpy.emitter import emit_function
+
+    inv = {}
+    order = []
+    for v2, v3 in stages.value_map.items():
+        if v3 not in inv:
+            inv[v3] = len(order)
+            order.append(v2)
+    source, consts, scratch = emit_function(stages.function, hooks=inv)
+    import copy
+
+    return Compiled(name, source, consts, copy.deepcopy(stages.plan), scratch, f"<tfc {name} (verify)>", hook), order
+
+
+def run_loops(module, args, name: str | None = None):
+    """Run an L3 module's function (``name``, or the only one) with the numpy
+    backend on arrays (and Cells for ``!tfc.ref`` arguments): the executor of the
+    loops level, for differential tests of the lowering."""
+    from xdsl.dialects import func
+
+    from tfc.backends.numpy.emitter import emit_function
+
+    funcs = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    f3 = funcs[name] if name is not None else next(iter(funcs.values()))
+    (arena,) = f3.body.block.args[-1].type.get_shape()
+    source, consts, scratch = emit_function(f3)
+    return Compiled(f3.sym_name.data, source, consts, MemoryPlan(arena_size=arena), scratch,
+                    f"<tfc {f3.sym_name.data}>")(list(args))

@@ -1,0 +1,553 @@
+"""The numpy backend's code generator: one L3 (``loops``) function -> the source
+of a readable Python module.
+
+- ``loops.parallel`` (elementwise): a chunk function writing each body op with
+  a numpy ufunc and ``out=`` into per-thread scratch (reused by liveness inside
+  the body), the last op straight into the output's arena view; it runs over
+  cache-sized chunks of the outermost dimension, on a thread pool for large
+  kernels (ufuncs release the GIL);
+- ``loops.parallel`` with a reduction: the body on whole arrays, then the
+  registry's ``reduce_*`` kernel (eager's summation order), into the buffer;
+- 0-d values are numpy scalars of their dtype (float32 rounds as float32,
+  int32 wraps), with Python operators and statements for control flow;
+- ``loops.library``: the registry kernel (``np.matmul(..., out=view)`` for matmul).
+
+The module defines ``build(K)`` (K: the constant arrays) returning
+``(views, fn)``: ``views(arena)`` makes every arena view once per arena, and
+``fn(*args, *refs, V)`` runs the function with those views. Errors are silenced
+as in eager mode's quiet kernels (``np.errstate(all="ignore")`` around the call).
+"""
+from __future__ import annotations
+
+import numpy as np
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
+
+from tfc.dialects import loops as L
+from tfc.dialects.tensor import RefType, dtype_of, loc_str
+
+CHUNK_BYTES = 1 << 18  # working set of one chunk (inputs, outputs, scratch): fits in L2
+
+_UFUNC = {
+    "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
+    "arith.mulf": "multiply", "arith.muli": "multiply", "arith.divf": "true_divide",
+    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod",
+    "arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxsi": "maximum",
+    "arith.minsi": "minimum", "arith.negf": "negative", "arith.andi": "bitwise_and",
+    "arith.ori": "bitwise_or", "arith.xori": "bitwise_xor",
+    "math.absf": "absolute", "math.absi": "absolute", "math.exp": "exp", "math.expm1": "expm1",
+    "math.log": "log", "math.log1p": "log1p", "math.sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos",
+    "math.tanh": "tanh", "math.floor": "floor", "math.ceil": "ceil", "math.roundeven": "rint",
+    "math.copysign": "copysign", "math.powf": "power",
+}
+_CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.extsi",
+          "arith.extui", "arith.trunci"}
+_FCMP = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
+_CMP_UFUNC = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
+              ">=": "greater_equal"}
+# scalar forms: Python operators on numpy scalars keep the dtype
+_SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
+              "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.floordivsi": "//",
+              "arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}
+
+
+def _one_step(op) -> bool:
+    """Written by one ufunc call, so its output may be one of its inputs."""
+    return op.name in _UFUNC or op.name in _CASTS or op.name in ("arith.cmpf", "arith.cmpi")
+
+
+def np_dtype(elt) -> str:
+    return "np." + np.dtype(dtype_of(elt).as_numpy_dtype).name
+
+
+def _cmp_symbol(op) -> str:
+    from xdsl.dialects.arith import CMPF_COMPARISON_OPERATIONS, CMPI_COMPARISON_OPERATIONS
+
+    p = op.predicate.value.data
+    if op.name == "arith.cmpf":
+        pred = CMPF_COMPARISON_OPERATIONS[p]
+        table = _FCMP
+    else:
+        pred = CMPI_COMPARISON_OPERATIONS[p]
+        table = _ICMP
+    if pred not in table:
+        raise NotImplementedError(f"{op.name} predicate {pred} in the numpy backend")
+    return table[pred]
+
+
+class Emitter:
+    def __init__(self, f3, hooks: dict | None = None):
+        self.f = f3
+        self.hooks = hooks or {}   # L3 value -> index: call _hook(index, value) after it is made
+        self.names: dict = {}
+        self.n = 0
+        self.build_lines: list[str] = []   # inside build(K): constants, kernels
+        self.consts: list[np.ndarray] = []
+        self.scalar_consts: dict = {}
+        self.kernels = 0
+        self.scratch_bytes = 0
+        self.views: list[str] = []
+
+    # -- names ------------------------------------------------------------------------
+    def name(self, v) -> str:
+        s = self.names.get(v)
+        if s is None:
+            hint = "".join(c for c in (v.name_hint or "") if c.isalnum() or c == "_")
+            s = self.names[v] = f"v{self.n}" + (f"_{hint}" if hint and not hint[0].isdigit() else "")
+            self.n += 1
+        return s
+
+    def const_scalar(self, attr, elt) -> str:
+        dt = np_dtype(elt)
+        if isinstance(attr, FloatAttr):
+            val = float(attr.value.data)
+            lit = f"float.fromhex({val.hex()!r})" if val == val and abs(val) != float("inf") else f"float({str(val)!r})"
+        else:
+            val = int(attr.value.data)
+            if dt == "np.bool":
+                return "np.True_" if val else "np.False_"
+            if str(elt) == "i1":
+                return "np.True_" if val else "np.False_"
+            lit = str(val)
+        key = (dt, lit)
+        name = self.scalar_consts.get(key)
+        if name is None:
+            name = self.scalar_consts[key] = f"c{len(self.scalar_consts)}"
+            self.build_lines.append(f"{name} = {dt}({lit})")
+        return name
+
+    # -- scalar ops (function level, and scalar values in bodies) ----------------------
+    def scalar_expr(self, op, args) -> str:
+        n = op.name
+        if n == "arith.constant":
+            return self.const_scalar(op.value, op.result.type)
+        if n in _SCALAR_OP:
+            return f"{args[0]} {_SCALAR_OP[n]} {args[1]}"
+        if n in ("arith.cmpf", "arith.cmpi"):
+            return f"{args[0]} {_cmp_symbol(op)} {args[1]}"
+        if n == "arith.select":
+            return f"{args[1]} if {args[0]} else {args[2]}"
+        if n == "arith.negf":
+            return f"-{args[0]}"
+        if n in ("math.absf", "math.absi"):
+            return f"abs({args[0]})"
+        if n in _CASTS:
+            return f"{args[0]}.astype({np_dtype(op.results[0].type)})"
+        if n == "math.ipowi":
+            return f"rt.ipow({args[0]}, {args[1]})[()]"
+        if n in _UFUNC:
+            return f"np.{_UFUNC[n]}({', '.join(args)})"
+        raise NotImplementedError(f"the numpy backend cannot emit {n}")
+
+    # -- the function ------------------------------------------------------------------
+    def emit(self) -> str:
+        f = self.f
+        args = list(f.body.block.args)
+        params = [self.name(a) for a in args[:-1]]
+        body: list[str] = []
+        views = []
+        for op in f.body.block.ops:
+            if isinstance(op, L.ViewOp):
+                views.append(op)
+        self.names[args[-1]] = "arena"
+        for a in args[:-1]:
+            if not isinstance(a.type, (MemRefType, RefType)):
+                body.append(f"{self.name(a)} = {self.name(a)}[()]")
+        if views:
+            body.append(f"{', '.join(self.name(v.result) for v in views)}, = V")
+        self.block(f.body.block, body, 1)
+        lines = [
+            f'"""Generated by tfc (numpy backend) from the L3 function @{f.sym_name.data}."""',
+            "import numpy as np",
+            "",
+            "from tfc.backends.numpy import runtime as rt",
+            "",
+            "",
+            "def build(K, R, _hook=None):",
+        ]
+        lines += ["    " + s for s in self.build_lines]
+        lines.append("")
+        lines.append("    def views(arena):")
+        if views:
+            vs = []
+            for v in views:
+                t = v.result.type
+                shape = tuple(t.get_shape())
+                nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_of(t.element_type).as_numpy_dtype).itemsize
+                off = v.offset.value.data
+                vs.append(f"arena[{off}:{off + nbytes}].view({np_dtype(t.element_type)}).reshape({shape})")
+            lines.append("        return (" + ", ".join(vs) + ",)")
+        else:
+            lines.append("        return ()")
+        lines.append("")
+        import keyword
+
+        fname = "".join(c if c.isalnum() or c == "_" else "_" for c in f.sym_name.data)
+        if not fname.isidentifier() or keyword.iskeyword(fname) or fname in ("views", "rt", "np", "R", "K"):
+            fname = "fn_" + fname
+        lines.append(f"    def {fname}({', '.join(params + ['V'])}):")
+        lines += ["        " + s for s in body]
+        lines.append("")
+        lines.append(f"    return views, {fname}")
+        return "\n".join(lines) + "\n"
+
+    def hook(self, v, out, ind):
+        if v in self.hooks:
+            out.append("    " * (ind - 1) + f"_hook({self.hooks[v]}, {self.name(v)})")
+
+    def block(self, block, out, ind, yield_to=None):
+        """Emit ``block``'s ops at indentation ``ind`` (in units of 4 spaces,
+        relative to the function body); a loops.yield assigns ``yield_to``."""
+        pad = "    " * (ind - 1)
+        for op in block.ops:
+            nm = self.name
+            if isinstance(op, L.ViewOp):
+                continue
+            if isinstance(op, func.ReturnOp):
+                vals = [f"np.asarray({nm(v)})" if not isinstance(v.type, MemRefType) else nm(v)
+                        for v in op.operands]
+                out.append(pad + f"return ({', '.join(vals)}{',' if len(vals) == 1 else ''})")
+            elif isinstance(op, L.YieldOp):
+                pairs = [(t, nm(v)) for t, v in zip(yield_to, op.values) if t != nm(v)]
+                if pairs:
+                    out.append(pad + f"{', '.join(t for t, _ in pairs)} = {', '.join(s for _, s in pairs)}")
+            elif isinstance(op, L.ConditionOp):
+                c = nm(op.cond)
+                c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
+                out.append(pad + f"if not {c}:")
+                out.append(pad + "    break")
+            elif op.name.startswith(("arith.", "math.")) or op.name == "tfc.remf":
+                args = [nm(v) for v in op.operands]
+                if op.name == "arith.constant":
+                    self.names[op.result] = self.const_scalar(op.value, op.result.type)
+                    continue
+                out.append(pad + f"{nm(op.results[0])} = {self.scalar_expr(op, args)}")
+            elif isinstance(op, L.AllocOp):
+                t = op.result.type
+                out.append(pad + f"{nm(op.result)} = np.empty({tuple(t.get_shape())}, {np_dtype(t.element_type)})")
+            elif isinstance(op, L.ConstantOp):
+                from tfc.dialects.tensor import numpy_from_dense
+
+                arr = numpy_from_dense(op.value)
+                self.build_lines.append(f"k{len(self.consts)} = K[{len(self.consts)}]  # {arr.dtype}{list(arr.shape)}")
+                self.names[op.result] = f"k{len(self.consts)}"
+                self.consts.append(arr)
+            elif isinstance(op, L.LoadOp):
+                out.append(pad + f"{nm(op.result)} = {nm(op.source)}[()]")
+            elif isinstance(op, L.CopyOp):
+                out.append(pad + f"np.copyto({nm(op.dest)}, {nm(op.source)})")
+            elif isinstance(op, L.ParallelOp):
+                if op.reduce_kind is None:
+                    self.parallel(op, out, pad)
+                else:
+                    self.reduction(op, out, pad)
+            elif isinstance(op, L.LibraryOp):
+                self.library(op, out, pad)
+            elif isinstance(op, L.IfOp):
+                c = nm(op.cond)
+                c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
+                res = [nm(r) for r in op.results]
+                out.append(pad + f"if {c}:")
+                n0 = len(out)
+                self.block(op.then_region.block, out, ind + 1, res)
+                if len(out) == n0:
+                    out.append(pad + "    pass")
+                out.append(pad + "else:")
+                n0 = len(out)
+                self.block(op.else_region.block, out, ind + 1, res)
+                if len(out) == n0:
+                    out.append(pad + "    pass")
+            elif isinstance(op, L.WhileOp):
+                self.while_(op, out, ind)
+            elif isinstance(op, L.ReadVariableOp):
+                s = "[()]" if not isinstance(op.result.type, MemRefType) else ""
+                out.append(pad + f"{nm(op.result)} = {nm(op.ref)}.value{s}")
+            elif isinstance(op, L.AssignVariableOp):
+                v = nm(op.value)
+                if not isinstance(op.value.type, MemRefType):
+                    v = f"np.asarray({v})"
+                out.append(pad + f"{nm(op.ref)}.value = {v}")
+            elif isinstance(op, L.PrintOp):
+                stream = None if op.stream is None else op.stream.data
+                summarize = None if op.summarize is None else op.summarize.value.data
+                out.append(pad + f"rt.print_({op.format.data!r}, {stream!r}, {summarize!r}"
+                           f"{''.join(', ' + nm(v) for v in op.values)})")
+            elif isinstance(op, L.AssertOp):
+                out.append(pad + f"if not np.all({nm(op.cond)}):")
+                out.append(pad + f"    raise rt.assert_failed({loc_str(op)!r}, {op.message.data!r}"
+                           f"{''.join(', ' + nm(v) for v in op.data)})")
+            else:
+                raise NotImplementedError(f"the numpy backend cannot emit {op.name}")
+            for r in op.results:
+                self.hook(r, out, ind)
+            if isinstance(op, (L.ParallelOp, L.LibraryOp)):
+                for o in op.outs:
+                    self.hook(o, out, ind)
+
+    def while_(self, op, out, ind):
+        pad = "    " * (ind - 1)
+        carried = [f"w{self.n}_{i}" for i in range(len(op.inits))]
+        self.n += 1
+        for region in (op.cond_region, op.body_region):
+            for a, c in zip(region.block.args, carried):
+                self.names[a] = c
+        for r, c in zip(op.results, carried):
+            self.names[r] = c
+        if carried:
+            out.append(pad + f"{', '.join(carried)} = {', '.join(self.name(v) for v in op.inits)}")
+        limit = None if op.max_iterations is None else op.max_iterations.value.data
+        it = f"it{self.n}"
+        self.n += 1
+        if limit is not None:
+            out.append(pad + f"{it} = 0")
+            out.append(pad + f"while {it} < {limit}:")
+            out.append(pad + f"    {it} += 1")
+        else:
+            out.append(pad + "while True:")
+        self.block(op.cond_region.block, out, ind + 1)
+        self.block(op.body_region.block, out, ind + 1, carried)
+
+    # -- kernels -----------------------------------------------------------------------
+    def _inputs(self, op, out, pad):
+        """Per input: the expression of its broadcast view (made once per call)."""
+        rank = len(op.iteration_shape)
+        exprs = []
+        for v, m in zip(op.ins, op.broadcast_maps):
+            if not isinstance(v.type, MemRefType):
+                exprs.append((self.name(v), False))
+            elif m == tuple(range(rank)):
+                exprs.append((self.name(v), 0 in m and op.iteration_shape[0] != 1))
+            else:
+                nm = f"b{self.n}"
+                self.n += 1
+                out.append(pad + f"{nm} = rt.bview({self.name(v)}, {m}, {rank})")
+                exprs.append((nm, 0 in m and op.iteration_shape[0] != 1))
+        return exprs
+
+    def _body(self, op, names, out, pad, slot_of=None, dest=None):
+        """Body ops; with ``slot_of`` (value -> scratch name) ufuncs write there
+        (the yielded value's op into ``dest``), else they allocate."""
+        block = op.body.block
+        term = block.last_op
+        is_array = {a: isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
+        env = dict(zip(block.args, names))
+        ops = [o for o in block.ops if o is not term]
+        for i, o in enumerate(ops):
+            args = [env[v] if v in env else self.name(v) for v in o.operands]
+            r = o.results[0]
+            arr = any(is_array.get(v, False) for v in o.operands)
+            is_array[r] = arr
+            if not arr:
+                if o.name == "arith.constant":
+                    env[r] = self.const_scalar(o.value, r.type)
+                else:
+                    env[r] = f"s{self.n}"
+                    self.n += 1
+                    out.append(pad + f"{env[r]} = {self.scalar_expr(o, args)}")
+                continue
+            target = None if slot_of is None else slot_of.get(r)
+            if dest is not None and r in dest and i == len(ops) - 1 and len(dest) == 1 and _one_step(o):
+                target = dest[r]
+            env[r] = target if target is not None else f"t{self.n}"
+            if target is None:
+                self.n += 1
+            out.append(pad + self._array_stmt(o, args, target, env[r]))
+        return [env.get(v, self.name(v)) for v in term.values], env, is_array
+
+    def _array_stmt(self, o, args, target, name) -> str:
+        n = o.name
+        dt = np_dtype(o.results[0].type)
+        if target is None:  # allocate (reductions)
+            if n in _CASTS:
+                return f"{name} = np.asarray({args[0]}).astype({dt})"
+            if n == "arith.select":
+                return f"{name} = np.where({args[0]}, {args[1]}, {args[2]}).astype({dt}, copy=False)"
+            if n in ("arith.cmpf", "arith.cmpi"):
+                return f"{name} = np.{_CMP_UFUNC[_cmp_symbol(o)]}({args[0]}, {args[1]})"
+            if n == "math.ipowi":
+                return f"{name} = rt.ipow({args[0]}, {args[1]})"
+            return f"{name} = np.{_UFUNC[n]}({', '.join(args)})"
+        if n in _CASTS:
+            return f"np.copyto({target}, {args[0]}, casting='unsafe')"
+        if n == "arith.select":
+            return f"np.copyto({target}, {args[2]}); np.copyto({target}, {args[1]}, where={args[0]})"
+        if n in ("arith.cmpf", "arith.cmpi"):
+            return f"np.{_CMP_UFUNC[_cmp_symbol(o)]}({args[0]}, {args[1]}, out={target})"
+        if n == "math.ipowi":
+            return f"np.copyto({target}, rt.ipow({args[0]}, {args[1]}))"
+        if n not in _UFUNC:
+            raise NotImplementedError(f"the numpy backend cannot emit {n}")
+        return f"np.{_UFUNC[n]}({', '.join(args)}, out={target})"
+
+    def _slots(self, op, dests):
+        """Scratch slots for the array values of the body, reused once dead; a
+        ufunc may write over a dying operand, a two-step op (select) may not."""
+        block = op.body.block
+        term = block.last_op
+        is_array = {a: isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
+        ops = [o for o in block.ops if o is not term]
+        last = {}
+        for i, o in enumerate(ops):
+            for v in o.operands:
+                last[v] = i
+        for v in term.values:
+            last[v] = len(ops)
+        free, slot_of, slot_dtype, nslots = [], {}, {}, 0
+        for i, o in enumerate(ops):
+            r = o.results[0]
+            arr = any(is_array.get(v, False) for v in o.operands)
+            is_array[r] = arr
+            if not arr:
+                continue
+            dying = [slot_of[v] for v in set(o.operands) if v in slot_of and last.get(v) == i]
+            single = o.name in _UFUNC or o.name in ("arith.cmpf", "arith.cmpi")
+            if single:
+                free.extend(dying)
+            if dests is not None and r in dests and i == len(ops) - 1 and len(dests) == 1 and _one_step(o):
+                slot_of[r] = None  # written straight into the output (which may be an input: in place)
+            else:
+                if free:
+                    s = free.pop()
+                else:
+                    s = nslots
+                    nslots += 1
+                slot_of[r] = s
+            if not single:
+                free.extend(dying)
+        return slot_of, nslots
+
+    def parallel(self, op, out, pad):
+        shape = op.iteration_shape
+        ins = self._inputs(op, out, pad)
+        outs = [self.name(o) for o in op.outs]
+        term = op.body.block.last_op
+        dests = {v: None for v in term.values}
+        slot_of, nslots = self._slots(op, dests)
+        row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
+        itemsizes = [np.dtype(dtype_of(L.element_of(v.type)).as_numpy_dtype).itemsize for v in op.ins
+                     if isinstance(v.type, MemRefType)]
+        itemsizes += [np.dtype(dtype_of(o.type.element_type).as_numpy_dtype).itemsize for o in op.outs]
+        per_elem = sum(itemsizes) + 8 * nslots
+        rows = max(1, min(shape[0], CHUNK_BYTES // max(1, per_elem * row_elems)))
+        k = self.kernels
+        self.kernels += 1
+        # the chunk function
+        pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))]
+        kl = [f"def kernel{k}({', '.join(pnames)}, lo, hi, T):"]
+        chunk_shape = (rows,) + tuple(shape[1:])
+        spec = []
+        slot_bytes = 8 * rows * row_elems
+        for s in range(nslots):
+            spec.append(None)
+        slot_names = {}
+        body = []
+        for s in range(nslots):
+            slot_names[s] = f"T{s}"
+        # typed views per slot: one per (slot, dtype) used
+        typed = {}
+        for v, s in slot_of.items():
+            if s is None:
+                continue
+            dt = np.dtype(dtype_of(v.type).as_numpy_dtype).name
+            typed.setdefault((s, dt), len(typed))
+        spec = [(s * slot_bytes, dt, chunk_shape) for (s, dt), _ in sorted(typed.items(), key=lambda kv: kv[1])]
+        self.scratch_bytes = max(self.scratch_bytes, nslots * slot_bytes)
+        n_in = []
+        for j, (e, sliced) in enumerate(ins):
+            if e is not None and sliced:
+                body.append(f"a{j} = i{j}[lo:hi]")
+                n_in.append(f"a{j}")
+            else:
+                n_in.append(f"i{j}")
+        if typed:
+            body.append("n = hi - lo")
+        for (s, dt), idx in typed.items():
+            body.append(f"T{s}_{dt} = T[{idx}] if n == {rows} else T[{idx}][:n]")
+        names = {}
+        for v, s in slot_of.items():
+            if s is not None:
+                names[v] = f"T{s}_{np.dtype(dtype_of(v.type).as_numpy_dtype).name}"
+        for j in range(len(outs)):
+            body.append(f"d{j} = o{j}[lo:hi]")
+        dest = {}
+        if len(term.values) == 1:
+            dest = {term.values[0]: "d0"}
+        vals, env, is_array = self._body(op, n_in, body, "", slot_of=names, dest=dest)
+        for j, (v, s) in enumerate(zip(term.values, vals)):
+            if s != f"d{j}":
+                body.append(f"np.copyto(d{j}, {s}, casting='unsafe')")
+        kl += ["    " + b for b in body]
+        self.build_lines += kl
+        self.build_lines.append(f"spec{k} = {spec!r}".replace("'", ""))
+        self.build_lines[-1] = f"spec{k} = " + repr([(o, dt, sh) for o, dt, sh in spec])
+        args = [e for e, _ in ins] + outs
+        out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
+                   f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
+
+    def reduction(self, op, out, pad):
+        shape = op.iteration_shape
+        ins = self._inputs(op, out, pad)
+        vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
+        kind = op.reduce_kind
+        for o, v in zip(op.outs, vals):
+            keep = len(L.shape_of(o.type)) == len(shape)
+            src = f"np.ascontiguousarray(np.broadcast_to({v}, {shape}))"
+            out.append(pad + f"np.copyto({self.name(o)}, rt.kernel('reduce_{kind}')({src}, axis={op.axes}, "
+                       f"keepdims={keep}), casting='unsafe')")
+
+    def library(self, op, out, pad):
+        name = op.callee.data
+        props = dict(op.kernel_attrs.data)
+        k = len(self.build_lines)
+        from tfc.core.registry import REGISTRY
+        from tfc.dialects.tensor import decode_attrs
+
+        values = decode_attrs(REGISTRY[name], props)
+        self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
+        ins = [self.name(v) for v in op.ins]
+        if op.outs:
+            if name != "matmul":
+                raise NotImplementedError(f"loops.library {name} with outs")
+            out.append(pad + f"rt.matmul_into({', '.join(ins)}, attrs{k}['transpose_a'], attrs{k}['transpose_b'], "
+                       f"{self.name(op.outs[0])})")
+            return
+        self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
+        res = [self.name(r) for r in op.res]
+        call = f"lib{k}({''.join(i + ', ' for i in ins)}**attrs{k})"
+        if len(res) == 1:
+            out.append(pad + f"{res[0]} = {call}")
+        else:
+            out.append(pad + f"{', '.join(res)}, = {call}")
+        for r in op.res:
+            scalar = not isinstance(r.type, MemRefType)
+            elt = r.type if scalar else r.type.element_type
+            out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
+
+
+
+def _literal(v) -> str:
+    """Python source for a decoded registry attribute value."""
+    from tfc.core.dtypes import DType
+
+    if isinstance(v, DType):
+        return f"rt.as_dtype({v.name!r})"
+    if isinstance(v, float):
+        return f"float({str(v)!r})" if v != v or v in (float("inf"), float("-inf")) else repr(v)
+    if isinstance(v, tuple):
+        return "(" + "".join(_literal(x) + ", " for x in v) + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(_literal(x) for x in v) + "]"
+    if v is None or isinstance(v, (bool, int, str)):
+        return repr(v)
+    raise NotImplementedError(f"attribute value {v!r} in the numpy backend")
+
+
+def emit_function(f3, hooks=None):
+    """(source, constants, scratch bytes) of an L3 function."""
+    e = Emitter(f3, hooks)
+    src = e.emit()
+    return src, e.consts, e.scratch_bytes
+
+
+__all__ = ["emit_function", "Emitter", "IntegerAttr", "arith"]

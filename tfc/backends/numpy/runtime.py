@@ -1,0 +1,142 @@
+"""Run-time support of the generated numpy modules: the arena pool, per-thread
+chunk scratch, the thread pool that runs chunks, library-call conformance."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from tfc.core.registry import REGISTRY
+
+# threads for chunked kernels (numpy ufuncs release the GIL); TFC_NUM_THREADS=1 disables
+NUM_THREADS = int(os.environ.get("TFC_NUM_THREADS", "0")) or (os.cpu_count() or 1)
+PARALLEL_MIN = 1 << 16  # elements below which a kernel runs on the calling thread
+
+_pool = None
+_pool_lock = threading.Lock()
+
+
+def pool() -> ThreadPoolExecutor:
+    global _pool
+    if _pool is None:
+        with _pool_lock:
+            if _pool is None:
+                _pool = ThreadPoolExecutor(NUM_THREADS, thread_name_prefix="tfc-chunks")
+    return _pool
+
+
+class Runtime:
+    """One per compiled function: its arena pool and its threads' scratch."""
+
+    def __init__(self, arena_size: int, scratch_bytes: int):
+        self.arena_size = arena_size
+        self.scratch_bytes = scratch_bytes
+        self._arenas = []
+        self._local = threading.local()
+
+    # -- the arena: allocated once, reused by later calls (one per concurrent call)
+    def acquire(self, make_views):
+        try:
+            return self._arenas.pop()
+        except IndexError:
+            return make_views(np.empty(self.arena_size, np.uint8))
+
+    def release(self, views):
+        self._arenas.append(views)
+
+    # -- per-thread scratch for chunks: one byte buffer, typed views cached per kernel
+    def scratch(self, key, spec):
+        loc = self._local
+        cache = getattr(loc, "views", None)
+        if cache is None:
+            cache = loc.views = {}
+            loc.raw = np.empty(self.scratch_bytes, np.uint8)
+        views = cache.get(key)
+        if views is None:
+            views = []
+            for off, dtype, shape in spec:
+                n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+                views.append(loc.raw[off:off + n].view(dtype).reshape(shape))
+            cache[key] = views
+        return views
+
+    def run_chunks(self, kernel, args, n: int, rows: int, row_elems: int, key, spec):
+        """kernel(*args, lo, hi, T) over rows [0, n) in chunks of ``rows``."""
+        nchunks = -(-n // rows)
+        if nchunks == 1 or NUM_THREADS == 1 or n * row_elems < PARALLEL_MIN:
+            T = self.scratch(key, spec)
+            for lo in range(0, n, rows):
+                kernel(*args, lo, min(lo + rows, n), T)
+            return
+        workers = min(NUM_THREADS, nchunks)
+        per = -(-nchunks // workers)
+
+        def task(first, last):
+            T = self.scratch(key, spec)
+            with np.errstate(all="ignore"):
+                for c in range(first, last):
+                    lo = c * rows
+                    kernel(*args, lo, min(lo + rows, n), T)
+
+        futures = [pool().submit(task, w * per, min((w + 1) * per, nchunks)) for w in range(workers)
+                   if w * per < nchunks]
+        for f in futures:
+            f.result()
+
+
+def bview(a, bmap, rank: int):
+    """Input ``a`` as an array of ``rank`` dims broadcasting against the
+    iteration shape (see tfc.backends.vectorized.input_view)."""
+    from tfc.backends.vectorized import input_view
+
+    return input_view(a, bmap, rank)
+
+
+def conform(value, dtype, scalar: bool):
+    """A library kernel's result in the IR's dtype; 0-d results as numpy scalars."""
+    if not isinstance(value, np.ndarray):
+        value = np.asarray(value)
+    if value.dtype != dtype:
+        value = value.astype(dtype)
+    return value[()] if scalar else value
+
+
+def kernel(name: str):
+    return REGISTRY[name].kernel
+
+
+def as_dtype(name: str):
+    from tfc.core import dtypes
+
+    return dtypes.as_dtype(name)
+
+
+def matmul_into(a, b, ta: bool, tb: bool, out):
+    if ta:
+        a = np.swapaxes(a, -1, -2)
+    if tb:
+        b = np.swapaxes(b, -1, -2)
+    np.matmul(a, b, out=out)
+
+
+def ipow(a, b):
+    return REGISTRY["pow"].kernel(a, b)
+
+
+def truth(c) -> bool:
+    return bool(np.asarray(c).reshape(()))
+
+
+def print_(fmt: str, stream, summarize, *values):
+    from tfc.backends.reference import write_print
+
+    write_print(fmt, values, stream, summarize)
+
+
+def assert_failed(where: str, message: str, *data):
+    from tfc.backends.reference import assertion_failed
+
+    return assertion_failed(where, message, *data)

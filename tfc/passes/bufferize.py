@@ -1,0 +1,269 @@
+"""Bufferization (L2): decide which tensor values get a buffer of their own,
+which values may reference which buffers, where a result reuses a dying input
+in place, and which buffers must outlive the call.
+
+Run on the fused (L2) module. A value gets its own buffer when a kernel writes
+it: a ``tfc.fused`` result that is not 0-d elementwise (0-d elementwise kernels
+become scalar code; a reduction to 0-d gets a 0-d buffer), and a static float
+``matmul`` (BLAS writes into it). Every other op's result is made by its
+registry kernel (which may return a view of its inputs), so such a result *may
+reference* any buffer its tensor operands reference; ``tfc.cond``/``tfc.while``
+results reference what their branches/initial values reference.
+
+In place: an elementwise ``tfc.fused`` with one result reuses the buffer of an
+input read at the same index (same shape and dtype) when no value referencing
+that buffer is used after this op.
+
+Buffer kinds: ``arena`` (planned by tfc-plan-memory) or ``fresh`` (allocated
+each time its first value is computed): a buffer referenced by a function
+result, by a value assigned to a variable, or by a value yielded from a
+``tfc.while`` body (the next iteration would overwrite it) is fresh.
+
+The pass annotates each op with ``tfc.buffers = array<i64: ...>`` (one id per
+result, -1 for none) and the function with ``tfc.fresh = array<i64: ...>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseArrayBase, TensorType, i64
+from xdsl.ir import BlockArgument
+from xdsl.passes import ModulePass
+
+from tfc.dialects.fused import FusedOp
+from tfc.dialects.tensor import (
+    AssignVariableOp, CondOp, RegistryOp, WhileOp, YieldOp, spec_of,
+)
+
+
+def block_of(value):
+    if isinstance(value, BlockArgument):
+        return value.block
+    return value.owner.parent_block()
+
+
+# -- program points -------------------------------------------------------------------
+
+
+class Points:
+    """Preorder numbering of the ops of a function: ``start[op]`` and
+    ``end[op]`` (the last number inside its regions)."""
+
+    def __init__(self, fop):
+        self.start: dict = {}
+        self.end: dict = {}
+        n = 0
+        for op in fop.body.walk():
+            self.start[op] = n
+            n += 1
+        for op in reversed(list(self.start)):
+            e = self.start[op]
+            for r in op.regions:
+                for b in r.blocks:
+                    for inner in b.ops:
+                        e = max(e, self.end[inner])
+            self.end[op] = e
+        self.count = n
+
+    def use_point(self, value, user) -> int:
+        """Where a use keeps ``value`` alive: the user lifted to the op in the
+        value's block; a use by or inside a region op lasts to the op's end."""
+        block = block_of(value)
+        op = user
+        while op.parent_block() is not block:
+            op = op.parent_op()
+            if op is None:
+                raise AssertionError("use outside the value's scope")
+        if op is user and (not op.regions or isinstance(op, FusedOp)):  # a kernel body is no control flow
+            return self.start[op]
+        return self.end[op]
+
+    def def_point(self, value) -> int:
+        if isinstance(value, BlockArgument):
+            return self.start[value.block.parent_op()]
+        return self.start[value.owner]
+
+    def last_use(self, value) -> int:
+        last = self.def_point(value)
+        for u in value.uses:
+            last = max(last, self.use_point(value, u.operation))
+        return last
+
+
+# -- the analysis ----------------------------------------------------------------------
+
+
+def static_shape(t):
+    s = spec_of(t).shape
+    return None if any(d is None for d in s) else s
+
+
+def writes_buffer(op, k: int = 0) -> bool:
+    """Does the kernel of ``op`` write result ``k`` into a buffer we provide?"""
+    if isinstance(op, FusedOp):
+        return not (op.iteration_shape == () or (op.reduce_kind is None and spec_of(op.outs[k].type).shape == ()))
+    if isinstance(op, RegistryOp) and op.OPDEF.name == "matmul":
+        s = spec_of(op.results[0].type)
+        return (static_shape(op.results[0].type) is not None and s.dtype.is_floating
+                and all(spec_of(v.type).dtype == s.dtype for v in op.operands))
+    return False
+
+
+@dataclass(eq=False)
+class Buffer:
+    id: int
+    value: object          # the first value stored in it (its type gives shape and dtype)
+    fresh: bool = False
+    inplace_of: list = None  # values that reuse it in place
+
+    @property
+    def nbytes(self) -> int:
+        s = spec_of(self.value.type)
+        n = s.dtype.itemsize
+        for d in s.shape:
+            n *= d
+        return n
+
+
+class Bufferization:
+    """The result of the analysis for one function."""
+
+    def __init__(self, fop):
+        self.func = fop
+        self.points = Points(fop)
+        self.own: dict = {}      # value -> Buffer written by its defining kernel
+        self.refs: dict = {}     # value -> frozenset of Buffers it may reference
+        self.buffers: list[Buffer] = []
+        self._analyze()
+
+    def _new(self, value) -> Buffer:
+        b = Buffer(len(self.buffers), value, inplace_of=[])
+        self.buffers.append(b)
+        return b
+
+    def refs_of(self, v) -> frozenset:
+        """Buffers ``v`` may reference; none for 0-d values, which are scalars (copies)."""
+        if not spec_of(v.type).shape and isinstance(v.type, TensorType):
+            return frozenset()
+        return self.refs.get(v, frozenset())
+
+    def _analyze(self):
+        pts = self.points
+        last_use = {}
+
+        def lu(v):
+            r = last_use.get(v)
+            if r is None:
+                r = last_use[v] = pts.last_use(v)
+            return r
+
+        holders: dict = {}  # Buffer -> values referencing it so far
+
+        def set_refs(v, bufs):
+            self.refs[v] = frozenset(bufs)
+            for b in bufs:
+                holders.setdefault(b, []).append(v)
+
+        whiles = []
+
+        def union(values):
+            out = set()
+            for v in values:
+                out |= self.refs_of(v)
+            return out
+
+        def visit(block):
+            for op in block.ops:
+                if isinstance(op, FusedOp):
+                    for k, r in enumerate(op.outs):
+                        if not writes_buffer(op, k):
+                            continue
+                        buf = self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None
+                        if buf is None:
+                            buf = self._new(r)
+                        else:
+                            buf.inplace_of.append(r)
+                        self.own[r] = buf
+                        set_refs(r, [buf])
+                elif isinstance(op, RegistryOp) and writes_buffer(op):
+                    buf = self._new(op.results[0])
+                    self.own[op.results[0]] = buf
+                    set_refs(op.results[0], [buf])
+                elif isinstance(op, RegistryOp):
+                    bufs = union(op.operands)
+                    for r in op.results:
+                        set_refs(r, bufs)
+                elif isinstance(op, WhileOp):
+                    whiles.append(op)
+                    # yielded values are fresh (below), so the carried buffers are the inits'
+                    bufs = union(op.inits)
+                    for region in (op.cond_region, op.body_region):
+                        for a in region.block.args:
+                            set_refs(a, bufs)
+                        visit(region.block)
+                    for r in op.results:
+                        set_refs(r, bufs)
+                elif isinstance(op, CondOp):
+                    visit(op.then_region.block)
+                    visit(op.else_region.block)
+                    for i, r in enumerate(op.results):
+                        set_refs(r, union(reg.block.last_op.operands[i]
+                                          for reg in (op.then_region, op.else_region)))
+
+        visit(self.func.body.block)
+        escaping = []
+        for op in self.func.body.walk():
+            if isinstance(op, func.ReturnOp):
+                escaping.extend(op.operands)
+            elif isinstance(op, AssignVariableOp):
+                escaping.append(op.value)
+        for w in whiles:
+            escaping.extend(w.body_region.block.last_op.operands)
+        for v in escaping:
+            for b in self.refs_of(v):
+                b.fresh = True
+
+    def _inplace_candidate(self, op, holders, lu):
+        if op.reduce_kind is not None:
+            return None
+        here = self.points.start[op]
+        out_t = op.outs[0].type
+        rank = len(op.iteration_shape)
+        for v, m in zip(op.inputs, op.broadcast_maps):
+            b = self.own.get(v)
+            if b is None or v.type != out_t or m != tuple(range(rank)):
+                continue
+            if lu(v) == here and all(lu(h) <= here for h in holders.get(b, [v])):
+                return b
+        return None
+
+    def live_range(self, buf: Buffer) -> tuple[int, int]:
+        """[first definition, last use] of every value that may reference ``buf``."""
+        vals = [v for v, bs in self.refs.items() if buf in bs]
+        return (min(self.points.def_point(v) for v in vals), max(self.points.last_use(v) for v in vals))
+
+    def annotate(self):
+        for op in self.func.body.walk():
+            ids = [self.own[r].id if r in self.own else -1 for r in op.results]
+            if any(i >= 0 for i in ids):
+                op.attributes["tfc.buffers"] = DenseArrayBase.from_list(i64, ids)
+        self.func.attributes["tfc.fresh"] = DenseArrayBase.from_list(i64, [b.id for b in self.buffers if b.fresh])
+
+
+def functions(module):
+    return [op for op in module.ops if isinstance(op, func.FuncOp)]
+
+
+@dataclass(frozen=True)
+class BufferizePass(ModulePass):
+    """Buffers for kernel results, in-place reuse, fresh vs arena (annotations)."""
+
+    name = "tfc-bufferize"
+
+    def apply(self, ctx, op) -> None:
+        for f in functions(op):
+            Bufferization(f).annotate()
+
+
+__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "writes_buffer", "YieldOp"]
