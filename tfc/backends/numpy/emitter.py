@@ -26,7 +26,9 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
 from tfc.dialects import loops as L
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
-CHUNK_BYTES = 1 << 18  # working set of one chunk (inputs, outputs, scratch): fits in L2
+# working set of one chunk (inputs, outputs, scratch): fits in a core's L2 (1-2 MiB
+# on current x86 servers); larger chunks also mean fewer ufunc calls (~1 us each)
+CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 
 _UFUNC = {
@@ -382,6 +384,8 @@ class Emitter:
             return f"np.copyto({target}, rt.ipow({args[0]}, {args[1]}))"
         if n not in _UFUNC:
             raise NotImplementedError(f"the numpy backend cannot emit {n}")
+        if n in ("arith.mulf", "arith.muli") and o.operands[0] is o.operands[1]:
+            return f"np.square({args[0]}, out={target})"  # the same product, a quarter faster
         return f"np.{_UFUNC[n]}({', '.join(args)}, out={target})"
 
     def _slots(self, op, dests):

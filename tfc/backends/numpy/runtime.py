@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -24,7 +24,7 @@ def pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(NUM_THREADS, thread_name_prefix="tfc-chunks")
+                _pool = ThreadPoolExecutor(max(1, NUM_THREADS - 1), thread_name_prefix="tfc-chunks")
     return _pool
 
 
@@ -102,18 +102,23 @@ class Runtime:
             for lo in range(0, n, rows):
                 kernel(*args, lo, min(lo + rows, n), T)
             return
-        workers = min(NUM_THREADS, nchunks)
-        per = -(-nchunks // workers)
+        # chunks handed out one at a time (next() on a shared range iterator is
+        # atomic under the GIL): a worker slowed by another process takes fewer;
+        # the calling thread works too instead of waiting
+        chunks = iter(range(nchunks))
 
-        def task(first, last):
+        def task():
             T = self.scratch(key, spec)
             with np.errstate(all="ignore"):
-                for c in range(first, last):
+                for c in chunks:
                     lo = c * rows
                     kernel(*args, lo, min(lo + rows, n), T)
 
-        futures = [pool().submit(task, w * per, min((w + 1) * per, nchunks)) for w in range(workers)
-                   if w * per < nchunks]
+        futures = [pool().submit(task) for _ in range(min(NUM_THREADS, nchunks) - 1)]
+        try:
+            task()
+        finally:
+            wait(futures)  # no chunk may still be running when the call returns or raises
         for f in futures:
             f.result()
 
