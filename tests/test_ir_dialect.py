@@ -45,6 +45,7 @@ SAMPLES = {
     "eye": lambda: tfc.eye(3, 2, dtype=tfc.float64),
     "matmul": lambda: tfc.matmul(F23, F23, transpose_b=True),
     "cast": lambda: tfc.cast(F23, tfc.int8),
+    "integer_pow": lambda: F23 ** 3,
     "where": lambda: tfc.where(B23, F23, F23 * 2),
     "clip_by_value": lambda: tfc.clip_by_value(F23, 0.2, 0.5),
     "reduce_sum": lambda: tfc.reduce_sum(F23, axis=1, keepdims=True),

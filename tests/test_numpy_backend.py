@@ -98,7 +98,7 @@ def test_memory_plan_reuses_and_goes_in_place():
     _same(f(x).numpy(), want.numpy())
     # the generated code allocates only the plan's fresh buffers and the arena (once)
     src = conc.source
-    assert src.count("np.empty(") == sum(1 for b in plan.buffers if b.kind == "fresh")
+    assert src.count("np.empty(") + src.count("R.empty(") == sum(1 for b in plan.buffers if b.kind == "fresh")
     assert "out=" in src and "matmul_into" in src
 
 
@@ -114,6 +114,30 @@ def test_arena_reused_across_calls_results_are_fresh():
     assert s1.numpy().dtype == np.float32 and s1.shape == ()
     conc = f.get_concrete_function(x1)
     assert len(conc.compiled.runtime._arenas) == 1
+
+
+def test_large_result_buffers_reused_only_when_dead():
+    @tfc.function
+    def f(x):
+        return x * 2.0 + 1.0
+    x = np.arange(1 << 19, dtype=np.float32)  # 2 MiB: from the runtime's result cache
+    assert "R.empty(" in f.get_concrete_function(x).source
+    ptr = lambda t: t.numpy().ctypes.data  # noqa: E731
+    r1 = f(x)
+    keep, p1 = r1.numpy().copy(), ptr(r1)
+    r2 = f(x + 1)
+    assert ptr(r2) != p1
+    _same(r1.numpy(), keep)  # a live result is never written again
+    view = r1.numpy()[3:]  # a view keeps the buffer alive
+    del r1
+    r3 = f(x + 2)
+    assert ptr(r3) not in (p1, ptr(r2))
+    _same(view, keep[3:])
+    del view, r3
+    r4 = f(x)
+    assert ptr(r4) == p1  # nothing references the first buffer: reused
+    _same(r4.numpy(), x * 2 + 1)
+    _same(r2.numpy(), (x + 1) * 2 + 1)
 
 
 def test_stages_and_source_visible():

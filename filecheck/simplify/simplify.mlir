@@ -49,6 +49,18 @@ func.func @powers(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   func.return %c, %s : tensor<4xf32>, tensor<4xf32>
 }
 
+// integer_pow(x, 2) is x*x by definition; other exponents stay integer_pow (the
+// fused kernel multiplies in the same order as the eager kernel)
+// CHECK-LABEL: func.func @integer_powers
+// CHECK-NEXT:    %[[S:.*]] = tfc.multiply %x, %x
+// CHECK-NEXT:    %[[C:.*]] = tfc.integer_pow %x {n = 3 : i64}
+// CHECK-NEXT:    func.return %[[S]], %[[C]]
+func.func @integer_powers(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %s = tfc.integer_pow %x {n = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %c = tfc.integer_pow %x {n = 3 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %s, %c : tensor<4xf32>, tensor<4xf32>
+}
+
 // CHECK-LABEL: func.func @transposes
 // CHECK-NEXT:    %[[T:.*]] = tfc.transpose %x {perm = array<i64: 2, 0, 1>}
 // CHECK-NEXT:    func.return %x, %[[T]]

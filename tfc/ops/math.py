@@ -116,6 +116,64 @@ def pow(x, y):  # noqa: A001 (TensorFlow's name)
     return (x, y), {}
 
 
+def _by_squaring(x, n: int, mul):
+    """x ** n for an int n >= 1 by binary exponentiation, with ``mul`` the
+    multiplication. One fixed order of products (x**3 is x * (x*x)), shared by
+    the eager kernel and the scalar body so that compiled equals eager exactly."""
+    acc, base = None, x
+    while True:
+        if n & 1:
+            acc = base if acc is None else mul(acc, base)
+        n >>= 1
+        if not n:
+            return acc
+        base = mul(base, base)
+
+
+def _integer_pow_kernel(x, n):
+    if n == 0:
+        return np.ones_like(x)
+    if n == 1:
+        return x.copy()
+    p = _by_squaring(x, -n if n < 0 else n, np.multiply)
+    return p if n > 0 else np.true_divide(x.dtype.type(1), p)
+
+
+def _integer_pow_scalar(b, x, n):
+    if n == 0:
+        return S.like(b, 1, x)
+    p = _by_squaring(x, -n if n < 0 else n, lambda u, v: S.mul(b, u, v))
+    return p if n > 0 else S.divf(b, S.like(b, 1, x), p)
+
+
+def _integer_pow_infer(op, x: Spec, n) -> Spec:
+    inf.check_dtype(op, x, NUMERIC)
+    if n < 0 and not x.dtype.is_floating:
+        raise ValueError(f"{op.name}: integer {x.dtype.name} tensor raised to the negative power {n} "
+                         "(numpy refuses integers to negative powers); cast to a float dtype first")
+    return Spec(x.shape, x.dtype)
+
+
+def _integer_pow_grad(e, g):
+    (x,), n = e.inputs, e.attrs["n"]
+    if n == 0:
+        return [zeros_like_(g)]
+    return [g * (integer_pow(x, n - 1) * n)]
+
+
+@declare(kernel=_integer_pow_kernel, infer=_integer_pow_infer, grad=_integer_pow_grad, attrs={"n": "int"},
+         quiet=True, scalar=_integer_pow_scalar)
+def integer_pow(x, n):
+    """x ** n for a Python int n, by repeated multiplication in x's dtype (binary
+    exponentiation, as JAX's integer_pow; ``Tensor.__pow__`` uses it for int
+    exponents). Not np.power: that is much slower, and its rounding is not the
+    one of a product that a fused kernel can reproduce. n == 0 gives ones,
+    n < 0 gives 1 / x**-n (floats only)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"integer_pow: the exponent must be a Python int, got {type(n).__name__}")
+    return (x,), {"n": int(n)}
+
+
 def _max_grad(e, g):
     x, y = e.inputs
     take_x = greater_equal(x, y)

@@ -114,7 +114,17 @@ Tensor.__floordiv__ = lambda self, other: m.floordiv(self, other)
 Tensor.__rfloordiv__ = _reflected(m.floordiv)
 Tensor.__mod__ = lambda self, other: m.mod(self, other)
 Tensor.__rmod__ = _reflected(m.mod)
-Tensor.__pow__ = lambda self, other: m.pow(self, other)
+
+
+def _pow(self, other):
+    # a Python int exponent multiplies (integer_pow, as JAX); bool tensors keep
+    # numpy's promotion (True ** 2 is an int)
+    if type(other) is int and not self.dtype.is_bool:
+        return m.integer_pow(self, other)
+    return m.pow(self, other)
+
+
+Tensor.__pow__ = _pow
 Tensor.__rpow__ = _reflected(m.pow)
 Tensor.__matmul__ = lambda self, other: matmul(self, other)
 Tensor.__rmatmul__ = _reflected(matmul)

@@ -1,5 +1,5 @@
 """Algebraic simplification: x*1, x+0, x-0 -> x; x-x -> 0 for integers;
-x**2, x**3 -> multiplications; transpose(transpose(x)) -> one transpose (or x);
+x**2 -> x*x (pow by a constant 2, integer_pow with n=2); transpose(transpose(x)) -> one transpose (or x);
 reshape(reshape(x)) -> one reshape. A rewrite applies only when the result keeps
 its type (so a broadcasting x*1 stays)."""
 from __future__ import annotations
@@ -20,6 +20,11 @@ def const_value(ssa):
 def _is(ssa, value) -> bool:
     v = const_value(ssa)
     return v is not None and v.size > 0 and bool(np.all(v == value))
+
+
+def _is_scalar(ssa, value) -> bool:
+    v = const_value(ssa)
+    return v is not None and v.size == 1 and v.reshape(()) == value
 
 
 def _name(ssa):
@@ -57,19 +62,13 @@ def simplify_op(op) -> bool:
             c = ConstantOp.from_numpy(np.zeros(spec.shape, spec.dtype.as_numpy_dtype), spec.dtype)
             _replace(op, [c], c.result)
             return True
-    if name == "pow" and same[0]:
-        # only x**2: numpy squares exactly for it; x*x*x rounds differently from
-        # np.power(x, 3) (1 ulp on ~30% of float32 inputs): compiled must equal eager
-        for n in (2,):
-            v = const_value(args[1])
-            if v is not None and v.size == 1 and v.reshape(()) == n:
-                x = args[0]
-                sq = build_op("multiply", [x, x])
-                ops = [sq]
-                if n == 3:
-                    ops.append(build_op("multiply", [sq.results[0], x]))
-                _replace(op, ops, ops[-1].results[0])
-                return True
+    # x**2 -> x*x: integer_pow(x, 2) is x*x by definition; np.power squares
+    # exactly too. Not pow(x, 3): x*x*x rounds differently from np.power (1 ulp
+    # on ~30% of float32 inputs), and compiled must equal eager.
+    if (name == "integer_pow" and op.attr_values["n"] == 2 or name == "pow" and _is_scalar(args[1], 2)) and same[0]:
+        sq = build_op("multiply", [args[0], args[0]])
+        _replace(op, [sq], sq.results[0])
+        return True
     if name == "transpose" and _name(args[0]) == "transpose":
         inner = args[0].owner
         x = inner.operands[0]

@@ -26,7 +26,10 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
 from tfc.dialects import loops as L
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
-CHUNK_BYTES = 1 << 18  # working set of one chunk (inputs, outputs, scratch): fits in L2
+# working set of one chunk (inputs, outputs, scratch): fits in a core's L2 (1-2 MiB
+# on current x86 servers); larger chunks also mean fewer ufunc calls (~1 us each)
+CHUNK_BYTES = 1 << 20
+BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 
 _UFUNC = {
     "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
@@ -225,7 +228,10 @@ class Emitter:
                 out.append(pad + f"{nm(op.results[0])} = {self.scalar_expr(op, args)}")
             elif isinstance(op, L.AllocOp):
                 t = op.result.type
-                out.append(pad + f"{nm(op.result)} = np.empty({tuple(t.get_shape())}, {np_dtype(t.element_type)})")
+                shape = tuple(t.get_shape())
+                big = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_of(t.element_type).as_numpy_dtype).itemsize
+                alloc = "R.empty" if big >= BIG_ALLOC else "np.empty"  # R.empty: reuses dead buffers
+                out.append(pad + f"{nm(op.result)} = {alloc}({shape}, {np_dtype(t.element_type)})")
             elif isinstance(op, L.ConstantOp):
                 from tfc.dialects.tensor import numpy_from_dense
 
@@ -378,6 +384,8 @@ class Emitter:
             return f"np.copyto({target}, rt.ipow({args[0]}, {args[1]}))"
         if n not in _UFUNC:
             raise NotImplementedError(f"the numpy backend cannot emit {n}")
+        if n in ("arith.mulf", "arith.muli") and o.operands[0] is o.operands[1]:
+            return f"np.square({args[0]}, out={target})"  # the same product, a quarter faster
         return f"np.{_UFUNC[n]}({', '.join(args)}, out={target})"
 
     def _slots(self, op, dests):
@@ -428,7 +436,10 @@ class Emitter:
         itemsizes = [np.dtype(dtype_of(L.element_of(v.type)).as_numpy_dtype).itemsize for v in op.ins
                      if isinstance(v.type, MemRefType)]
         itemsizes += [np.dtype(dtype_of(o.type.element_type).as_numpy_dtype).itemsize for o in op.outs]
-        per_elem = sum(itemsizes) + 8 * nslots
+        # a slot holds values of several dtypes in turn: as wide as the widest
+        slot_item = max((np.dtype(dtype_of(v.type).as_numpy_dtype).itemsize for v, s in slot_of.items()
+                         if s is not None), default=8)
+        per_elem = sum(itemsizes) + slot_item * nslots
         rows = max(1, min(shape[0], CHUNK_BYTES // max(1, per_elem * row_elems)))
         k = self.kernels
         self.kernels += 1
@@ -437,7 +448,7 @@ class Emitter:
         kl = [f"def kernel{k}({', '.join(pnames)}, lo, hi, T):"]
         chunk_shape = (rows,) + tuple(shape[1:])
         spec = []
-        slot_bytes = 8 * rows * row_elems
+        slot_bytes = slot_item * rows * row_elems
         for s in range(nslots):
             spec.append(None)
         slot_names = {}

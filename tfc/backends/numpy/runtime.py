@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
@@ -24,18 +24,49 @@ def pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
-                _pool = ThreadPoolExecutor(NUM_THREADS, thread_name_prefix="tfc-chunks")
+                _pool = ThreadPoolExecutor(max(1, NUM_THREADS - 1), thread_name_prefix="tfc-chunks")
     return _pool
 
 
+def _refs(buffers: list, i: int) -> int:
+    return sys.getrefcount(buffers[i])
+
+
+# _refs of an array referenced by its list only (calibrated: it depends on the
+# interpreter). Free-threaded builds defer reference counts: no reuse there.
+_ONLY_LISTED = _refs([np.empty(0)], 0)
+_REUSE = getattr(sys, "_is_gil_enabled", lambda: True)()
+CACHED_PER_SHAPE = 2  # large results kept for reuse per (shape, dtype) of a function
+
+
 class Runtime:
-    """One per compiled function: its arena pool and its threads' scratch."""
+    """One per compiled function: its arena pool, its threads' scratch and a
+    cache of its large result buffers."""
 
     def __init__(self, arena_size: int, scratch_bytes: int):
         self.arena_size = arena_size
         self.scratch_bytes = scratch_bytes
         self._arenas = []
         self._local = threading.local()
+        self._results: dict = {}
+        self._results_lock = threading.Lock()
+
+    # -- large results: a caching allocator. A fresh np.empty of many MiB is
+    # mapped anew and page-faulted in by the kernel writing it, every call (as
+    # much time as a copy); a buffer of an earlier call that nothing references
+    # any more (the caller dropped the result, and every view of it) is reused.
+    def empty(self, shape, dtype):
+        if not _REUSE:
+            return np.empty(shape, dtype)
+        with self._results_lock:  # two calls at once must not take the same buffer
+            bufs = self._results.setdefault((shape, dtype), [])
+            for i in range(len(bufs)):
+                if _refs(bufs, i) == _ONLY_LISTED:
+                    return bufs[i]
+            a = np.empty(shape, dtype)
+            if len(bufs) < CACHED_PER_SHAPE:
+                bufs.append(a)
+            return a
 
     # -- the arena: allocated once, reused by later calls (one per concurrent call)
     def acquire(self, make_views):
@@ -71,18 +102,23 @@ class Runtime:
             for lo in range(0, n, rows):
                 kernel(*args, lo, min(lo + rows, n), T)
             return
-        workers = min(NUM_THREADS, nchunks)
-        per = -(-nchunks // workers)
+        # chunks handed out one at a time (next() on a shared range iterator is
+        # atomic under the GIL): a worker slowed by another process takes fewer;
+        # the calling thread works too instead of waiting
+        chunks = iter(range(nchunks))
 
-        def task(first, last):
+        def task():
             T = self.scratch(key, spec)
             with np.errstate(all="ignore"):
-                for c in range(first, last):
+                for c in chunks:
                     lo = c * rows
                     kernel(*args, lo, min(lo + rows, n), T)
 
-        futures = [pool().submit(task, w * per, min((w + 1) * per, nchunks)) for w in range(workers)
-                   if w * per < nchunks]
+        futures = [pool().submit(task) for _ in range(min(NUM_THREADS, nchunks) - 1)]
+        try:
+            task()
+        finally:
+            wait(futures)  # no chunk may still be running when the call returns or raises
         for f in futures:
             f.result()
 
