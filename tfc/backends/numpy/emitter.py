@@ -31,7 +31,7 @@ CHUNK_BYTES = 1 << 18  # working set of one chunk (inputs, outputs, scratch): fi
 _UFUNC = {
     "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
     "arith.mulf": "multiply", "arith.muli": "multiply", "arith.divf": "true_divide",
-    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod",
+    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod", "tfc.floormod": "mod",
     "arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxsi": "maximum",
     "arith.minsi": "minimum", "arith.negf": "negative", "arith.andi": "bitwise_and",
     "arith.ori": "bitwise_or", "arith.xori": "bitwise_xor",
@@ -217,7 +217,7 @@ class Emitter:
                 c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
                 out.append(pad + f"if not {c}:")
                 out.append(pad + "    break")
-            elif op.name.startswith(("arith.", "math.")) or op.name == "tfc.remf":
+            elif op.name.startswith(("arith.", "math.")) or op.name in ("tfc.remf", "tfc.floormod"):
                 args = [nm(v) for v in op.operands]
                 if op.name == "arith.constant":
                     self.names[op.result] = self.const_scalar(op.value, op.result.type)
