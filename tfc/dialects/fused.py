@@ -180,12 +180,12 @@ class RemFOp(IRDLOperation):
 
 @irdl_op_definition
 class FloorModOp(IRDLOperation):
-    """``tfc.floormod %a, %b : i32``: signed integer remainder with the divisor's
-    sign (numpy's np.mod, Python's %); a zero divisor gives 0, as numpy. One op
-    so that backends with a native form use it (the numpy backend: Python ``%``
-    on scalars, np.mod on arrays); a backend without one (a future PTX backend)
-    lowers it to remsi plus the sign fixup of tfc.ops._scalar.mod's history:
-    ``r = a rem b; r != 0 and (r < 0) != (b < 0) ? r + b : r``, and b == 0 ? 0."""
+    """``tfc.floormod %a, %b : i32``: signed integer remainder with the sign of
+    the divisor (numpy's np.mod, Python's %); a zero divisor gives 0, as numpy.
+    One op, so that a backend with a native form uses it (the numpy backend:
+    Python ``%`` on scalars, np.mod on arrays); a backend without one (a future
+    PTX backend) lowers it to ``r = arith.remsi a, b`` then
+    ``r != 0 && (r < 0) != (b < 0) ? r + b : r``, and 0 where b == 0."""
 
     name = "tfc.floormod"
     T: ClassVar = VarConstraint("T", SignlessIntegerConstraint)
