@@ -344,6 +344,7 @@ class ConcreteFunction:
         self._executor = None
         self._fused = None
         self._compiled = None  # the numpy backend's module (tfc/backends/numpy)
+        self._direct = False   # _direct_fn() once known
         self._stages = None    # its L2/L3 modules and memory plan, made on demand
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
@@ -368,10 +369,13 @@ class ConcreteFunction:
         conc.verify = bool(getattr(function, "verify", False))
         return conc
 
-    @property
-    def _lean(self) -> bool:
-        return (not self.variables and not self.verify and self._out_mask == [True]
-                and not nest.is_nested(self._out_structure))
+    def _direct_fn(self):
+        """The generated function itself where a call needs nothing around it: no
+        variables, no verify, one tensor out, no arena, no np.errstate."""
+        if self.variables or self.verify or self._out_mask != [True] or nest.is_nested(self._out_structure):
+            return None
+        c = self.compiled
+        return None if c.has_views or c.needs_errstate else c._fn
 
     @property
     def structured_input_signature(self):
@@ -398,6 +402,7 @@ class ConcreteFunction:
         new._fused = None
         new._stages = None
         new._compiled = None
+        new._direct = False
         return new
 
     @property
@@ -476,9 +481,11 @@ class ConcreteFunction:
 
     def _call_arrays(self, arrays):
         """Run on checked input arrays; the results as the traced function's output."""
-        if self._lean:  # no variables, no verify, one tensor out: the fewest steps
-            compiled = self._compiled or self.compiled
-            return wrap(compiled.call(arrays)[0])
+        fn = self._direct
+        if fn is False:
+            fn = self._direct = self._direct_fn()
+        if fn is not None:
+            return wrap(fn(*arrays, ())[0])
         from tfc.backends.reference import Cell
 
         cells = [Cell(v._value) for v in self.variables]

@@ -47,6 +47,7 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 _CMP_UFUNC = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
               ">=": "greater_equal"}
 # scalar forms: Python operators on numpy scalars keep the dtype
+_RING = ("arith.addi", "arith.subi", "arith.muli")
 _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
               "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.floordivsi": "//",
               "arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}
@@ -123,6 +124,8 @@ class Emitter:
         self.views: list[str] = []
         self.known: dict = {}          # 0-d value -> its numpy value, known at emit time
         self.uses_numpy = False        # numpy calls that may warn: run under np.errstate
+        self.unwrapped: set = set()    # inlined integer sums/products not yet wrapped to their width
+        self.lazy: set = set()         # counters wrapped once after their loop (see _counters)
 
     # -- names ------------------------------------------------------------------------
     def name(self, v) -> str:
@@ -271,12 +274,35 @@ class Emitter:
         if wrap == "alias":
             self.names[r] = expr
             return
+        user = self._inline_user(op)
+        if user is not None and (wrap is None or (user.name in _RING and user.results[0].type == r.type)):
+            # written into its only user's expression; a sum or product feeding
+            # another one wraps once, at the end (wrapping commutes with them)
+            self.names[r] = f"({expr})"
+            if wrap is not None:
+                self.unwrapped.add(r)
+            return
+        if r not in self.names and isinstance(user, L.YieldOp) and isinstance(user.parent_op(), L.IfOp):
+            # the only use is a branch's yield: compute straight into the if's result
+            self.names[r] = self.name(user.parent_op().results[list(user.operands).index(r)])
         name = self.name(r)
         out.append(pad + f"{name} = {expr}")
-        if wrap is not None:
+        if wrap is not None and r not in self.lazy:
             side, lo, hi = wrap
             test = {"both": f"not {lo} <= {name} <= {hi}", "hi": f"{name} > {hi}", "lo": f"{name} < {lo}"}[side]
             out.append(pad + f"if {test}: {name} = (({name} - ({lo})) & {hi - lo}) + ({lo})")
+
+    def _inline_user(self, op):
+        """The only user of a Python-number result when it is in the same block
+        (evaluated there, later, once: the operands' names do not change in
+        between, as carried variables are assigned only by the block's yield)."""
+        if op.results[0] in self.hooks or len(op.results) != 1:
+            return None
+        r = op.results[0]
+        user = r.get_user_of_unique_use()
+        if user is None or user.parent_block() is not op.parent_block():
+            return None
+        return user
 
     def py_expr(self, op, a):
         """(Python expression, wrap) for an op on Python numbers, or None. wrap:
@@ -314,6 +340,8 @@ class Emitter:
                     side = "hi" if x >= 0 else "lo"
                 elif n == "arith.muli" and (x in (0, 1) or y in (0, 1)):
                     side = None
+                if any(v in self.unwrapped for v in vs):
+                    side = "both"
                 return f"{a[0]} {_SCALAR_OP[n]} {a[1]}", None if side is None else (side, lo, hi)
             if n in ("arith.floordivsi", "tfc.floormod"):
                 sym = "//" if n == "arith.floordivsi" else "%"
@@ -543,17 +571,51 @@ class Emitter:
             self.names[r] = c
         if carried:
             out.append(pad + f"{', '.join(carried)} = {', '.join(self.name(v) for v in op.inits)}")
+        counters = self._counters(op)
         limit = None if op.max_iterations is None else op.max_iterations.value.data
         it = f"it{self.n}"
         self.n += 1
+        cond: list[str] = []
+        self.block(op.cond_region.block, cond, ind + 1)
+        inner = pad + "    "
         if limit is not None:
             out.append(pad + f"{it} = 0")
             out.append(pad + f"while {it} < {limit}:")
             out.append(pad + f"    {it} += 1")
+        elif len(cond) == 2 and cond[0].startswith(inner + "if not ") and cond[1] == inner + "    break":
+            out.append(pad + f"while {cond[0][len(inner) + 7:-1]}:")  # the condition is one expression
+            cond = []
         else:
             out.append(pad + "while True:")
-        self.block(op.cond_region.block, out, ind + 1)
+        out += cond
         self.block(op.body_region.block, out, ind + 1, carried)
+        for i in counters:
+            lo, hi = _int_range(op.results[i].type)
+            c = carried[i]
+            out.append(pad + f"if not {lo} <= {c} <= {hi}: {c} = (({c} - ({lo})) & {hi - lo}) + ({lo})")
+
+    def _counters(self, op) -> list[int]:
+        """Carried integers that the loop only steps by a constant (``i = i + 1``,
+        read by nothing else): kept unwrapped inside the loop (they grow by a
+        constant per iteration, so stay small) and wrapped once after it, which
+        gives the same value as wrapping at every step."""
+        body = op.body_region.block
+        term = body.last_op
+        found = []
+        for i, (ca, ba) in enumerate(zip(op.cond_region.block.args, body.args)):
+            if scalar_kind(ba.type) != "int" or ca.uses or op.results[i] in self.hooks:
+                continue
+            step = ba.get_user_of_unique_use()
+            if step is None or step.name not in ("arith.addi", "arith.subi") or step.parent_block() is not body \
+                    or step.operands[0] is not ba or step.results[0] in self.hooks:
+                continue
+            k = step.operands[1].owner
+            if not (isinstance(k, arith.ConstantOp) and k.parent_block() is body) \
+                    or step.results[0].get_user_of_unique_use() is not term or term.operands[i] is not step.results[0]:
+                continue
+            self.lazy.add(step.results[0])
+            found.append(i)
+        return found
 
     # -- kernels -----------------------------------------------------------------------
     def _inputs(self, op, out, pad):
