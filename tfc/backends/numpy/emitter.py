@@ -603,7 +603,7 @@ class Emitter:
         term = body.last_op
         found = []
         for i, (ca, ba) in enumerate(zip(op.cond_region.block.args, body.args)):
-            if scalar_kind(ba.type) != "int" or ca.uses or op.results[i] in self.hooks:
+            if not self.is_py(ba) or scalar_kind(ba.type) != "int" or ca.uses or op.results[i] in self.hooks:
                 continue
             step = ba.get_user_of_unique_use()
             if step is None or step.name not in ("arith.addi", "arith.subi") or step.parent_block() is not body \
