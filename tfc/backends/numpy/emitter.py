@@ -262,7 +262,8 @@ class Emitter:
                 return
         args = [self.name(v) for v in op.operands]
         res = self.py_expr(op, args)
-        if res is None:
+        fallback = res is None
+        if fallback:
             self.uses_numpy = True
             nargs = [a if (i == 0 and op.name == "arith.select") else self.to_numpy(v)
                      for i, (v, a) in enumerate(zip(op.operands, args))]
@@ -274,7 +275,7 @@ class Emitter:
         if wrap == "alias":
             self.names[r] = expr
             return
-        user = self._inline_user(op)
+        user = self._inline_user(op) if not fallback else None  # numpy may raise: keep its place
         if user is not None and (wrap is None or (user.name in _RING and user.results[0].type == r.type)):
             # written into its only user's expression; a sum or product feeding
             # another one wraps once, at the end (wrapping commutes with them)
