@@ -149,7 +149,7 @@ def test_stages_and_source_visible():
     conc = f.get_concrete_function(np.ones(3, np.float32), np.array(5, np.int32))
     loops = conc.ir("loops")
     assert "loops.while" in loops and "loops.parallel" in loops
-    assert "while True:" in conc.source and "def build(K, R" in conc.source
+    assert "    while " in conc.source and "def build(K, R" in conc.source
     # the loop on 0-d values is scalar code: no array per iteration
     assert f(np.ones(3, np.float32), np.array(5, np.int32)).numpy() == pytest.approx(
         (((((3 * .5 + 0) * .5 + 1) * .5 + 2) * .5 + 3) * .5 + 4))
@@ -284,3 +284,118 @@ func.func @f(%x: memref<4xf32>, %s: f32, %arena: memref<64xi8>) -> (memref<4xf32
     o, r = run_loops(m, [np.arange(4, dtype=np.float32), np.array(2.5, np.float32)])
     _same(o, np.arange(4, dtype=np.float32) * np.float32(2.5))
     _same(r, np.float32(2.5))
+
+
+# -- scalar code on Python numbers: bit-identical to eager ------------------------------
+
+def _int_ops(a, b):
+    """Every integer scalar op, including ones that overflow or divide by zero."""
+    return [a + b, a - b, a * b, -a, tfc.abs(a), a // b, a % b, tfc.maximum(a, b), tfc.minimum(a, b),
+            a * b * a + b, tfc.cast(a, tfc.int8), tfc.cast(a, tfc.float64), tfc.cast(a, tfc.float32),
+            tfc.cast(a, tfc.bool), a < b, a == b, tfc.square(a), tfc.sign(a), tfc.clip_by_value(a, -3, 5)]
+
+
+def _float_ops(x, y):
+    return [x + y, x - y, x * y, x / y, -x, tfc.abs(x), x // y, x % y, tfc.maximum(x, y), tfc.minimum(x, y),
+            tfc.exp(x), tfc.sqrt(x), tfc.floor(x), tfc.round(x), x ** y, x < y, x != y, tfc.sigmoid(x),
+            tfc.cast(x, tfc.int32), tfc.cast(x, tfc.int8), tfc.cast(x, tfc.float16), tfc.cast(x, tfc.bool)]
+
+
+def _check_scalars(ops, pairs, dtype):
+    compiled = tfc.function(ops)
+    for a, b in pairs:
+        a, b = np.array(a, dtype), np.array(b, dtype)
+        got = compiled(a, b)
+        want = ops(tfc.constant(a), tfc.constant(b))
+        for i, (g, w) in enumerate(zip(got, want)):
+            g, w = g.numpy(), w.numpy()
+            assert g.dtype == w.dtype and g.shape == w.shape == (), (i, a, b, g, w)
+            np.testing.assert_array_equal(g, w, err_msg=f"op {i} on {a!r}, {b!r}")
+    assert compiled.trace_count == 1
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int8, np.int64])
+def test_integer_scalars_wrap_and_divide_like_eager(dtype):
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    pairs = [(hi, 2), (lo, -1), (lo, 1), (hi, hi), (lo, lo), (-7, 2), (7, -2), (-7, -2), (7, 2), (5, 0), (0, 0),
+             (-5, 0), (lo, 0), (hi // 3, 7), (-(hi // 5), 3), (100, -100)]
+    _check_scalars(_int_ops, pairs, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_float_scalars_like_eager(dtype):
+    """float64 scalars are Python floats (exact); float32/16 stay numpy scalars
+    (rounded as eager); division by zero, nan and inf as numpy."""
+    nan, inf = float("nan"), float("inf")
+    pairs = [(1.1, 3.0), (-7.5, 2.0), (7.5, -2.0), (1.0, 0.0), (-1.0, 0.0), (0.0, 0.0), (1.0, -0.0), (nan, 1.0),
+             (inf, 2.0), (-inf, inf), (1e300, 1e10), (3e9, 1.0), (-2.5, 0.5), (0.1, 0.7), (1e-310, 3.0)]
+    _check_scalars(_float_ops, pairs, dtype)
+
+
+def test_bool_scalars_like_eager():
+    def ops(p, q):
+        return [tfc.logical_and(p, q), tfc.logical_or(p, q), tfc.logical_not(p), p == q, p != q,
+                tfc.where(p, tfc.constant(2.5), tfc.constant(-1.0)), tfc.cast(p, tfc.int32),
+                tfc.cast(q, tfc.float64), tfc.cast(p, tfc.float32)]
+    _check_scalars(ops, [(a, b) for a in (False, True) for b in (False, True)], np.bool_)
+
+
+def test_scalar_loops_wrap_like_eager():
+    """Loop-carried integers: a counter stepping by a large constant (wrapped
+    after the loop) and a product wrapping inside it; float32 accumulation."""
+    def run(n, x, f):
+        def body(i, c, p, s):
+            return i + 1, c + 1_000_000_007, p * 31 + i, s * 1.1 + f
+        return tfc.while_loop(lambda i, c, p, s: i < n, body, [tfc.constant(0), x, x, f])[1:]
+
+    compiled = tfc.function(run)
+    for n in (0, 3, 40):
+        args = (np.array(n, np.int32), np.array(2_000_000_000, np.int32), np.array(0.3, np.float32))
+        got = compiled(*args)
+        want = run(*(tfc.constant(a) for a in args))
+        for g, w in zip(got, want):
+            _same(g.numpy(), w.numpy())
+    assert "np.int32(" not in compiled.get_concrete_function(*args).source.split("def run")[1]
+
+
+def test_collatz_is_python_integer_code():
+    def collatz(a):
+        def body(a, n):
+            return tfc.where(a % 2 == 0, a // 2, 3 * a + 1), n + 1
+        return tfc.while_loop(lambda a, n: a != 1, body, [a, tfc.constant(0)])[1]
+    f = tfc.function(collatz)
+    src = f.get_concrete_function(tfc.TensorSpec((), tfc.int32)).source
+    loop = src.split("def collatz")[1]
+    assert "np." not in loop.split("return")[0]  # Python ints only, no numpy scalars
+    assert "fmod" not in src and "2 < 0" not in loop  # one floor-mod op; constants folded
+    assert "NEEDS_ERRSTATE = False" in src
+    for n in (1, 27, 97):
+        _same(f(tfc.constant(n)).numpy(), collatz(tfc.constant(n)).numpy())
+    assert f.trace_count == 1
+
+
+def test_fast_call_path_matches_full_path():
+    @tfc.function
+    def f(x, k):
+        return x * k
+    x = np.arange(3, dtype=np.float32)
+    r1 = f(x, 2.0)
+    x[0] = 100.0  # the call copied its array argument, as the full path does
+    _same(r1.numpy(), np.array([0, 2, 4], np.float32))
+    r2 = f(x, 2.0)
+    _same(r2.numpy(), x * 2)
+    assert f.trace_count == 1 and len(f._fast) == 1
+    f(x, 3.0)  # a new Python value: a new trace, with its reason
+    f(tfc.constant(x), 3.0)
+    f(x.astype(np.float64), 3.0)
+    assert f.trace_count == 3 and "float64" in f.explain()[-1]
+    with pytest.raises(TypeError, match="f"):
+        f(x, 2.0, 1.0)
+    # a tape around a call signature the fast path knows still records it
+    v = tfc.constant(x)
+    f(v, 2.0)
+    with tfc.GradientTape() as tape:
+        tape.watch(v)
+        y = tfc.reduce_sum(f(v, 2.0))
+    _same(tape.gradient(y, v).numpy(), np.full(3, 2.0, np.float32))

@@ -62,6 +62,7 @@ IMPLS = {
     "arith.floordivsi": _ufunc(np.floor_divide),  # a zero divisor gives 0, as numpy
     "arith.remsi": _ufunc(np.fmod),               # truncated; a zero divisor gives 0
     "tfc.remf": _ufunc(np.fmod),
+    "tfc.floormod": _ufunc(np.mod),               # the divisor's sign; a zero divisor gives 0
     "arith.maximumf": _ufunc(np.maximum), "arith.minimumf": _ufunc(np.minimum),
     "arith.maxsi": _ufunc(np.maximum), "arith.minsi": _ufunc(np.minimum),
     "arith.negf": _ufunc(np.negative),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
-    AnyFloatConstr, ArrayAttr, DenseArrayBase, StringAttr, TensorType, i64,
+    AnyFloatConstr, ArrayAttr, DenseArrayBase, SignlessIntegerConstraint, StringAttr, TensorType, i64,
 )
 from xdsl.ir import Block
 from xdsl.irdl import (
@@ -178,7 +178,28 @@ class RemFOp(IRDLOperation):
         super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
 
 
-FUSED_OPS = [FusedOp, FusedYieldOp, RemFOp]
+@irdl_op_definition
+class FloorModOp(IRDLOperation):
+    """``tfc.floormod %a, %b : i32``: signed integer remainder with the sign of
+    the divisor (numpy's np.mod, Python's %); a zero divisor gives 0, as numpy.
+    One op, so that a backend with a native form uses it (the numpy backend:
+    Python ``%`` on scalars, np.mod on arrays); a backend without one (a future
+    PTX backend) lowers it to ``r = arith.remsi a, b`` then
+    ``r != 0 && (r < 0) != (b < 0) ? r + b : r``, and 0 where b == 0."""
+
+    name = "tfc.floormod"
+    T: ClassVar = VarConstraint("T", SignlessIntegerConstraint)
+    lhs = operand_def(T)
+    rhs = operand_def(T)
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` type($result)"
+
+    def __init__(self, lhs, rhs):
+        super().__init__(operands=[lhs, rhs], result_types=[lhs.type])
+
+
+FUSED_OPS = [FusedOp, FusedYieldOp, RemFOp, FloorModOp]
 
 
 # -- building scalar bodies from the registry's scalar= functions -----------------

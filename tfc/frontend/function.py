@@ -94,6 +94,30 @@ def _is_tensor_leaf(x) -> bool:
     return isinstance(x, (Tensor, np.ndarray, TensorSpec)) and not isinstance(x, Variable)
 
 
+_FAST_SCALARS = (int, float, bool, str, type(None))
+
+
+def _fast_key(args):
+    """(key, arrays) of a call with positional tensors and Python scalars only,
+    else (None, None): the key is the exact type, shape and dtype of each tensor
+    and the type and value of each scalar, so equal keys mean the same trace."""
+    parts, arrays = [], []
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            v = a._value
+            parts.append((v.shape, v.dtype))
+            arrays.append(v)
+        elif t is np.ndarray:
+            parts.append((a.shape, a.dtype, 0))
+            arrays.append(a.copy())  # as convert_to_tensor: a later write to `a` cannot reach a result
+        elif t in _FAST_SCALARS:
+            parts.append((t, a))
+        else:
+            return None, None
+    return tuple(parts), arrays
+
+
 class _Trace:
     __slots__ = ("key", "desc", "reason")
 
@@ -116,6 +140,7 @@ class Function:
         self.target = target
         self.verify = verify
         self._cache: dict = {}
+        self._fast: dict = {}  # _fast_key -> ConcreteFunction, filled by full calls
         self._traces: list[_Trace] = []
         self._warned = False
         try:
@@ -197,10 +222,23 @@ class Function:
 
     # -- calls --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        key = None
+        if not kwargs and STATE.builder is None:
+            # the fast path: a signature seen before, no tape, no binding or checks
+            try:
+                key, arrays = _fast_key(args)
+                conc = self._fast.get(key) if key is not None else None
+            except TypeError:  # an unhashable value (e.g. a str subclass): the full path
+                key = conc = None
+            if conc is not None and not TAPES:
+                return conc._call_arrays(arrays)
         if STATE.builder is not None:  # called while tracing another function: inline it
             return self._traced_function()(*args, **kwargs)
         conc, leaves = self._concrete(args, kwargs)
-        return conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
+        out = conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
+        if key is not None and len(leaves) == len(args) and all(x is a for (_, x), a in zip(leaves, args)):
+            self._fast[key] = conc  # the arguments are the leaves (no defaults, no nesting)
+        return out
 
     def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
         """The compiled form for these arguments (tensors or TensorSpecs)."""
@@ -306,6 +344,7 @@ class ConcreteFunction:
         self._executor = None
         self._fused = None
         self._compiled = None  # the numpy backend's module (tfc/backends/numpy)
+        self._direct = False   # _direct_fn() once known
         self._stages = None    # its L2/L3 modules and memory plan, made on demand
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
@@ -329,6 +368,14 @@ class ConcreteFunction:
         conc = cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
         conc.verify = bool(getattr(function, "verify", False))
         return conc
+
+    def _direct_fn(self):
+        """The generated function itself where a call needs nothing around it: no
+        variables, no verify, one tensor out, no arena, no np.errstate."""
+        if self.variables or self.verify or self._out_mask != [True] or nest.is_nested(self._out_structure):
+            return None
+        c = self.compiled
+        return None if c.has_views or c.needs_errstate else c._fn
 
     @property
     def structured_input_signature(self):
@@ -355,6 +402,7 @@ class ConcreteFunction:
         new._fused = None
         new._stages = None
         new._compiled = None
+        new._direct = False
         return new
 
     @property
@@ -418,8 +466,6 @@ class ConcreteFunction:
         return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
 
     def _call_leaves(self, tensors):
-        from tfc.backends.reference import Cell
-
         if len(tensors) != len(self.input_specs):
             raise TypeError(f"{self.name}: expected {len(self.input_specs)} tensor arguments, got {len(tensors)}")
         arrays = []
@@ -431,11 +477,22 @@ class ConcreteFunction:
             arrays.append(t._value)
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
+        return self._call_arrays(arrays)
+
+    def _call_arrays(self, arrays):
+        """Run on checked input arrays; the results as the traced function's output."""
+        fn = self._direct
+        if fn is False:
+            fn = self._direct = self._direct_fn()
+        if fn is not None:
+            return wrap(fn(*arrays, ())[0])
+        from tfc.backends.reference import Cell
+
         cells = [Cell(v._value) for v in self.variables]
         if self.verify:
             results = self._run_verified(arrays, cells)
         else:
-            results = self.compiled(arrays + cells)
+            results = self.compiled.call(arrays + cells)
         for v, c in zip(self.variables, cells):
             if c.value is not v._value:
                 v._value = c.value

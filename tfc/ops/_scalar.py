@@ -217,11 +217,9 @@ def floordiv(b, x, y):
 def mod(b, x, y):
     if b.dtype(x).is_floating:
         return _via_f32(b, lambda b, x, y: _float_mod(b, x, y)[0], x, y)
-    r = b.emit(_arith().RemSIOp(x, y))  # truncated remainder, then Python's sign rule
-    zero = like(b, 0, x)
-    fix = logical_and(b, cmp(b, "ne", r, zero),
-                      b.emit(_arith().XOrIOp(cmp(b, "lt", r, zero), cmp(b, "lt", y, zero))))
-    return select(b, fix, add(b, r, y), r)
+    from tfc.dialects.fused import FloorModOp
+
+    return b.emit(FloorModOp(x, y))  # one op: np.mod's sign rule, 0 for a zero divisor
 
 
 def power(b, x, y):

@@ -34,7 +34,7 @@ from tfc.ops import _scalar as S
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
               "reduce_mean": "mean", "reduce_any": "any", "reduce_all": "all"}
 # arith ops that make a body expensive (worth not recomputing)
-_EXPENSIVE_ARITH = {"arith.divf", "arith.floordivsi", "arith.remsi", "arith.divsi"}
+_EXPENSIVE_ARITH = {"arith.divf", "arith.floordivsi", "arith.remsi", "arith.divsi", "tfc.floormod"}
 CHEAP_LIMIT = 2  # ops in the body of a cheap op
 
 

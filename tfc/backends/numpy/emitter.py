@@ -34,7 +34,7 @@ BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffe
 _UFUNC = {
     "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
     "arith.mulf": "multiply", "arith.muli": "multiply", "arith.divf": "true_divide",
-    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod",
+    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod", "tfc.floormod": "mod",
     "arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxsi": "maximum",
     "arith.minsi": "minimum", "arith.negf": "negative", "arith.andi": "bitwise_and",
     "arith.ori": "bitwise_or", "arith.xori": "bitwise_xor",
@@ -50,6 +50,7 @@ _ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=
 _CMP_UFUNC = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
               ">=": "greater_equal"}
 # scalar forms: Python operators on numpy scalars keep the dtype
+_RING = ("arith.addi", "arith.subi", "arith.muli")
 _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.subi": "-",
               "arith.mulf": "*", "arith.muli": "*", "arith.divf": "/", "arith.floordivsi": "//",
               "arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}
@@ -79,6 +80,39 @@ def _cmp_symbol(op) -> str:
     return table[pred]
 
 
+# -- 0-d values outside kernels: Python numbers ---------------------------------------
+# Function-level 0-d values are Python ints (integers, wrapped to their width
+# only after ops that can overflow), Python bools (i1) and Python floats (f64:
+# IEEE double, exact); float32/float16 stay numpy scalars so they round as eager.
+# They become numpy values where they leave the scalar code (kernels, returns,
+# variables, print, hooks).
+
+def scalar_kind(t) -> str:
+    """"int", "bool", "float" (Python values) or "np" (numpy scalar) for a 0-d type."""
+    dt = dtype_of(t)
+    if dt.is_bool:
+        return "bool"
+    if dt.is_integer:
+        return "int"
+    return "float" if dt.itemsize == 8 else "np"
+
+
+def _int_range(t):
+    info = np.iinfo(dtype_of(t).as_numpy_dtype)
+    return int(info.min), int(info.max)
+
+
+def py_literal(x) -> str | None:
+    """Python source of a constant, or None where a name is needed (inf, nan)."""
+    if isinstance(x, bool):
+        return repr(x)
+    if isinstance(x, int):
+        return str(x) if x >= 0 else f"({x})"
+    if x != x or x in (float("inf"), float("-inf")):
+        return None
+    return repr(x) if not str(x).startswith("-") else f"({x!r})"
+
+
 class Emitter:
     def __init__(self, f3, hooks: dict | None = None):
         self.f = f3
@@ -91,6 +125,10 @@ class Emitter:
         self.kernels = 0
         self.scratch_bytes = 0
         self.views: list[str] = []
+        self.known: dict = {}          # 0-d value -> its numpy value, known at emit time
+        self.uses_numpy = False        # numpy calls that may warn: run under np.errstate
+        self.unwrapped: set = set()    # inlined integer sums/products not yet wrapped to their width
+        self.lazy: set = set()         # counters wrapped once after their loop (see _counters)
 
     # -- names ------------------------------------------------------------------------
     def name(self, v) -> str:
@@ -143,6 +181,218 @@ class Emitter:
             return f"np.{_UFUNC[n]}({', '.join(args)})"
         raise NotImplementedError(f"the numpy backend cannot emit {n}")
 
+
+    # -- scalar code: 0-d values outside kernels (see scalar_kind) ----------------------
+    def is_py(self, v) -> bool:
+        return not isinstance(v.type, (MemRefType, RefType)) and scalar_kind(v.type) != "np"
+
+    def np_const(self, x) -> str:
+        """A build-time numpy scalar constant equal to ``x`` (float32/float16 values)."""
+        dt = "np." + np.dtype(type(x)).name
+        val = float(x)
+        lit = f"float.fromhex({val.hex()!r})" if val == val and abs(val) != float("inf") else f"float({str(val)!r})"
+        key = (dt, lit)
+        name = self.scalar_consts.get(key)
+        if name is None:
+            name = self.scalar_consts[key] = f"c{len(self.scalar_consts)}"
+            self.build_lines.append(f"{name} = {dt}({lit})")
+        return name
+
+    def const_value(self, v, x):
+        """``v`` is the emit-time constant ``x`` (a numpy scalar of its type)."""
+        self.known[v] = x
+        if scalar_kind(v.type) == "np":
+            self.names[v] = self.np_const(x)
+            return
+        py = x.item()
+        lit = py_literal(py)
+        if lit is None:  # inf, nan: a build-time constant
+            key = ("py", str(py))
+            lit = self.scalar_consts.get(key)
+            if lit is None:
+                lit = self.scalar_consts[key] = f"c{len(self.scalar_consts)}"
+                self.build_lines.append(f"{lit} = float({str(py)!r})")
+        self.names[v] = lit
+
+    def _fold(self, op):
+        """The value of an op on constants, computed as the vectorized interpreter
+        (eager semantics) does; None where that raises (left to run time)."""
+        from tfc.backends.vectorized import IMPLS
+
+        impl = IMPLS.get(op.name)
+        if impl is None:
+            return None
+        want = dtype_of(op.results[0].type).as_numpy_dtype
+        try:
+            with np.errstate(all="ignore"):
+                out = np.asarray(impl(op, [np.asarray(self.known[v]) for v in op.operands]))
+        except Exception:
+            return None
+        return out.astype(want)[()]
+
+    def to_numpy(self, v) -> str:
+        """Source of ``v`` as a numpy scalar of its type (where it leaves scalar code)."""
+        if not self.is_py(v):
+            return self.name(v)
+        if v in self.known:
+            return self.const_scalar_np(self.known[v])
+        return f"{np_dtype(v.type)}({self.name(v)})"
+
+    def const_scalar_np(self, x) -> str:
+        if x.dtype == np.bool_:
+            return "np.True_" if x else "np.False_"
+        if x.dtype.kind == "f":
+            return self.np_const(x)
+        key = ("np." + x.dtype.name, str(int(x)))
+        name = self.scalar_consts.get(key)
+        if name is None:
+            name = self.scalar_consts[key] = f"c{len(self.scalar_consts)}"
+            self.build_lines.append(f"{name} = {key[0]}({key[1]})")
+        return name
+
+    def scalar_op(self, op, out, pad):
+        """One arith/math op on 0-d values outside kernels: constants fold, Python
+        numbers use Python operators (integers wrapped where they can overflow),
+        anything else runs on numpy scalars."""
+        r = op.results[0]
+        if op.name == "arith.constant":
+            self.const_value(r, np.array(op.value.value.data, dtype_of(r.type).as_numpy_dtype)[()])
+            return
+        if op.operands and all(v in self.known for v in op.operands):
+            x = self._fold(op)
+            if x is not None:
+                self.const_value(r, x)
+                return
+        args = [self.name(v) for v in op.operands]
+        res = self.py_expr(op, args)
+        fallback = res is None
+        if fallback:
+            self.uses_numpy = True
+            nargs = [a if (i == 0 and op.name == "arith.select") else self.to_numpy(v)
+                     for i, (v, a) in enumerate(zip(op.operands, args))]
+            expr = self.scalar_expr(op, nargs)
+            if self.is_py(r):
+                expr = f"({expr}).item()"
+            res = expr, None
+        expr, wrap = res
+        if wrap == "alias":
+            self.names[r] = expr
+            return
+        user = self._inline_user(op) if not fallback else None  # numpy may raise: keep its place
+        if user is not None and (wrap is None or (user.name in _RING and user.results[0].type == r.type)):
+            # written into its only user's expression; a sum or product feeding
+            # another one wraps once, at the end (wrapping commutes with them)
+            self.names[r] = f"({expr})"
+            if wrap is not None:
+                self.unwrapped.add(r)
+            return
+        if r not in self.names and isinstance(user, L.YieldOp) and isinstance(user.parent_op(), L.IfOp):
+            # the only use is a branch's yield: compute straight into the if's result
+            self.names[r] = self.name(user.parent_op().results[list(user.operands).index(r)])
+        name = self.name(r)
+        out.append(pad + f"{name} = {expr}")
+        if wrap is not None and r not in self.lazy:
+            side, lo, hi = wrap
+            test = {"both": f"not {lo} <= {name} <= {hi}", "hi": f"{name} > {hi}", "lo": f"{name} < {lo}"}[side]
+            out.append(pad + f"if {test}: {name} = (({name} - ({lo})) & {hi - lo}) + ({lo})")
+
+    def _inline_user(self, op):
+        """The only user of a Python-number result when it is in the same block
+        (evaluated there, later, once: the operands' names do not change in
+        between, as carried variables are assigned only by the block's yield)."""
+        if op.results[0] in self.hooks or len(op.results) != 1:
+            return None
+        r = op.results[0]
+        user = r.get_user_of_unique_use()
+        if user is None or user.parent_block() is not op.parent_block():
+            return None
+        return user
+
+    def py_expr(self, op, a):
+        """(Python expression, wrap) for an op on Python numbers, or None. wrap:
+        None, "alias" (the value is ``a[0]``), or (side, lo, hi): the result's
+        range, checked on the side(s) where it can leave it."""
+        n = op.name
+        vs = op.operands
+        r = op.results[0]
+        if not vs:
+            return None
+        kin, kr = scalar_kind(vs[0].type), scalar_kind(r.type)
+
+        def c(i):
+            x = self.known.get(vs[i])
+            return None if x is None else x.item()
+
+        if n == "arith.select":
+            return f"{a[1]} if {a[0]} else {a[2]}", None
+        if n in ("arith.cmpi", "arith.cmpf") and kin != "np":
+            return f"{a[0]} {_cmp_symbol(op)} {a[1]}", None
+        if kin in ("int", "bool") and n in ("arith.andi", "arith.ori", "arith.xori"):
+            if n == "arith.xori" and kin == "bool" and c(1) is True:
+                return f"not {a[0]}", None
+            return f"{a[0]} {_SCALAR_OP[n]} {a[1]}", None
+        if kin == "int" and kr == "int":
+            lo, hi = _int_range(r.type)
+            if n in ("arith.addi", "arith.subi", "arith.muli"):
+                x, y = c(0), c(1)
+                side = "both"
+                if n == "arith.addi" and (x, y) != (None, None):
+                    side = "hi" if (y if y is not None else x) >= 0 else "lo"
+                elif n == "arith.subi" and y is not None:
+                    side = "lo" if y >= 0 else "hi"
+                elif n == "arith.subi" and x is not None:
+                    side = "hi" if x >= 0 else "lo"
+                elif n == "arith.muli" and (x in (0, 1) or y in (0, 1)):
+                    side = None
+                if any(v in self.unwrapped for v in vs):
+                    side = "both"
+                return f"{a[0]} {_SCALAR_OP[n]} {a[1]}", None if side is None else (side, lo, hi)
+            if n in ("arith.floordivsi", "tfc.floormod"):
+                sym = "//" if n == "arith.floordivsi" else "%"
+                y = c(1)
+                if y is None:  # numpy: a zero divisor gives 0; MIN // -1 wraps
+                    return f"{a[0]} {sym} {a[1]} if {a[1]} else 0", ("hi", lo, hi) if sym == "//" else None
+                if y == 0:
+                    return "0", None
+                if y == -1 and sym == "//":
+                    return f"-{a[0]}", ("hi", lo, hi)
+                return f"{a[0]} {sym} {a[1]}", None
+            if n == "arith.remsi":
+                return f"rt.remsi({a[0]}, {a[1]})", None
+            if n in ("arith.maxsi", "arith.minsi"):
+                return f"{a[0]} if {a[0]} {'>=' if n == 'arith.maxsi' else '<='} {a[1]} else {a[1]}", None
+            if n == "math.absi":
+                return f"abs({a[0]})", ("hi", lo, hi)
+            if n == "arith.extsi":
+                return a[0], "alias"
+            if n == "arith.trunci":
+                return a[0], ("both", lo, hi)
+        if kin == "int" and kr == "float" and n == "arith.sitofp":
+            return f"float({a[0]})", None  # correctly rounded, as numpy's cast
+        if kin == "bool" and n == "arith.extui" and kr == "int":
+            return a[0], "alias"  # a Python bool is the int 0 or 1
+        if kin == "bool" and n in ("arith.uitofp", "arith.sitofp") and kr == "float":
+            return f"float({a[0]})", None
+        if kin == "float":
+            if n in ("arith.addf", "arith.subf", "arith.mulf"):
+                return f"{a[0]} {_SCALAR_OP[n]} {a[1]}", None
+            if n == "arith.divf":
+                if c(1):
+                    return f"{a[0]} / {a[1]}", None
+                return f"{a[0]} / {a[1]} if {a[1]} else rt.fdiv({a[0]}, {a[1]})", None
+            if n == "arith.negf":
+                return f"-{a[0]}", None
+            if n == "math.absf":
+                return f"abs({a[0]})", None
+            if n == "arith.fptosi" and kr == "int":
+                lo, hi = _int_range(r.type)
+                return f"rt.f2i({a[0]}, {lo}, {hi}, {np_dtype(r.type)})", None
+            if n == "arith.truncf" and kr == "np":
+                return f"{np_dtype(r.type)}({a[0]})", None  # one rounding of the double, as astype
+        if kin == "np" and n == "arith.extf" and kr == "float":
+            return f"float({a[0]})", None  # exact
+        return None
+
     # -- the function ------------------------------------------------------------------
     def emit(self) -> str:
         f = self.f
@@ -156,7 +406,8 @@ class Emitter:
         self.names[args[-1]] = "arena"
         for a in args[:-1]:
             if not isinstance(a.type, (MemRefType, RefType)):
-                body.append(f"{self.name(a)} = {self.name(a)}[()]")
+                get = ".item()" if self.is_py(a) else "[()]"
+                body.append(f"{self.name(a)} = {self.name(a)}{get}")
         if views:
             body.append(f"{', '.join(self.name(v.result) for v in views)}, = V")
         self.block(f.body.block, body, 1)
@@ -165,6 +416,10 @@ class Emitter:
             "import numpy as np",
             "",
             "from tfc.backends.numpy import runtime as rt",
+            "",
+            "# numpy calls that may warn (run under np.errstate); an arena to make views of",
+            f"NEEDS_ERRSTATE = {self.uses_numpy or bool(views)!r}",
+            f"HAS_VIEWS = {bool(views)!r}",
             "",
             "",
             "def build(K, R, _hook=None):",
@@ -197,7 +452,8 @@ class Emitter:
 
     def hook(self, v, out, ind):
         if v in self.hooks:
-            out.append("    " * (ind - 1) + f"_hook({self.hooks[v]}, {self.name(v)})")
+            val = self.name(v) if not self.is_py(v) else f"np.asarray({self.name(v)}, {np_dtype(v.type)})"
+            out.append("    " * (ind - 1) + f"_hook({self.hooks[v]}, {val})")
 
     def block(self, block, out, ind, yield_to=None):
         """Emit ``block``'s ops at indentation ``ind`` (in units of 4 spaces,
@@ -208,7 +464,8 @@ class Emitter:
             if isinstance(op, L.ViewOp):
                 continue
             if isinstance(op, func.ReturnOp):
-                vals = [f"np.asarray({nm(v)})" if not isinstance(v.type, MemRefType) else nm(v)
+                vals = [nm(v) if isinstance(v.type, MemRefType) else
+                        f"np.asarray({nm(v)}, {np_dtype(v.type)})" if self.is_py(v) else f"np.asarray({nm(v)})"
                         for v in op.operands]
                 out.append(pad + f"return ({', '.join(vals)}{',' if len(vals) == 1 else ''})")
             elif isinstance(op, L.YieldOp):
@@ -220,12 +477,8 @@ class Emitter:
                 c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
                 out.append(pad + f"if not {c}:")
                 out.append(pad + "    break")
-            elif op.name.startswith(("arith.", "math.")) or op.name == "tfc.remf":
-                args = [nm(v) for v in op.operands]
-                if op.name == "arith.constant":
-                    self.names[op.result] = self.const_scalar(op.value, op.result.type)
-                    continue
-                out.append(pad + f"{nm(op.results[0])} = {self.scalar_expr(op, args)}")
+            elif op.name.startswith(("arith.", "math.")) or op.name in ("tfc.remf", "tfc.floormod"):
+                self.scalar_op(op, out, pad)
             elif isinstance(op, L.AllocOp):
                 t = op.result.type
                 shape = tuple(t.get_shape())
@@ -240,16 +493,22 @@ class Emitter:
                 self.names[op.result] = f"k{len(self.consts)}"
                 self.consts.append(arr)
             elif isinstance(op, L.LoadOp):
-                out.append(pad + f"{nm(op.result)} = {nm(op.source)}[()]")
+                out.append(pad + f"{nm(op.result)} = {nm(op.source)}{'.item()' if self.is_py(op.result) else '[()]'}")
             elif isinstance(op, L.CopyOp):
                 out.append(pad + f"np.copyto({nm(op.dest)}, {nm(op.source)})")
-            elif isinstance(op, L.ParallelOp):
-                if op.reduce_kind is None:
+            elif isinstance(op, (L.ParallelOp, L.LibraryOp)):
+                self.uses_numpy = True
+                saved = self.numpy_operands(op, out, pad)
+                if isinstance(op, L.LibraryOp):
+                    self.library(op, out, pad)
+                    for r in op.res:
+                        if self.is_py(r):
+                            out.append(pad + f"{nm(r)} = {nm(r)}.item()")
+                elif op.reduce_kind is None:
                     self.parallel(op, out, pad)
                 else:
                     self.reduction(op, out, pad)
-            elif isinstance(op, L.LibraryOp):
-                self.library(op, out, pad)
+                self.names.update(saved)
             elif isinstance(op, L.IfOp):
                 c = nm(op.cond)
                 c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
@@ -267,22 +526,22 @@ class Emitter:
             elif isinstance(op, L.WhileOp):
                 self.while_(op, out, ind)
             elif isinstance(op, L.ReadVariableOp):
-                s = "[()]" if not isinstance(op.result.type, MemRefType) else ""
+                s = "" if isinstance(op.result.type, MemRefType) else ".item()" if self.is_py(op.result) else "[()]"
                 out.append(pad + f"{nm(op.result)} = {nm(op.ref)}.value{s}")
             elif isinstance(op, L.AssignVariableOp):
                 v = nm(op.value)
                 if not isinstance(op.value.type, MemRefType):
-                    v = f"np.asarray({v})"
+                    v = f"np.asarray({v}, {np_dtype(op.value.type)})" if self.is_py(op.value) else f"np.asarray({v})"
                 out.append(pad + f"{nm(op.ref)}.value = {v}")
             elif isinstance(op, L.PrintOp):
                 stream = None if op.stream is None else op.stream.data
                 summarize = None if op.summarize is None else op.summarize.value.data
                 out.append(pad + f"rt.print_({op.format.data!r}, {stream!r}, {summarize!r}"
-                           f"{''.join(', ' + nm(v) for v in op.values)})")
+                           f"{''.join(', ' + self.to_numpy(v) for v in op.values)})")
             elif isinstance(op, L.AssertOp):
                 out.append(pad + f"if not np.all({nm(op.cond)}):")
                 out.append(pad + f"    raise rt.assert_failed({loc_str(op)!r}, {op.message.data!r}"
-                           f"{''.join(', ' + nm(v) for v in op.data)})")
+                           f"{''.join(', ' + self.to_numpy(v) for v in op.data)})")
             else:
                 raise NotImplementedError(f"the numpy backend cannot emit {op.name}")
             for r in op.results:
@@ -290,6 +549,23 @@ class Emitter:
             if isinstance(op, (L.ParallelOp, L.LibraryOp)):
                 for o in op.outs:
                     self.hook(o, out, ind)
+
+    def numpy_operands(self, op, out, pad) -> dict:
+        """Kernel operands that are Python numbers, as numpy scalars of their type
+        (kernels see what they saw before scalar code used Python numbers); returns
+        the names to restore."""
+        saved = {}
+        for v in op.operands:
+            if self.is_py(v) and v not in saved:
+                saved[v] = self.name(v)
+                conv = self.to_numpy(v)
+                if v not in self.known:
+                    tmp = f"n{self.n}"
+                    self.n += 1
+                    out.append(pad + f"{tmp} = {conv}")
+                    conv = tmp
+                self.names[v] = conv
+        return saved
 
     def while_(self, op, out, ind):
         pad = "    " * (ind - 1)
@@ -302,17 +578,51 @@ class Emitter:
             self.names[r] = c
         if carried:
             out.append(pad + f"{', '.join(carried)} = {', '.join(self.name(v) for v in op.inits)}")
+        counters = self._counters(op)
         limit = None if op.max_iterations is None else op.max_iterations.value.data
         it = f"it{self.n}"
         self.n += 1
+        cond: list[str] = []
+        self.block(op.cond_region.block, cond, ind + 1)
+        inner = pad + "    "
         if limit is not None:
             out.append(pad + f"{it} = 0")
             out.append(pad + f"while {it} < {limit}:")
             out.append(pad + f"    {it} += 1")
+        elif len(cond) == 2 and cond[0].startswith(inner + "if not ") and cond[1] == inner + "    break":
+            out.append(pad + f"while {cond[0][len(inner) + 7:-1]}:")  # the condition is one expression
+            cond = []
         else:
             out.append(pad + "while True:")
-        self.block(op.cond_region.block, out, ind + 1)
+        out += cond
         self.block(op.body_region.block, out, ind + 1, carried)
+        for i in counters:
+            lo, hi = _int_range(op.results[i].type)
+            c = carried[i]
+            out.append(pad + f"if not {lo} <= {c} <= {hi}: {c} = (({c} - ({lo})) & {hi - lo}) + ({lo})")
+
+    def _counters(self, op) -> list[int]:
+        """Carried integers that the loop only steps by a constant (``i = i + 1``,
+        read by nothing else): kept unwrapped inside the loop (they grow by a
+        constant per iteration, so stay small) and wrapped once after it, which
+        gives the same value as wrapping at every step."""
+        body = op.body_region.block
+        term = body.last_op
+        found = []
+        for i, (ca, ba) in enumerate(zip(op.cond_region.block.args, body.args)):
+            if not self.is_py(ba) or scalar_kind(ba.type) != "int" or ca.uses or op.results[i] in self.hooks:
+                continue
+            step = ba.get_user_of_unique_use()
+            if step is None or step.name not in ("arith.addi", "arith.subi") or step.parent_block() is not body \
+                    or step.operands[0] is not ba or step.results[0] in self.hooks:
+                continue
+            k = step.operands[1].owner
+            if not (isinstance(k, arith.ConstantOp) and k.parent_block() is body) \
+                    or step.results[0].get_user_of_unique_use() is not term or term.operands[i] is not step.results[0]:
+                continue
+            self.lazy.add(step.results[0])
+            found.append(i)
+        return found
 
     # -- kernels -----------------------------------------------------------------------
     def _inputs(self, op, out, pad):

@@ -176,3 +176,29 @@ def assert_failed(where: str, message: str, *data):
     from tfc.backends.reference import assertion_failed
 
     return assertion_failed(where, message, *data)
+
+
+# -- helpers of scalar code on Python numbers (the rare cases of each op) -------------
+
+
+def remsi(a: int, b: int) -> int:
+    """C's truncated remainder (np.fmod on integers); a zero divisor gives 0."""
+    if not b:
+        return 0
+    r = abs(a) % abs(b)
+    return r if a >= 0 else -r
+
+
+def fdiv(a: float, b: float) -> float:
+    """a / b for a zero b, as numpy divides doubles (inf or nan, signed)."""
+    with np.errstate(all="ignore"):
+        return float(np.true_divide(a, b))
+
+
+def f2i(x: float, lo: int, hi: int, dtype) -> int:
+    """A double converted to an integer dtype as numpy's astype: truncation, and
+    numpy's own result outside the range (nan, inf, overflow)."""
+    if lo - 1 < x < hi + 1:
+        return int(x)
+    with np.errstate(all="ignore"):
+        return np.array(x).astype(dtype).item()
