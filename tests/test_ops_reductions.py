@@ -146,3 +146,31 @@ def test_sum_of_0d(dtype):
     t = tfc.constant(np.array(2.5, dtype.as_numpy_dtype))
     for name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"):
         assert_same(getattr(tfc, name)(t), np.array(2.5, dtype.as_numpy_dtype))
+
+
+def test_float_sum_order_independent_of_layout_and_axis_spelling():
+    """numpy sums in memory order and sums axis=None differently from an
+    all-axes tuple; tfc spells every reduction one way so eager and compiled
+    results are bit-identical (a strided or broadcast input must not matter)."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        a = np.exp(rng.standard_normal((3, 4)).astype(np.float32) * 3)
+        contiguous = tfc.constant(np.ascontiguousarray(np.broadcast_to(a, (2, 3, 4))))
+        strided = tfc.exp(tfc.log(tfc.transpose(tfc.constant(np.broadcast_to(a, (2, 3, 4)).T.copy()))))
+        want = tfc.reduce_sum(contiguous).numpy()
+        assert tfc.reduce_sum(contiguous, axis=(0, 1, 2)).numpy() == want
+        assert tfc.reduce_sum(contiguous, axis=(-1, 0, 1)).numpy() == want
+        s = strided.numpy()
+        assert tfc.reduce_sum(tfc.constant(s)).numpy() == np.sum(np.ascontiguousarray(s), dtype=np.float32)
+
+
+def test_compiled_sum_of_broadcast_chain_equals_eager():
+    def f(x):
+        y = tfc.sigmoid(tfc.broadcast_to(x, (2, 3, 4)))
+        return tfc.reduce_sum(tfc.exp(y))
+
+    compiled = tfc.function(f)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        x = tfc.constant(rng.standard_normal((3, 4)).astype(np.float32) * 3)
+        assert compiled(x).numpy() == f(x).numpy()

@@ -61,11 +61,33 @@ def _reduction(name, kernel, grad, allowed=NUMERIC, result=None, doc=""):
                    attrs={"axis": "ints?", "keepdims": "bool"}, name=name)(pack)
 
 
+def _np_axis(x, axis):
+    """The axis argument numpy gets: None when every axis is reduced. numpy's
+    float summation order depends on how the axes are spelled (None sums the
+    flat array pairwise, a tuple does not) and on the memory layout (see
+    ``_summed``), so each reduction is spelled one way whatever the caller
+    wrote: eager and compiled code then sum in one order."""
+    if axis is None:
+        return None
+    axes = {a % x.ndim for a in axis} if x.ndim else set()
+    return None if len(axes) == x.ndim else tuple(sorted(axes))
+
+
+def _summed(x):
+    """x in C order: ufunc results follow their inputs' layout (a transposed or
+    broadcast input gives a strided result), and numpy sums in memory order.
+    (Not np.ascontiguousarray itself: it turns 0-d arrays into 1-d ones.)"""
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+
+
 def _sum_kernel(x, axis, keepdims):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    x = _summed(x)
+    return np.sum(x, axis=_np_axis(x, axis), keepdims=keepdims, dtype=x.dtype)
 
 
 def _mean_kernel(x, axis, keepdims):
+    x = _summed(x)
+    axis = _np_axis(x, axis)
     if x.dtype.kind in "iu":  # integer mean stays integer, rounding toward zero (TensorFlow)
         n = max(1, x.size // max(1, np.sum(x, axis=axis, keepdims=keepdims).size))
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
@@ -74,7 +96,8 @@ def _mean_kernel(x, axis, keepdims):
 
 
 def _prod_kernel(x, axis, keepdims):
-    return np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    x = _summed(x)
+    return np.prod(x, axis=_np_axis(x, axis), keepdims=keepdims, dtype=x.dtype)
 
 
 def _extreme_grad(e, g):
