@@ -206,3 +206,16 @@ def test_variable_passed_as_argument_and_returned():
     assert bump.trace_count == 2 and "variable" in bump.explain()[1]
     bump(a, tfc.constant([1.0]))
     assert bump.trace_count == 2 and a.numpy()[0] == 3.0
+
+
+def test_function_without_source_is_traced_as_written_with_a_warning():
+    import warnings
+
+    namespace = {}
+    exec("def double(x):\n    return x * 2\n", {"tfc": tfc}, namespace)
+    f = tfc.function(namespace["double"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = f(tfc.constant(3.0))
+    assert float(out) == 6.0
+    assert any("source is unavailable" in str(w.message) and "autograph=False" in str(w.message) for w in caught)

@@ -287,8 +287,18 @@ class Function:
             return self.python_function
         if self._converted is None:
             from tfc.frontend.autograph import to_graph
+            from tfc.frontend.autograph.transformer import ConversionError
 
-            self._converted = to_graph(self.python_function)
+            try:
+                self._converted = to_graph(self.python_function)
+            except ConversionError as e:
+                if "source is unavailable" not in str(e):
+                    raise
+                # Typed at a prompt or made by exec: trace it as written, and say
+                # so; Python control flow on a tensor then fails with a clear error.
+                warnings.warn(f"{e}; tracing it without AutoGraph (define it in a file to convert "
+                              "Python control flow, or pass autograph=False to silence this)", stacklevel=4)
+                self._converted = self.python_function
         return self._converted
 
     def _trace(self, bound, named, leaves) -> "ConcreteFunction":
