@@ -1,6 +1,7 @@
 """The training benchmarks compute the same thing in tfc as in hand-written numpy
 (bench/mlp_step.py, bench/lbfgs_autoencoder.py). Numerical checks only, no timing."""
 import pathlib
+import weakref
 import sys
 
 import numpy as np
@@ -163,3 +164,21 @@ def test_mlp_memory_rows():
     rows = {name: b for name, b, _ in mlp_step.memory_rows(x, labels, params)}
     assert rows["tfc eager"] > 0 and rows["tfc compiled, plan"] > 0
     assert "Peak memory" in mlp_step.memory_table(list(mlp_step.memory_rows(x, labels, params)))
+
+
+def test_compiled_update_reuses_the_variable_array_only_when_unshared():
+    # v.assign_sub(...) under tfc.function writes into the variable's own array
+    # when nothing else holds it, like eager; a tensor read before keeps its value
+    v = tfc.Variable(np.arange(6, dtype=np.float32).reshape(2, 3))
+    f = tfc.function(lambda: v.assign_sub(0.5 * v.read_value()))
+    f()
+    arr = weakref.ref(v._value)  # a weak reference does not count as holding it
+    f()
+    assert v._value is arr()
+    np.testing.assert_allclose(v.numpy(), np.arange(6).reshape(2, 3) / 4)
+    held = v.read_value()
+    f()
+    assert v._value is not arr()
+    np.testing.assert_allclose(held.numpy(), np.arange(6).reshape(2, 3) / 4)
+    np.testing.assert_allclose(v.numpy(), np.arange(6).reshape(2, 3) / 8)
+    assert "argument 0's storage" in str(f.get_concrete_function().memory_plan)

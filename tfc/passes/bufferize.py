@@ -33,7 +33,7 @@ from xdsl.passes import ModulePass
 
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
-    AssignVariableOp, CondOp, RegistryOp, WhileOp, YieldOp, spec_of,
+    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, YieldOp, spec_of,
 )
 
 
@@ -116,6 +116,7 @@ class Buffer:
     value: object          # the first value stored in it (its type gives shape and dtype)
     fresh: bool = False
     inplace_of: list = None  # values that reuse it in place
+    donor: int | None = None  # function argument (a variable) whose storage it may take over
 
     @property
     def nbytes(self) -> int:
@@ -179,8 +180,13 @@ class Bufferization:
                     for k, r in enumerate(op.outs):
                         if not writes_buffer(op, k):
                             continue
-                        buf = self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None
-                        if buf is None:
+                        donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
+                        buf = None if donor is not None else (
+                            self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None)
+                        if donor is not None:
+                            buf = self._new(r)
+                            buf.donor = donor
+                        elif buf is None:
                             buf = self._new(r)
                         else:
                             buf.inplace_of.append(r)
@@ -223,6 +229,45 @@ class Bufferization:
         for v in escaping:
             for b in self.refs_of(v):
                 b.fresh = True
+
+    def _variable_donor(self, op, lu):
+        """The index of the variable argument whose storage an elementwise kernel
+        may overwrite with its result (``v.assign(f(v.read_value(), ...))``, as
+        eager's in-place ``assign_sub``): the kernel is at function level, its
+        result is assigned to that variable, it reads the variable's value at
+        the same index, and no value read from the variable (nor any view of
+        one) is used after it or assigned before. The backend still checks at
+        run time that nothing outside the call holds the array."""
+        if op.reduce_kind is not None or op.parent_block() is not self.func.body.block:
+            return None
+        (r,) = op.outs
+        refs = [u.operation.ref for u in r.uses if isinstance(u.operation, AssignVariableOp)
+                and u.operation.parent_block() is self.func.body.block]
+        if len(refs) != 1 or not isinstance(refs[0], BlockArgument):
+            return None
+        ref = refs[0]
+        here = self.points.start[op]
+        rank = len(op.iteration_shape)
+        if not any(isinstance(v.owner, ReadVariableOp) and v.owner.ref is ref and v.type == r.type
+                   and m == tuple(range(rank)) for v, m in zip(op.inputs, op.broadcast_maps)):
+            return None
+        for u in ref.uses:
+            user = u.operation
+            if isinstance(user, AssignVariableOp):
+                if self.points.start[user] < here:
+                    return None
+            elif isinstance(user, ReadVariableOp):
+                if self.points.start[user] > here:
+                    continue
+                for vu in user.result.uses:  # kernels that write their own buffers make no views
+                    w = vu.operation
+                    if not (isinstance(w, FusedOp) or (isinstance(w, RegistryOp) and writes_buffer(w))):
+                        return None
+                if lu(user.result) > here:
+                    return None
+            else:
+                return None
+        return ref.index
 
     def _inplace_candidate(self, op, holders, lu):
         if op.reduce_kind is not None:
