@@ -505,6 +505,12 @@ class Emitter:
             src = f"np.ascontiguousarray(np.broadcast_to({v}, {shape}))"
             out.append(pad + f"np.copyto({self.name(o)}, rt.kernel('reduce_{kind}')({src}, axis={op.axes}, "
                        f"keepdims={keep}), casting='unsafe')")
+        # the body's whole-array temporaries die here, not when the function returns
+        # (a loop of reductions would otherwise hold one per iteration)
+        temps = sorted({env[v] for v in env if is_array.get(v) and env[v].startswith("t")
+                        and v not in op.body.block.args})
+        if temps:
+            out.append(pad + f"del {', '.join(temps)}")
 
     def library(self, op, out, pad):
         name = op.callee.data
