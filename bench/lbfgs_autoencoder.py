@@ -1,4 +1,4 @@
-"""L-BFGS on a sparse autoencoder: tfc eager against hand-written numpy.
+"""L-BFGS on a sparse autoencoder: tfc eager and compiled against hand-written numpy.
 
 Usage: ``PYTHONPATH=. python bench/lbfgs_autoencoder.py [--quick] [--no-peers] [--repeats N]``
 
@@ -301,7 +301,7 @@ def main(argv=None) -> None:
         found, missing = {}, {name: "left out (--no-peers)" for name in FRAMEWORKS}
     else:
         found, missing = detect_frameworks()
-    print("## L-BFGS sparse autoencoder (eager)\n")
+    print("## L-BFGS sparse autoencoder (eager and compiled)\n")
     print(header(found, missing))
     print(f"- tfc: {os.path.dirname(tfc.__file__)}")
     print(f"- {sum(SIZES)} parameters, batch {batch}, fixed step {LR}")

@@ -290,7 +290,7 @@ def main(argv=None) -> None:
     impls = implementations(found, x, labels, params)
     losses = check_same_first_loss(impls)
 
-    print("## MLP training step (eager)\n")
+    print("## MLP training step (eager and compiled)\n")
     print(header(found, missing))
     print(f"- tfc: {os.path.dirname(tfc.__file__)}")
     print(f"- first-step loss, all implementations within 1e-4 of numpy's: {losses['numpy (by hand)']:.6f}")

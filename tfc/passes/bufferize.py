@@ -7,7 +7,8 @@ it: a ``tfc.fused`` result that is not 0-d elementwise (0-d elementwise kernels
 become scalar code; a reduction to 0-d gets a 0-d buffer), and a static float
 ``matmul`` (BLAS writes into it). Every other op's result is made by its
 registry kernel (which may return a view of its inputs), so such a result *may
-reference* any buffer its tensor operands reference; ``tfc.cond``/``tfc.while``
+reference* any buffer its tensor operands reference (none for the kernels of
+``NEW_ARRAY_KERNELS``, which always copy); ``tfc.cond``/``tfc.while``
 results reference what their branches/initial values reference.
 
 In place: an elementwise ``tfc.fused`` with one result reuses the buffer of an
@@ -97,6 +98,12 @@ class Points:
 def static_shape(t):
     s = spec_of(t).shape
     return None if any(d is None for d in s) else s
+
+
+# registry ops whose kernels always return new arrays (never a view of an
+# input), so their results reference no buffer: e.g. the gradient pieces that
+# concat joins into one flat vector stay in the arena
+NEW_ARRAY_KERNELS = frozenset({"concat"})
 
 
 def writes_buffer(op, k: int = 0) -> bool:
@@ -197,7 +204,7 @@ class Bufferization:
                     self.own[op.results[0]] = buf
                     set_refs(op.results[0], [buf])
                 elif isinstance(op, RegistryOp):
-                    bufs = union(op.operands)
+                    bufs = () if op.OPDEF.name in NEW_ARRAY_KERNELS else union(op.operands)
                     for r in op.results:
                         set_refs(r, bufs)
                 elif isinstance(op, WhileOp):
