@@ -1,4 +1,4 @@
-"""One SGD training step of an MLP 784-512-10: tfc eager against hand-written numpy.
+"""One SGD training step of an MLP 784-512-10: tfc eager and compiled against hand-written numpy.
 
 Usage: ``PYTHONPATH=. python bench/mlp_step.py [--quick] [--no-peers] [--repeats N]``
 
@@ -11,6 +11,7 @@ numpy), so the table compares the same work. Rows:
 
 - numpy: forward and backward written by hand (the baseline);
 - tfc eager: GradientTape and ``assign_sub``, and the same with tfc.optimizers.SGD;
+- tfc compiled: the same step under ``tfc.function`` (numpy backend);
 - jax: ``jax.value_and_grad`` run op by op (no jit), and the whole step under ``jax.jit``;
 - tensorflow: eager GradientTape, ``tf.function``, ``tf.function(jit_compile=True)``;
 - torch eager, when installed.
@@ -102,10 +103,13 @@ def tfc_step(x, labels, params):
     return loss
 
 
-def make_tfc(x, labels, params, optimizer=False):
-    """A zero-argument step function and its variables."""
+def make_tfc(x, labels, params, optimizer=False, compiled=False):
+    """A zero-argument step function and its variables; ``compiled``: the whole
+    step (forward, tape, updates) under ``tfc.function``."""
     tx, tl = tfc.constant(x), tfc.constant(labels)
     variables = [tfc.Variable(p.copy()) for p in params]
+    if compiled:
+        return tfc.function(lambda: tfc_step(tx, tl, variables)), variables
     if not optimizer:
         return (lambda: tfc_step(tx, tl, variables)), variables
     opt = tfc.optimizers.SGD(LR)
@@ -193,6 +197,7 @@ def implementations(found, x, labels, params):
         "numpy (by hand)": (lambda: (lambda ps=[p.copy() for p in params]: numpy_step(x, labels, ps)), "baseline"),
         "tfc eager": (lambda: make_tfc(x, labels, params)[0], "GradientTape + assign_sub"),
         "tfc eager, optimizers.SGD": (lambda: make_tfc(x, labels, params, optimizer=True)[0], "SGD.minimize"),
+        "tfc compiled": (lambda: make_tfc(x, labels, params, compiled=True)[0], "tfc.function, whole step"),
     }
     if "jax" in found:
         jax = found["jax"]
@@ -219,6 +224,56 @@ def check_same_first_loss(impls, rtol=1e-4) -> dict:
     return losses
 
 
+# -- memory -------------------------------------------------------------------------
+
+
+def traced_peak(fn) -> int:
+    """Bytes: the tracemalloc peak of one call of ``fn`` above what was allocated before it."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        fn()
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+
+
+def memory_rows(x, labels, params) -> list[tuple[str, int, str]]:
+    """(case, bytes, how measured) for the eager and the compiled step. The
+    compiled step's arena is allocated by its first call and kept for later
+    ones, so a later call's peak adds the arena it holds."""
+    eager, _ = make_tfc(x, labels, params)
+    eager()  # warm: first-call caches are not the step's memory
+    rows = [("numpy (by hand)", traced_peak(lambda ps=[p.copy() for p in params]: numpy_step(x, labels, ps)),
+             "tracemalloc around one step"),
+            ("tfc eager", traced_peak(eager), "tracemalloc around one step (after one warm-up step)")]
+    step, _ = make_tfc(x, labels, params, compiled=True)
+    cf = step.get_concrete_function()
+    cf.compiled  # compile outside the measured call
+    mp = cf.memory_plan
+    first = traced_peak(step)
+    later = traced_peak(step)
+    rows += [
+        ("tfc compiled, plan", mp.arena_size + mp.fresh_bytes + mp.scratch,
+         f"memory_plan: arena {mp.arena_size} + fresh {mp.fresh_bytes} + scratch {mp.scratch} (one worker)"),
+        ("tfc compiled, first call", first, "tracemalloc around the call that allocates the arena"),
+        ("tfc compiled, later call", later + mp.arena_size, f"tracemalloc around a call {later} + arena held"),
+    ]
+    return rows
+
+
+def memory_table(rows) -> str:
+    eager = dict((name, b) for name, b, _ in rows)["tfc eager"]
+    lines = ["### Peak memory of one step (MLP, batch 256)", "",
+             "| case | peak (KiB) | vs tfc eager | how |", "|---|---:|---:|---|"]
+    for name, b, how in rows:
+        lines.append(f"| {name} | {b / 1024:.0f} | {b / eager:.0%} | {how} |")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer, shorter batches (a smoke run)")
@@ -235,7 +290,7 @@ def main(argv=None) -> None:
     impls = implementations(found, x, labels, params)
     losses = check_same_first_loss(impls)
 
-    print("## MLP training step (eager)\n")
+    print("## MLP training step (eager and compiled)\n")
     print(header(found, missing))
     print(f"- tfc: {os.path.dirname(tfc.__file__)}")
     print(f"- first-step loss, all implementations within 1e-4 of numpy's: {losses['numpy (by hand)']:.6f}")
@@ -247,6 +302,8 @@ def main(argv=None) -> None:
         if name in missing:
             bench.skip(name, missing[name])
     bench.run().print()
+    print(memory_table(memory_rows(x, labels, params)))
+    print()
 
 
 if __name__ == "__main__":

@@ -399,3 +399,29 @@ def test_fast_call_path_matches_full_path():
         tape.watch(v)
         y = tfc.reduce_sum(f(v, 2.0))
     _same(tape.gradient(y, v).numpy(), np.full(3, 2.0, np.float32))
+
+
+def test_concat_of_kernel_results_keeps_them_in_the_arena():
+    # concat always copies: its inputs need no buffer of their own that outlives the call
+    @tfc.function
+    def f(x):
+        return tfc.concat([tfc.reshape(tfc.exp(x), [-1]), tfc.reshape(tfc.matmul(x, x), [-1])], 0)
+
+    x = np.random.default_rng(0).normal(size=(8, 8)).astype(np.float32)
+    conc = f.get_concrete_function(x)
+    assert conc.memory_plan.fresh_bytes == 0
+    assert all(b.kind == "arena" for b in conc.memory_plan.buffers)
+    got = f(x).numpy()
+    _same(got, np.concatenate([np.exp(x).ravel(), (x @ x).ravel()]))
+    assert not np.shares_memory(got, f(x).numpy())  # a new array per call, not an arena view
+
+
+def test_compiled_sgd_update_matches_eager_in_place_update():
+    v = tfc.Variable(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+    w = tfc.Variable(v.numpy())
+    g = tfc.constant(np.linspace(2, 3, 12, dtype=np.float32).reshape(3, 4))
+    f = tfc.function(lambda: v.assign_sub(0.1 * g))
+    for _ in range(3):
+        f()
+        w.assign_sub(0.1 * g)
+        _same(v.numpy(), w.numpy())

@@ -7,7 +7,8 @@ it: a ``tfc.fused`` result that is not 0-d elementwise (0-d elementwise kernels
 become scalar code; a reduction to 0-d gets a 0-d buffer), and a static float
 ``matmul`` (BLAS writes into it). Every other op's result is made by its
 registry kernel (which may return a view of its inputs), so such a result *may
-reference* any buffer its tensor operands reference; ``tfc.cond``/``tfc.while``
+reference* any buffer its tensor operands reference (none for the kernels of
+``NEW_ARRAY_KERNELS``, which always copy); ``tfc.cond``/``tfc.while``
 results reference what their branches/initial values reference.
 
 In place: an elementwise ``tfc.fused`` with one result reuses the buffer of an
@@ -33,7 +34,7 @@ from xdsl.passes import ModulePass
 
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
-    AssignVariableOp, CondOp, RegistryOp, WhileOp, YieldOp, spec_of,
+    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, YieldOp, spec_of,
 )
 
 
@@ -99,6 +100,12 @@ def static_shape(t):
     return None if any(d is None for d in s) else s
 
 
+# registry ops whose kernels always return new arrays (never a view of an
+# input), so their results reference no buffer: e.g. the gradient pieces that
+# concat joins into one flat vector stay in the arena
+NEW_ARRAY_KERNELS = frozenset({"concat"})
+
+
 def writes_buffer(op, k: int = 0) -> bool:
     """Does the kernel of ``op`` write result ``k`` into a buffer we provide?"""
     if isinstance(op, FusedOp):
@@ -116,6 +123,7 @@ class Buffer:
     value: object          # the first value stored in it (its type gives shape and dtype)
     fresh: bool = False
     inplace_of: list = None  # values that reuse it in place
+    donor: int | None = None  # function argument (a variable) whose storage it may take over
 
     @property
     def nbytes(self) -> int:
@@ -179,8 +187,13 @@ class Bufferization:
                     for k, r in enumerate(op.outs):
                         if not writes_buffer(op, k):
                             continue
-                        buf = self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None
-                        if buf is None:
+                        donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
+                        buf = None if donor is not None else (
+                            self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None)
+                        if donor is not None:
+                            buf = self._new(r)
+                            buf.donor = donor
+                        elif buf is None:
                             buf = self._new(r)
                         else:
                             buf.inplace_of.append(r)
@@ -191,7 +204,7 @@ class Bufferization:
                     self.own[op.results[0]] = buf
                     set_refs(op.results[0], [buf])
                 elif isinstance(op, RegistryOp):
-                    bufs = union(op.operands)
+                    bufs = () if op.OPDEF.name in NEW_ARRAY_KERNELS else union(op.operands)
                     for r in op.results:
                         set_refs(r, bufs)
                 elif isinstance(op, WhileOp):
@@ -223,6 +236,45 @@ class Bufferization:
         for v in escaping:
             for b in self.refs_of(v):
                 b.fresh = True
+
+    def _variable_donor(self, op, lu):
+        """The index of the variable argument whose storage an elementwise kernel
+        may overwrite with its result (``v.assign(f(v.read_value(), ...))``, as
+        eager's in-place ``assign_sub``): the kernel is at function level, its
+        result is assigned to that variable, it reads the variable's value at
+        the same index, and no value read from the variable (nor any view of
+        one) is used after it or assigned before. The backend still checks at
+        run time that nothing outside the call holds the array."""
+        if op.reduce_kind is not None or op.parent_block() is not self.func.body.block:
+            return None
+        (r,) = op.outs
+        refs = [u.operation.ref for u in r.uses if isinstance(u.operation, AssignVariableOp)
+                and u.operation.parent_block() is self.func.body.block]
+        if len(refs) != 1 or not isinstance(refs[0], BlockArgument):
+            return None
+        ref = refs[0]
+        here = self.points.start[op]
+        rank = len(op.iteration_shape)
+        if not any(isinstance(v.owner, ReadVariableOp) and v.owner.ref is ref and v.type == r.type
+                   and m == tuple(range(rank)) for v, m in zip(op.inputs, op.broadcast_maps)):
+            return None
+        for u in ref.uses:
+            user = u.operation
+            if isinstance(user, AssignVariableOp):
+                if self.points.start[user] < here:
+                    return None
+            elif isinstance(user, ReadVariableOp):
+                if self.points.start[user] > here:
+                    continue
+                for vu in user.result.uses:  # kernels that write their own buffers make no views
+                    w = vu.operation
+                    if not (isinstance(w, FusedOp) or (isinstance(w, RegistryOp) and writes_buffer(w))):
+                        return None
+                if lu(user.result) > here:
+                    return None
+            else:
+                return None
+        return ref.index
 
     def _inplace_candidate(self, op, holders, lu):
         if op.reduce_kind is not None:

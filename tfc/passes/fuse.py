@@ -9,9 +9,12 @@ not yet taken roots a group, which then absorbs the producers of its operands
   recomputed (its result is smaller than the iteration shape, i.e. it is
   broadcast) and is not cheap;
 - a producer with users outside the group is copied into it only if it is cheap
-  (a few arith ops, no division) and all its users are fusable (so the original
-  can die); an expensive producer with several users is never duplicated: it
-  roots its own group and its result is an input.
+  (a few arith ops, no division), all its users are fusable (so the original
+  can die) and none of its operands is made by an elementwise op (a copy keeps
+  its operands alive: copying ``q - a * y`` would materialize ``a * y`` and
+  ``q`` for it, more traffic than reading the one result); an expensive
+  producer with several users is never duplicated: it roots its own group and
+  its result is an input.
 Cheap copies take their own operands as inputs. Splat constants become
 ``arith.constant`` in the body. Reductions are roots only; matmul, conv and all
 other ops without a scalar body stay L1 ops. Ops with dynamic shapes are left
@@ -153,7 +156,8 @@ def _plan_block(block: Block) -> list[Group]:
                 g.members.add(p)
                 group_of[p] = g
                 push(p)
-            elif is_cheap(p) and all(is_elementwise(u) or reduction_axes(u) is not None for u in p_users):
+            elif is_cheap(p) and all(is_elementwise(u) or reduction_axes(u) is not None for u in p_users) \
+                    and not any(is_elementwise(v.owner) for v in p.operands if v.owner in index):
                 # every user is fusable, so each kernel can recompute p and the original can die
                 g.copies.add(p)
                 copied_into.setdefault(p, set()).add(g)

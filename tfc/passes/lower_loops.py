@@ -93,7 +93,10 @@ class _Lowering:
             t = convert_type(value.type)
             if not isinstance(t, MemRefType):
                 t = MemRefType(t, [])
-            v = self.emit(block, L.AllocOp(t), src).result
+            alloc = L.AllocOp(t)
+            if b.donor is not None:  # the backend may reuse this variable argument's array
+                alloc.attributes["tfc.donor"] = IntegerAttr(b.donor, 64)
+            v = self.emit(block, alloc, src).result
             self.bufval[b.id] = v
         return v
 

@@ -36,9 +36,12 @@ class BufferPlan:
     live: tuple          # (first, last) program point
     op: str              # the op that first writes it, and where
     inplace: int = 0     # values that reuse it in place
+    donor: int | None = None  # fresh, unless it may take over this (variable) argument's storage
 
     def __str__(self):
         where = f"@{self.offset}" if self.kind == "arena" else "fresh"
+        if self.donor is not None:
+            where += f" (or argument {self.donor}'s storage)"
         ip = f" (+{self.inplace} in place)" if self.inplace else ""
         return f"buf{self.id}: {self.dtype}{list(self.shape)} {self.nbytes} B {where} live {self.live}{ip} <- {self.op}"
 
@@ -56,7 +59,8 @@ class MemoryPlan:
 
     @property
     def fresh_bytes(self) -> int:
-        return sum(b.nbytes for b in self.buffers if b.kind == "fresh")
+        """Bytes allocated per call, counting none for buffers that take over a variable's storage."""
+        return sum(b.nbytes for b in self.buffers if b.kind == "fresh" and b.donor is None)
 
     def __str__(self):
         lines = [f"arena {self.arena_size} B, peak {self.peak} B, fresh {self.fresh_bytes} B, "
@@ -124,7 +128,7 @@ def plan(bz: Bufferization) -> MemoryPlan:
         owner = b.value.owner
         out.append(BufferPlan(b.id, "fresh" if b.fresh else "arena", off.get(b.id), b.nbytes, tuple(s.shape),
                               s.dtype.name, rng.get(b.id) or bz.live_range(b), f"{owner.name} at {loc_str(owner)}",
-                              len(b.inplace_of)))
+                              len(b.inplace_of), b.donor))
     return MemoryPlan(out, size, peak_bytes([b.nbytes for b in arena], ranges))
 
 

@@ -158,6 +158,21 @@ def matmul_into(a, b, ta: bool, tb: bool, out):
     np.matmul(a, b, out=out)
 
 
+def donatable(cell, shape, dtype):
+    """The variable's array when the call may overwrite it in place (as eager's
+    ``assign_sub`` does): only the Variable, this cell and this frame hold it
+    (CPython's reference count proves it), it owns its memory and matches."""
+    v = cell.value
+    if (type(v) is np.ndarray and sys.getrefcount(v) <= _DONOR_REFS and v.base is None
+            and v.flags.writeable and v.flags.c_contiguous and v.flags.aligned
+            and v.shape == shape and v.dtype == dtype):
+        return v
+    return None
+
+
+_DONOR_REFS = 4  # the Variable's _value, the Cell, the local ``v`` and getrefcount's argument
+
+
 def ipow(a, b):
     return REGISTRY["pow"].kernel(a, b)
 
