@@ -250,3 +250,65 @@ def test_tensor_from_another_trace_is_rejected():
     f(tfc.constant(1.0))
     with pytest.raises(ValueError, match="another traced function"):
         g(tfc.constant(1.0))
+
+
+def test_tensor_leaked_out_of_a_cond_branch_is_rejected_at_the_users_line():
+    leaked = []
+
+    def f(x):
+        def true_fn():
+            y = x * 2.0
+            leaked.append(y)
+            return y
+
+        r = tfc.cond(x > 0, true_fn, lambda: x)
+        return r + leaked[0]
+
+    line = f.__code__.co_firstlineno + 7
+    with pytest.raises(ValueError, match=rf"test_tracing.py:{line}: a tensor computed inside a tfc.cond branch "
+                                         r"was used outside it; return it from the branch"):
+        tfc.function(f, autograph=False)(tfc.constant(1.0))
+
+
+def test_tensor_of_one_branch_used_in_the_other_is_rejected():
+    leaked = []
+
+    def f(x):
+        def true_fn():
+            leaked.append(x + 1.0)
+            return x
+
+        return tfc.cond(x > 0, true_fn, lambda: leaked[0] * 2.0)
+
+    with pytest.raises(ValueError, match="inside a tfc.cond branch was used outside it"):
+        tfc.function(f, autograph=False)(tfc.constant(1.0))
+
+
+def test_tensor_leaked_out_of_a_while_body_is_rejected():
+    leaked = []
+
+    def f(n):
+        def body(i):
+            leaked.append(i * 3)
+            return (i + 1,)
+
+        tfc.while_loop(lambda i: i < n, body, (tfc.constant(0),))
+        return leaked[-1]
+
+    with pytest.raises(ValueError, match="inside a tfc.while_loop body was used outside it; make it a loop variable"):
+        tfc.function(f, autograph=False)(tfc.constant(3))
+
+
+def test_values_captured_from_enclosing_regions_stay_legal():
+    # a value of an outer region used in a nested one is a capture, not a leak
+    def f(x):
+        def outer():
+            y = x * 2.0
+            return tfc.cond(y > 1.0, lambda: y + 1.0, lambda: y - x)
+
+        return tfc.cond(x > 0, outer, lambda: x)
+
+    g = tfc.function(f, autograph=False)
+    for v in (1.0, 0.25, -1.0):
+        want = (v * 2 + 1 if v * 2 > 1 else v * 2 - v) if v > 0 else v
+        assert g(tfc.constant(v)).numpy() == pytest.approx(want)

@@ -43,15 +43,17 @@ def _where() -> str:
 
 class SymbolicTensor(Tensor):
     """A tensor of a function being traced: an SSA value with a static shape
-    (None for dimensions known only at run time) and a dtype."""
+    (None for dimensions known only at run time) and a dtype. ``_block`` is the
+    block (region) that defines it: it may be used only while that block is open."""
 
-    __slots__ = ("_ssa", "_shape", "_dtype", "_builder")
+    __slots__ = ("_ssa", "_shape", "_dtype", "_builder", "_block")
 
-    def __init__(self, ssa, shape, dtype, builder):
+    def __init__(self, ssa, shape, dtype, builder, block=None):
         self._ssa = ssa
         self._shape = tuple(shape)
         self._dtype = dtype
         self._builder = builder
+        self._block = block
 
     @property
     def shape(self) -> tuple:
@@ -146,6 +148,8 @@ class FunctionBuilder:
         self.name = name
         self.entry = Block()
         self._stack = [self.entry]
+        self._open = {id(self.entry): 0}  # id(open block) -> its index in _stack
+        self._kinds: dict[int, tuple] = {}  # id(region block) -> (block, what it is), for errors
         self._captures: list[list | None] = [None]  # per open region: outer values it used
         self._block_caps: dict[int, list] = {}  # id(region block) -> its captures, to re-enter it
         self._consts: dict[tuple, tuple] = {}  # key (see lift) -> (tensor, ssa)
@@ -168,10 +172,13 @@ class FunctionBuilder:
         return op
 
     def _wrap(self, ssa) -> SymbolicTensor:
+        from xdsl.ir import BlockArgument
+
         from tfc.dialects.tensor import spec_of
 
         s = spec_of(ssa.type)
-        return SymbolicTensor(ssa, s.shape, s.dtype, self)
+        block = ssa.block if isinstance(ssa, BlockArgument) else ssa.owner.parent_block()
+        return SymbolicTensor(ssa, s.shape, s.dtype, self, block)
 
     def add_input(self, shape, dtype, name: str | None = None) -> SymbolicTensor:
         """A new tensor argument (before any variable argument)."""
@@ -193,10 +200,18 @@ class FunctionBuilder:
                     f"{_where()}: a symbolic tensor of another traced function was used here "
                     "(tensors do not leak between tfc.function traces); pass it as an argument")
             # Every open region the value comes from outside of captures it (a
-            # nested region's captures are its parent's too).
-            for k in range(len(self._stack) - 1, 0, -1):
-                if self._defined_inside(t._ssa, self._stack[k]):
-                    break
+            # nested region's captures are its parent's too). Open blocks form
+            # the chain _stack, so the value is visible iff its block is open.
+            block = t._block
+            if block is self.entry:
+                j = 0
+            elif block is None:
+                j = self._slow_depth(t._ssa)
+            else:
+                j = self._open.get(id(block))
+                if j is None:
+                    self._leaked(block)
+            for k in range(len(self._stack) - 1, j, -1):
                 if self._captures[k] is not None:
                     self._captures[k].append(t)
             return t._ssa
@@ -228,15 +243,42 @@ class FunctionBuilder:
         self._consts[key] = (t, op.result)
         return op.result
 
+    def _slow_depth(self, ssa) -> int:
+        """The index in _stack of the open block defining ``ssa`` (a tensor
+        without its block recorded)."""
+        for k in range(len(self._stack) - 1, 0, -1):
+            if self._defined_inside(ssa, self._stack[k]):
+                return k
+        return 0
+
+    def _leaked(self, block):
+        """A tensor of a region that is closed (or of a sibling region) was used."""
+        what = self._kinds.get(id(block), (None, None))[1] or "a region of control flow"
+        if what == "a tfc.cond branch":
+            hint = ("return it from the branch and use the cond's result (with AutoGraph: assign it "
+                    "in every branch of the `if`)")
+        elif what.startswith("a tfc.while_loop"):
+            hint = "make it a loop variable and use the loop's result"
+        else:
+            hint = "return it from the region and use the op's result"
+        raise ValueError(f"{_where()}: a tensor computed inside {what} was used outside it; {hint}")
+
+    def _push(self, block, captures):
+        self._open[id(block)] = len(self._stack)
+        self._stack.append(block)
+        self._captures.append(captures)
+
+    def _pop(self):
+        del self._open[id(self._stack.pop())]
+        self._captures.pop()
+
     def _enter(self, block):
         """Re-open a traced region's block (to add its terminator): values used
         there are captured by it as by its trace."""
-        self._stack.append(block)
-        self._captures.append(self._block_caps.get(id(block)))
+        self._push(block, self._block_caps.get(id(block)))
 
     def _leave(self):
-        self._stack.pop()
-        self._captures.pop()
+        self._pop()
 
     def _defined_inside(self, ssa, inner=None) -> bool:
         """Is ``ssa`` defined in ``inner`` (default: the innermost open region)?"""
@@ -269,7 +311,8 @@ class FunctionBuilder:
             operands=operands, result_types=[tensor_type(s.shape, s.dtype) for s in outs],
             properties=encode_attrs(op, attrs))
         self._insert(ir_op)
-        results = [SymbolicTensor(r, s.shape, s.dtype, self) for r, s in zip(ir_op.results, outs)]
+        block = self._stack[-1]
+        results = [SymbolicTensor(r, s.shape, s.dtype, self, block) for r, s in zip(ir_op.results, outs)]
         return results[0] if single else results
 
     # -- variables ------------------------------------------------------------
@@ -316,13 +359,14 @@ class FunctionBuilder:
         self._insert(AssignVariableOp.create(operands=[ref, v]))
 
     # -- regions ----------------------------------------------------------------
-    def _trace_region(self, fn, arg_types=(), capture=True):
-        """Run ``fn(*block_args)`` into a new block; returns (block, result, captured)."""
+    def _trace_region(self, fn, arg_types=(), capture=True, what="a throw-away trace"):
+        """Run ``fn(*block_args)`` into a new block; returns (block, result, captured).
+        ``what`` names the region in errors."""
         from xdsl.ir import Block
 
         block = Block(arg_types=list(arg_types))
-        self._stack.append(block)
-        self._captures.append([] if capture else None)
+        self._kinds[id(block)] = (block, what)
+        self._push(block, [] if capture else None)
         if capture:
             self._block_caps[id(block)] = self._captures[-1]
         saved = TAPES[:]
@@ -333,8 +377,7 @@ class FunctionBuilder:
             return block, result, self._captures[-1]
         finally:
             TAPES.extend(saved)
-            self._captures.pop()
-            self._stack.pop()
+            self._pop()
 
     def probe(self, fn):
         """``fn()`` run in a throw-away region: what it would produce (its ops are
@@ -437,7 +480,7 @@ class FunctionBuilder:
             raise TypeError(f"{_where()}: tfc.cond: the predicate must be a scalar bool tensor, got {ps}")
         branches = []
         for fn, what in ((true_fn, "true_fn"), (false_fn, "false_fn")):
-            block, res, caps = self._trace_region(fn)
+            block, res, caps = self._trace_region(fn, what="a tfc.cond branch")
             branches.append((block, res, caps))
         (tb, tres, tcaps), (fb, fres, fcaps) = branches
         if nest.structure_signature(tres) != nest.structure_signature(fres):
@@ -498,7 +541,8 @@ class FunctionBuilder:
 
         for _ in range(3):  # at most: trace, relax shapes, confirm
             types = [tensor_type(s.shape, s.dtype) for s in specs]
-            cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, templates, list(a)), types)
+            cblock, cres, ccaps = self._trace_region(lambda *a: call(cond, templates, list(a)), types,
+                                                     what="a tfc.while_loop condition")
             self._enter(cblock)
             try:
                 (c,) = self._as_tensors([cres], "tfc.while_loop's cond")
@@ -507,7 +551,8 @@ class FunctionBuilder:
             if c.dtype != dtypes.bool_ or tuple(c.shape) not in ((), (1,)):
                 raise TypeError(f"{_where()}: tfc.while_loop: cond must return a scalar bool tensor, "
                                 f"got {c.dtype.name} {tuple(c.shape)}")
-            bblock, bres, bcaps = self._trace_region(lambda *a: call(body, templates, list(a)), types)
+            bblock, bres, bcaps = self._trace_region(lambda *a: call(body, templates, list(a)), types,
+                                                     what="a tfc.while_loop body")
             bres = [bres] if single else bres
             if nest.structure_signature(bres) != nest.structure_signature(list(structure)) and \
                     nest.structure_signature(tuple(bres)) != nest.structure_signature(tuple(structure)):

@@ -108,13 +108,53 @@ def _zeros(spec, what, line):
 
 # -- cells: the converted function's variables ------------------------------------
 
-def _cells(fns, names):
+def _cells(fns, names, composites=()):
     out = {}
     for fn in fns:
         for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             if name in names:
                 out[name] = cell
+    for spec in composites:
+        out[spec[0]] = Composite(*spec)
     return out
+
+
+class Composite:
+    """A dict item or attribute (``d['a']``, ``o.v``, ``self.state['h']``) that
+    tensor control flow carries as state: read, written and emptied (missing
+    key or attribute) like a closure cell, so the runtime treats both alike."""
+
+    __slots__ = ("name", "_base", "_key", "_item")
+
+    def __init__(self, name, base, key, item):
+        self.name, self._base, self._key, self._item = name, base, key, item
+
+    @property
+    def cell_contents(self):
+        try:
+            base = self._base()
+            return base[self._key] if self._item else getattr(base, self._key)
+        except (KeyError, IndexError, AttributeError, NameError):
+            raise ValueError(f"{self.name} is not set") from None
+
+    @cell_contents.setter
+    def cell_contents(self, value):
+        base = self._base()
+        if self._item:
+            base[self._key] = value
+        else:
+            setattr(base, self._key, value)
+
+    @cell_contents.deleter
+    def cell_contents(self):
+        try:
+            base = self._base()
+            if self._item:
+                del base[self._key]
+            else:
+                delattr(base, self._key)
+        except (KeyError, IndexError, AttributeError, NameError):
+            raise ValueError(f"{self.name} is not set") from None
 
 
 def _get(cell):
@@ -135,7 +175,13 @@ def _set(cell, value):
 
 
 def _describe(name):
-    return "the return value" if name == "retval_" else f"variable {name!r}"
+    if name == "retval_":
+        return "the return value"
+    if name.endswith("]"):
+        return f"item {name}"
+    if "." in name:
+        return f"attribute {name}"
+    return f"variable {name!r}"
 
 
 # -- expressions --------------------------------------------------------------------
@@ -227,18 +273,18 @@ def print_(*args, **kwargs):
     return builtins.print(*args, **kwargs)
 
 
-def if_stmt(cond, body, orelse, names, live, line):
+def if_stmt(cond, body, orelse, names, live, line, composites=()):
     if not is_symbolic(cond):
         if cond:
             body()
         else:
             orelse()
         return
-    _tensor_if(cond, body, orelse, names, live, line)
+    _tensor_if(cond, body, orelse, names, live, line, composites)
 
 
-def _tensor_if(cond, body, orelse, names, live, line):
-    cells = _cells((body, orelse), names)
+def _tensor_if(cond, body, orelse, names, live, line, composites=()):
+    cells = _cells((body, orelse), names, composites)
     live = [n for n in live if n in cells]
     init = {n: _get(c) for n, c in cells.items()}
     init = {n: _as_tensor_list(v) if isinstance(v, list) else v for n, v in init.items()}
@@ -303,11 +349,11 @@ def _tensor_if(cond, body, orelse, names, live, line):
         if n in live:
             _set(c, outs[live.index(n)])
         else:
-            _set(c, Undefined(f"variable {n!r} was set inside the tensor `if` at line {line} "
+            _set(c, Undefined(f"{_describe(n)} was set inside the tensor `if` at line {line} "
                               f"and is not available after it"))
 
 
-def while_stmt(test, body, names, loop_vars, line, orelse=False):
+def while_stmt(test, body, names, loop_vars, line, orelse=False, composites=()):
     cond = test()
     if not is_symbolic(cond):
         while cond:
@@ -321,14 +367,14 @@ def while_stmt(test, body, names, loop_vars, line, orelse=False):
             raise NotImplementedError(f"while/else whose condition becomes a tensor (line {line}) is not supported")
     if orelse:
         raise NotImplementedError(f"while/else under a tensor condition (line {line}) is not supported")
-    _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while")
+    _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while", composites=composites)
 
 
-def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False):
+def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False, composites=()):
     if isinstance(iterable, TensorRange) or is_symbolic(iterable):
         if orelse:
             raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
-        return _tensor_for(iterable, body, names, loop_vars, line, extra_test)
+        return _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites)
     if isinstance(iterable, builtins.range) and extra_test is not None and STATE.builder is not None:
         for item in iterable:
             body(item)
@@ -340,7 +386,7 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
                     raise NotImplementedError(f"for/else that breaks on a tensor condition (line {line}) "
                                               f"is not supported")
                 return _tensor_for(TensorRange(rest.start, rest.stop, rest.step), body, names, loop_vars, line,
-                                   extra_test)
+                                   extra_test, composites)
             if not go:
                 return
         return
@@ -356,7 +402,7 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
                 break
 
 
-def _tensor_for(iterable, body, names, loop_vars, line, extra_test):
+def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=()):
     from tfc.core.tensor import constant
 
     if isinstance(iterable, TensorRange):
@@ -389,7 +435,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test):
         state["i"] = i + delta
 
     _tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
-                 counter=state)
+                 counter=state, composites=composites)
 
 
 def _check_same(name, before, after, line):
@@ -422,8 +468,8 @@ def _to_loop_var(name, v, line):
     return v
 
 
-def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
-    cells = _cells(fns, names)
+def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=()):
+    cells = _cells(fns, names, composites)
     loop_vars = [n for n in loop_vars if n in cells]
     undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
                  f"define it before the loop")
@@ -524,7 +570,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None):
             f"{_describe(n)} is used after the tensor `{kind}` loop at line {line}, which did not run, "
             f"and is set only inside it"])
     for n in others:
-        _set(cells[n], Undefined(f"variable {n!r} was set inside the tensor loop at line {line} "
+        _set(cells[n], Undefined(f"{_describe(n)} was set inside the tensor loop at line {line} "
                                  f"and is not available after it"))
 
 

@@ -116,6 +116,77 @@ def used_names(node) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
+# Composite symbols: ``d['a']``, ``o.v``, ``self.state['h']``, ``a.b.c`` (a name, then
+# attributes and constant subscripts) are state of tensor control flow like names.
+
+def _chain(n):
+    """The symbol an expression names (``"d['a']"``), or None when it is not one."""
+    if isinstance(n, ast.Name):
+        return n.id
+    if isinstance(n, ast.Attribute):
+        b = _chain(n.value)
+        return None if b is None else f"{b}.{n.attr}"
+    if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and \
+            type(n.slice.value) in (str, int):
+        b = _chain(n.value)
+        return None if b is None else f"{b}[{n.slice.value!r}]"
+    return None
+
+
+def composite_stores(stmts) -> dict:
+    """Composite symbols set or deleted by ``stmts`` (current scope): symbol -> target."""
+    out = {}
+    for n in _walk_stmts(stmts):
+        if isinstance(n, (ast.Attribute, ast.Subscript)) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            sym = _chain(n)
+            if sym is not None:
+                out.setdefault(sym, n)
+    return out
+
+
+def _under(a, b) -> bool:
+    """Whether path ``a`` is ``b`` or lies under it (``d['a']`` under ``d``)."""
+    return a == b or (a.startswith(b) and a[len(b)] in ".[#")
+
+
+def is_live(sym, live) -> bool:
+    """Whether symbol ``sym`` is needed by the read paths ``live``: a path under it,
+    or one it lies under (a whole object read). ``p#`` needs only the object at ``p``
+    (the base of a store), not what it holds."""
+    return any(_under(p, sym) or (p[-1] != "#" and _under(sym, p)) for p in live)
+
+
+def used_paths(node) -> set:
+    """What ``node`` reads, as paths: names and composite symbols read, the
+    objects a method is called on (read whole), ``base#`` for the base of a
+    composite store. Nested scopes included (conservative)."""
+    out = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            c = _chain(n.func.value)
+            if c is not None:  # obj.method(...): the method may read all of obj
+                out.add(c)
+                todo.extend(n.args)
+                todo.extend(k.value for k in n.keywords)
+                continue
+        if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
+            c = _chain(n)
+            if c is not None:
+                if isinstance(n.ctx, ast.Load):
+                    out.add(c)
+                elif not isinstance(n, ast.Name):
+                    out.add(_chain(n.value) + "#")
+                continue
+        todo.extend(ast.iter_child_nodes(n))
+    return out
+
+
+def _kill(live, stores) -> set:
+    return {p for p in live if not any(_under(p, s) for s in stores)}
+
+
 def _contains(stmts, kinds, through_loops: bool):
     """Whether ``stmts`` contain a node of ``kinds`` (not in nested scopes;
     not inside nested loops unless ``through_loops``)."""
@@ -284,10 +355,10 @@ class _JumpLowering(ast.NodeTransformer):
     visit_While = _loop
 
 
-# -- 3: liveness ---------------------------------------------------------------------
+# -- 3: liveness (of paths: see used_paths) ------------------------------------------
 
-def _stores_simple(s) -> set:
-    return assigned_names([s])
+def _stores(s) -> set:
+    return assigned_names([s]) | set(composite_stores([s]))
 
 
 def _live_block(stmts, out: set) -> set:
@@ -300,12 +371,12 @@ def _live_block(stmts, out: set) -> set:
 def _live_stmt(s, out: set) -> set:
     if isinstance(s, ast.If):
         s._ag_live_out = set(out)
-        return used_names(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
+        return used_paths(s.test) | _live_block(s.body, out) | _live_block(s.orelse, out)
     if isinstance(s, ast.While):
         s._ag_live_out = set(out)
-        live = set(out) | used_names(s.test)
+        live = set(out) | used_paths(s.test)
         for _ in range(10):
-            new = set(out) | used_names(s.test) | _live_block(s.body, live)
+            new = set(out) | used_paths(s.test) | _live_block(s.body, live)
             if new == live:
                 break
             live = new
@@ -313,31 +384,33 @@ def _live_stmt(s, out: set) -> set:
         return live
     if isinstance(s, ast.For):
         s._ag_live_out = set(out)
-        targets = assigned_names([ast.Assign(targets=[s.target], value=_const(None))])
+        targets = _stores(ast.Assign(targets=[s.target], value=_const(None)))
         extra = {s._ag_extra_test} if getattr(s, "_ag_extra_test", None) else set()
         live = set(out) | extra
         for _ in range(10):
-            new = set(out) | extra | (_live_block(s.body, live) - targets)
+            new = set(out) | extra | _kill(_live_block(s.body, live), targets)
             if new == live:
                 break
             live = new
         s._ag_live_in = live
-        return live | used_names(s.iter)
+        return live | used_paths(s.iter) | used_paths(s.target)
     if isinstance(s, ast.Try):
         after = _live_block(s.finalbody, out)
         live = _live_block(s.body + s.orelse, after) | after
         for h in s.handlers:
-            live |= _live_block(h.body, after) | (used_names(h.type) if h.type else set())
+            live |= _live_block(h.body, after) | (used_paths(h.type) if h.type else set())
         return live
     if isinstance(s, ast.With):
-        u = set().union(*(used_names(i.context_expr) for i in s.items))
+        u = set().union(*(used_paths(i.context_expr) for i in s.items))
         return u | _live_block(s.body, out)
     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return (out - {s.name}) | used_names(s)
-    uses = used_names(s)
-    if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-        uses.add(s.target.id)
-    return (out - _stores_simple(s)) | uses
+        return _kill(out, {s.name}) | used_paths(s)
+    uses = used_paths(s)
+    if isinstance(s, ast.AugAssign):
+        c = _chain(s.target)
+        if c is not None:
+            uses.add(c)
+    return _kill(out, _stores(s)) | uses
 
 
 # -- 4: control flow and expressions → runtime calls -----------------------------
@@ -410,10 +483,37 @@ class _ControlFlow(ast.NodeTransformer):
         return convert_function_body(node, self.names)
 
     def _state(self, node, stmts):
-        names = sorted(assigned_names(stmts) - self.globals)
+        assigned = assigned_names(stmts)
+        names = sorted(assigned - self.globals)
+        stores = composite_stores(stmts)
+        # A composite whose base the statement rebinds travels with that base.
+        comps = {sym: t for sym, t in stores.items()
+                 if not any(o != sym and _under(sym, o) for o in list(assigned) + list(stores))}
         live_out = getattr(node, "_ag_live_out", set())
         live_in = getattr(node, "_ag_live_in", set())
-        return names, live_out, live_in
+        return names, comps, live_out, live_in
+
+    @staticmethod
+    def _live(names, comps, live):
+        return [n for n in list(names) + list(comps) if is_live(n, live)]
+
+    @staticmethod
+    def _comps(comps, src):
+        """``composites=(("d['a']", lambda: d, 'a', True), ...)``: how the runtime
+        reads and writes each composite symbol."""
+        elts = []
+        for sym in sorted(comps):
+            t = comps[sym]
+            base = copy.deepcopy(t.value)
+            for n in ast.walk(base):
+                if hasattr(n, "ctx"):
+                    n.ctx = ast.Load()
+            item = isinstance(t, ast.Subscript)
+            elts.append(ast.Tuple(elts=[_const(sym), _ControlFlow._thunk(base),
+                                        _const(t.slice.value if item else t.attr), _const(item)],
+                                  ctx=ast.Load()))
+        kw = [ast.keyword(arg="composites", value=ast.Tuple(elts=elts, ctx=ast.Load()))] if elts else []
+        return _located(kw, src)
 
     def _body_fn(self, name, stmts, names, src, args=()):
         decls = []
@@ -434,32 +534,36 @@ class _ControlFlow(ast.NodeTransformer):
         return ast.Tuple(elts=[_const(n) for n in sorted(names)], ctx=ast.Load())
 
     def visit_If(self, node):
-        names, live_out, _ = self._state(node, node.body + node.orelse)
+        names, comps, live_out, _ = self._state(node, node.body + node.orelse)
+        kw = self._comps(comps, node)
         node = self.generic_visit(node)
         i = self.names.n = self.names.n + 1
         body = self._body_fn(f"if_body_{i}", node.body, names, node)
         orelse = self._body_fn(f"else_body_{i}", node.orelse, names, node)
         call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
             node.test, _name(body.name), _name(orelse.name), self._strs(names),
-            self._strs(set(names) & live_out), _const(node.lineno)], keywords=[]))
+            self._strs(self._live(names, comps, live_out)), _const(node.lineno)], keywords=kw))
         return _located([body, orelse, call], node)
 
     def visit_While(self, node):
-        names, live_out, live_in = self._state(node, node.body)
+        names, comps, live_out, live_in = self._state(node, node.body)
+        kw = self._comps(comps, node)
         orelse = getattr(node, "_ag_orelse", False)
         node = self.generic_visit(node)
         i = self.names.n = self.names.n + 1
         test = self._body_fn(f"loop_test_{i}", [ast.Return(value=node.test)], [], node)
         body = self._body_fn(f"loop_body_{i}", node.body, names, node)
+        if orelse:
+            kw.append(ast.keyword(arg="orelse", value=_const(True)))
         call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
             _name(test.name), _name(body.name), self._strs(names),
-            self._strs(set(names) & (live_out | live_in)), _const(node.lineno)],
-            keywords=[ast.keyword(arg="orelse", value=_const(True))] if orelse else []))
+            self._strs(self._live(names, comps, live_out | live_in)), _const(node.lineno)], keywords=kw))
         return _located([test, body, call], node)
 
     def visit_For(self, node):
         target_assign = ast.Assign(targets=[node.target], value=_name("itr"))
-        names, live_out, live_in = self._state(node, [target_assign] + node.body)
+        names, comps, live_out, live_in = self._state(node, [target_assign] + node.body)
+        comp_kw = self._comps(comps, node)
         extra = getattr(node, "_ag_extra_test", None)
         orelse = getattr(node, "_ag_orelse", False)
         node = self.generic_visit(node)
@@ -472,7 +576,8 @@ class _ControlFlow(ast.NodeTransformer):
             kw.append(ast.keyword(arg="orelse", value=_const(True)))
         call = ast.Expr(value=ast.Call(func=_ag("for_stmt"), args=[
             node.iter, _name(body.name), self._strs(names),
-            self._strs(set(names) & (live_out | live_in)), _const(node.lineno)], keywords=kw))
+            self._strs(self._live(names, comps, live_out | live_in)), _const(node.lineno)],
+            keywords=kw + comp_kw))
         return _located([body, call], node)
 
     def visit_AsyncFor(self, node):
