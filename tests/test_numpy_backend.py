@@ -425,3 +425,27 @@ def test_compiled_sgd_update_matches_eager_in_place_update():
         f()
         w.assign_sub(0.1 * g)
         _same(v.numpy(), w.numpy())
+
+
+def test_verify_passes_on_a_training_step_with_in_place_buffers():
+    """verify=True compares the values whose buffer holds one value; buffers
+    reused in place (and variables updated in place) must not raise falsely."""
+    rng = np.random.default_rng(0)
+    w1 = tfc.Variable(rng.standard_normal((20, 16)).astype(np.float32) * 0.1)
+    b1 = tfc.Variable(np.zeros(16, np.float32))
+    w2 = tfc.Variable(rng.standard_normal((16, 4)).astype(np.float32) * 0.1)
+    params = [w1, b1, w2]
+
+    def step(x, y):
+        with tfc.GradientTape() as tape:
+            h = tfc.relu(tfc.matmul(x, w1) + b1)
+            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h @ w2))
+        for v, g in zip(params, tape.gradient(loss, params)):
+            v.assign_sub(0.1 * g)
+        return loss
+
+    f = tfc.function(step, verify=True)
+    x = tfc.constant(rng.standard_normal((8, 20)).astype(np.float32))
+    y = tfc.constant(rng.integers(0, 4, 8).astype(np.int32))
+    losses = [float(f(x, y)) for _ in range(3)]
+    assert losses[2] < losses[0]

@@ -96,12 +96,18 @@ def compile_verifying(stages: "Stages", name: str, hook):
     L2 value (``verify=True``); returns (Compiled, [L2 values by hook index])."""
     from tfc.backends.numpy.emitter import emit_function
 
+    # A buffer reused in place holds several L2 values in turn, and its hook
+    # would see only the last: only buffers holding one value are compared
+    # (the values written in place are checked through what they feed).
+    holders = {}
+    for v2, v3 in stages.value_map.items():
+        holders.setdefault(v3, []).append(v2)
     inv = {}
     order = []
-    for v2, v3 in stages.value_map.items():
-        if v3 not in inv:
+    for v3, v2s in holders.items():
+        if len(v2s) == 1:
             inv[v3] = len(order)
-            order.append(v2)
+            order.append(v2s[0])
     source, consts, scratch = emit_function(stages.function, hooks=inv)
     import copy
 
