@@ -97,9 +97,12 @@ def test_second_gradient():
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS)
-def test_compiled_equals_eager(dtype):
+def test_compiled_equals_eager(dtype, monkeypatch):
+    from tfc.backends.numpy import runtime
+
+    monkeypatch.setattr(runtime, "PARALLEL_MIN", 1 << 16)  # so these chunks run on the pool
     if np.issubdtype(dtype, np.floating):
-        x = _floats(dtype, size=70000)  # above the threads' threshold: chunks on the pool
+        x = _floats(dtype, size=70000)  # above that threshold
         exps = EXPONENTS
     else:
         x = np.random.default_rng(3).integers(-30, 30, size=70000).astype(dtype)
