@@ -217,7 +217,7 @@ def test_unknown_stage(model):
 
 
 def test_stage_not_available_yet(model):
-    check_error([model, "--emit", "loops"], 2, "stage 'loops' is not available yet")
+    check_error([model, "--emit", "ptx"], 2, "stage 'ptx' is not available yet")
 
 
 def test_cuda_target_not_implemented(model):

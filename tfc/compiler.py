@@ -23,8 +23,8 @@ STAGES = {
     "tensor-raw": _ir("tensor-raw"),  # L1 as traced
     "tensor": _ir("tensor"),          # L1 after the pass list
     "fused": _ir("fused"),            # L2
-    "loops": None,                    # L3
-    "numpy": None,                    # generated numpy module (conc.source)
+    "loops": _ir("loops"),            # L3
+    "numpy": lambda conc: conc.source,  # the generated numpy module
     "gpu": None,
     "ptx": None,                      # conc.ptx
 }
@@ -120,13 +120,9 @@ def count_ops(module) -> int:
 
 
 def _peak_memory(conc) -> str:
-    plan = getattr(conc, "memory_plan", None)
-    if plan is None:
-        return "n/a"
-    peak = getattr(plan, "peak_bytes", None)
-    if peak is None and isinstance(plan, dict):
-        peak = plan.get("peak_bytes")
-    return f"{peak:,} bytes" if isinstance(peak, int) else str(plan)
+    plan = conc.memory_plan
+    return (f"{plan.peak:,} B live at most; arena {plan.arena_size:,} B, "
+            f"{plan.fresh_bytes:,} B fresh per call, {plan.scratch:,} B scratch per worker")
 
 
 def summary(conc, name=None) -> str:
