@@ -30,7 +30,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from tfc.dialects.tensor import RefType, loc_str
+from tfc.dialects.tensor import RefType, loc_str, parse_cond, parse_while, print_cond, print_while
 
 
 def _fail(op, msg: str):
@@ -290,29 +290,11 @@ class IfOp(IRDLOperation):
                          regions=[then_region, else_region])
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.cond)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
-        printer.print_string(" ")
-        printer.print_region(self.then_region, print_entry_block_args=False)
-        printer.print_string(" else ")
-        printer.print_region(self.else_region, print_entry_block_args=False)
+        print_cond(self, printer)
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        cond = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        (cond,) = parser.resolve_operands([cond], ftype.inputs.data, pos)
-        then_r = parser.parse_region()
-        parser.parse_keyword("else")
-        else_r = parser.parse_region()
-        return cls.create(operands=[cond], result_types=list(ftype.outputs.data),
-                          regions=[then_r, else_r], attributes=attrs)
+        return parse_cond(cls, parser)
 
 
 def _compatible(a, b) -> bool:
@@ -361,38 +343,11 @@ class WhileOp(IRDLOperation):
             _fail(self, "the condition region must end with loops.condition")
 
     def print(self, printer: Printer) -> None:
-        if self.inits:
-            printer.print_string(" ")
-            printer.print_list(self.inits, printer.print_operand)
-        printer.print_op_attributes({**self.properties, **self.attributes})
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
-        printer.print_string(" cond ")
-        printer.print_region(self.cond_region)
-        printer.print_string(" do ")
-        printer.print_region(self.body_region)
+        print_while(self, printer)
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        args = []
-        first = parser.parse_optional_unresolved_operand()
-        if first is not None:
-            args.append(first)
-            while parser.parse_optional_punctuation(",") is not None:
-                args.append(parser.parse_unresolved_operand())
-        entries = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        inits = parser.resolve_operands(args, ftype.inputs.data, pos)
-        parser.parse_keyword("cond")
-        cond_r = parser.parse_region()
-        parser.parse_keyword("do")
-        body_r = parser.parse_region()
-        props = {k: v for k, v in entries.items() if k == "max_iterations"}
-        attrs = {k: v for k, v in entries.items() if k != "max_iterations"}
-        return cls.create(operands=list(inits), result_types=list(ftype.outputs.data),
-                          regions=[cond_r, body_r], properties=props, attributes=attrs)
+        return parse_while(cls, parser)
 
 
 # -- variables, print, assert ----------------------------------------------------------

@@ -465,6 +465,68 @@ def _check_yield(op, region, types, what):
               f"expected ({', '.join(str(t) for t in types)})")
 
 
+# Custom syntax of the region ops, shared by tfc.cond/tfc.while and the loop
+# dialect's loops.if/loops.while (same shape at every level).
+
+def print_cond(op, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_operand(op.operands[0])
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_function_type(op.operand_types, op.result_types)
+    printer.print_string(" ")
+    printer.print_region(op.then_region, print_entry_block_args=False)
+    printer.print_string(" else ")
+    printer.print_region(op.else_region, print_entry_block_args=False)
+
+def parse_cond(cls, parser: Parser):
+    pos = parser.pos
+    pred = parser.parse_unresolved_operand()
+    attrs = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ftype = parser.parse_function_type()
+    (pred,) = parser.resolve_operands([pred], ftype.inputs.data, pos)
+    then_r = parser.parse_region()
+    parser.parse_keyword("else")
+    else_r = parser.parse_region()
+    return cls.create(operands=[pred], result_types=list(ftype.outputs.data),
+                      regions=[then_r, else_r], attributes=attrs)
+
+
+def print_while(op, printer: Printer) -> None:
+    if op.inits:
+        printer.print_string(" ")
+        printer.print_list(op.inits, printer.print_operand)
+    printer.print_op_attributes({**op.properties, **op.attributes})
+    printer.print_string(" : ")
+    printer.print_function_type(op.operand_types, op.result_types)
+    printer.print_string(" cond ")
+    printer.print_region(op.cond_region)
+    printer.print_string(" do ")
+    printer.print_region(op.body_region)
+
+def parse_while(cls, parser: Parser):
+    pos = parser.pos
+    args = []
+    first = parser.parse_optional_unresolved_operand()
+    if first is not None:
+        args.append(first)
+        while parser.parse_optional_punctuation(",") is not None:
+            args.append(parser.parse_unresolved_operand())
+    entries = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ftype = parser.parse_function_type()
+    inits = parser.resolve_operands(args, ftype.inputs.data, pos)
+    parser.parse_keyword("cond")
+    cond_r = parser.parse_region()
+    parser.parse_keyword("do")
+    body_r = parser.parse_region()
+    props = {k: v for k, v in entries.items() if k == "max_iterations"}
+    attrs = {k: v for k, v in entries.items() if k != "max_iterations"}
+    return cls.create(operands=list(inits), result_types=list(ftype.outputs.data),
+                      regions=[cond_r, body_r], properties=props, attributes=attrs)
+
+
 @irdl_op_definition
 class CondOp(IRDLOperation):
     """``tfc.cond %pred : (tensor<i1>) -> (...) {then} else {else}``; both
@@ -483,29 +545,11 @@ class CondOp(IRDLOperation):
         _check_yield(self, self.else_region, self.result_types, "the false branch")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_operand(self.pred)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
-        printer.print_string(" ")
-        printer.print_region(self.then_region, print_entry_block_args=False)
-        printer.print_string(" else ")
-        printer.print_region(self.else_region, print_entry_block_args=False)
+        print_cond(self, printer)
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        pred = parser.parse_unresolved_operand()
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        (pred,) = parser.resolve_operands([pred], ftype.inputs.data, pos)
-        then_r = parser.parse_region()
-        parser.parse_keyword("else")
-        else_r = parser.parse_region()
-        return cls.create(operands=[pred], result_types=list(ftype.outputs.data),
-                          regions=[then_r, else_r], attributes=attrs)
+        return parse_cond(cls, parser)
 
 
 @irdl_op_definition
@@ -539,38 +583,11 @@ class WhileOp(IRDLOperation):
         _check_yield(self, self.body_region, types, "the body")
 
     def print(self, printer: Printer) -> None:
-        if self.inits:
-            printer.print_string(" ")
-            printer.print_list(self.inits, printer.print_operand)
-        printer.print_op_attributes({**self.properties, **self.attributes})
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
-        printer.print_string(" cond ")
-        printer.print_region(self.cond_region)
-        printer.print_string(" do ")
-        printer.print_region(self.body_region)
+        print_while(self, printer)
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        args = []
-        first = parser.parse_optional_unresolved_operand()
-        if first is not None:
-            args.append(first)
-            while parser.parse_optional_punctuation(",") is not None:
-                args.append(parser.parse_unresolved_operand())
-        entries = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        inits = parser.resolve_operands(args, ftype.inputs.data, pos)
-        parser.parse_keyword("cond")
-        cond_r = parser.parse_region()
-        parser.parse_keyword("do")
-        body_r = parser.parse_region()
-        props = {k: v for k, v in entries.items() if k == "max_iterations"}
-        attrs = {k: v for k, v in entries.items() if k != "max_iterations"}
-        return cls.create(operands=list(inits), result_types=list(ftype.outputs.data),
-                          regions=[cond_r, body_r], properties=props, attributes=attrs)
+        return parse_while(cls, parser)
 
 
 # -- variables, print, assert -----------------------------------------------------------------
