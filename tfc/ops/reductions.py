@@ -89,8 +89,8 @@ def _mean_kernel(x, axis, keepdims):
     x = _summed(x)
     axis = _np_axis(x, axis)
     if x.dtype.kind in "iu":  # integer mean stays integer, rounding toward zero (TensorFlow)
-        n = max(1, x.size // max(1, np.sum(x, axis=axis, keepdims=keepdims).size))
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+        n = max(1, x.size // max(1, s.size))  # elements per result
         return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
     return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
