@@ -315,11 +315,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
         def run():
             for n, c in cells.items():
                 _set(c, init[n])
-            _LOOP_DEPTH[0] += 1
-            try:
-                fn()
-            finally:
-                _LOOP_DEPTH[0] -= 1
+            _deeper(fn)
             out = []
             for n in live:
                 v = _get(cells[n])
@@ -458,6 +454,15 @@ def _check_same(name, before, after, line):
 _LOOP_DEPTH = [0]
 
 
+def _deeper(fn):
+    """Run ``fn`` one level deeper in tensor control flow (what _LOOP_DEPTH counts)."""
+    _LOOP_DEPTH[0] += 1
+    try:
+        return fn()
+    finally:
+        _LOOP_DEPTH[0] -= 1
+
+
 def _to_loop_var(name, v, line):
     from tfc.core.tensor import constant
 
@@ -494,6 +499,13 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         if has_counter:
             counter["i"] = vals[-1]
 
+    def run_body(vals):
+        """One iteration of the loop body on the loop variables ``vals``."""
+        load(vals)
+        for n in others:
+            _set(cells[n], others_init[n])
+        _deeper(step)
+
     flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
     if pending:
         # One throw-away iteration tells the types of the variables the body creates; they
@@ -501,14 +513,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         start = counter["i"] if has_counter else None
 
         def run():
-            load(tuple(init) + ((start,) if has_counter else ()))
-            for n in others:
-                _set(cells[n], others_init[n])
-            _LOOP_DEPTH[0] += 1
-            try:
-                step()
-            finally:
-                _LOOP_DEPTH[0] -= 1
+            run_body(tuple(init) + ((start,) if has_counter else ()))
             return [_get(cells[n]) for n in pending]
 
         try:
@@ -538,14 +543,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         return test()
 
     def body_fn(*vals):
-        load(vals)
-        for n in others:
-            _set(cells[n], others_init[n])
-        _LOOP_DEPTH[0] += 1
-        try:
-            step()
-        finally:
-            _LOOP_DEPTH[0] -= 1
+        run_body(vals)
         out = []
         for n, before in zip(loop_vars, vals):
             after = _get(cells[n])
