@@ -3,14 +3,17 @@ reference program), as plain Python, tfc eager (original and converted code on
 eager tensors), tfc compiled (one trace and compile, then N calls), and TensorFlow's eager,
 tf.function and XLA forms where TensorFlow is installed.
 
-Run: PYTHONPATH=. python bench/control_flow.py [--n 300] [--repeats 3]
-Prints a markdown table (median of repeats; ratios against plain Python).
+Run: PYTHONPATH=. python bench/control_flow.py [--n 300] [--repeats 21]
+
+Two tables, each timed with bench/harness.py (batches interleaved, median and
+minimum, ratios against plain Python measured in the same run): the compiled
+forms, timed ``--repeats`` times; and the eager forms (hundreds of times
+slower), timed 3 times. Every variant's total is checked against plain Python's.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -20,117 +23,72 @@ sys.path[:0] = [_ROOT, os.path.join(_ROOT, "examples")]
 
 import tfc  # noqa: E402
 from collatz import collatz  # noqa: E402  (the reference program, written once in examples/)
+from harness import Benchmark, detect_frameworks, header  # noqa: E402
 
 
-def _median_time(fn, repeats):
-    times, result = [], None
+def _checked(fn, want):
+    """``fn`` after checking once that it gives the plain-Python total."""
+    got = fn()
+    if got != want:
+        raise AssertionError(f"total {got}, plain Python gives {want}")
+    return fn
+
+
+def _trace_compile_ms(ns, repeats=5) -> float:
+    """Median time to trace, compile and make the first call of a fresh tfc.function."""
+    times = []
     for _ in range(repeats):
+        f = tfc.function(collatz)
         t0 = time.perf_counter()
-        result = fn()
+        f(ns[0])  # trace, passes, code generation, first run
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), result
-
-
-def _total(xs):
-    return sum(int(x) for x in xs)
-
-
-def machine() -> str:
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return statistics.median(times) * 1e3
 
 
 def run(n: int, repeats: int):
-    ns = range(1, n + 1)
-    rows = []  # (variant, seconds or None, note)
+    ints = range(1, n + 1)
+    want = sum(collatz(i) for i in ints)
+    tensors = [tfc.constant(i) for i in ints]
+    found, missing = detect_frameworks(("tensorflow",))
+    tf = found.get("tensorflow")
 
-    t, want = _median_time(lambda: sum(collatz(i) for i in ns), max(repeats, 5))
-    rows.append(("plain Python ints", t, ""))
-
-    tensors = [tfc.constant(i) for i in ns]
-    t, got = _median_time(lambda: _total(collatz(x) for x in tensors), repeats)
-    assert got == want, (got, want)
-    rows.append(("tfc eager, original code, eager tensors", t, ""))
-
-    conv = tfc.autograph.to_graph(collatz)
-    t, got = _median_time(lambda: _total(conv(x) for x in tensors), repeats)
-    assert got == want, (got, want)
-    rows.append(("tfc eager, converted code (to_graph), eager tensors", t, ""))
-
-    traces = []
-
-    def trace_once():
-        f = tfc.function(collatz)
-        t0 = time.perf_counter()
-        f.get_concrete_function(tfc.TensorSpec((), tfc.int32))
-        f(tensors[0])  # the first call generates and loads the numpy module
-        traces.append(time.perf_counter() - t0)
-        return f
-
-    f = trace_once()
-    for _ in range(repeats - 1):
-        trace_once()
-    t, got = _median_time(lambda: _total(f(x) for x in tensors), repeats)
-    assert got == want and f.trace_count == 1, (got, want, f.trace_count)
-    rows.append((f"tfc.function (numpy backend), {n} calls", t,
-                 f"trace and compile once: {statistics.median(traces) * 1e3:.1f} ms, not included"))
-
-    try:
-        import tensorflow as tf  # noqa: F401
-    except ImportError:
-        for name in ("TensorFlow eager", "TensorFlow tf.function", "TensorFlow tf.function(jit_compile=True) (XLA)"):
-            rows.append((name, None, "skipped: TensorFlow is not installed"))
+    fast = Benchmark(f"Collatz summed over n = 1..{n}: compiled forms", repeats=repeats, batch_s=0.05)
+    fast.add("plain Python ints", lambda: sum(collatz(i) for i in ints))
+    f = tfc.function(collatz)
+    fast.add(f"tfc.function (numpy backend), {n} calls",
+             _checked(lambda: sum(int(f(x)) for x in tensors), want),
+             f"trace + compile + first call: {_trace_compile_ms(tensors):.1f} ms, not included")
+    if tf is not None:
+        tf_ns = [tf.constant(i) for i in ints]
+        for name, fn in (("TensorFlow tf.function", tf.function(collatz)),
+                         ("TensorFlow tf.function(jit_compile=True) (XLA)", tf.function(collatz, jit_compile=True))):
+            fast.add(name, _checked(lambda fn=fn: sum(int(fn(x)) for x in tf_ns), want), "traced before timing")
     else:
-        rows += _tensorflow(n, repeats, want)
-    return rows, want
+        fast.skip("TensorFlow", missing["tensorflow"])
 
-
-def _tensorflow(n, repeats, want):
-    import tensorflow as tf
-
-    ns = [tf.constant(i) for i in range(1, n + 1)]
-    rows = []
-    t, got = _median_time(lambda: _total(collatz(x) for x in ns), repeats)
-    assert got == want
-    rows.append(("TensorFlow eager", t, ""))
-    for name, fn in (("TensorFlow tf.function", tf.function(collatz)),
-                     ("TensorFlow tf.function(jit_compile=True) (XLA)", tf.function(collatz, jit_compile=True))):
-        fn(ns[0])  # trace (and compile) before timing
-        t, got = _median_time(lambda: _total(fn(x) for x in ns), repeats)
-        assert got == want
-        rows.append((name, t, "traced before timing"))
-    return rows
-
-
-def table(rows) -> str:
-    base = rows[0][1]
-    lines = ["| variant | time (ms) | vs plain Python | note |", "|---|---:|---:|---|"]
-    for name, t, note in rows:
-        if t is None:
-            lines.append(f"| {name} | - | - | {note} |")
-        else:
-            lines.append(f"| {name} | {t * 1e3:.2f} | {t / base:.1f}x | {note} |")
-    return "\n".join(lines)
+    slow = Benchmark(f"Collatz summed over n = 1..{n}: eager forms", repeats=3, warmup=1, batch_s=0.0)
+    slow.add("plain Python ints", lambda: sum(collatz(i) for i in ints))
+    slow.add("tfc eager, original code, eager tensors",
+             _checked(lambda: sum(int(collatz(x)) for x in tensors), want))
+    conv = tfc.autograph.to_graph(collatz)
+    slow.add("tfc eager, converted code (to_graph), eager tensors",
+             _checked(lambda: sum(int(conv(x)) for x in tensors), want))
+    if tf is not None:
+        slow.add("TensorFlow eager", _checked(lambda: sum(int(collatz(x)) for x in tf_ns), want))
+    return [fast.run(), slow.run()], want, (found, missing)
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=300)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=21)
     args = p.parse_args(argv)
-    rows, total = run(args.n, args.repeats)
-    print(f"Collatz step counts summed over n = 1..{args.n} (total {total}); median of {args.repeats} runs")
-    print(f"Machine: {machine()}")
+    tables, total, (found, missing) = run(args.n, args.repeats)
+    print(header(found, missing))
+    print(f"Collatz step counts summed over n = 1..{args.n}: {total}")
     print()
-    print(table(rows))
+    for t in tables:
+        t.print()
 
 
 if __name__ == "__main__":

@@ -76,20 +76,32 @@ class Tensor:
             yield self[i]
 
     def _scalar(self, what: str):
-        if self.size != 1:
-            raise ValueError(
-                f"{what}() needs a tensor with one element, got shape {self.shape}"
-            )
-        return self._value.reshape(()).item() if isinstance(self._value, np.ndarray) else self._value.item()
+        try:
+            return self._value.item()  # any one-element array, or a numpy scalar
+        except ValueError:
+            raise ValueError(f"{what}() needs a tensor with one element, got shape {self.shape}") from None
 
+    # bool/int/float inline _scalar: they are the hot path of Python control flow on results
     def __bool__(self) -> bool:
-        return bool(self._scalar("bool"))
+        try:
+            x = self._value.item()
+        except ValueError:
+            self._scalar("bool")
+        return bool(x)
 
     def __int__(self) -> int:
-        return int(self._scalar("int"))
+        try:
+            x = self._value.item()
+        except ValueError:
+            self._scalar("int")
+        return int(x)
 
     def __float__(self) -> float:
-        return float(self._scalar("float"))
+        try:
+            x = self._value.item()
+        except ValueError:
+            self._scalar("float")
+        return float(x)
 
     def __index__(self) -> int:
         if not self.dtype.is_integer:

@@ -101,6 +101,9 @@ def _fast_key(args):
     """(key, arrays) of a call with positional tensors and Python scalars only,
     else (None, None): the key is the exact type, shape and dtype of each tensor
     and the type and value of each scalar, so equal keys mean the same trace."""
+    if len(args) == 1 and type(args[0]) is Tensor:  # the common case, without the loop
+        v = args[0]._value
+        return (v.shape, v.dtype), [v]
     parts, arrays = [], []
     for a in args:
         t = type(a)
@@ -223,21 +226,21 @@ class Function:
     # -- calls --------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         key = None
-        if not kwargs and STATE.builder is None:
+        if not kwargs and STATE.builder is None and not TAPES:
             # the fast path: a signature seen before, no tape, no binding or checks
             try:
                 key, arrays = _fast_key(args)
-                conc = self._fast.get(key) if key is not None else None
+                run = self._fast.get(key)
             except TypeError:  # an unhashable value (e.g. a str subclass): the full path
-                key = conc = None
-            if conc is not None and not TAPES:
-                return conc._call_arrays(arrays)
+                key = run = None
+            if run is not None:
+                return run(arrays)
         if STATE.builder is not None:  # called while tracing another function: inline it
             return self._traced_function()(*args, **kwargs)
         conc, leaves = self._concrete(args, kwargs)
         out = conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
         if key is not None and len(leaves) == len(args) and all(x is a for (_, x), a in zip(leaves, args)):
-            self._fast[key] = conc  # the arguments are the leaves (no defaults, no nesting)
+            self._fast[key] = conc.runner()  # the arguments are the leaves (no defaults, no nesting)
         return out
 
     def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
@@ -488,6 +491,18 @@ class ConcreteFunction:
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
         return self._call_arrays(arrays)
+
+    def runner(self):
+        """``run(arrays)``: the call on checked input arrays (Function's fast path)."""
+        fn = self._direct
+        if fn is False:
+            fn = self._direct = self._direct_fn()
+        if fn is None:
+            return self._call_arrays
+
+        def run(arrays):
+            return wrap(fn(*arrays, ())[0])
+        return run
 
     def _call_arrays(self, arrays):
         """Run on checked input arrays; the results as the traced function's output."""

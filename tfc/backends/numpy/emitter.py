@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
+from xdsl.ir import Operation
 
 from tfc.dialects import loops as L
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
@@ -139,6 +140,15 @@ class Emitter:
             s = self.names[v] = f"v{self.n}" + (f"_{hint}" if hint and not hint[0].isdigit() else "")
             self.n += 1
         return s
+
+    def dtype_const(self, elt) -> str:
+        """A build-time np.dtype object (np.array(x, dtype) is fastest given one)."""
+        key = ("dtype", np_dtype(elt))
+        name = self.scalar_consts.get(key)
+        if name is None:
+            name = self.scalar_consts[key] = f"d{len(self.scalar_consts)}"
+            self.build_lines.append(f"{name} = np.dtype({key[1]})")
+        return name
 
     def const_scalar(self, attr, elt) -> str:
         dt = np_dtype(elt)
@@ -472,7 +482,7 @@ class Emitter:
                 continue
             if isinstance(op, func.ReturnOp):
                 vals = [nm(v) if isinstance(v.type, MemRefType) else
-                        f"np.asarray({nm(v)}, {np_dtype(v.type)})" if self.is_py(v) else f"np.asarray({nm(v)})"
+                        f"np.array({nm(v)}, {self.dtype_const(v.type)})" if self.is_py(v) else f"np.asarray({nm(v)})"
                         for v in op.operands]
                 out.append(pad + f"return ({', '.join(vals)}{',' if len(vals) == 1 else ''})")
             elif isinstance(op, L.YieldOp):
@@ -589,6 +599,7 @@ class Emitter:
         if carried:
             out.append(pad + f"{', '.join(carried)} = {', '.join(self.name(v) for v in op.inits)}")
         counters = self._counters(op)
+        self._coalesce(op, carried)
         limit = None if op.max_iterations is None else op.max_iterations.value.data
         it = f"it{self.n}"
         self.n += 1
@@ -610,6 +621,28 @@ class Emitter:
             lo, hi = _int_range(op.results[i].type)
             c = carried[i]
             out.append(pad + f"if not {lo} <= {c} <= {hi}: {c} = (({c} - ({lo})) & {hi - lo}) + ({lo})")
+
+    def _coalesce(self, op, carried):
+        """Name yielded values after the variable they are carried in, so the body
+        computes ``a = a // 2`` instead of ``v3 = a // 2`` and ``a = v3`` at its
+        end: only where nothing reads the old value after the new one is made."""
+        body = op.body_region.block
+        term = body.last_op
+        order = {o: k for k, o in enumerate(body.ops)}
+        yielded = list(term.operands)
+        for i, (old, v) in enumerate(zip(body.args, yielded)):
+            p = v.owner
+            if not isinstance(p, Operation) or p.parent_block() is not body or yielded.count(v) != 1 \
+                    or not self.is_py(v) or v in self.names or v in self.hooks:
+                continue
+            if isinstance(p, L.IfOp):
+                branches = (p.then_region.block, p.else_region.block)
+                if not all(_reads_before_write(b, old) for b in branches):
+                    continue
+            elif not (p.name.startswith(("arith.", "math.")) and len(p.results) == 1):
+                continue
+            if all(_read_at(u.operation, body, order, {p}) <= order[p] for u in old.uses):
+                self.names[v] = carried[i]
 
     def _counters(self, op) -> list[int]:
         """Carried integers that the loop only steps by a constant (``i = i + 1``,
@@ -861,6 +894,41 @@ class Emitter:
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
 
+
+
+def _read_at(user, block, order, stops) -> int:
+    """Where in ``block`` the emitted code reads a value that ``user`` uses: the
+    position of the block's op holding ``user``, or later where that op's result
+    is written into its only user's expression (see Emitter._inline_user), up to
+    an op of ``stops`` (written as a statement)."""
+    while user.parent_block() is not block:
+        user = user.parent_op()
+    while user not in stops and len(user.results) == 1 and not isinstance(user, (L.IfOp, L.WhileOp)):
+        nxt = user.results[0].get_user_of_unique_use()
+        if nxt is None or nxt.parent_block() is not block:
+            break
+        user = nxt
+    return order[user]
+
+
+def _reads_before_write(branch, old) -> bool:
+    """In an if branch whose results are carried variables: no read of ``old``
+    (the carried value) after the first op whose result goes straight to the
+    yield (computed into the if's result, i.e. into the carried variable)."""
+    term = branch.last_op
+    order = {o: k for k, o in enumerate(branch.ops)}
+    writers = {o for o in branch.ops if o is not term and any(r.get_user_of_unique_use() is term for r in o.results)}
+    first = min((order[o] for o in writers), default=len(order))
+    return all(_read_at(u.operation, branch, order, writers) <= first for u in old.uses
+               if _inside(u.operation, branch))
+
+
+def _inside(op, block) -> bool:
+    while op is not None:
+        if op.parent_block() is block:
+            return True
+        op = op.parent_op()
+    return False
 
 
 def _literal(v) -> str:
