@@ -54,7 +54,7 @@ def main():
     n = 1 << args.size_log2
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     out, tmp = np.empty_like(x), np.empty_like(x)
-    frameworks, missing = ({}, {}) if args.no_peers else detect_frameworks(("jax", "tensorflow"))
+    frameworks, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax", "tensorflow"))
     print(header(frameworks) if "header" in globals() else "")
     bench = Benchmark(f"GELU (tanh form), {n} float32 elements", baseline="numpy hand-optimized",
                       repeats=7, batch_s=0.2)
@@ -73,6 +73,18 @@ def main():
     compiled_cube = tfc.function(gelu_cube)
     assert np.array_equal(compiled_cube(tx).numpy(), gelu_cube(tx).numpy())
     bench.add("tfc compiled, x*x*x", lambda: compiled_cube(tx))
+    if "torch" in frameworks:
+        torch = frameworks["torch"]
+
+        def gt(x):
+            return 0.5 * x * (1 + torch.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+        xt = torch.from_numpy(x)
+        gc = torch.compile(gt)
+        gc(xt)  # compile before timing
+        bench.add("torch eager", lambda: gt(xt), f"{torch.get_num_threads()} threads")
+        bench.add("torch.compile", lambda: gc(xt), "inductor, compiled before timing")
+    else:
+        bench.skip("torch", missing.get("torch", "not requested"))
     if "jax" in frameworks:
         jax = frameworks["jax"]
         jnp = jax.numpy

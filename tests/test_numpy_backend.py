@@ -495,3 +495,28 @@ def test_loop_carried_values_match_python(py, start):
         want = py(np.int32(a), np.int32(b), np.int32(n))
     _same(np.array([g.numpy() for g in got]), np.array(want, np.int32))
     assert compiled.get_concrete_function(*(tfc.constant(np.int32(v)) for v in start)).source.count("while") >= 1
+
+
+# Full float sums and means of large arrays run over chunks added in numpy's
+# pairwise order (Runtime.tree_sum): the same bits as eager, with no array of
+# the body's values ever made whole.
+@pytest.mark.parametrize("shape", [(1 << 14,), (100003,), (17, 1001), (613, 977)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_full_sums_equal_eager_bitwise(shape, dtype):
+    rng = np.random.default_rng(sum(shape))
+    a = (rng.standard_normal(shape) * 10 ** rng.uniform(-3, 3, shape)).astype(dtype)
+    b = rng.standard_normal(shape).astype(dtype)
+    cases = {
+        "square": lambda a, b: tfc.reduce_sum(a * a),
+        "input": lambda a, b: tfc.reduce_sum(a),
+        "mean": lambda a, b: tfc.reduce_mean((a - b) * 2.0),
+        "scalar": lambda a, b: tfc.reduce_sum(a * b[(0,) * len(shape)]),
+        "keepdims": lambda a, b: tfc.reduce_mean(tfc.exp(b), keepdims=True),
+    }
+    for name, fn in cases.items():
+        compiled = tfc.function(fn)
+        got = compiled(a, b).numpy()
+        want = fn(tfc.constant(a), tfc.constant(b)).numpy()
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert got.tobytes() == want.tobytes(), (name, got, want)
+        assert "R.tree_sum(" in compiled.get_concrete_function(a, b).source, name

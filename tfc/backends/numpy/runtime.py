@@ -100,31 +100,67 @@ class Runtime:
 
     def run_chunks(self, kernel, args, n: int, rows: int, row_elems: int, key, spec):
         """kernel(*args, lo, hi, T) over rows [0, n) in chunks of ``rows``."""
-        nchunks = -(-n // rows)
-        if nchunks == 1 or NUM_THREADS == 1 or n * row_elems < PARALLEL_MIN:
+        self._each(kernel, args, [(lo, min(lo + rows, n)) for lo in range(0, n, rows)],
+                   n * row_elems >= PARALLEL_MIN, key, spec)
+
+    def tree_sum(self, kernel, args, n: int, leaf: int, key, spec):
+        """The sum of the n elements that kernel(*args, lo, hi, T) makes for
+        [lo, hi) and sums (np.add.reduce), equal to np.add.reduce over all of
+        them: numpy sums a contiguous array pairwise, splitting it in halves
+        rounded down to a multiple of 8, so parts of at most ``leaf`` elements
+        cut at those splits, summed alike and added in the tree's order, give
+        the same bits, without the whole array ever existing."""
+        parts = []
+
+        def split(lo, hi):
+            if hi - lo <= leaf:
+                parts.append((lo, hi))
+                return
+            half = (hi - lo) // 2
+            half -= half % 8
+            split(lo, lo + half)
+            split(lo + half, hi)
+
+        split(0, n)
+        sums = iter(self._each(kernel, args, parts, n >= PARALLEL_MIN, key, spec))
+
+        def combine(lo, hi):
+            if hi - lo <= leaf:
+                return next(sums)
+            half = (hi - lo) // 2
+            half -= half % 8
+            return combine(lo, lo + half) + combine(lo + half, hi)  # numpy scalars: the dtype's addition
+
+        return combine(0, n)
+
+    def _each(self, kernel, args, ranges, parallel: bool, key, spec) -> list:
+        """kernel(*args, lo, hi, T) for every (lo, hi) of ``ranges``, on the thread
+        pool when ``parallel``; their results in order."""
+        results = [None] * len(ranges)
+        if len(ranges) == 1 or NUM_THREADS == 1 or not parallel:
             T = self.scratch(key, spec)
-            for lo in range(0, n, rows):
-                kernel(*args, lo, min(lo + rows, n), T)
-            return
-        # chunks handed out one at a time (next() on a shared range iterator is
-        # atomic under the GIL): a worker slowed by another process takes fewer;
-        # the calling thread works too instead of waiting
-        chunks = iter(range(nchunks))
+            for i, (lo, hi) in enumerate(ranges):
+                results[i] = kernel(*args, lo, hi, T)
+            return results
+        # ranges handed out one at a time (next() on a shared iterator is atomic
+        # under the GIL): a worker slowed by another process takes fewer; the
+        # calling thread works too instead of waiting
+        todo = iter(enumerate(ranges))
 
         def task():
             T = self.scratch(key, spec)
             with np.errstate(all="ignore"):
-                for c in chunks:
-                    lo = c * rows
-                    kernel(*args, lo, min(lo + rows, n), T)
+                for i, (lo, hi) in todo:
+                    results[i] = kernel(*args, lo, hi, T)
 
-        futures = [pool().submit(task) for _ in range(min(NUM_THREADS, nchunks) - 1)]
+        futures = [pool().submit(task) for _ in range(min(NUM_THREADS, len(ranges)) - 1)]
         try:
             task()
         finally:
             wait(futures)  # no chunk may still be running when the call returns or raises
         for f in futures:
             f.result()
+        return results
 
 
 def bview(a, bmap, rank: int):
