@@ -14,7 +14,7 @@ numpy), so the table compares the same work. Rows:
 - tfc compiled: the same step under ``tfc.function`` (numpy backend);
 - jax: ``jax.value_and_grad`` run op by op (no jit), and the whole step under ``jax.jit``;
 - tensorflow: eager GradientTape, ``tf.function``, ``tf.function(jit_compile=True)``;
-- torch eager, when installed.
+- torch eager and torch.compile, when installed.
 """
 from __future__ import annotations
 
@@ -166,15 +166,22 @@ def make_tf(tf, x, labels, params, mode):
     return lambda: step().numpy()
 
 
-def make_torch(torch, x, labels, params):
+def make_torch(torch, x, labels, params, compiled=False):
+    """``compiled``: loss and gradients under torch.compile (inductor); the
+    in-place update stays eager, as torch.compile users write it."""
     tx, tl = torch.from_numpy(x), torch.from_numpy(labels.astype(np.int64))
     ps = [torch.tensor(p, requires_grad=True) for p in params]
     F = torch.nn.functional
 
-    def step():
-        w1, b1, w2, b2 = ps
+    def loss_and_grads(w1, b1, w2, b2):
         loss = F.cross_entropy(torch.relu(tx @ w1 + b1) @ w2 + b2, tl)
-        grads = torch.autograd.grad(loss, ps)
+        return loss, torch.autograd.grad(loss, (w1, b1, w2, b2))
+
+    if compiled:
+        loss_and_grads = torch.compile(loss_and_grads)
+
+    def step():
+        loss, grads = loss_and_grads(*ps)
         with torch.no_grad():
             for p, g in zip(ps, grads):
                 p -= LR * g
@@ -211,6 +218,8 @@ def implementations(found, x, labels, params):
     if "torch" in found:
         torch = found["torch"]
         impls["torch eager"] = (lambda: make_torch(torch, x, labels, params), f"{torch.get_num_threads()} threads")
+        impls["torch.compile"] = (lambda: make_torch(torch, x, labels, params, compiled=True),
+                                  "inductor: loss and gradients")
     return impls
 
 

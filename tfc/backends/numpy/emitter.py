@@ -24,13 +24,19 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation
 
+from tfc.backends.numpy.runtime import PARALLEL_MIN
 from tfc.dialects import loops as L
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
 # working set of one chunk (inputs, outputs, scratch): about a core's L2 (1-2 MiB on
-# current x86 servers); larger chunks mean fewer ufunc calls (~1 us each). GELU on
-# 2^24 floats (bench/elementwise.py, 2-core EPYC) ran 10-20% faster at 2 MiB than 1 MiB.
-CHUNK_BYTES = 2 << 20
+# current x86 servers). Kernels large enough for the thread pool take twice that:
+# fewer ufunc calls (~1 us each) for 10-20% on GELU over 2^24 floats (2-core EPYC);
+# smaller ones keep the smaller scratch (it counts in the memory plan).
+CHUNK_BYTES = 1 << 20
+
+
+def chunk_bytes(elements: int) -> int:
+    return 2 * CHUNK_BYTES if elements >= PARALLEL_MIN else CHUNK_BYTES
 BIG_ALLOC = 1 << 20
 # full float sums/means of at least this many elements run as chunked trees (tree_sum)
 TREE_MIN = 1 << 14  # results at least this large come from the runtime's buffer cache
@@ -796,7 +802,7 @@ class Emitter:
         slot_item = max((np.dtype(dtype_of(v.type).as_numpy_dtype).itemsize for v, s in slot_of.items()
                          if s is not None), default=8)
         per_elem = sum(itemsizes) + slot_item * nslots
-        rows = max(1, min(shape[0], CHUNK_BYTES // max(1, per_elem * row_elems)))
+        rows = max(1, min(shape[0], chunk_bytes(shape[0] * row_elems) // max(1, per_elem * row_elems)))
         k = self.kernels
         self.kernels += 1
         # the chunk function
@@ -913,7 +919,7 @@ class Emitter:
         items = [np.dtype(dtype_of(L.element_of(v.type)).as_numpy_dtype).itemsize for v in op.ins
                  if isinstance(v.type, MemRefType)]
         itemsize = np.dtype(dtype_of(op.body.block.last_op.values[0].type).as_numpy_dtype).itemsize
-        leaf = max(1024, CHUNK_BYTES // (sum(items) + itemsize * max(1, nslots)))
+        leaf = max(1024, chunk_bytes(n) // (sum(items) + itemsize * max(1, nslots)))
         k = self.kernels
         self.kernels += 1
         typed = {}
