@@ -23,7 +23,7 @@ sys.path[:0] = [_ROOT, os.path.join(_ROOT, "examples")]
 
 import tfc  # noqa: E402
 from collatz import collatz  # noqa: E402  (the reference program, written once in examples/)
-from harness import Benchmark, detect_frameworks, header  # noqa: E402
+from harness import Benchmark, detect_frameworks, header, no_disk_cache  # noqa: E402
 
 
 def _checked(fn, want):
@@ -38,19 +38,12 @@ def _trace_compile_ms(ns, repeats=5) -> float:
     """Median time to trace, compile and make the first call of a fresh
     tfc.function, with the disk cache of generated modules off."""
     times = []
-    saved = os.environ.get("TFC_CACHE_DIR")
-    os.environ["TFC_CACHE_DIR"] = ""
-    try:
+    with no_disk_cache():
         for _ in range(repeats):
             f = tfc.function(collatz)
             t0 = time.perf_counter()
             f(ns[0])  # trace, passes, code generation, first run
             times.append(time.perf_counter() - t0)
-    finally:
-        if saved is None:
-            del os.environ["TFC_CACHE_DIR"]
-        else:
-            os.environ["TFC_CACHE_DIR"] = saved
     return statistics.median(times) * 1e3
 
 

@@ -171,6 +171,21 @@ def _calibrate(fn, batch_s: float) -> int:
         number *= 10
 
 
+@contextlib.contextmanager
+def no_disk_cache():
+    """tfc's disk cache of generated modules off (TFC_CACHE_DIR=""), so a
+    first call pays for code generation as a first process would."""
+    saved = os.environ.get("TFC_CACHE_DIR")
+    os.environ["TFC_CACHE_DIR"] = ""
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TFC_CACHE_DIR"]
+        else:
+            os.environ["TFC_CACHE_DIR"] = saved
+
+
 # -- environment ------------------------------------------------------------------
 
 FRAMEWORKS = ("torch", "tensorflow", "jax")

@@ -763,7 +763,7 @@ class Emitter:
                 last[v] = i
         for v in term.values:
             last[v] = len(ops)
-        free, slot_of, slot_dtype, nslots = [], {}, {}, 0
+        free, slot_of, nslots = [], {}, 0
         for i, o in enumerate(ops):
             r = o.results[0]
             arr = any(is_array.get(v, False) for v in o.operands)
