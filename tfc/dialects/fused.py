@@ -47,6 +47,27 @@ def reduced_shape(shape, axes, keepdims: bool) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+class KernelIndexing:
+    """The accessors of an op over an index space (``tfc.fused`` and
+    ``loops.parallel``: properties shape, broadcast, reduce, reduce_axes)."""
+
+    @property
+    def iteration_shape(self) -> tuple:
+        return tuple(int(d) for d in self.shape.get_values())
+
+    @property
+    def broadcast_maps(self) -> list[tuple]:
+        return [tuple(int(d) for d in m.get_values()) for m in self.broadcast.data]
+
+    @property
+    def reduce_kind(self) -> str | None:
+        return None if self.reduce is None else self.reduce.data
+
+    @property
+    def axes(self) -> tuple:
+        return () if self.reduce_axes is None else tuple(int(a) for a in self.reduce_axes.get_values())
+
+
 @irdl_op_definition
 class FusedYieldOp(IRDLOperation):
     """``tfc.fused_yield %v... : types``: the scalar results of a tfc.fused body."""
@@ -61,7 +82,7 @@ class FusedYieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class FusedOp(IRDLOperation):
+class FusedOp(KernelIndexing, IRDLOperation):
     """``%r = tfc.fused(%a, ...) {shape = array<i64: ...>, broadcast = [array<i64: ...>, ...]}
     : (types) -> types { ^bb0(%x: f32, ...): ... tfc.fused_yield %v : f32 }``"""
 
@@ -84,23 +105,6 @@ class FusedOp(IRDLOperation):
             props["reduce_axes"] = ints_attr(reduce_axes)
         super().__init__(operands=[list(inputs)], result_types=[list(result_types)], properties=props,
                          regions=[body])
-
-    # -- accessors backends use ----------------------------------------------------
-    @property
-    def iteration_shape(self) -> tuple:
-        return tuple(int(d) for d in self.shape.get_values())
-
-    @property
-    def broadcast_maps(self) -> list[tuple]:
-        return [tuple(int(d) for d in m.get_values()) for m in self.broadcast.data]
-
-    @property
-    def reduce_kind(self) -> str | None:
-        return None if self.reduce is None else self.reduce.data
-
-    @property
-    def axes(self) -> tuple:
-        return () if self.reduce_axes is None else tuple(int(a) for a in self.reduce_axes.get_values())
 
     @property
     def keepdims(self) -> bool:

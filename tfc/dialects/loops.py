@@ -30,6 +30,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect, Pure
 from xdsl.utils.exceptions import VerifyException
 
+from tfc.dialects.fused import KernelIndexing, ints_attr
 from tfc.dialects.tensor import RefType, loc_str, parse_cond, parse_while, print_cond, print_while
 
 
@@ -160,7 +161,7 @@ class YieldOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ParallelOp(IRDLOperation):
+class ParallelOp(KernelIndexing, IRDLOperation):
     """``loops.parallel ins(%a, %s : memref<4x3xf32>, f32) outs(%o : memref<4x3xf32>)
     {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>, array<i64>]} { ^bb0(...): ... }``
 
@@ -188,29 +189,11 @@ class ParallelOp(IRDLOperation):
                        "attr-dict-with-keyword $body")
 
     def __init__(self, ins, outs, shape, broadcast, body, reduce=None, reduce_axes=None):
-        from tfc.dialects.fused import ints_attr
-
         props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast])}
         if reduce is not None:
             props["reduce"] = StringAttr(reduce)
             props["reduce_axes"] = ints_attr(reduce_axes)
         super().__init__(operands=[list(ins), list(outs)], properties=props, regions=[body])
-
-    @property
-    def iteration_shape(self) -> tuple:
-        return tuple(int(d) for d in self.shape.get_values())
-
-    @property
-    def broadcast_maps(self) -> list[tuple]:
-        return [tuple(int(d) for d in m.get_values()) for m in self.broadcast.data]
-
-    @property
-    def reduce_kind(self):
-        return None if self.reduce is None else self.reduce.data
-
-    @property
-    def axes(self) -> tuple:
-        return () if self.reduce_axes is None else tuple(int(a) for a in self.reduce_axes.get_values())
 
     def verify_(self):
         shape = self.iteration_shape
