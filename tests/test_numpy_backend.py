@@ -512,6 +512,9 @@ def test_chunked_full_sums_equal_eager_bitwise(shape, dtype):
         "mean": lambda a, b: tfc.reduce_mean((a - b) * 2.0),
         "scalar": lambda a, b: tfc.reduce_sum(a * b[(0,) * len(shape)]),
         "keepdims": lambda a, b: tfc.reduce_mean(tfc.exp(b), keepdims=True),
+        # a float64 value inside a float32 sum: scratch slots as wide as the widest
+        "wider": lambda a, b: tfc.reduce_sum(tfc.cast(tfc.cast(a, tfc.float64) * tfc.cast(b, tfc.float64) + 1.0,
+                                                      a.dtype)),
     }
     for name, fn in cases.items():
         compiled = tfc.function(fn)

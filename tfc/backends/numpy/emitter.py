@@ -33,13 +33,8 @@ from tfc.dialects.tensor import RefType, dtype_of, loc_str
 # fewer ufunc calls (~1 us each) for 10-20% on GELU over 2^24 floats (2-core EPYC);
 # smaller ones keep the smaller scratch (it counts in the memory plan).
 CHUNK_BYTES = 1 << 20
-
-
-def chunk_bytes(elements: int) -> int:
-    return 2 * CHUNK_BYTES if elements >= PARALLEL_MIN else CHUNK_BYTES
-BIG_ALLOC = 1 << 20
-# full float sums/means of at least this many elements run as chunked trees (tree_sum)
-TREE_MIN = 1 << 14  # results at least this large come from the runtime's buffer cache
+BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
+TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
 _UFUNC = {
     "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
@@ -121,6 +116,14 @@ def py_literal(x) -> str | None:
     if x != x or x in (float("inf"), float("-inf")):
         return None
     return repr(x) if not str(x).startswith("-") else f"({x!r})"
+
+
+def chunk_bytes(elements: int) -> int:
+    return 2 * CHUNK_BYTES if elements >= PARALLEL_MIN else CHUNK_BYTES
+
+
+def _itemsize(t) -> int:
+    return np.dtype(dtype_of(L.element_of(t)).as_numpy_dtype).itemsize
 
 
 class Emitter:
@@ -792,40 +795,14 @@ class Emitter:
         ins = self._inputs(op, out, pad)
         outs = [self.name(o) for o in op.outs]
         term = op.body.block.last_op
-        dests = {v: None for v in term.values}
-        slot_of, nslots = self._slots(op, dests)
+        slot_of, nslots = self._slots(op, {v: None for v in term.values})
         row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
-        itemsizes = [np.dtype(dtype_of(L.element_of(v.type)).as_numpy_dtype).itemsize for v in op.ins
-                     if isinstance(v.type, MemRefType)]
-        itemsizes += [np.dtype(dtype_of(o.type.element_type).as_numpy_dtype).itemsize for o in op.outs]
-        # a slot holds values of several dtypes in turn: as wide as the widest
-        slot_item = max((np.dtype(dtype_of(v.type).as_numpy_dtype).itemsize for v, s in slot_of.items()
-                         if s is not None), default=8)
-        per_elem = sum(itemsizes) + slot_item * nslots
+        per_elem = sum(_itemsize(v.type) for v in list(op.ins) + list(op.outs) if isinstance(v.type, MemRefType))
+        per_elem += _slot_item(slot_of) * nslots
         rows = max(1, min(shape[0], chunk_bytes(shape[0] * row_elems) // max(1, per_elem * row_elems)))
         k = self.kernels
         self.kernels += 1
-        # the chunk function
-        pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))]
-        kl = [f"def kernel{k}({', '.join(pnames)}, lo, hi, T):"]
-        chunk_shape = (rows,) + tuple(shape[1:])
-        spec = []
-        slot_bytes = slot_item * rows * row_elems
-        for s in range(nslots):
-            spec.append(None)
-        slot_names = {}
-        body = []
-        for s in range(nslots):
-            slot_names[s] = f"T{s}"
-        # typed views per slot: one per (slot, dtype) used
-        typed = {}
-        for v, s in slot_of.items():
-            if s is None:
-                continue
-            dt = np.dtype(dtype_of(v.type).as_numpy_dtype).name
-            typed.setdefault((s, dt), len(typed))
-        spec = [(s * slot_bytes, dt, chunk_shape) for (s, dt), _ in sorted(typed.items(), key=lambda kv: kv[1])]
-        self.scratch_bytes = max(self.scratch_bytes, nslots * slot_bytes)
+        spec, names, body = self._scratch(slot_of, nslots, (rows,) + tuple(shape[1:]))
         n_in = []
         for j, (e, sliced) in enumerate(ins):
             if e is not None and sliced:
@@ -833,30 +810,39 @@ class Emitter:
                 n_in.append(f"a{j}")
             else:
                 n_in.append(f"i{j}")
-        if typed:
-            body.append("n = hi - lo")
-        for (s, dt), idx in typed.items():
-            body.append(f"T{s}_{dt} = T[{idx}] if n == {rows} else T[{idx}][:n]")
-        names = {}
-        for v, s in slot_of.items():
-            if s is not None:
-                names[v] = f"T{s}_{np.dtype(dtype_of(v.type).as_numpy_dtype).name}"
         for j in range(len(outs)):
             body.append(f"d{j} = o{j}[lo:hi]")
-        dest = {}
-        if len(term.values) == 1:
-            dest = {term.values[0]: "d0"}
-        vals, env, is_array = self._body(op, n_in, body, "", slot_of=names, dest=dest)
-        for j, (v, s) in enumerate(zip(term.values, vals)):
+        dest = {term.values[0]: "d0"} if len(term.values) == 1 else {}
+        vals, _, _ = self._body(op, n_in, body, "", slot_of=names, dest=dest)
+        for j, s in enumerate(vals):
             if s != f"d{j}":
                 body.append(f"np.copyto(d{j}, {s}, casting='unsafe')")
-        kl += ["    " + b for b in body]
-        self.build_lines += kl
-        self.build_lines.append(f"spec{k} = {spec!r}".replace("'", ""))
-        self.build_lines[-1] = f"spec{k} = " + repr([(o, dt, sh) for o, dt, sh in spec])
+        pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))]
+        self._kernel_def(k, pnames, body, spec)
         args = [e for e, _ in ins] + outs
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
+
+    def _scratch(self, slot_of, nslots, chunk_shape):
+        """A chunk kernel's per-thread scratch: (spec, value -> view name, the
+        lines binding the views): one view per (slot, dtype) used, of
+        ``chunk_shape``, cut to the chunk's rows ``hi - lo``."""
+        typed = {}
+        for v, s in slot_of.items():
+            if s is not None:
+                typed.setdefault((s, np.dtype(dtype_of(v.type).as_numpy_dtype).name), len(typed))
+        slot_bytes = _slot_item(slot_of) * int(np.prod(chunk_shape, dtype=np.int64))
+        spec = [(s * slot_bytes, dt, chunk_shape) for (s, dt), _ in sorted(typed.items(), key=lambda kv: kv[1])]
+        self.scratch_bytes = max(self.scratch_bytes, nslots * slot_bytes)
+        names = {v: f"T{s}_{np.dtype(dtype_of(v.type).as_numpy_dtype).name}" for v, s in slot_of.items()
+                 if s is not None}
+        bind = [f"T{s}_{dt} = T[{idx}][:hi - lo]" for (s, dt), idx in typed.items()]
+        return spec, names, bind
+
+    def _kernel_def(self, k, params, body, spec):
+        self.build_lines.append(f"def kernel{k}({', '.join(params)}, lo, hi, T):")
+        self.build_lines += ["    " + b for b in body]
+        self.build_lines.append(f"spec{k} = {spec!r}")
 
     def reduction(self, op, out, pad):
         shape = op.iteration_shape
@@ -916,27 +902,14 @@ class Emitter:
                 args.append(f"{self.name(v)}.reshape(-1)")  # a view of a contiguous buffer
                 names.append(f"i{j}[lo:hi]" if m == full else f"i{j}")
         slot_of, nslots = self._slots(op, None)
-        items = [np.dtype(dtype_of(L.element_of(v.type)).as_numpy_dtype).itemsize for v in op.ins
-                 if isinstance(v.type, MemRefType)]
-        itemsize = np.dtype(dtype_of(op.body.block.last_op.values[0].type).as_numpy_dtype).itemsize
-        leaf = max(1024, chunk_bytes(n) // (sum(items) + itemsize * max(1, nslots)))
+        per_elem = sum(_itemsize(v.type) for v in op.ins if isinstance(v.type, MemRefType))
+        leaf = max(1024, chunk_bytes(n) // (per_elem + _slot_item(slot_of) * max(1, nslots)))
         k = self.kernels
         self.kernels += 1
-        typed = {}
-        for v, sl in slot_of.items():
-            if sl is not None:
-                typed.setdefault((sl, np.dtype(dtype_of(v.type).as_numpy_dtype).name), len(typed))
-        slot_bytes = itemsize * leaf
-        spec = [(sl * slot_bytes, dt, (leaf,)) for (sl, dt), _ in sorted(typed.items(), key=lambda kv: kv[1])]
-        self.scratch_bytes = max(self.scratch_bytes, nslots * slot_bytes)
-        body = [f"T{sl}_{dt} = T[{idx}][:hi - lo]" for (sl, dt), idx in typed.items()]
-        slots = {v: f"T{sl}_{np.dtype(dtype_of(v.type).as_numpy_dtype).name}" for v, sl in slot_of.items()
-                 if sl is not None}
+        spec, slots, body = self._scratch(slot_of, nslots, (leaf,))
         vals, _, _ = self._body(op, names, body, "", slot_of=slots)
         body.append(f"return np.add.reduce({vals[0]})")
-        self.build_lines.append(f"def kernel{k}({', '.join(f'i{j}' for j in range(len(args)))}, lo, hi, T):")
-        self.build_lines += ["    " + b for b in body]
-        self.build_lines.append(f"spec{k} = {spec!r}")
+        self._kernel_def(k, [f"i{j}" for j in range(len(args))], body, spec)
         total = f"R.tree_sum(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), {n}, {leaf}, {k}, spec{k})"
         if op.reduce_kind == "mean":
             total = f"({total}) / {n}"  # as np.mean: the sum over the count, in the sum's dtype
@@ -975,6 +948,13 @@ class Emitter:
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
 
+
+
+def _slot_item(slot_of) -> int:
+    """Bytes per element of a scratch slot: a slot holds values of several dtypes
+    in turn, so as wide as the widest."""
+    return max((np.dtype(dtype_of(v.type).as_numpy_dtype).itemsize for v, s in slot_of.items()
+                if s is not None), default=8)
 
 
 def _read_at(user, block, order, stops) -> int:
