@@ -357,7 +357,7 @@ class ConcreteFunction:
         self._executor = None
         self._fused = None
         self._compiled = None  # the numpy backend's module (tfc/backends/numpy)
-        self._direct = False   # _direct_fn() once known
+        self._runner = None    # runner() once made
         self._stages = None    # its L2/L3 modules and memory plan, made on demand
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
@@ -381,14 +381,6 @@ class ConcreteFunction:
         conc = cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
         conc.verify = bool(getattr(function, "verify", False))
         return conc
-
-    def _direct_fn(self):
-        """The generated function itself where a call needs nothing around it: no
-        variables, no verify, one tensor out, no arena, no np.errstate."""
-        if self.variables or self.verify or self._out_mask != [True] or nest.is_nested(self._out_structure):
-            return None
-        c = self.compiled
-        return None if c.has_views or c.needs_errstate else c._fn
 
     @property
     def structured_input_signature(self):
@@ -415,7 +407,7 @@ class ConcreteFunction:
         new._fused = None
         new._stages = None
         new._compiled = None
-        new._direct = False
+        new._runner = None
         return new
 
     @property
@@ -490,27 +482,31 @@ class ConcreteFunction:
             arrays.append(t._value)
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
-        return self._call_arrays(arrays)
+        return self.runner()(arrays)
 
     def runner(self):
-        """``run(arrays)``: the call on checked input arrays (Function's fast path)."""
-        fn = self._direct
-        if fn is False:
-            fn = self._direct = self._direct_fn()
-        if fn is None:
-            return self._call_arrays
+        """``run(arrays)``: the call on checked input arrays (also Function's fast path)."""
+        if self._runner is None:
+            self._runner = self._direct_runner() or self._call_general
+        return self._runner
+
+    def _direct_runner(self):
+        """The generated function itself, its result wrapped, where a call needs
+        nothing around it: no variables, no verify, one tensor out, no arena, no
+        np.errstate; else None."""
+        if self.variables or self.verify or self._out_mask != [True] or nest.is_nested(self._out_structure):
+            return None
+        c = self.compiled
+        if c.has_views or c.needs_errstate:
+            return None
+        fn = c._fn
 
         def run(arrays):
             return wrap(fn(*arrays, ())[0])
         return run
 
-    def _call_arrays(self, arrays):
+    def _call_general(self, arrays):
         """Run on checked input arrays; the results as the traced function's output."""
-        fn = self._direct
-        if fn is False:
-            fn = self._direct = self._direct_fn()
-        if fn is not None:
-            return wrap(fn(*arrays, ())[0])
         from tfc.backends.reference import Cell
 
         cells = [Cell(v._value) for v in self.variables]
