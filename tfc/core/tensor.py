@@ -81,27 +81,14 @@ class Tensor:
         except ValueError:
             raise ValueError(f"{what}() needs a tensor with one element, got shape {self.shape}") from None
 
-    # bool/int/float inline _scalar: they are the hot path of Python control flow on results
     def __bool__(self) -> bool:
-        try:
-            x = self._value.item()
-        except ValueError:
-            self._scalar("bool")
-        return bool(x)
+        return bool(self._scalar("bool"))
 
     def __int__(self) -> int:
-        try:
-            x = self._value.item()
-        except ValueError:
-            self._scalar("int")
-        return int(x)
+        return int(self._scalar("int"))
 
     def __float__(self) -> float:
-        try:
-            x = self._value.item()
-        except ValueError:
-            self._scalar("float")
-        return float(x)
+        return float(self._scalar("float"))
 
     def __index__(self) -> int:
         if not self.dtype.is_integer:
