@@ -69,6 +69,14 @@ READ_VARIABLE = OpDef(
 )
 
 
+def watch_accessed(v) -> None:
+    """A trainable variable was read: every tape watching accessed variables watches it."""
+    if v.trainable:
+        for tape in TAPES:
+            if tape._watch_accessed_variables:
+                tape._watch_variable(v)
+
+
 def snapshot_variables(tensors):
     """Replace Variable inputs by snapshots of their values (recorded reads)."""
     if not any(isinstance(t, Variable) for t in tensors):
@@ -76,10 +84,7 @@ def snapshot_variables(tensors):
     out = []
     for t in tensors:
         if isinstance(t, Variable):
-            if t.trainable:
-                for tape in TAPES:
-                    if tape._watch_accessed_variables:
-                        tape._watch_variable(t)
+            watch_accessed(t)
             snap = wrap(t._value)
             record(READ_VARIABLE, [t], snap, {})
             t = snap
@@ -322,16 +327,13 @@ def stop_gradient(x) -> Tensor:
     from tfc.ops.math import identity
 
     t = convert_to_tensor(x)
-    saved = TAPES[:]
-    TAPES.clear()
-    try:
+    with tapes_suspended():
         return identity(t)
-    finally:
-        TAPES.extend(saved)
 
 
 @contextlib.contextmanager
-def _tapes_suspended():
+def tapes_suspended():
+    """No tape records what runs inside (the tapes are restored after)."""
     saved = TAPES[:]
     TAPES.clear()
     try:
@@ -381,7 +383,7 @@ def custom_gradient(f):
             y, _ = f(*inputs, **kwargs)
             return y
         watcher = GradientTape()
-        with _tapes_suspended():
+        with tapes_suspended():
             with watcher:
                 y, grad_fn = f(*inputs, **kwargs)
         variables = watcher.watched_variables()
@@ -393,7 +395,7 @@ def custom_gradient(f):
         from tfc.ops.math import identity
 
         flat_y = nest.flatten(y)
-        with _tapes_suspended():
+        with tapes_suspended():
             outs = [identity(convert_to_tensor(t)) for t in flat_y]
         op = _CustomGradientOp(f.__name__, grad_fn, len(inputs), variables)
         record(op, inputs + list(variables), outs if len(outs) > 1 else outs[0], {})

@@ -139,14 +139,14 @@ def _region_replay(builder, captured, nested=True):
     return Replay(builder, env, read, assign, nested)
 
 
-def _vjp(builder, block, args, captured, sources, targets_idx, out_grads):
-    """Replay ``block`` on ``args`` under a fresh tape; the gradients of its
+def _vjp(replay, block, args, sources, targets_idx, out_grads):
+    """``replay`` of ``block`` on ``args`` under a fresh tape; the gradients of its
     results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``."""
     from tfc.core.tape import GradientTape
 
     with GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(sources)
-        res = _region_replay(builder, captured).block(block, args)
+        res = replay.block(block, args)
     if not sources:
         return []
     targets = [res[k] for k in targets_idx]
@@ -172,7 +172,7 @@ class CondGrad:
         sources = [captured[k] for k in want]
 
         def branch(region):
-            return lambda: tuple(_vjp(builder, region.block, [], captured, sources, fo, [gs[k] for k in fo]))
+            return lambda: tuple(_vjp(_region_replay(builder, captured), region.block, [], sources, fo, [gs[k] for k in fo]))
 
         res = nest.flatten(builder.cond(pred, branch(op.then_region), branch(op.else_region)))
         for k, gk in zip(want, res):
@@ -240,7 +240,7 @@ class WhileGrad:
         def bw_body(j, *acc):
             state = [gather(b, j, axis=0) for b in bufs]
             srcs = [state[k] for k in fs] + sources_caps
-            grads = _vjp(builder, body, state, captured, srcs, fs, acc[:nf])
+            grads = _vjp(_region_replay(builder, captured), body, state, srcs, fs, acc[:nf])
             caps = [a + d for a, d in zip(acc[nf:], grads[nf:])]
             return (j - 1, *grads[:nf], *caps)
 
@@ -270,17 +270,14 @@ def watched(conc, tensors) -> bool:
 
 def call_recorded(conc, tensors):
     """Run ``conc`` on ``tensors`` and record the call as one tape entry."""
-    from tfc.core.tape import _tapes_suspended, record
+    from tfc.core.tape import record, tapes_suspended, watch_accessed
 
     inputs = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in tensors]
     values = [v._value for v in conc.variables]  # the values the call reads (it may assign)
-    with _tapes_suspended():
+    with tapes_suspended():
         result = conc._call_leaves(inputs)
     for v in conc.variables:
-        if v.trainable:
-            for tape in TAPES:
-                if tape._watch_accessed_variables:
-                    tape._watch_variable(v)
+        watch_accessed(v)
     outs = [x for x in nest.flatten(result) if isinstance(x, Tensor)]
     # Unwatched variables get no gradient, as eagerly (they stay in the backward
     # function's inputs, whose gradient is then not used).
@@ -333,10 +330,9 @@ def backward_function(conc):
     from xdsl.dialects import func
 
     from tfc.core.registry import Spec
-    from tfc.core.tape import GradientTape
     from tfc.dialects.tensor import spec_of
     from tfc.frontend.function import ConcreteFunction
-    from tfc.frontend.tracing import FunctionBuilder
+    from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
     fop = next(op for op in conc.module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == conc.name)
     block = fop.body.block
@@ -351,10 +347,7 @@ def backward_function(conc):
         specs.append(spec)
         return builder.add_input(spec.shape, spec.dtype, name)
 
-    saved = TAPES[:]
-    TAPES.clear()
-    prev, STATE.builder = STATE.builder, builder
-    try:
+    with tracing_into(builder):
         xs = [arg(s, f"x{k}") for k, s in enumerate(conc.input_specs)]
         vs = [arg(Spec(tuple(v.shape), v.dtype), v.name) for v in conc.variables]
         gs = [arg(out_specs[k], f"dy{k}") for k in fo]
@@ -372,14 +365,7 @@ def backward_function(conc):
             slots[ref] = value
 
         sources = [xs[k] for k in fi] + [vs[k] for k in fv]
-        with GradientTape(watch_accessed_variables=False) as tape:
-            tape.watch(sources)
-            outs = Replay(builder, {}, read, assign).block(block, xs)
-        grads = tape.gradient([outs[k] for k in fo], sources, output_gradients=gs,
-                              unconnected_gradients="zero") if sources else []
-    finally:
-        STATE.builder = prev
-        TAPES.extend(saved)
+        grads = _vjp(Replay(builder, {}, read, assign), block, xs, sources, fo, gs)
     bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
     conc._backward = (bwd, fo, fi, fv)
     return conc._backward

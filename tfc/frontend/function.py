@@ -305,7 +305,7 @@ class Function:
         return self._converted
 
     def _trace(self, bound, named, leaves) -> "ConcreteFunction":
-        from tfc.frontend.tracing import FunctionBuilder
+        from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
         if self.target != "cpu":
             raise NotImplementedError(f"tfc.function target={self.target!r} is not implemented yet; use 'cpu'")
@@ -329,15 +329,9 @@ class Function:
             call_args, call_kwargs = bound.args, bound.kwargs
         else:
             call_args, call_kwargs = tuple(named.values()), {}
-        saved_tapes = TAPES[:]
-        TAPES.clear()  # outer tapes do not see the ops of a trace
         fn = self._traced_function()
-        prev, STATE.builder = STATE.builder, builder
-        try:
+        with tracing_into(builder):
             out = fn(*call_args, **call_kwargs)
-        finally:
-            STATE.builder = prev
-            TAPES.extend(saved_tapes)
         return ConcreteFunction.from_trace(builder, specs, out, self)
 
 

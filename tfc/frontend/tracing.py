@@ -8,13 +8,15 @@ into the same function.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
 import tfc as _tfc_pkg
 from tfc.core import dtypes, nest
-from tfc.core.context import TAPES
+from tfc.core.context import STATE, TAPES
 from tfc.core.registry import OpDef, Spec
+from tfc.core.tape import tapes_suspended, watch_accessed
 from tfc.core.tensor import Tensor, _format_value, convert_to_tensor
 from tfc.core.variable import Variable
 
@@ -41,6 +43,17 @@ def _where() -> str:
     return f"{file}:{line}"
 
 
+@contextlib.contextmanager
+def tracing_into(builder):
+    """Ops run inside go into ``builder`` (STATE.builder); outer tapes do not see them."""
+    with tapes_suspended():
+        prev, STATE.builder = STATE.builder, builder
+        try:
+            yield
+        finally:
+            STATE.builder = prev
+
+
 class SymbolicTensor(Tensor):
     """A tensor of a function being traced: an SSA value with a static shape
     (None for dimensions known only at run time) and a dtype. ``_block`` is the
@@ -48,7 +61,7 @@ class SymbolicTensor(Tensor):
 
     __slots__ = ("_ssa", "_shape", "_dtype", "_builder", "_block")
 
-    def __init__(self, ssa, shape, dtype, builder, block=None):
+    def __init__(self, ssa, shape, dtype, builder, block):
         self._ssa = ssa
         self._shape = tuple(shape)
         self._dtype = dtype
@@ -205,8 +218,6 @@ class FunctionBuilder:
             block = t._block
             if block is self.entry:
                 j = 0
-            elif block is None:
-                j = self._slow_depth(t._ssa)
             else:
                 j = self._open.get(id(block))
                 if j is None:
@@ -243,14 +254,6 @@ class FunctionBuilder:
         self._consts[key] = (t, op.result)
         return op.result
 
-    def _slow_depth(self, ssa) -> int:
-        """The index in _stack of the open block defining ``ssa`` (a tensor
-        without its block recorded)."""
-        for k in range(len(self._stack) - 1, 0, -1):
-            if self._defined_inside(ssa, self._stack[k]):
-                return k
-        return 0
-
     def _leaked(self, block):
         """A tensor of a region that is closed (or of a sibling region) was used."""
         what = self._kinds.get(id(block), (None, None))[1] or "a region of control flow"
@@ -279,19 +282,6 @@ class FunctionBuilder:
 
     def _leave(self):
         self._pop()
-
-    def _defined_inside(self, ssa, inner=None) -> bool:
-        """Is ``ssa`` defined in ``inner`` (default: the innermost open region)?"""
-        from xdsl.ir import BlockArgument
-
-        block = ssa.block if isinstance(ssa, BlockArgument) else ssa.owner.parent_block()
-        inner = self._stack[-1] if inner is None else inner
-        while block is not None:
-            if block is inner:
-                return True
-            parent = block.parent_op()
-            block = parent.parent_block() if parent is not None else None
-        return False
 
     # -- the registry hook ----------------------------------------------------
     def emit(self, op: OpDef, tensors, attrs: dict):
@@ -342,10 +332,7 @@ class FunctionBuilder:
         if TAPES:
             from tfc.core.tape import READ_VARIABLE, record
 
-            if var.trainable:
-                for tape in TAPES:
-                    if tape._watch_accessed_variables:
-                        tape._watch_variable(var)
+            watch_accessed(var)
             record(READ_VARIABLE, [var], t, {})
         return t
 
@@ -359,24 +346,20 @@ class FunctionBuilder:
         self._insert(AssignVariableOp.create(operands=[ref, v]))
 
     # -- regions ----------------------------------------------------------------
-    def _trace_region(self, fn, arg_types=(), capture=True, what="a throw-away trace"):
+    def _trace_region(self, fn, arg_types=(), what="a throw-away trace"):
         """Run ``fn(*block_args)`` into a new block; returns (block, result, captured).
         ``what`` names the region in errors."""
         from xdsl.ir import Block
 
         block = Block(arg_types=list(arg_types))
         self._kinds[id(block)] = (block, what)
-        self._push(block, [] if capture else None)
-        if capture:
-            self._block_caps[id(block)] = self._captures[-1]
-        saved = TAPES[:]
-        TAPES.clear()  # ops inside a region are not differentiated one by one
+        self._push(block, [])
+        self._block_caps[id(block)] = self._captures[-1]
         try:
-            args = [self._wrap(a) for a in block.args]
-            result = fn(*args)
+            with tapes_suspended():  # ops inside a region are not differentiated one by one
+                result = fn(*[self._wrap(a) for a in block.args])
             return block, result, self._captures[-1]
         finally:
-            TAPES.extend(saved)
             self._pop()
 
     def probe(self, fn):
@@ -411,10 +394,7 @@ class FunctionBuilder:
                 seen.add(id(t))
                 inputs.append(t)
                 if isinstance(t, Variable):  # read inside, where tapes were off
-                    if t.trainable:
-                        for tape in TAPES:
-                            if tape._watch_accessed_variables:
-                                tape._watch_variable(t)
+                    watch_accessed(t)
                     if not any(id(t) in tape._tracked for tape in TAPES):
                         inputs.pop()  # unwatched: no gradient, as eagerly
         record(grad_op, inputs, outputs if len(outputs) > 1 else outputs[0], attrs)
