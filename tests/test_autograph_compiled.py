@@ -655,3 +655,19 @@ def test_item_with_a_computed_key_leaking_out_of_a_tensor_if_is_rejected():
     line = f.__code__.co_firstlineno + 7
     with pytest.raises(ValueError, match=rf":{line}: a tensor computed inside a tfc.cond branch was used outside it"):
         tfc.function(f)(tfc.constant(1.0))
+
+
+def test_boolean_chain_evaluates_each_operand_once():
+    calls = []
+
+    def positive(x):
+        calls.append(x)
+        return x > 0
+
+    @tfc.function
+    def f(x):
+        flag = True and positive(x) and x < 10  # a Python operand, then tensors
+        return tfc.cast(flag, tfc.int32)
+
+    assert [int(f(tfc.constant(v))) for v in (-1, 5, 20)] == [0, 1, 0]
+    assert len(calls) == 1  # one trace, each operand evaluated once

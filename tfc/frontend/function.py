@@ -122,10 +122,10 @@ def _fast_key(args):
 
 
 class _Trace:
-    __slots__ = ("key", "desc", "reason")
+    __slots__ = ("desc", "reason")
 
-    def __init__(self, key, desc, reason):
-        self.key, self.desc, self.reason = key, desc, reason
+    def __init__(self, desc, reason):
+        self.desc, self.reason = desc, reason
 
 
 class Function:
@@ -257,7 +257,7 @@ class Function:
             reason = self._reason(desc)
             conc = self._trace(bound, named, sig_leaves)
             self._cache[key] = conc
-            self._traces.append(_Trace(key, desc, reason))
+            self._traces.append(_Trace(desc, reason))
             if self.trace_count > RETRACE_WARNING:
                 warnings.warn(
                     f"{self.__name__} has been traced {self.trace_count} times; tracing is slow. "
@@ -576,15 +576,6 @@ class ConcreteFunction:
             if not _close(np.asarray(a), np.asarray(b), rtol, atol):
                 raise AssertionError(f"{self.name}: compiled result differs from the reference: {a!r} vs {b!r}")
         return results
-
-    def _check_tapes(self, tensors):
-        for tape in TAPES:
-            watched = any(id(t) in tape._tracked for t in tensors) or (
-                tape._watch_accessed_variables and any(v.trainable for v in self.variables))
-            if watched:
-                raise NotImplementedError(
-                    f"gradients through a compiled call of {self.name} are not implemented yet: "
-                    "put the GradientTape inside the tfc.function")
 
 
 def _close(a, b, rtol, atol) -> bool:

@@ -187,33 +187,32 @@ def _describe(name):
 # -- expressions --------------------------------------------------------------------
 
 def and_(*thunks):
-    """``a and b``: lazy like Python for Python values, logical_and for tensors."""
+    """``a and b``: lazy like Python for Python values, logical_and for tensors
+    (each operand evaluated once)."""
     value = thunks[0]()
-    for thunk in thunks[1:]:
+    for k in range(1, len(thunks)):
         if is_symbolic(value):
-            rest = and_(*thunks[1:]) if len(thunks) > 1 else None
-            return _tensor_bool(value, rest, "and")
+            from tfc.ops.math import logical_and
+
+            return logical_and(value, and_(*thunks[k:]))
         if not value:
             return value
-        value = thunk()
+        value = thunks[k]()
     return value
 
 
 def or_(*thunks):
+    """``a or b``: as ``and_``, with logical_or for tensors."""
     value = thunks[0]()
-    for thunk in thunks[1:]:
+    for k in range(1, len(thunks)):
         if is_symbolic(value):
-            return _tensor_bool(value, or_(*thunks[1:]), "or")
+            from tfc.ops.math import logical_or
+
+            return logical_or(value, or_(*thunks[k:]))
         if value:
             return value
-        value = thunk()
+        value = thunks[k]()
     return value
-
-
-def _tensor_bool(a, b, op):
-    from tfc.ops import math
-
-    return math.logical_and(a, b) if op == "and" else math.logical_or(a, b)
 
 
 def not_(x):
@@ -243,7 +242,7 @@ def compare_chain(left, ops, *thunks):
     return step(0, left)
 
 
-def if_exp(cond, true_thunk, false_thunk, line=None):
+def if_exp(cond, true_thunk, false_thunk):
     if is_symbolic(cond):
         return _cf().cond(cond, true_thunk, false_thunk)
     return true_thunk() if cond else false_thunk()
@@ -463,7 +462,7 @@ def _deeper(fn):
         _LOOP_DEPTH[0] -= 1
 
 
-def _to_loop_var(name, v, line):
+def _to_loop_var(v):
     from tfc.core.tensor import constant
 
     if isinstance(v, list):
@@ -488,7 +487,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
             raise ValueError(f"the tensor `{kind}` loop at line {line} returns from the function, but the "
                              f"function does not return on every path; end it with a return statement")
         else:
-            init.append(_to_loop_var(n, v, line))
+            init.append(_to_loop_var(v))
     others = [n for n in cells if n not in loop_vars]
     others_init = {n: _get(cells[n]) for n in others}
     has_counter = counter is not None
@@ -634,18 +633,9 @@ def stack(lst, dtype=None):
         import numpy as np
 
         return constant(np.zeros((0,), dtype.as_numpy_dtype))
-    from tfc import ops
+    from tfc.ops.shapes import stack
 
-    shapes_mod = getattr(ops, "shapes", None)
-    op = getattr(shapes_mod, "stack", None)
-    if op is not None:  # the differentiable op, where it exists
-        return op([constant(x, dtype) if not isinstance(x, Tensor) else x for x in lst])
-    if any(is_symbolic(x) for x in lst):
-        raise NotImplementedError("stack of symbolic tensors needs the tfc.stack op")
-    import numpy as np
-
-    arrays = [np.asarray(x) for x in lst]
-    return constant(np.stack(arrays), dtype)
+    return stack([constant(x, dtype) if not isinstance(x, Tensor) else x for x in lst])
 
 
 # -- ranges and builtins ---------------------------------------------------------------
@@ -667,14 +657,6 @@ def _range(*args):
     return builtins.range(*args)
 
 
-def _len(x):
-    if is_symbolic(x):
-        if x.shape and x.shape[0] is not None:
-            return x.shape[0]
-        raise NotImplementedError("len() of a tensor whose first dimension is unknown")
-    return builtins.len(x)
-
-
 def _int(x, *args):
     if is_symbolic(x) and not args:
         from tfc.ops import math
@@ -691,18 +673,14 @@ def _float(x=0.0):
     return builtins.float(x)
 
 
-def _abs(x):
-    return builtins.abs(x)
-
-
 def _enumerate(x, start=0):
     if is_symbolic(x):
         raise NotImplementedError("enumerate() over a symbolic tensor; loop over tfc.range(len) instead")
     return builtins.enumerate(x, start)
 
 
-BUILTINS = {builtins.print: print_, builtins.range: _range, builtins.len: _len, builtins.int: _int,
-            builtins.float: _float, builtins.abs: _abs, builtins.enumerate: _enumerate}
+BUILTINS = {builtins.print: print_, builtins.range: _range, builtins.int: _int,
+            builtins.float: _float, builtins.enumerate: _enumerate}
 
 
 def call(f, *args, **kwargs):

@@ -445,7 +445,7 @@ class _ControlFlow(ast.NodeTransformer):
     def visit_IfExp(self, node):
         node = self.generic_visit(node)
         return ast.copy_location(ast.Call(func=_ag("if_exp"), args=[
-            node.test, self._thunk(node.body), self._thunk(node.orelse), _const(node.lineno)], keywords=[]), node)
+            node.test, self._thunk(node.body), self._thunk(node.orelse)], keywords=[]), node)
 
     def visit_Compare(self, node):
         node = self.generic_visit(node)
