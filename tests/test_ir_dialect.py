@@ -165,6 +165,22 @@ def test_verifier_runs_inference_with_location():
         T.parse_module(src)
 
 
+def test_verifier_checks_while_arity():
+    src = '''func.func @f(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+      %w = tfc.while %a, %b : (tensor<f32>, tensor<f32>) -> tensor<f32> cond {
+      ^bb0(%x: tensor<f32>):
+        %q = tfc.less %x, %x : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        tfc.condition %q : tensor<i1>
+      } do {
+      ^bb0(%x: tensor<f32>):
+        tfc.yield %x : tensor<f32>
+      }
+      func.return %w : tensor<f32>
+    }'''
+    with pytest.raises(VerifyException, match="initial values and results must have the same types"):
+        T.parse_module(src)
+
+
 def test_verifier_checks_result_type():
     src = '''func.func @f(%a: tensor<3xf32>) -> tensor<3xi32> {
       %0 = tfc.exp %a : (tensor<3xf32>) -> tensor<3xi32>

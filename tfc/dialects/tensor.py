@@ -246,6 +246,11 @@ def types_compatible(a: Spec, b: Spec) -> bool:
         x is None or y is None or x == y for x, y in zip(a.shape, b.shape))
 
 
+def _all_compatible(xs, ys) -> bool:
+    xs, ys = list(xs), list(ys)
+    return len(xs) == len(ys) and all(types_compatible(spec_of(a), spec_of(b)) for a, b in zip(xs, ys))
+
+
 # -- generated registry ops ---------------------------------------------------------------
 
 
@@ -568,13 +573,10 @@ class WhileOp(IRDLOperation):
 
     def verify_(self) -> None:
         types = list(self.result_types)
-        if [spec_of(t) for t in self.operand_types] != [spec_of(t) for t in types] and not all(
-                types_compatible(spec_of(a), spec_of(b)) for a, b in zip(self.operand_types, types)):
+        if not _all_compatible(self.operand_types, types):
             _fail(self, "initial values and results must have the same types")
         for region, what in ((self.cond_region, "condition"), (self.body_region, "body")):
-            args = [a.type for a in region.block.args]
-            if len(args) != len(types) or not all(
-                    types_compatible(spec_of(a), spec_of(b)) for a, b in zip(args, types)):
+            if not _all_compatible([a.type for a in region.block.args], types):
                 _fail(self, f"the {what} region must take one argument per loop variable")
         term = self.cond_region.block.last_op
         if not isinstance(term, ConditionOp):
