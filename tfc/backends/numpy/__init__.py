@@ -3,6 +3,7 @@ a generated Python module (``emitter.py``), loaded and run with the arena and
 scratch of ``runtime.py``; modules are cached on disk (``cache.py``)."""
 from __future__ import annotations
 
+import dataclasses
 import linecache
 
 import numpy as np
@@ -43,8 +44,7 @@ class Compiled:
                  hook=None):
         self.name = name
         self.source = source
-        self.plan = plan
-        self.plan.scratch = scratch
+        self.plan = dataclasses.replace(plan, scratch=scratch)
         if filename.startswith("<"):
             linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         ns: dict = {"__name__": f"tfc_generated_{name}"}
@@ -109,9 +109,7 @@ def compile_verifying(stages: "Stages", name: str, hook):
             inv[v3] = len(order)
             order.append(v2s[0])
     source, consts, scratch = emit_function(stages.function, hooks=inv)
-    import copy
-
-    return Compiled(name, source, consts, copy.deepcopy(stages.plan), scratch, f"<tfc {name} (verify)>", hook), order
+    return Compiled(name, source, consts, stages.plan, scratch, f"<tfc {name} (verify)>", hook), order
 
 
 def run_loops(module, args, name: str | None = None):
