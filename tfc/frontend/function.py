@@ -341,7 +341,7 @@ class ConcreteFunction:
     def __init__(self, name, module, raw_module, input_specs, variables, out_structure, out_tensor_mask,
                  out_static):
         self.name = name
-        self.module = module
+        self._module = module  # None: the default L1 pipeline runs on first use (see module)
         self.raw_module = raw_module
         self.input_specs = input_specs
         self.variables = variables
@@ -360,7 +360,7 @@ class ConcreteFunction:
     def from_trace(cls, builder, specs, out, function=None):
         from xdsl.dialects.builtin import ModuleOp
 
-        from tfc.passes.pipeline import VERIFY_EACH_PASS, run_pipeline
+        from tfc.passes.pipeline import VERIFY_EACH_PASS
 
         flat = nest.flatten(out)
         mask = [isinstance(x, Tensor) for x in flat]
@@ -370,11 +370,19 @@ class ConcreteFunction:
         raw = ModuleOp([fop])
         if VERIFY_EACH_PASS:
             raw.verify()
-        module = raw.clone()
-        run_pipeline(module)
-        conc = cls(builder.name, module, raw, specs, list(builder.variables), out, mask, static)
+        conc = cls(builder.name, None, raw, specs, list(builder.variables), out, mask, static)
         conc.verify = bool(getattr(function, "verify", False))
         return conc
+
+    @property
+    def module(self):
+        """The L1 module after its passes: the default pipeline, run on first use
+        (tfc.compile's with_passes runs its own instead, on the traced module)."""
+        if self._module is None:
+            from tfc.passes.pipeline import run_pipeline
+
+            self._module = run_pipeline(self.raw_module.clone())
+        return self._module
 
     @property
     def structured_input_signature(self):
@@ -396,7 +404,7 @@ class ConcreteFunction:
         from tfc.passes.pipeline import run_pipeline
 
         new = copy.copy(self)
-        new.module = run_pipeline(self.raw_module.clone(), tuple(passes), timings=timings, **options)
+        new._module = run_pipeline(self.raw_module.clone(), tuple(passes), timings=timings, **options)
         new._executor = None  # caches of stages derived from self.module
         new._fused = None
         new._stages = None
