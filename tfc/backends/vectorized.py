@@ -48,40 +48,42 @@ def _ipowi(op, args):
     return REGISTRY["pow"].kernel(*args)  # same error as eager for negative integer exponents
 
 
+# arith/math op -> the numpy ufunc computing it elementwise; the numpy backend
+# writes the same calls (emitter.py names them from this table)
+UFUNCS = {
+    "arith.addf": np.add, "arith.addi": np.add, "arith.subf": np.subtract, "arith.subi": np.subtract,
+    "arith.mulf": np.multiply, "arith.muli": np.multiply, "arith.divf": np.true_divide,
+    "arith.floordivsi": np.floor_divide,  # a zero divisor gives 0, as numpy
+    "arith.remsi": np.fmod,               # truncated; a zero divisor gives 0
+    "tfc.remf": np.fmod,
+    "tfc.floormod": np.mod,               # the divisor's sign; a zero divisor gives 0
+    "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+    "arith.maxsi": np.maximum, "arith.minsi": np.minimum, "arith.negf": np.negative,
+    "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
+    "math.absf": np.absolute, "math.absi": np.absolute,
+    "math.exp": np.exp, "math.expm1": np.expm1, "math.log": np.log, "math.log1p": np.log1p,
+    "math.sqrt": np.sqrt, "math.sin": np.sin, "math.cos": np.cos, "math.tanh": np.tanh,
+    "math.floor": np.floor, "math.ceil": np.ceil,
+    "math.roundeven": np.rint,  # rounds half to even
+    "math.copysign": np.copysign, "math.powf": np.power,
+}
+
+
 def _ufunc(f):
     return lambda op, args: f(*args)
 
 
 # op name -> fn(op, list of arrays) -> array
-IMPLS = {
+IMPLS = {name: _ufunc(f) for name, f in UFUNCS.items()}
+IMPLS.update({
     "arith.constant": _constant,
-    "arith.addf": _ufunc(np.add), "arith.addi": _ufunc(np.add),
-    "arith.subf": _ufunc(np.subtract), "arith.subi": _ufunc(np.subtract),
-    "arith.mulf": _ufunc(np.multiply), "arith.muli": _ufunc(np.multiply),
-    "arith.divf": _ufunc(np.true_divide),
-    "arith.floordivsi": _ufunc(np.floor_divide),  # a zero divisor gives 0, as numpy
-    "arith.remsi": _ufunc(np.fmod),               # truncated; a zero divisor gives 0
-    "tfc.remf": _ufunc(np.fmod),
-    "tfc.floormod": _ufunc(np.mod),               # the divisor's sign; a zero divisor gives 0
-    "arith.maximumf": _ufunc(np.maximum), "arith.minimumf": _ufunc(np.minimum),
-    "arith.maxsi": _ufunc(np.maximum), "arith.minsi": _ufunc(np.minimum),
-    "arith.negf": _ufunc(np.negative),
-    "arith.andi": _ufunc(np.bitwise_and), "arith.ori": _ufunc(np.bitwise_or),
-    "arith.xori": _ufunc(np.bitwise_xor),
     "arith.select": _ufunc(np.where),
     "arith.cmpf": _cmpf, "arith.cmpi": _cmpi,
     "arith.extf": _astype_result, "arith.truncf": _astype_result, "arith.sitofp": _astype_result,
     "arith.uitofp": _astype_result, "arith.fptosi": _astype_result, "arith.extsi": _astype_result,
     "arith.extui": _astype_result, "arith.trunci": _astype_result,
-    "math.absf": _ufunc(np.abs), "math.absi": _ufunc(np.abs),
-    "math.exp": _ufunc(np.exp), "math.expm1": _ufunc(np.expm1),
-    "math.log": _ufunc(np.log), "math.log1p": _ufunc(np.log1p),
-    "math.sqrt": _ufunc(np.sqrt), "math.sin": _ufunc(np.sin), "math.cos": _ufunc(np.cos),
-    "math.tanh": _ufunc(np.tanh), "math.floor": _ufunc(np.floor), "math.ceil": _ufunc(np.ceil),
-    "math.roundeven": _ufunc(np.round),  # numpy rounds half to even
-    "math.copysign": _ufunc(np.copysign),
-    "math.powf": _ufunc(np.power), "math.ipowi": _ipowi,
-}
+    "math.ipowi": _ipowi,
+})
 
 
 def run_body(block, args) -> list:

@@ -25,6 +25,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation
 
 from tfc.backends.numpy.runtime import PARALLEL_MIN
+from tfc.backends.vectorized import IMPLS, UFUNCS
 from tfc.dialects import loops as L
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
@@ -36,18 +37,7 @@ CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
-_UFUNC = {
-    "arith.addf": "add", "arith.addi": "add", "arith.subf": "subtract", "arith.subi": "subtract",
-    "arith.mulf": "multiply", "arith.muli": "multiply", "arith.divf": "true_divide",
-    "arith.floordivsi": "floor_divide", "arith.remsi": "fmod", "tfc.remf": "fmod", "tfc.floormod": "mod",
-    "arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxsi": "maximum",
-    "arith.minsi": "minimum", "arith.negf": "negative", "arith.andi": "bitwise_and",
-    "arith.ori": "bitwise_or", "arith.xori": "bitwise_xor",
-    "math.absf": "absolute", "math.absi": "absolute", "math.exp": "exp", "math.expm1": "expm1",
-    "math.log": "log", "math.log1p": "log1p", "math.sqrt": "sqrt", "math.sin": "sin", "math.cos": "cos",
-    "math.tanh": "tanh", "math.floor": "floor", "math.ceil": "ceil", "math.roundeven": "rint",
-    "math.copysign": "copysign", "math.powf": "power",
-}
+_UFUNC = {name: f.__name__ for name, f in UFUNCS.items()}  # op -> np.<name>
 _CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.extsi",
           "arith.extui", "arith.trunci"}
 _FCMP = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
@@ -240,8 +230,6 @@ class Emitter:
     def _fold(self, op):
         """The value of an op on constants, computed as the vectorized interpreter
         (eager semantics) does; None where that raises (left to run time)."""
-        from tfc.backends.vectorized import IMPLS
-
         impl = IMPLS.get(op.name)
         if impl is None:
             return None
