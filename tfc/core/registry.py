@@ -161,10 +161,27 @@ def _tape():
 _new_tuple = tuple.__new__
 
 
+# (op, the inputs' shapes and numpy dtypes, attrs) -> inferred output specs:
+# inference depends on nothing else, so an eager op repeated on same-shaped
+# inputs (a training loop) skips it; errors are raised, never stored
+_INFERRED: dict = {}
+_INFERRED_MAX = 4096
+
+
 def run_eager(op: OpDef, tensors, attrs):
     values = [t._value for t in tensors]
-    specs = [_new_tuple(Spec, (v.shape, dtypes.from_numpy(v.dtype))) for v in values]
-    out_specs = op.infer(op, *specs, **attrs)
+    try:
+        key = (op, *[(v.shape, v.dtype) for v in values], *attrs.items())
+        out_specs = _INFERRED.get(key)
+    except TypeError:  # an unhashable attribute value
+        key = out_specs = None
+    if out_specs is None:
+        specs = [_new_tuple(Spec, (v.shape, dtypes.from_numpy(v.dtype))) for v in values]
+        out_specs = op.infer(op, *specs, **attrs)
+        if key is not None:
+            if len(_INFERRED) >= _INFERRED_MAX:
+                _INFERRED.clear()
+            _INFERRED[key] = out_specs
     result = op.eager_kernel(*values, **attrs)
     if type(out_specs) is Spec:
         return wrap(_conform(op, result, out_specs))
