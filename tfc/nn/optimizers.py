@@ -17,6 +17,15 @@ from tfc.ops.creation import zeros_like
 from tfc.ops.math import cast, sqrt
 
 
+def _takes_arguments(fn) -> bool:
+    """Does a learning-rate schedule take the step? (Without an introspectable
+    signature: assume it does.)"""
+    try:
+        return bool(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return True
+
+
 class Optimizer:
     """Base class: ``apply_gradients(pairs)`` and ``minimize(loss_fn, var_list)``."""
 
@@ -27,19 +36,18 @@ class Optimizer:
             raise TypeError(f"{type(self).__name__}: learning_rate must be a number or a callable schedule, "
                             f"got {learning_rate!r}")
         self.learning_rate = learning_rate
+        self._schedule_takes_step = callable(learning_rate) and _takes_arguments(learning_rate)
         self.name = name or type(self).__name__
         self.iterations = Variable(0, trainable=False, name=f"{self.name}/iterations", dtype=dtypes.int64)
         self._slots: dict = {}  # var.ref() -> {slot name: Variable}
 
     # -- slots ------------------------------------------------------------------------
-    def get_slot(self, var, slot_name, create=True):
+    def get_slot(self, var, slot_name):
         """The ``slot_name`` state Variable of ``var`` (zeros when first created)."""
         if slot_name not in self.slot_names:
             raise ValueError(f"{self.name} has no slot {slot_name!r}; its slots are {list(self.slot_names)}")
         slots = self._slots.get(var.ref())
         if slots is None:
-            if not create:
-                return None
             slots = self._slots[var.ref()] = {
                 s: Variable(zeros_like(var.read_value()), trainable=False, name=f"{var.name}/{s}")
                 for s in self.slot_names
@@ -51,17 +59,22 @@ class Optimizer:
         return [(ref.deref(), s, v) for ref, slots in self._slots.items() for s, v in slots.items()]
 
     # -- updates ------------------------------------------------------------------------
-    def _lr(self, dtype):
+    def _step_lrs(self, var_dtypes):
+        """{dtype: this step's learning rate in it}: the schedule runs once per step,
+        and each optimizer folds in its per-step factors once (``_scale_lr``)."""
         lr = self.learning_rate
         if callable(lr):
-            try:
-                takes_step = bool(inspect.signature(lr).parameters)
-            except (TypeError, ValueError):  # no introspectable signature: pass the step
-                takes_step = True
-            lr = lr(self.iterations.read_value()) if takes_step else lr()
-        if isinstance(lr, Tensor):
-            return cast(lr, dtype) if lr.dtype != dtype else lr
-        return lr  # a Python number stays weak: it takes the variable's dtype
+            lr = lr(self.iterations.read_value()) if self._schedule_takes_step else lr()
+        out = {}
+        for dtype in var_dtypes:
+            # a Python number stays weak: it takes the variable's dtype
+            typed = cast(lr, dtype) if isinstance(lr, Tensor) and lr.dtype != dtype else lr
+            out[dtype] = self._scale_lr(typed, dtype)
+        return out
+
+    def _scale_lr(self, lr, dtype):
+        """The learning rate the updates of this step use (Adam's bias correction)."""
+        return lr
 
     def apply_gradients(self, grads_and_vars) -> None:
         """Apply one update per (gradient, variable) pair; None gradients are skipped."""
@@ -82,10 +95,11 @@ class Optimizer:
                 raise ValueError(f"{self.name}.apply_gradients: gradient of shape {tuple(g.shape)} for variable "
                                  f"{v.name} of shape {tuple(v.shape)}")
             pairs.append((g, v))
+        lrs = self._step_lrs(dict.fromkeys(v.dtype for _, v in pairs))
         for g, v in pairs:
             if g.dtype != v.dtype:
                 g = cast(g, v.dtype)
-            self._update(g, v, self._lr(v.dtype))
+            self._update(g, v, lrs[v.dtype])
         self.iterations.assign_add(1)
 
     def _update(self, grad, var, lr) -> None:
@@ -147,10 +161,12 @@ class Adam(Optimizer):
         super().__init__(learning_rate, name)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
-    def _update(self, grad, var, lr):
+    def _scale_lr(self, lr, dtype):
+        t = cast(self.iterations.read_value() + 1, dtype)
+        return lr * sqrt(1 - self.beta_2 ** t) / (1 - self.beta_1 ** t)
+
+    def _update(self, grad, var, lr_t):
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
-        t = cast(self.iterations.read_value() + 1, var.dtype)
-        lr_t = lr * sqrt(1 - self.beta_2 ** t) / (1 - self.beta_1 ** t)
         m.assign(self.beta_1 * m + (1 - self.beta_1) * grad)
         v.assign(self.beta_2 * v + (1 - self.beta_2) * (grad * grad))
         var.assign_sub(lr_t * m / (sqrt(v) + self.epsilon))
