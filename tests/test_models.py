@@ -314,14 +314,6 @@ def test_conv2d_and_maxpool_layers_match_numpy(rng):
     np.testing.assert_allclose(pooled, ref.reshape(2, 2, 2, 2, 2, 4).max(axis=(2, 4)), rtol=1e-6)
 
 
-@pytest.mark.skipif(HAS_CONV, reason="checks the message shown while tfc.ops.conv is missing")
-def test_conv_layers_say_what_is_missing():
-    with pytest.raises(NotImplementedError, match="tfc.ops.conv.conv2d"):
-        tfc.layers.Conv2D(2, 3)(tfc.ones([1, 4, 4, 1]))
-    with pytest.raises(NotImplementedError, match="tfc.ops.conv.dropout"):
-        tfc.layers.Dropout(0.5)(tfc.ones([2]), training=True)
-
-
 # -- checkpoints ------------------------------------------------------------------
 
 def _trained(steps=3, seed=0):

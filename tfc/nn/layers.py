@@ -14,6 +14,7 @@ from tfc.core import dtypes
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
 from tfc.nn.module import Module
+from tfc.ops import conv
 from tfc.ops.linalg import matmul
 from tfc.ops.math import cast, relu, sigmoid, softplus, tanh
 from tfc.ops.nn import log_softmax, softmax
@@ -219,31 +220,7 @@ class Dropout(Layer):
         # A seeded layer still draws a new mask on each call (seed, seed+1, ...).
         seed = None if self.seed is None else self.seed + self._calls
         self._calls += 1
-        return _conv_op("dropout", "Dropout")(inputs, self.rate, seed=seed)
-
-
-def _conv_op(name, layer):
-    try:
-        from tfc.ops import conv
-    except ImportError:
-        raise NotImplementedError(f"{layer} needs tfc.ops.conv.{name}, which this build of tfc lacks") from None
-    return getattr(conv, name)
-
-
-def _pair(value, what, layer):
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (int(value), int(value))
-    value = tuple(value)
-    if len(value) != 2 or not all(isinstance(v, (int, np.integer)) and v > 0 for v in value):
-        raise ValueError(f"{layer}: {what} must be a positive int or a pair of them, got {value!r}")
-    return tuple(int(v) for v in value)
-
-
-def _padding(padding, layer):
-    p = str(padding).upper()
-    if p not in ("VALID", "SAME"):
-        raise ValueError(f"{layer}: padding must be 'valid' or 'same', got {padding!r}")
-    return p
+        return conv.dropout(inputs, self.rate, seed=seed)
 
 
 class Conv2D(Layer):
@@ -255,9 +232,9 @@ class Conv2D(Layer):
         if not isinstance(filters, (int, np.integer)) or filters <= 0:
             raise ValueError(f"Conv2D: filters must be a positive int, got {filters!r}")
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2D")
-        self.strides = _pair(strides, "strides", "Conv2D")
-        self.padding = _padding(padding, "Conv2D")
+        self.kernel_size = conv.hw_pair("Conv2D", kernel_size, "kernel_size")
+        self.strides = conv.hw_pair("Conv2D", strides, "strides")
+        self.padding = conv.padding_mode("Conv2D", padding)
         self.activation = get_activation(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
@@ -275,7 +252,7 @@ class Conv2D(Layer):
     def call(self, inputs, training=False):
         if not inputs.dtype.is_floating:
             inputs = cast(inputs, self.kernel.dtype)
-        y = _conv_op("conv2d", "Conv2D")(inputs, self.kernel, self.strides, self.padding)
+        y = conv.conv2d(inputs, self.kernel, self.strides, self.padding)
         if self.use_bias:
             y = y + self.bias
         return y if self.activation is None else self.activation(y)
@@ -286,12 +263,12 @@ class MaxPool2D(Layer):
 
     def __init__(self, pool_size=2, strides=None, padding="valid", name=None):
         super().__init__(name)
-        self.pool_size = _pair(pool_size, "pool_size", "MaxPool2D")
-        self.strides = self.pool_size if strides is None else _pair(strides, "strides", "MaxPool2D")
-        self.padding = _padding(padding, "MaxPool2D")
+        self.pool_size = conv.hw_pair("MaxPool2D", pool_size, "pool_size")
+        self.strides = self.pool_size if strides is None else conv.hw_pair("MaxPool2D", strides, "strides")
+        self.padding = conv.padding_mode("MaxPool2D", padding)
 
     def call(self, inputs, training=False):
-        return _conv_op("max_pool2d", "MaxPool2D")(inputs, self.pool_size, self.strides, self.padding)
+        return conv.max_pool2d(inputs, self.pool_size, self.strides, self.padding)
 
 
 class Sequential(Layer):

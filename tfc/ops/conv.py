@@ -20,7 +20,7 @@ _PADDINGS = ("VALID", "SAME")
 # -- attribute normalisation (in the public functions) ----------------------------------
 
 
-def _pair(op_name, value, what):
+def hw_pair(op_name, value, what):
     """An int, a pair, or TF's 4-element NHWC form (1, h, w, 1) → (h, w)."""
     if isinstance(value, Tensor):
         value = value.numpy().tolist()
@@ -43,7 +43,7 @@ def _pair(op_name, value, what):
     return vals
 
 
-def _padding(op_name, padding):
+def padding_mode(op_name, padding):
     if not isinstance(padding, str):
         raise NotImplementedError(
             f"{op_name}: padding {padding!r} is not supported; explicit padding lists are not "
@@ -130,8 +130,8 @@ def _match(op, a, b, what):
 
 
 def _conv_attrs(op_name, strides, padding, dilations):
-    return {"strides": _pair(op_name, strides, "strides"), "padding": _padding(op_name, padding),
-            "dilations": _pair(op_name, dilations, "dilations")}
+    return {"strides": hw_pair(op_name, strides, "strides"), "padding": padding_mode(op_name, padding),
+            "dilations": hw_pair(op_name, dilations, "dilations")}
 
 
 _CONV_ATTRS = {"strides": "ints", "padding": "str", "dilations": "ints"}
@@ -296,8 +296,8 @@ _ONES = (1, 1)
 
 
 def _pool_attrs(op_name, ksize, strides, padding):
-    return {"ksize": _pair(op_name, ksize, "ksize"), "strides": _pair(op_name, strides, "strides"),
-            "padding": _padding(op_name, padding)}
+    return {"ksize": hw_pair(op_name, ksize, "ksize"), "strides": hw_pair(op_name, strides, "strides"),
+            "padding": padding_mode(op_name, padding)}
 
 
 def _pool_shape(op, x: Spec, ksize, strides, padding) -> tuple:
