@@ -219,3 +219,17 @@ def test_function_without_source_is_traced_as_written_with_a_warning():
         out = f(tfc.constant(3.0))
     assert float(out) == 6.0
     assert any("source is unavailable" in str(w.message) and "autograph=False" in str(w.message) for w in caught)
+
+
+def test_fast_path_with_default_arguments():
+    @tfc.function
+    def f(x, scale=2.0, offset=None):
+        return x * scale if offset is None else x * scale + offset
+
+    x = tfc.constant(np.ones(3, np.float32))
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x).numpy(), [2, 2, 2])
+        np.testing.assert_array_equal(f(x, 3.0).numpy(), [3, 3, 3])
+        np.testing.assert_array_equal(f(x, 3.0, 1.0).numpy(), [4, 4, 4])
+    assert f.trace_count == 3
+    assert len(f._fast) == 3  # each signature took the fast path on its repeat

@@ -239,8 +239,12 @@ class Function:
             return self._traced_function()(*args, **kwargs)
         conc, leaves = self._concrete(args, kwargs)
         out = conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
-        if key is not None and len(leaves) == len(args) and all(x is a for (_, x), a in zip(leaves, args)):
-            self._fast[key] = conc.runner()  # the arguments are the leaves (no defaults, no nesting)
+        n = len(args)
+        if key is not None and all(x is a for (_, x), a in zip(leaves, args)) and len(leaves) >= n \
+                and all(type(x) in _FAST_SCALARS for _, x in leaves[n:]):
+            # the arguments are the first leaves (no nesting); the rest are immutable
+            # defaults, the same at every call
+            self._fast[key] = conc.runner()
         return out
 
     def get_concrete_function(self, *args, **kwargs) -> "ConcreteFunction":
