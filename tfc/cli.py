@@ -80,11 +80,13 @@ def _make_main_class():
             arg_parser.add_argument("--list-passes", action="store_true", help="list the tfc passes")
 
         def setup_pipeline(self):
+            from tfc.passes.pipeline import dump_ir
+
             def callback(prev, module, nxt):
                 if not self.args.disable_verify:
                     module.verify()
                 if prev is not None and self.args.print_ir_after_all:
-                    sys.stderr.write(f"// -----// IR Dump After {prev.name} //----- //\n{str(module)}\n\n")
+                    dump_ir(prev.name, module)
 
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
 

@@ -90,9 +90,9 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
     trace_s = time.perf_counter() - start
     timings = []
     if print_ir_after_all:
-        import sys
+        from tfc.passes.pipeline import dump_ir
 
-        sys.stderr.write(f"// -----// IR Dump After trace //----- //\n{conc.ir('tensor-raw')}\n\n")
+        dump_ir("trace", conc.raw_module)
     conc = conc.with_passes(names, timings, print_ir_after_all=print_ir_after_all)
     conc.compile_times = [("trace", trace_s)] + timings
     conc.passes = names

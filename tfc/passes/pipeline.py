@@ -76,7 +76,7 @@ def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, st
     ``verify`` (default: ``VERIFY_EACH_PASS``). ``timings``, a list, receives
     ``(pass name, seconds)`` per pass."""
     verify = VERIFY_EACH_PASS if verify is None else verify
-    from tfc.dialects.tensor import context, print_ir
+    from tfc.dialects.tensor import context
 
     ctx = context()
     for name in passes:
@@ -88,6 +88,12 @@ def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, st
         if verify:
             module.verify()
         if print_ir_after_all:
-            out = stream or sys.stderr
-            out.write(f"// -----// IR Dump After {name} //----- //\n{print_ir(module)}\n\n")
+            dump_ir(name, module, stream)
     return module
+
+
+def dump_ir(after: str, module, stream=None) -> None:
+    """``--print-ir-after-all``'s dump of ``module`` after ``after`` (stderr by default)."""
+    from tfc.dialects.tensor import print_ir
+
+    (stream or sys.stderr).write(f"// -----// IR Dump After {after} //----- //\n{print_ir(module)}\n\n")
