@@ -55,7 +55,7 @@ def main():
     x = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
     out, tmp = np.empty_like(x), np.empty_like(x)
     frameworks, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax", "tensorflow"))
-    print(header(frameworks) if "header" in globals() else "")
+    print(header(frameworks, missing))
     bench = Benchmark(f"GELU (tanh form), {n} float32 elements", baseline="numpy hand-optimized",
                       repeats=7, batch_s=0.2)
     bench.add("np.copyto (copy bandwidth)", lambda: np.copyto(out, x))

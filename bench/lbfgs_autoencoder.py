@@ -16,9 +16,9 @@ diagonal) so every iteration does the steady-state work of that history size.
 
 Rows: numpy (gradient by hand, the baseline), tfc eager (gradient from the
 tape), tfc compiled (loss+gradient and direction under tfc.function), torch eager,
-jax eager (no jit) and jax.jit, tensorflow eager and tf.function, when installed. Each uses its own framework's ops for the loss and for L-BFGS.
-Before timing, all are checked to give the same loss at iteration 0 (1e-4
-relative), and tfc the same loss as numpy after one iteration.
+jax eager (no jit) and jax.jit, tensorflow eager and tf.function, when installed.
+Each uses its own framework's ops for the loss and for L-BFGS. Before timing,
+all are checked to give the same loss at iteration 0 (1e-4 relative).
 """
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ The step: logits = relu(x @ W1 + b1) @ W2 + b2, loss = mean sparse softmax
 cross-entropy, then W -= 0.1 * dW for every parameter; batch 256, float32,
 synthetic data from a fixed seed. Every implementation uses its own framework's
 ops and starts from the same parameters; before timing, the script checks they
-all compute the same first-step loss (and tfc the same updated parameters as
-numpy), so the table compares the same work. Rows:
+all compute the same first-step loss, so the table compares the same work. Rows:
 
 - numpy: forward and backward written by hand (the baseline);
 - tfc eager: GradientTape and ``assign_sub``, and the same with tfc.optimizers.SGD;

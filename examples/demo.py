@@ -4,7 +4,6 @@ and loaded back."""
 import os
 import sys
 import tempfile
-import time
 
 import numpy as np
 
