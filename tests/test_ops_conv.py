@@ -394,3 +394,12 @@ def test_empty_batch(rng):
     dw = conv2d_backprop_filter(x, (3, 3), np.zeros((0, 3, 3, 4)))
     np.testing.assert_array_equal(dw.numpy(), np.zeros((3, 3, 2, 4)))
     assert max_pool2d(x, 2, 2).shape == (0, 2, 2, 2)
+
+
+@pytest.mark.parametrize("seed", [True, -1, 1.5])
+def test_dropout_seed_checked_by_the_op_too(seed):
+    from tfc.ops.conv import dropout_mask
+
+    for fn, name in ((dropout, "dropout"), (dropout_mask, "dropout_mask")):
+        with pytest.raises(TypeError, match=f"{name}: seed must be a non-negative int"):
+            fn(tfc.ones([3]), 0.5, seed=seed)

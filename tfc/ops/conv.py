@@ -13,7 +13,7 @@ from tfc.core.dtypes import FLOATS
 from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
-from tfc.ops.random import generator
+from tfc.ops.random import _seed_value, generator
 
 _PADDINGS = ("VALID", "SAME")
 
@@ -507,7 +507,7 @@ def dropout_mask(x, rate, noise_shape=None, seed=None):
     1/(1 - rate); shaped ``noise_shape`` (broadcastable to x) or like x. Only x's
     shape and dtype are read. Not differentiable (a sample)."""
     return (x,), {"rate": float(rate), "noise_shape": None if noise_shape is None else tuple(noise_shape),
-                  "seed": None if seed is None else int(seed)}
+                  "seed": _seed_value("dropout_mask", seed)}
 
 
 def dropout(x, rate, noise_shape=None, seed=None):
@@ -523,8 +523,7 @@ def dropout(x, rate, noise_shape=None, seed=None):
         raise TypeError(f"dropout: rate must be a number, got {rate!r}")
     if not 0 <= rate < 1:
         raise ValueError(f"dropout: rate must be in [0, 1), got {rate}")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
-        raise TypeError(f"dropout: seed must be an int or None, got {seed!r}")
+    seed = _seed_value("dropout", seed)
     if rate == 0:
         return x
     if noise_shape is not None:
