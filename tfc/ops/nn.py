@@ -9,7 +9,7 @@ from tfc.core.dtypes import FLOATS, INTS
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
-from tfc.ops.math import cast, equal, exp, sigmoid
+from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid
 from tfc.ops.reductions import reduce_sum
 from tfc.ops.shapes import expand_dims
 
@@ -87,10 +87,8 @@ def _sparse_xent_kernel(labels, logits):
             f"{n} classes, got {labels[bad].ravel()[:5].tolist()}"
             + (" ..." if np.count_nonzero(bad) > 5 else "")
         )
-    z = logits - np.max(logits, axis=-1, keepdims=True)
-    lse = np.log(np.sum(np.exp(z), axis=-1))
-    picked = np.take_along_axis(z, labels[..., None].astype(np.intp), axis=-1)[..., 0]
-    return lse - picked
+    log_p = _log_softmax_kernel(logits, -1)
+    return -np.take_along_axis(log_p, labels[..., None].astype(np.intp), axis=-1)[..., 0]
 
 
 def _sparse_xent_grad(e, g):
@@ -127,8 +125,8 @@ def _sigmoid_xent_infer(op, labels: Spec, logits: Spec) -> Spec:
 
 
 def _sigmoid_xent_kernel(z, x):
-    # TensorFlow's stable form of -z*log(sigmoid(x)) - (1-z)*log(1-sigmoid(x))
-    return np.maximum(x, 0) - x * z + np.log1p(np.exp(-np.abs(x)))
+    # -z*log(sigmoid(x)) - (1-z)*log(1-sigmoid(x)) = softplus(x) - x*z (TensorFlow's stable form)
+    return _softplus_kernel(x) - x * z
 
 
 def _sigmoid_xent_grad(e, g):
@@ -142,8 +140,7 @@ def _sigmoid_xent_grad(e, g):
 def _sigmoid_xent_scalar(b, z, x):
     from tfc.ops import _scalar as S
 
-    t = S.math1("Log1pOp")(b, S.math1("ExpOp")(b, S.neg(b, S.absolute(b, x))))
-    return S.add(b, S.sub(b, S.maximum(b, x, S.like(b, 0, x)), S.mul(b, x, z)), t)
+    return S.sub(b, _softplus_scalar(b, x), S.mul(b, x, z))
 
 
 @declare(kernel=_sigmoid_xent_kernel, infer=_sigmoid_xent_infer, grad=_sigmoid_xent_grad, promote=(0, 1),
