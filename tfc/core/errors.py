@@ -5,10 +5,6 @@ class InvalidArgumentError(ValueError):
     """A data-dependent check failed while (compiled) code ran."""
 
 
-class OpError(Exception):
-    """Base for errors raised by the runtime that are not argument errors."""
-
-
 class AssertionFailedError(InvalidArgumentError, AssertionError):
     """A tfc.Assert (or a converted ``assert``) failed while compiled code ran:
     an AssertionError, as eagerly, and an InvalidArgumentError, as any failed

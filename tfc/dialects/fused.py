@@ -25,16 +25,11 @@ from xdsl.irdl import (
     opt_prop_def, prop_def, region_def, result_def, traits_def, var_operand_def, var_result_def,
 )
 from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
-from xdsl.utils.exceptions import VerifyException
 
 from tfc.core import dtypes
-from tfc.dialects.tensor import dtype_of, element_type, loc_str, spec_of
+from tfc.dialects.tensor import _fail, dtype_of, element_type, spec_of
 
 REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "any", "all")
-
-
-def _fail(op, msg: str):
-    raise VerifyException(f"{loc_str(op)}: {op.name}: {msg}")
 
 
 def ints_attr(values) -> DenseArrayBase:

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, DictionaryAttr, IntegerAttr, MemRefType,
     StringAttr, i64,
 )
-from xdsl.ir import Attribute, Dialect
+from xdsl.ir import Dialect
 from xdsl.irdl import (
     AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, irdl_op_definition,
     lazy_traits_def, operand_def, opt_prop_def, prop_def, region_def, result_def, traits_def,
@@ -28,18 +28,9 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect, Pure
-from xdsl.utils.exceptions import VerifyException
 
 from tfc.dialects.fused import KernelIndexing, ints_attr
-from tfc.dialects.tensor import RefType, loc_str, parse_cond, parse_while, print_cond, print_while
-
-
-def _fail(op, msg: str):
-    raise VerifyException(f"{loc_str(op)}: {op.name}: {msg}")
-
-
-def memref_type(shape, elt) -> MemRefType:
-    return MemRefType(elt, [int(d) for d in shape])
+from tfc.dialects.tensor import RefType, _fail, parse_cond, parse_while, print_cond, print_while
 
 
 def shape_of(t) -> tuple:
@@ -391,7 +382,3 @@ LOOPS_OPS = [ViewOp, AllocOp, ConstantOp, LoadOp, CopyOp, YieldOp, ParallelOp, L
              IfOp, WhileOp, ReadVariableOp, AssignVariableOp, PrintOp, AssertOp]
 
 LOOPS = Dialect("loops", LOOPS_OPS, [])
-
-
-def is_scalar_type(t: Attribute) -> bool:
-    return not isinstance(t, MemRefType)

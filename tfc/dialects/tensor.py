@@ -370,10 +370,6 @@ def build_op(name: str, operands, attrs: dict | None = None, loc=None, result_ty
     return op
 
 
-def is_registry_op(op) -> bool:
-    return isinstance(op, RegistryOp)
-
-
 # -- constants -------------------------------------------------------------------------
 
 

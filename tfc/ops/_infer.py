@@ -31,12 +31,6 @@ def check_same_dtype(op, *specs: Spec) -> dtypes.DType:
     return first
 
 
-def check_rank(op, spec: Spec, ranks, what: str = "x") -> None:
-    if spec.ndim not in ranks:
-        want = " or ".join(str(r) for r in sorted(ranks))
-        raise ValueError(f"{op.name}: {what} must have rank {want}, got shape {_fmt(spec.shape)}")
-
-
 def _fmt(shape) -> str:
     return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 

@@ -10,7 +10,6 @@ from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
 from tfc.ops._grad import unbroadcast
 
-SIGNED = NUMERIC  # every tfc integer dtype is signed
 
 # -- binary arithmetic ------------------------------------------------------------
 

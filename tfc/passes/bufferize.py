@@ -34,7 +34,7 @@ from xdsl.passes import ModulePass
 
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
-    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, YieldOp, spec_of,
+    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, spec_of,
 )
 
 
@@ -318,4 +318,4 @@ class BufferizePass(ModulePass):
             Bufferization(f).annotate()
 
 
-__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "writes_buffer", "YieldOp"]
+__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "writes_buffer"]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX, DictionaryAttr, FloatAttr, IntegerAttr, MemRefType, TensorType, i8,
+    DYNAMIC_INDEX, FloatAttr, IntegerAttr, MemRefType, TensorType, i8,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
@@ -28,7 +28,7 @@ from xdsl.passes import ModulePass
 from tfc.dialects import loops as L
 from tfc.dialects.fused import FusedOp, FusedYieldOp
 from tfc.dialects.tensor import (
-    AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp, RefType,
+    AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
     RegistryOp, WhileOp, YieldOp, spec_of,
 )
 from tfc.passes.bufferize import Bufferization, functions
@@ -100,7 +100,7 @@ class _Lowering:
             self.bufval[b.id] = v
         return v
 
-    def region(self, region2, arg_types=None):
+    def region(self, region2):
         b3 = Block(arg_types=[convert_type(a.type) for a in region2.block.args])
         for a2, a3 in zip(region2.block.args, b3.args):
             self.vm[a2] = a3
@@ -224,4 +224,4 @@ class LowerLoopsPass(ModulePass):
             op.body.block.erase_op(f)
 
 
-__all__ = ["LowerLoopsPass", "lower_function", "convert_type", "DictionaryAttr"]
+__all__ = ["LowerLoopsPass", "lower_function", "convert_type"]
