@@ -238,8 +238,8 @@ def backprop(entries, targets, sources, output_gradients=None) -> list:
         in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
-        for x, gx in zip(e.inputs, in_grads):
-            if gx is not None and id(x) in reach and _is_float(x):
+        for x, gx, needed in zip(e.inputs, in_grads, e.needs):
+            if gx is not None and needed:
                 accumulate(x, gx)
     return [grads.get(id(s)) for s in sources]
 
@@ -378,7 +378,7 @@ def custom_gradient(f):
 
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
-        inputs = [convert_to_tensor(a) if not isinstance(a, Tensor) else a for a in args]
+        inputs = [convert_to_tensor(a) for a in args]
         if not TAPES:
             y, _ = f(*inputs, **kwargs)
             return y
