@@ -34,8 +34,10 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.dirname(_HERE))  # the checkout's tfc, unless PYTHONPATH names one
 if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "examples"))
 
 import tfc  # noqa: E402
+from autoencoder_lbfgs import cost as autoencoder_cost  # noqa: E402  (the loss, written once in examples/)
 from harness import FRAMEWORKS, Benchmark, detect_frameworks, header  # noqa: E402
 
 VISIBLE, HIDDEN = 784, 196
@@ -146,18 +148,6 @@ def make_numpy(x, theta, S, Y, history):
 # -- tfc ------------------------------------------------------------------------------
 
 
-def tfc_loss(x, theta):
-    m = x.shape[0]
-    w1, w2, b1, b2 = (tfc.reshape(p, s) for p, s in zip(tfc.split(theta, SIZES), SHAPES))
-    h = tfc.sigmoid(tfc.matmul(x, w1) + b1)
-    xh = tfc.sigmoid(tfc.matmul(h, w2) + b2)
-    diff = xh - x
-    rho_hat = tfc.reduce_mean(h, axis=0)
-    kl = tfc.reduce_sum(RHO * tfc.log(RHO / rho_hat) + (1 - RHO) * tfc.log((1 - RHO) / (1 - rho_hat)))
-    return (0.5 / m * tfc.reduce_sum(diff * diff) + 0.5 * DECAY * (tfc.reduce_sum(w1 * w1) + tfc.reduce_sum(w2 * w2))
-            + BETA * kl)
-
-
 def tfc_dot(a, b):
     return tfc.tensordot(a, b, 1)  # one BLAS dot, as np.dot / jnp.dot / tf.tensordot in the other rows
 
@@ -170,7 +160,7 @@ def make_tfc(x, theta, S, Y, history, compiled=False):
     def value_and_grad(t):
         with tfc.GradientTape() as tape:
             tape.watch(t)
-            loss = tfc_loss(tx, t)
+            loss = autoencoder_cost(t, tx)
         return loss, tape.gradient(loss, t)
 
     def direction(g, S, Y, rho):
