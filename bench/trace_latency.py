@@ -29,62 +29,21 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.append(os.path.dirname(_HERE))
 
 import tfc  # noqa: E402
+import mlp_step  # noqa: E402  (the MLP step, written once there)
 from harness import detect_frameworks, header, no_disk_cache  # noqa: E402
 
-BATCH, D_IN, D_HID, D_OUT = 256, 784, 512, 10
-
-
-def _data(seed=0):
-    rng = np.random.default_rng(seed)
-    x = rng.standard_normal((BATCH, D_IN), dtype=np.float32)
-    y = rng.integers(0, D_OUT, BATCH).astype(np.int32)
-    w1 = (rng.standard_normal((D_IN, D_HID)) * 0.05).astype(np.float32)
-    w2 = (rng.standard_normal((D_HID, D_OUT)) * 0.05).astype(np.float32)
-    return x, y, w1, w2
-
-
 def tfc_first_call() -> float:
-    x, y, w1, w2 = _data()
-    v1, b1 = tfc.Variable(w1), tfc.Variable(np.zeros(D_HID, np.float32))
-    v2, b2 = tfc.Variable(w2), tfc.Variable(np.zeros(D_OUT, np.float32))
-    params = [v1, b1, v2, b2]
-
-    def step(x, y):
-        with tfc.GradientTape() as tape:
-            h = tfc.relu(tfc.matmul(x, v1) + b1)
-            logits = tfc.matmul(h, v2) + b2
-            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        for v, g in zip(params, tape.gradient(loss, params)):
-            v.assign_sub(0.1 * g)
-        return loss
-
-    f = tfc.function(step)
-    tx, ty = tfc.constant(x), tfc.constant(y)
+    step, _ = mlp_step.make_tfc(*mlp_step.make_data(), compiled=True)
     with no_disk_cache():  # a first process's first call: code generation included
         t0 = time.perf_counter()
-        f(tx, ty)
+        step()
         return time.perf_counter() - t0
 
 
 def tf_first_call(tf) -> float:
-    x, y, w1, w2 = _data()
-    v1, b1 = tf.Variable(w1), tf.Variable(np.zeros(D_HID, np.float32))
-    v2, b2 = tf.Variable(w2), tf.Variable(np.zeros(D_OUT, np.float32))
-    params = [v1, b1, v2, b2]
-
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            h = tf.nn.relu(tf.matmul(x, v1) + b1)
-            logits = tf.matmul(h, v2) + b2
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        for v, g in zip(params, tape.gradient(loss, params)):
-            v.assign_sub(0.1 * g)
-        return loss
-
-    f = tf.function(step)
-    tx, ty = tf.constant(x), tf.constant(y)
+    step = mlp_step.make_tf(tf, *mlp_step.make_data(), "function")
     t0 = time.perf_counter()
-    f(tx, ty).numpy()
+    step()
     return time.perf_counter() - t0
 
 
