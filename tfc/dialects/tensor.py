@@ -90,6 +90,7 @@ def _tensor_type(shape: tuple, dt: dtypes.DType) -> TensorType:
     return TensorType(element_type(dt), [DYNAMIC_INDEX if d is None else int(d) for d in shape])
 
 
+@functools.lru_cache(maxsize=4096)  # types are immutable; passes ask for the same ones many times
 def spec_of(t: Attribute) -> Spec:
     """The registry Spec of a tensor type (dynamic dimensions as None)."""
     if isinstance(t, RefType):
