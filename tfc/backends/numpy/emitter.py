@@ -715,31 +715,28 @@ class Emitter:
         return [env.get(v, self.name(v)) for v in term.values], env, is_array
 
     def _array_stmt(self, o, args, target, name) -> str:
+        """The statement computing array op ``o``: into ``target`` (a scratch or
+        output view), or, with no target, into a new array ``name`` (reductions)."""
         n = o.name
         dt = np_dtype(o.results[0].type)
-        if target is None:  # allocate (reductions)
-            if n in _CASTS:
-                return f"{name} = np.asarray({args[0]}).astype({dt})"
-            if n == "arith.select":
-                return f"{name} = np.where({args[0]}, {args[1]}, {args[2]}).astype({dt}, copy=False)"
-            if n in ("arith.cmpf", "arith.cmpi"):
-                return f"{name} = np.{_CMP_UFUNC[_cmp_symbol(o)]}({args[0]}, {args[1]})"
-            if n == "math.ipowi":
-                return f"{name} = rt.ipow({args[0]}, {args[1]})"
-            return f"{name} = np.{_UFUNC[n]}({', '.join(args)})"
         if n in _CASTS:
-            return f"np.copyto({target}, {args[0]}, casting='unsafe')"
+            return f"np.copyto({target}, {args[0]}, casting='unsafe')" if target else \
+                f"{name} = np.asarray({args[0]}).astype({dt})"
         if n == "arith.select":
-            return f"np.copyto({target}, {args[2]}); np.copyto({target}, {args[1]}, where={args[0]})"
-        if n in ("arith.cmpf", "arith.cmpi"):
-            return f"np.{_CMP_UFUNC[_cmp_symbol(o)]}({args[0]}, {args[1]}, out={target})"
+            return f"np.copyto({target}, {args[2]}); np.copyto({target}, {args[1]}, where={args[0]})" if target \
+                else f"{name} = np.where({args[0]}, {args[1]}, {args[2]}).astype({dt}, copy=False)"
         if n == "math.ipowi":
-            return f"np.copyto({target}, rt.ipow({args[0]}, {args[1]}))"
-        if n not in _UFUNC:
+            call = f"rt.ipow({args[0]}, {args[1]})"
+            return f"np.copyto({target}, {call})" if target else f"{name} = {call}"
+        if n in ("arith.cmpf", "arith.cmpi"):
+            fn = _CMP_UFUNC[_cmp_symbol(o)]
+        elif n in ("arith.mulf", "arith.muli") and o.operands[0] is o.operands[1]:
+            fn, args = "square", args[:1]  # the same product, a quarter faster
+        elif n in _UFUNC:
+            fn = _UFUNC[n]
+        else:
             raise NotImplementedError(f"the numpy backend cannot emit {n}")
-        if n in ("arith.mulf", "arith.muli") and o.operands[0] is o.operands[1]:
-            return f"np.square({args[0]}, out={target})"  # the same product, a quarter faster
-        return f"np.{_UFUNC[n]}({', '.join(args)}, out={target})"
+        return f"np.{fn}({', '.join(args)}, out={target})" if target else f"{name} = np.{fn}({', '.join(args)})"
 
     def _slots(self, op, dests):
         """Scratch slots for the array values of the body, reused once dead; a
