@@ -12,7 +12,7 @@ func.func @f(%x: memref<4x3xf32>, %s: f32, %v: !tfc.ref<tensor<3xf32>>, %arena: 
     loops.yield %u : f32
   }
   %r = loops.view %arena {offset = 0 : i64} : memref<256xi8> -> memref<f32>
-  loops.parallel ins(%b : memref<4x3xf32>) outs(%r : memref<f32>) attributes {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>], reduce = "sum", reduce_axes = array<i64: 0, 1>} {
+  loops.parallel ins(%b : memref<4x3xf32>) outs(%r : memref<f32>) attributes {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 0, 1>} {
   ^bb0(%a: f32):
     loops.yield %a : f32
   }

@@ -40,3 +40,16 @@ func.func @var(%v: !tfc.ref<tensor<f32>>) -> tensor<f32> {
   %n = tfc.negative %r : (tensor<f32>) -> tensor<f32>
   func.return %n : tensor<f32>
 }
+
+// ones_like reads its operand's shape only (its scalar body is a constant):
+// the seed of a gradient folds to a constant however the loss is computed.
+// CHECK-LABEL: func.func @like
+// CHECK-NEXT:    %[[C:.*]] = tfc.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[Z:.*]] = tfc.constant dense<0.000000e+00> : tensor<2xf32>
+// CHECK-NEXT:    func.return %[[C]], %[[Z]]
+func.func @like(%x: tensor<2xf32>) -> (tensor<f32>, tensor<2xf32>) {
+  %s = tfc.reduce_sum %x {keepdims = false} : (tensor<2xf32>) -> tensor<f32>
+  %o = tfc.ones_like %s : (tensor<f32>) -> tensor<f32>
+  %z = tfc.zeros_like %x : (tensor<2xf32>) -> tensor<2xf32>
+  func.return %o, %z : tensor<f32>, tensor<2xf32>
+}

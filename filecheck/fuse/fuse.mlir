@@ -50,13 +50,13 @@ func.func @broadcast_to(%x: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf3
 
 // A reduction is the root of the kernel that computes its input.
 // CHECK-LABEL: func.func @reduction_root
-// CHECK-NEXT:    %[[R:.*]] = tfc.fused(%x) {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>], reduce = "sum", reduce_axes = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4xf32> {
+// CHECK-NEXT:    %[[R:.*]] = tfc.fused(%x) {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} : (tensor<4x3xf32>) -> tensor<4xf32> {
 // CHECK-NEXT:    ^bb0(%[[X:.*]]: f32):
 // CHECK-NEXT:      %[[E:.*]] = math.exp %[[X]] : f32
 // CHECK-NEXT:      %[[Q:.*]] = arith.mulf %[[E]], %[[E]] : f32
 // CHECK-NEXT:      tfc.fused_yield %[[Q]] : f32
 // CHECK-NEXT:    }
-// CHECK-NEXT:    %[[M:.*]] = tfc.fused(%x) {{.*}}reduce = "max", reduce_axes = array<i64: 0, 1>} : (tensor<4x3xf32>) -> tensor<1x1xf32>
+// CHECK-NEXT:    %[[M:.*]] = tfc.fused(%x) {{.*}}reduce = ["max"], reduce_axes = array<i64: 0, 1>} : (tensor<4x3xf32>) -> tensor<1x1xf32>
 // CHECK:         func.return %[[R]], %[[M]]
 func.func @reduction_root(%x: tensor<4x3xf32>) -> (tensor<4xf32>, tensor<1x1xf32>) {
   %e = tfc.exp %x : (tensor<4x3xf32>) -> tensor<4x3xf32>
@@ -66,20 +66,17 @@ func.func @reduction_root(%x: tensor<4x3xf32>) -> (tensor<4xf32>, tensor<1x1xf32
   func.return %s, %m : tensor<4xf32>, tensor<1x1xf32>
 }
 
-// An expensive producer with two users is computed once, by its own kernel.
+// An expensive producer with two users is computed once: the kernels of its
+// users merge with its own into one kernel with two results.
 // CHECK-LABEL: func.func @two_users
-// CHECK-NEXT:    %[[E:.*]] = tfc.fused(%x)
-// CHECK-NEXT:    ^bb0
-// CHECK-NEXT:      math.exp
-// CHECK-NEXT:      tfc.fused_yield
+// CHECK-NEXT:    %[[A:.*]], %[[B:.*]] = tfc.fused(%x) {{.*}} -> (tensor<8xf32>, tensor<8xf32>) {
+// CHECK-NEXT:    ^bb0(%[[X:.*]]: f32):
+// CHECK-NEXT:      %[[E:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:      %[[N:.*]] = arith.negf %[[E]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[E]], %[[X]] : f32
+// CHECK-NEXT:      tfc.fused_yield %[[N]], %[[M]] : f32, f32
 // CHECK-NEXT:    }
-// CHECK-NEXT:    tfc.fused(%[[E]])
-// CHECK-NOT:       math.exp
-// CHECK:           arith.negf
-// CHECK:         tfc.fused(%[[E]], %x)
-// CHECK-NOT:       math.exp
-// CHECK:           arith.mulf
-// CHECK:         func.return
+// CHECK-NEXT:    func.return %[[A]], %[[B]]
 func.func @two_users(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %e = tfc.exp %x : (tensor<8xf32>) -> tensor<8xf32>
   %a = tfc.negative %e : (tensor<8xf32>) -> tensor<8xf32>
@@ -155,4 +152,56 @@ func.func @regions(%p: tensor<i1>, %x: tensor<3xf32>) -> tensor<3xf32> {
     tfc.yield %x : tensor<3xf32>
   }
   func.return %r : tensor<3xf32>
+}
+
+// Multi-output: the output layer of an autoencoder's loss and gradient. The
+// sigmoid, the error, its squared sum and the error's gradient become one
+// kernel with two results (the gradient and the sum); %b varies along the
+// trailing dim only, so the kernel runs as one flat loop.
+// CHECK-LABEL: func.func @loss_and_gradient
+// CHECK-NEXT:    %[[S:.*]], %[[D:.*]] = tfc.fused(%z, %b, %x) {shape = array<i64: 8, 5>, broadcast = [array<i64: 0, 1>, array<i64: 1>, array<i64: 0, 1>], reduce = ["sum", "none"], reduce_axes = array<i64: 0, 1>} : (tensor<8x5xf32>, tensor<5xf32>, tensor<8x5xf32>) -> (tensor<f32>, tensor<8x5xf32>) {
+// CHECK:           math.exp
+// CHECK-NOT:       math.exp
+// CHECK:           %[[E:.*]] = arith.subf
+// CHECK-NEXT:      %[[Q:.*]] = arith.mulf %[[E]], %[[E]] : f32
+// CHECK:           tfc.fused_yield %[[Q]], %{{.*}} : f32, f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[S]], %[[D]]
+func.func @loss_and_gradient(%z: tensor<8x5xf32>, %b: tensor<5xf32>, %x: tensor<8x5xf32>) -> (tensor<f32>, tensor<8x5xf32>) {
+  %a = tfc.add %z, %b : (tensor<8x5xf32>, tensor<5xf32>) -> tensor<8x5xf32>
+  %y = tfc.sigmoid %a : (tensor<8x5xf32>) -> tensor<8x5xf32>
+  %e = tfc.subtract %y, %x : (tensor<8x5xf32>, tensor<8x5xf32>) -> tensor<8x5xf32>
+  %q = tfc.square %e : (tensor<8x5xf32>) -> tensor<8x5xf32>
+  %s = tfc.reduce_sum %q {keepdims = false} : (tensor<8x5xf32>) -> tensor<f32>
+  %one = tfc.constant dense<1.0> : tensor<f32>
+  %u = tfc.subtract %one, %y : (tensor<f32>, tensor<8x5xf32>) -> tensor<8x5xf32>
+  %v = tfc.multiply %e, %y : (tensor<8x5xf32>, tensor<8x5xf32>) -> tensor<8x5xf32>
+  %d = tfc.multiply %v, %u : (tensor<8x5xf32>, tensor<8x5xf32>) -> tensor<8x5xf32>
+  func.return %s, %d : tensor<f32>, tensor<8x5xf32>
+}
+
+// No merge that would make a cycle: %z reads %e and, through the reshape
+// (not elementwise), the sum of %e; the sum's kernel takes %e's instead, and
+// %e stays one of its results.
+// CHECK-LABEL: func.func @no_cycle
+// CHECK-NEXT:    %[[E:.*]], %[[S:.*]] = tfc.fused(%x) {{.*}}reduce = ["none", "sum"]
+// CHECK:         %[[R:.*]] = tfc.reshape %[[S]]
+// CHECK-NEXT:    tfc.fused(%[[E]], %[[R]])
+func.func @no_cycle(%x: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %e = tfc.exp %x : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %s = tfc.reduce_sum %e {keepdims = false} : (tensor<4x3xf32>) -> tensor<f32>
+  %r = tfc.reshape %s {shape = array<i64: 1, 1>} : (tensor<f32>) -> tensor<1x1xf32>
+  %z = tfc.multiply %e, %r : (tensor<4x3xf32>, tensor<1x1xf32>) -> tensor<4x3xf32>
+  func.return %z : tensor<4x3xf32>
+}
+
+// Elementwise results beside a reduction over some axes only stay apart (a
+// row sum beside its rows is not one flat loop).
+// CHECK-LABEL: func.func @partial_reduction_apart
+// CHECK-NEXT:    %[[E:.*]] = tfc.fused(%x) {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>]} :
+// CHECK:         tfc.fused(%[[E]]) {{.*}}reduce = ["sum"], reduce_axes = array<i64: 1>}
+func.func @partial_reduction_apart(%x: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4xf32>) {
+  %e = tfc.exp %x : (tensor<4x3xf32>) -> tensor<4x3xf32>
+  %s = tfc.reduce_sum %e {axis = array<i64: 1>, keepdims = false} : (tensor<4x3xf32>) -> tensor<4xf32>
+  func.return %e, %s : tensor<4x3xf32>, tensor<4xf32>
 }

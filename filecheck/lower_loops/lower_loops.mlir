@@ -19,11 +19,10 @@ func.func @f(%x: tensor<4x3xf32>, %w: tensor<3x3xf32>) -> tensor<4x3xf32> {
 // CHECK:         %[[Q:.*]] = loops.view %arena {offset = 64 : i64} : memref<192xi8> -> memref<4x3xf32>
 // CHECK:         %[[R:.*]] = loops.alloc : memref<4x3xf32>
 // CHECK:         loops.library "matmul"(%x, %w : {{.*}}) outs(%[[R]] : memref<4x3xf32>)
-// CHECK:         loops.parallel ins(%[[R]] : memref<4x3xf32>) outs(%[[R]] : memref<4x3xf32>)
+// CHECK:         loops.parallel ins(%[[R]] : memref<4x3xf32>) outs(%[[R]], %[[SUM]] : memref<4x3xf32>, memref<f32>) {{.*}}reduce = ["none", "sum"], reduce_axes = array<i64: 0, 1>}
 // CHECK:           math.exp
-// CHECK:           math.tanh
-// CHECK:           loops.yield
-// CHECK:         loops.parallel ins(%[[R]] : memref<4x3xf32>) outs(%[[SUM]] : memref<f32>) {{.*}}reduce = "sum"
+// CHECK:           %[[T:.*]] = math.tanh
+// CHECK:           loops.yield %[[T]], %[[T]] : f32, f32
 // CHECK:         %[[S:.*]] = loops.load %[[SUM]] : memref<f32> -> f32
 // CHECK:         loops.parallel ins(%x : memref<4x3xf32>) outs(%[[K]] : memref<4x3xf32>)
 // CHECK:         loops.library "matmul"(%[[K]], %w : {{.*}}) outs(%[[Q]] : memref<4x3xf32>)

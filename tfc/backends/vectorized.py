@@ -126,14 +126,13 @@ def run_fused(op, arrays) -> list:
     shape = op.iteration_shape
     views = [input_view(np.asarray(a), m, len(shape)) for a, m in zip(arrays, op.broadcast_maps)]
     outs = run_body(op.body.block, views)
-    kind = op.reduce_kind
     results = []
-    for r, v in zip(op.outs, outs):
+    for k, (r, v, kind) in enumerate(zip(op.outs, outs, op.reduce_kinds)):
         v = np.broadcast_to(v, shape)
         if kind is not None:  # contiguous, as an eager result: the same summation order
             v = np.ascontiguousarray(v)
             with np.errstate(all="ignore"):
-                v = REGISTRY[f"reduce_{kind}"].kernel(v, axis=op.axes, keepdims=op.keepdims)
+                v = REGISTRY[f"reduce_{kind}"].kernel(v, axis=op.axes, keepdims=op.keeps_dims(k))
         want = spec_of(r.type).dtype.as_numpy_dtype
         results.append(np.array(v, dtype=want))
     return results

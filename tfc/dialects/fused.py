@@ -7,10 +7,13 @@ read at the iteration index through ``broadcast[i]``: one entry per input
 dimension, the iteration dimension it follows, or -1 for a size-1 dimension
 read at index 0. The body is one block of scalar ``arith``/``math`` ops whose
 arguments are the input elements at that index; ``tfc.fused_yield`` gives one
-value per result. Without ``reduce`` each result has the iteration shape; with
-``reduce = "sum"`` (or prod, max, min, mean, any, all) and ``reduce_axes``, each
-yielded value is reduced over those axes with the registry's ``reduce_<kind>``
-semantics, the result keeping them as size 1 when its rank is the iteration rank.
+value per result. ``reduce`` gives each result its kind: ``"none"`` (the
+result has the iteration shape) or ``"sum"`` (prod, max, min, mean, any, all):
+the yielded values reduced over ``reduce_axes`` with the registry's
+``reduce_<kind>`` semantics, the result keeping them as size 1 when its rank is
+the iteration rank. Without ``reduce`` every result is elementwise. One kernel
+may so make elementwise results and reductions of the same values (a
+multi-output kernel: one pass over the data instead of several).
 """
 from __future__ import annotations
 
@@ -55,12 +58,61 @@ class KernelIndexing:
         return [tuple(int(d) for d in m.get_values()) for m in self.broadcast.data]
 
     @property
-    def reduce_kind(self) -> str | None:
-        return None if self.reduce is None else self.reduce.data
+    def reduce_kinds(self) -> tuple:
+        """Per output: its reduction kind, or None for an elementwise output."""
+        if self.reduce is None:
+            return (None,) * len(self.outs)
+        return tuple(None if k.data == "none" else k.data for k in self.reduce.data)
+
+    @property
+    def reduces(self) -> bool:
+        return self.reduce is not None
 
     @property
     def axes(self) -> tuple:
         return () if self.reduce_axes is None else tuple(int(a) for a in self.reduce_axes.get_values())
+
+    def keeps_dims(self, k: int) -> bool:
+        """Does reduced output ``k`` keep the reduced axes (as size 1)?"""
+        return len(self.outs[k].type.get_shape()) == len(self.iteration_shape)
+
+    def verify_indexing(self, out_shapes, yielded_types, out_types) -> None:
+        """Checks shared by tfc.fused and loops.parallel: the reduction kinds and
+        axes, and each output's element type and shape."""
+        shape = self.iteration_shape
+        n = len(shape)
+        if (self.reduce is None) != (self.reduce_axes is None):
+            _fail(self, "reduce and reduce_axes come together")
+        if self.reduce is not None:
+            kinds = self.reduce.data
+            if len(kinds) != len(out_shapes) or not all(isinstance(k, StringAttr) for k in kinds):
+                _fail(self, f"reduce needs one string per result ({len(out_shapes)}), got {len(kinds)}")
+            for k in kinds:
+                if k.data != "none" and k.data not in REDUCE_KINDS:
+                    _fail(self, f"unknown reduction {k.data!r}; expected none or one of {', '.join(REDUCE_KINDS)}")
+            if all(k.data == "none" for k in kinds):
+                _fail(self, "reduce names no reduction (leave it out for an elementwise kernel)")
+            axes = self.axes
+            if not axes or list(axes) != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= n:
+                _fail(self, f"reduce_axes {list(axes)} must be sorted distinct dims of the iteration shape")
+        for k, (kind, got, y, t) in enumerate(zip(self.reduce_kinds, out_shapes, yielded_types, out_types)):
+            if y != t:
+                _fail(self, f"result {k} has element type {t}, the body yields {y}")
+            if kind is None:
+                ok = got == shape
+            else:
+                ok = got in (reduced_shape(shape, self.axes, True), reduced_shape(shape, self.axes, False))
+            if not ok:
+                _fail(self, f"result {k} has shape {list(got)}, which does not fit iteration shape "
+                      f"{list(shape)}" + (f" reduced over {list(self.axes)}" if kind else ""))
+
+
+def reduce_props(kinds, reduce_axes) -> dict:
+    """The ``reduce``/``reduce_axes`` properties for per-output ``kinds`` (None:
+    elementwise); none at all when no output reduces."""
+    if kinds is None or all(k is None for k in kinds):
+        return {}
+    return {"reduce": ArrayAttr([StringAttr(k or "none") for k in kinds]), "reduce_axes": ints_attr(reduce_axes)}
 
 
 @irdl_op_definition
@@ -86,7 +138,7 @@ class FusedOp(KernelIndexing, IRDLOperation):
     outs = var_result_def(TensorType)
     shape = prop_def(DenseArrayBase)
     broadcast = prop_def(ArrayAttr)
-    reduce = opt_prop_def(StringAttr)
+    reduce = opt_prop_def(ArrayAttr)
     reduce_axes = opt_prop_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
@@ -94,16 +146,11 @@ class FusedOp(KernelIndexing, IRDLOperation):
     assembly_format = "`(` $inputs `)` attr-dict `:` functional-type($inputs, $outs) $body"
 
     def __init__(self, inputs, result_types, shape, broadcast, body, reduce=None, reduce_axes=None):
-        props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast])}
-        if reduce is not None:
-            props["reduce"] = StringAttr(reduce)
-            props["reduce_axes"] = ints_attr(reduce_axes)
+        """``reduce``: per result, its reduction kind or None (elementwise)."""
+        props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast]),
+                 **reduce_props(reduce, reduce_axes)}
         super().__init__(operands=[list(inputs)], result_types=[list(result_types)], properties=props,
                          regions=[body])
-
-    @property
-    def keepdims(self) -> bool:
-        return len(spec_of(self.outs[0].type).shape) == len(self.iteration_shape) if self.outs else False
 
     def verify_(self) -> None:
         shape = self.iteration_shape
@@ -136,29 +183,8 @@ class FusedOp(KernelIndexing, IRDLOperation):
             _fail(self, "the body must end with tfc.fused_yield")
         if len(term.values) != len(self.outs):
             _fail(self, f"the body yields {len(term.values)} values for {len(self.outs)} results")
-        kind = self.reduce_kind
-        axes = self.axes
-        if (kind is None) != (self.reduce_axes is None):
-            _fail(self, "reduce and reduce_axes come together")
-        if kind is not None:
-            if kind not in REDUCE_KINDS:
-                _fail(self, f"unknown reduction {kind!r}; expected one of {', '.join(REDUCE_KINDS)}")
-            if not axes or list(axes) != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= n:
-                _fail(self, f"reduce_axes {list(axes)} must be sorted distinct dims of the iteration shape")
-        for k, (r, y) in enumerate(zip(self.outs, term.values)):
-            rt = r.type
-            if y.type != rt.element_type:
-                _fail(self, f"result {k} has element type {rt.element_type}, the body yields {y.type}")
-            got = spec_of(rt).shape
-            if kind is None:
-                ok = got == shape
-            else:
-                ok = got in (reduced_shape(shape, axes, True), reduced_shape(shape, axes, False))
-                if len(got) != len(spec_of(self.outs[0].type).shape):
-                    ok = False
-            if not ok:
-                _fail(self, f"result {k} has shape {list(got)}, which does not fit iteration shape "
-                      f"{list(shape)}" + (f" reduced over {list(axes)}" if kind else ""))
+        self.verify_indexing([spec_of(r.type).shape for r in self.outs], [y.type for y in term.values],
+                             [r.type.element_type for r in self.outs])
 
 
 @irdl_op_definition

@@ -29,7 +29,7 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect, Pure
 
-from tfc.dialects.fused import KernelIndexing, ints_attr
+from tfc.dialects.fused import KernelIndexing, ints_attr, reduce_props
 from tfc.dialects.tensor import RefType, _fail, parse_cond, parse_while, print_cond, print_while
 
 
@@ -158,12 +158,14 @@ class ParallelOp(KernelIndexing, IRDLOperation):
 
     A loop nest over the static index space ``shape``. Input ``i`` (a buffer or a
     scalar) is read at the index through ``broadcast[i]`` (as in ``tfc.fused``);
-    the body gets the elements and yields one scalar per output. Without
-    ``reduce``, output ``k`` (of shape ``shape``) is written at the index and every
-    dimension is parallel. With ``reduce = "sum"`` (prod, max, min, mean, any,
-    all) the ``reduce_axes`` dimensions are sequential: each output holds the
-    reduction of the yielded values over them (keeping them as size 1 when its
-    rank is the rank of ``shape``), with the registry's ``reduce_*`` semantics.
+    the body gets the elements and yields one scalar per output. ``reduce``
+    gives each output its kind, as in ``tfc.fused``: an output of kind
+    ``"none"`` (every output, without ``reduce``) has shape ``shape`` and is
+    written at the index; an output of kind ``"sum"`` (prod, max, min, mean,
+    any, all) holds the reduction of its yielded values over the
+    ``reduce_axes`` dimensions, which are sequential for it (keeping them as
+    size 1 when its rank is the rank of ``shape``), with the registry's
+    ``reduce_*`` semantics.
     """
 
     name = "loops.parallel"
@@ -171,7 +173,7 @@ class ParallelOp(KernelIndexing, IRDLOperation):
     outs = var_operand_def(MemRefType)
     shape = prop_def(DenseArrayBase)
     broadcast = prop_def(ArrayAttr)
-    reduce = opt_prop_def(StringAttr)
+    reduce = opt_prop_def(ArrayAttr)
     reduce_axes = opt_prop_def(DenseArrayBase)
     body = region_def("single_block")
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
@@ -180,10 +182,8 @@ class ParallelOp(KernelIndexing, IRDLOperation):
                        "attr-dict-with-keyword $body")
 
     def __init__(self, ins, outs, shape, broadcast, body, reduce=None, reduce_axes=None):
-        props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast])}
-        if reduce is not None:
-            props["reduce"] = StringAttr(reduce)
-            props["reduce_axes"] = ints_attr(reduce_axes)
+        props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast]),
+                 **reduce_props(reduce, reduce_axes)}
         super().__init__(operands=[list(ins), list(outs)], properties=props, regions=[body])
 
     def verify_(self):
@@ -202,11 +202,8 @@ class ParallelOp(KernelIndexing, IRDLOperation):
         term = block.last_op
         if not isinstance(term, YieldOp) or len(term.values) != len(self.outs):
             _fail(self, f"the body must yield {len(self.outs)} values")
-        for k, (o, y) in enumerate(zip(self.outs, term.values)):
-            if o.type.element_type != y.type:
-                _fail(self, f"output {k} is a {o.type}, the body yields {y.type}")
-            if self.reduce is None and shape_of(o.type) != shape:
-                _fail(self, f"output {k} has shape {list(shape_of(o.type))}, expected {list(shape)}")
+        self.verify_indexing([shape_of(o.type) for o in self.outs], [y.type for y in term.values],
+                             [o.type.element_type for o in self.outs])
 
 
 @irdl_op_definition

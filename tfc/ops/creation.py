@@ -8,6 +8,7 @@ from tfc.core import dtypes
 from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor
 from tfc.ops import _infer as inf
+from tfc.ops import _scalar as S
 
 
 def as_shape(op_name: str, shape) -> tuple:
@@ -57,13 +58,19 @@ def _ones_like_kernel(x, dtype=None):
     return np.ones(x.shape, x.dtype if dtype is None else dtype.as_numpy_dtype)
 
 
-@declare(kernel=_zeros_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"})
+def _filled_scalar(value):
+    """The scalar body of a ``*_like`` op: a constant, whatever the input (so
+    the fold pass makes a constant of it from the input's shape alone)."""
+    return lambda b, x, dtype=None: S.const(b, value, b.out_dtype)
+
+
+@declare(kernel=_zeros_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"}, scalar=_filled_scalar(0))
 def zeros_like(input, dtype=None):  # noqa: A002 (TensorFlow's name)
     """Zeros with the shape (and, unless given, the dtype) of ``input``."""
     return (input,), {"dtype": None if dtype is None else dtypes.as_dtype(dtype)}
 
 
-@declare(kernel=_ones_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"})
+@declare(kernel=_ones_like_kernel, infer=_like_infer, attrs={"dtype": "dtype"}, scalar=_filled_scalar(1))
 def ones_like(input, dtype=None):  # noqa: A002
     """Ones with the shape (and, unless given, the dtype) of ``input``."""
     return (input,), {"dtype": None if dtype is None else dtypes.as_dtype(dtype)}

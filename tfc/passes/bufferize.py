@@ -109,7 +109,7 @@ NEW_ARRAY_KERNELS = frozenset({"concat"})
 def writes_buffer(op, k: int = 0) -> bool:
     """Does the kernel of ``op`` write result ``k`` into a buffer we provide?"""
     if isinstance(op, FusedOp):
-        return not (op.iteration_shape == () or (op.reduce_kind is None and spec_of(op.outs[k].type).shape == ()))
+        return not (op.iteration_shape == () or (op.reduce_kinds[k] is None and spec_of(op.outs[k].type).shape == ()))
     if isinstance(op, RegistryOp) and op.OPDEF.name == "matmul":
         s = spec_of(op.results[0].type)
         return (static_shape(op.results[0].type) is not None and s.dtype.is_floating
@@ -188,8 +188,7 @@ class Bufferization:
                         if not writes_buffer(op, k):
                             continue
                         donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
-                        buf = None if donor is not None else (
-                            self._inplace_candidate(op, holders, lu) if len(op.outs) == 1 else None)
+                        buf = None if donor is not None else self._inplace_candidate(op, k, holders, lu)
                         if donor is not None:
                             buf = self._new(r)
                             buf.donor = donor
@@ -245,7 +244,7 @@ class Bufferization:
         the same index, and no value read from the variable (nor any view of
         one) is used after it or assigned before. The backend still checks at
         run time that nothing outside the call holds the array."""
-        if op.reduce_kind is not None or op.parent_block() is not self.func.body.block:
+        if op.reduces or op.parent_block() is not self.func.body.block:
             return None
         (r,) = op.outs
         refs = [u.operation.ref for u in r.uses if isinstance(u.operation, AssignVariableOp)
@@ -276,15 +275,22 @@ class Bufferization:
                 return None
         return ref.index
 
-    def _inplace_candidate(self, op, holders, lu):
-        if op.reduce_kind is not None:
+    def _inplace_candidate(self, op, k, holders, lu):
+        """A buffer that elementwise output ``k`` of kernel ``op`` may write in
+        place: a full-size input's, dying here, not taken by an earlier output.
+        (The kernel reads an element of every input before it writes that
+        element of any output.)"""
+        if op.reduce_kinds[k] is not None:
             return None
+        if len(op.outs) > 1 and any(isinstance(y, BlockArgument) for y in op.body.block.last_op.values):
+            return None  # an input passed straight through may be copied out after another output's write
         here = self.points.start[op]
-        out_t = op.outs[0].type
+        out_t = op.outs[k].type
         rank = len(op.iteration_shape)
+        taken = {self.own.get(r) for r in op.outs[:k]}
         for v, m in zip(op.inputs, op.broadcast_maps):
             b = self.own.get(v)
-            if b is None or v.type != out_t or m != tuple(range(rank)):
+            if b is None or b in taken or v.type != out_t or m != tuple(range(rank)):
                 continue
             if lu(v) == here and all(lu(h) <= here for h in holders.get(b, [v])):
                 return b

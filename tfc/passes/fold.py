@@ -1,12 +1,15 @@
 """Constant folding through the registry kernels: an op whose operands are all
-``tfc.constant``s becomes a constant computed by its eager kernel. Stateful ops
-are never folded, and results bigger than their inputs (beyond FOLD_LIMIT
-elements) are left alone so a ``zeros([1000, 1000])`` does not become a
-megabyte of IR text."""
+``tfc.constant``s becomes a constant computed by its eager kernel, and so does
+an op whose scalar body is a constant (``ones_like``: its result depends on
+its operands' static shapes only). Stateful ops are never folded, and results
+bigger than their inputs (beyond FOLD_LIMIT elements) are left alone so a
+``zeros([1000, 1000])`` does not become a megabyte of IR text."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
@@ -31,15 +34,19 @@ def try_fold(op) -> bool:
 
     if not isinstance(op, RegistryOp) or op.OPDEF.stateful:
         return False
-    if not all(isinstance(o.owner, ConstantOp) for o in op.operands):
+    constant = all(isinstance(o.owner, ConstantOp) for o in op.operands)
+    if not constant and not _ignores_values(op):
         return False
     out_sizes = [_size(r.type) for r in op.results]
     if any(s is None for s in out_sizes):
         return False
-    in_size = sum(_size(o.type) for o in op.operands)
-    if sum(out_sizes) > max(FOLD_LIMIT, in_size):
+    in_sizes = [_size(o.type) for o in op.operands]
+    if None in in_sizes or sum(out_sizes) > (max(FOLD_LIMIT, sum(in_sizes)) if constant else FOLD_LIMIT):
         return False
-    env = {o: o.owner.numpy() for o in op.operands}
+    if constant:
+        env = {o: o.owner.numpy() for o in op.operands}
+    else:  # the values are not read: zeros of the operands' shapes stand in for them
+        env = {o: np.zeros(spec_of(o.type).shape, spec_of(o.type).dtype.as_numpy_dtype) for o in op.operands}
     try:
         run_registry_op(op, env)
     except Exception:  # noqa: BLE001 - a kernel error is reported when the function runs, not here
@@ -49,6 +56,24 @@ def try_fold(op) -> bool:
         c.location = op.location
     Rewriter.replace_op(op, new, [c.result for c in new])
     return True
+
+
+_IGNORES: dict = {}
+
+
+def _ignores_values(op) -> bool:
+    """Is ``op``'s scalar body a value computed from none of its arguments?"""
+    opdef = op.OPDEF
+    if opdef.scalar is None or not op.operands:
+        return False
+    key = (opdef.name, tuple(str(o.type.element_type) for o in op.operands), str(op.properties))
+    if key not in _IGNORES:
+        from tfc.dialects.fused import scalar_block
+
+        block = scalar_block(opdef, [spec_of(o.type).dtype for o in op.operands], op.attr_values,
+                             spec_of(op.results[0].type).dtype)
+        _IGNORES[key] = not any(isinstance(v, BlockArgument) for inner in block.ops for v in inner.operands)
+    return _IGNORES[key]
 
 
 @dataclass(frozen=True)

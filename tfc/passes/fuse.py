@@ -19,6 +19,19 @@ Cheap copies take their own operands as inputs. Splat constants become
 ``arith.constant`` in the body. Reductions are roots only; matmul, conv and all
 other ops without a scalar body stay L1 ops. Ops with dynamic shapes are left
 alone.
+
+Then groups merge into multi-output kernels (``_merge``): an elementwise group
+whose result another group of the same iteration shape reads joins that group,
+its result staying an output only where something else reads it. One pass
+over the data then replaces several (e.g. the squared error, its sum and the
+gradient of the output layer: one kernel, where there were four). A merge is
+refused when it would make a cycle (a path from one group to the other through
+an op outside both), and when the kernel would mix elementwise outputs with a
+reduction that is not over every axis or of inputs not read at the flat index
+(full-size, one element, or varying along trailing dims only): those run as
+one flat loop with the sums in eager's order, on every backend. A block with
+merged kernels is then re-ordered (``_schedule``, a stable topological order:
+a kernel's outputs may be read before its last member's place).
 """
 from __future__ import annotations
 
@@ -105,15 +118,20 @@ def broadcast_map(shape, rank: int) -> tuple:
 
 
 class Group:
-    __slots__ = ("root", "shape", "axes", "members", "copies")
+    __slots__ = ("shape", "axes", "members", "copies", "merged")
 
     def __init__(self, root, shape, axes):
-        self.root, self.shape, self.axes = root, shape, axes
+        self.shape, self.axes = shape, axes
         self.members = {root}  # ops moved into the group
         self.copies = set()    # cheap ops recomputed in the group (the original stays)
+        self.merged = False    # holds several groups: its place in the block changes
+
+    def reductions(self) -> list:
+        return [m for m in self.members if m.OPDEF.name in REDUCTIONS and reduction_axes(m) is not None]
 
 
-def _plan_block(block: Block) -> list[Group]:
+def _plan_block(block: Block):
+    """(groups, op -> groups holding a copy of it) of one block."""
     ops = list(block.ops)
     index = {op: i for i, op in enumerate(ops)}
     group_of: dict = {}   # op moved into a group -> the group
@@ -162,12 +180,128 @@ def _plan_block(block: Block) -> list[Group]:
                 g.copies.add(p)
                 copied_into.setdefault(p, set()).add(g)
                 inputs.update(p.operands)
-    return groups
+    return groups, copied_into
 
 
-def _rewrite(g: Group, index) -> list:
-    """Replace group ``g`` by one tfc.fused op; returns the constants it inlined."""
-    root = g.root
+def _flat_indexable(shape, inside: set) -> bool:
+    """Is every input of the ops ``inside`` a kernel over ``shape`` read at the
+    flat iteration index: full size, one element, or varying along trailing
+    dims only (element i % P)?"""
+    rank = len(shape)
+    for m in inside:
+        for v in m.operands:
+            if v.owner in inside:
+                continue
+            v_shape = _static_shape(v.type)
+            if _size(v_shape) == 1:
+                continue
+            dims = [d for d in broadcast_map(v_shape, rank) if d >= 0]
+            if dims != list(range(rank - len(dims), rank)) or _size(v_shape) != _size(shape[rank - len(dims):]):
+                return False
+    return True
+
+
+class _Merger:
+    """Merges groups into multi-output kernels (see the module docstring)."""
+
+    def __init__(self, block: Block, groups: list, copied_into: dict):
+        self.block = block
+        self.groups = groups
+        self.copied_into = copied_into
+        self.index = {op: i for i, op in enumerate(block.ops)}
+        self.group_of = {m: g for g in groups for m in g.members}
+
+    def run(self) -> None:
+        for c in list(self.groups):  # consumers first (the groups are made last to first)
+            if c not in self.groups:
+                continue  # merged into an earlier one
+            candidates = self._producers(c)
+            while candidates:
+                p = candidates.pop(0)
+                if self._compatible(p, c) and not self._path_outside(p, c):
+                    self._merge(p, c)
+                    candidates = self._producers(c)
+
+    def _producers(self, c: Group) -> list:
+        """Elementwise groups whose results ``c`` reads, nearest first."""
+        found = []
+        for m in sorted(c.members | c.copies, key=self.index.__getitem__):
+            for v in m.operands:
+                p = self.group_of.get(v.owner)
+                if p is not None and p is not c and p not in found and p.axes is None:
+                    found.append(p)
+        return sorted(found, key=lambda g: -max(self.index[m] for m in g.members))
+
+    def _compatible(self, p: Group, c: Group) -> bool:
+        # (an op copied into other groups stays in a group of its own: they
+        # copy it from the op, which is erased when its group is rewritten)
+        if p.shape != c.shape or any(m in self.copied_into for m in p.members | c.members):
+            return False
+        if c.axes is None:
+            return True
+        # elementwise outputs beside a reduction: only over every axis, of flat-indexable inputs
+        return list(c.axes) == list(range(len(c.shape))) and all(
+            REDUCTIONS[r.OPDEF.name] in ("sum", "mean") for r in c.reductions()) and _flat_indexable(
+            c.shape, p.members | c.members | p.copies | c.copies)
+
+    def _unit(self, op) -> list:
+        """The ops that become one with ``op``: its group's members, or itself."""
+        g = self.group_of.get(op)
+        return list(g.members) if g is not None else [op]
+
+    def _readers(self, op) -> set:
+        """Ops of this block reading a result of ``op`` (a user nested in an op's
+        region counts as that op; a copy of a user counts as its groups)."""
+        out = set()
+        for r in op.results:
+            for u in r.uses:
+                user = u.operation
+                while user is not None and user.parent_block() is not self.block:
+                    user = user.parent_op()
+                if user is None:
+                    continue
+                out.add(user)
+                for g in self.copied_into.get(user, ()):
+                    out.update(g.members)
+        return out
+
+    def _path_outside(self, p: Group, c: Group) -> bool:
+        """Is there a path from ``p`` to ``c`` through an op in neither?"""
+        both = p.members | c.members
+        todo = [u for m in p.members for u in self._readers(m) if u not in both]
+        seen = set()
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            for x in self._unit(op):
+                seen.add(x)
+                for u in self._readers(x):
+                    if u in c.members:
+                        return True
+                    if u not in both and u not in seen:
+                        todo.append(u)
+        return False
+
+    def _merge(self, p: Group, c: Group) -> None:
+        c.members |= p.members
+        c.copies = (c.copies | p.copies) - c.members
+        c.merged = True
+        for m in p.members:
+            self.group_of[m] = c
+        for op, gs in self.copied_into.items():
+            if p in gs:
+                gs.discard(p)
+                gs.add(c)
+        self.groups.remove(p)
+
+
+def _rewrite(g: Group, index, dies: set):
+    """Replace group ``g`` by one tfc.fused op; returns (it, the constants it
+    inlined). Its results: each reduction's, and each member's read outside
+    ``g`` (by an op other than a copied one that ``dies``), the last member's
+    at least."""
     rank = len(g.shape)
     body = Block()
     scalars: dict = {}
@@ -188,40 +322,101 @@ def _rewrite(g: Group, index) -> list:
         scalars[v] = s
         return s
 
+    members = sorted(g.members, key=index.__getitem__)
+    reductions = set(g.reductions()) if g.axes else set()
     for m in sorted(g.members | g.copies, key=index.__getitem__):
-        if m is root and g.axes:
+        if m in reductions:
             continue
         args = [scalar_of(v) for v in m.operands]
         scalars[m.results[0]] = emit_scalar(m.OPDEF, body, args, m.attr_values, spec_of(m.results[0].type).dtype)
-    out = scalar_of(root.operands[0] if g.axes else root.results[0])
-    body.add_op(FusedYieldOp([out]))
-    res_type = root.results[0].type
-    kind = REDUCTIONS[root.OPDEF.name] if g.axes else None
-    fused = FusedOp(ins, [res_type], g.shape, maps, Region(body), kind, g.axes)
-    fused.location = root.location
-    Rewriter.insert_op(fused, InsertPoint.before(root))
-    root.results[0].replace_all_uses_with(fused.outs[0])
-    for m in sorted(g.members, key=index.__getitem__, reverse=True):
+    outputs, kinds = [], []  # (L1 value replaced, yielded scalar)
+    for m in members:
+        if m in reductions:
+            outputs.append((m.results[0], scalar_of(m.operands[0])))
+            kinds.append(REDUCTIONS[m.OPDEF.name])
+        elif any(u.operation not in g.members and u.operation not in dies for u in m.results[0].uses) \
+                or (m is members[-1] and not outputs):
+            outputs.append((m.results[0], scalars[m.results[0]]))
+            kinds.append(None)
+    body.add_op(FusedYieldOp([y for _, y in outputs]))
+    fused = FusedOp(ins, [v.type for v, _ in outputs], g.shape, maps, Region(body), kinds, g.axes)
+    fused.location = members[-1].location if not reductions else next(iter(reductions)).location
+    # a merged kernel goes before its first member (the block is re-ordered after)
+    Rewriter.insert_op(fused, InsertPoint.before(members[0] if g.merged else members[-1]))
+    for (v, _), r in zip(outputs, fused.outs):
+        v.replace_all_uses_with(r)
+    for m in reversed(members):
         Rewriter.erase_op(m)
-    return inlined
+    return fused, inlined
+
+
+def _pure(op) -> bool:
+    return isinstance(op, (FusedOp, ConstantOp)) or (isinstance(op, RegistryOp) and not op.OPDEF.stateful)
+
+
+def _schedule(block: Block, priority: dict) -> None:
+    """Re-order ``block`` topologically, each op as early as its ``priority``
+    (its place before fusion) allows: the operands' producers (those of ops nested in its
+    regions too) come first, and ops with effects keep their order."""
+    ops = list(block.ops)
+    pos = {op: i for i, op in enumerate(ops)}
+    deps = {op: set() for op in ops}
+    last_effect = None
+    for op in ops:
+        for inner in op.walk():
+            for v in inner.operands:
+                owner = v.owner
+                if owner in pos and owner is not op:
+                    deps[op].add(owner)
+        if not _pure(op):
+            if last_effect is not None:
+                deps[op].add(last_effect)
+            last_effect = op
+    users = {op: [] for op in ops}
+    for op, ds in deps.items():
+        for d in ds:
+            users[d].append(op)
+    waiting = {op: len(ds) for op, ds in deps.items()}
+    ready = [(priority[op], pos[op], op) for op in ops if not waiting[op]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, _, op = heapq.heappop(ready)
+        order.append(op)
+        for u in users[op]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, (priority[u], pos[u], u))
+    assert len(order) == len(ops), "fusion made a cycle"
+    for op in order:
+        op.detach()
+        block.add_op(op)
 
 
 def fuse_block(block: Block) -> None:
-    groups = _plan_block(block)
+    groups, copied_into = _plan_block(block)
     if not groups:
         return
+    _Merger(block, groups, copied_into).run()
     index = {op: i for i, op in enumerate(block.ops)}
+    dies = set(copied_into) - {m for g in groups for m in g.members}  # every use served by a copy
     dead = set()
+    place = {}  # kernel -> the place (an old index) of its first member if merged, else of its last
     # consumers first: a copied op is still in place when its copies are made,
     # even when it is itself a member of an earlier group
-    for g in sorted(groups, key=lambda g: index[g.root], reverse=True):
-        dead.update(_rewrite(g, index))
+    for g in sorted(groups, key=lambda g: max(index[m] for m in g.members), reverse=True):
+        places = [index[m] for m in g.members]
+        fused, inlined = _rewrite(g, index, dies)
+        place[fused] = min(places) if g.merged else max(places)
+        dead.update(inlined)
         dead.update(g.copies)
     # originals of copies and inlined constants whose uses all went into kernels
     # (constants from enclosing blocks are left to DCE)
     for op in sorted((op for op in dead if op in index), key=index.__getitem__, reverse=True):
         if op.parent is not None and not any(r.uses for r in op.results):
             Rewriter.erase_op(op)
+    if any(g.merged for g in groups):
+        _schedule(block, {**index, **place})
 
 
 @dataclass(frozen=True)

@@ -181,7 +181,7 @@ class _Lowering:
             else:
                 new_body.add_op(inner.clone(value_mapper=mapper))
         par = L.ParallelOp([vm[v] for v in op.inputs], outs, op.iteration_shape, op.broadcast_maps,
-                           Region(new_body), op.reduce_kind, op.axes if op.reduce_kind else None)
+                           Region(new_body), op.reduce_kinds, op.axes)
         self.emit(b3, par, op)
         for r, o in zip(op.outs, outs):
             if spec_of(r.type).shape == ():

@@ -524,7 +524,7 @@ class Emitter:
                     for r in op.res:
                         if self.is_py(r):
                             out.append(pad + f"{nm(r)} = {nm(r)}.item()")
-                elif op.reduce_kind is None:
+                elif not op.reduces:
                     self.parallel(op, out, pad)
                 else:
                     self.reduction(op, out, pad)
@@ -830,17 +830,22 @@ class Emitter:
         self.build_lines.append(f"spec{k} = {spec!r}")
 
     def reduction(self, op, out, pad):
+        """A kernel with reduced outputs (and perhaps elementwise ones): over flat
+        chunks when ``_flat_chunks`` allows, else the body on whole arrays, each
+        reduced output by the registry's ``reduce_*`` kernel (eager's order)."""
         shape = op.iteration_shape
-        if self._tree_sum_ok(op):
-            return self.tree_sum(op, out, pad)
+        periods = self._flat_chunks(op)
+        if periods is not None:
+            return self.tree_sum(op, periods, out, pad)
         ins = self._inputs(op, out, pad)
         vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
-        kind = op.reduce_kind
-        for o, v in zip(op.outs, vals):
-            keep = len(L.shape_of(o.type)) == len(shape)
+        for k, (o, v, kind) in enumerate(zip(op.outs, vals, op.reduce_kinds)):
+            if kind is None:
+                out.append(pad + f"np.copyto({self.name(o)}, {v}, casting='unsafe')")
+                continue
             src = f"np.ascontiguousarray(np.broadcast_to({v}, {shape}))"
             out.append(pad + f"np.copyto({self.name(o)}, rt.kernel('reduce_{kind}')({src}, axis={op.axes}, "
-                       f"keepdims={keep}), casting='unsafe')")
+                       f"keepdims={op.keeps_dims(k)}), casting='unsafe')")
         # the body's whole-array temporaries die here, not when the function returns
         # (a loop of reductions would otherwise hold one per iteration)
         temps = sorted({env[v] for v in env if is_array.get(v) and env[v].startswith("t")
@@ -848,57 +853,95 @@ class Emitter:
         if temps:
             out.append(pad + f"del {', '.join(temps)}")
 
-    def _tree_sum_ok(self, op) -> bool:
-        """A float sum or mean over every axis whose memref inputs are all
-        full-size (or one element): computed over flat chunks (see tree_sum)."""
+    def _flat_chunks(self, op):
+        """Per input, how a flat chunk reads it: 0 for a full-size input (a
+        slice), 1 for one element or a scalar, P > 1 for an input that varies
+        along the trailing dims only (element i reads its flat element i % P);
+        None unless every reduction is a float sum or mean over every axis of
+        at least TREE_MIN elements, which such chunks compute to eager's bit."""
         shape = op.iteration_shape
+        rank = len(shape)
         n = int(np.prod(shape, dtype=np.int64))
-        if op.reduce_kind not in ("sum", "mean") or n < TREE_MIN or len(op.outs) != 1:
-            return False
-        if len(L.shape_of(op.outs[0].type)) == len(shape) and any(d != 1 for d in L.shape_of(op.outs[0].type)) \
-                or sorted(op.axes) != list(range(len(shape))):
-            return False
-        val = op.body.block.last_op.values[0]
-        if str(val.type) not in ("f32", "f64") or val.type != op.outs[0].type.element_type:
-            return False
-        if isinstance(val, BlockArgument):  # summing an input itself: it must be a full-size one
-            return op.broadcast_maps[val.index] == tuple(range(len(shape)))
-        if not any(isinstance(v.type, MemRefType) for v in op.ins):
-            return False
+        if n < TREE_MIN or list(op.axes) != list(range(rank)):
+            return None
+        term = op.body.block.last_op
+        for o, kind, val in zip(op.outs, op.reduce_kinds, term.values):
+            if kind is None:
+                continue
+            if kind not in ("sum", "mean") or str(val.type) not in ("f32", "f64") \
+                    or val.type != o.type.element_type or any(d != 1 for d in L.shape_of(o.type)):
+                return None
+            if isinstance(val, BlockArgument) and op.broadcast_maps[val.index] != tuple(range(rank)):
+                return None  # summing an input itself: only a full-size one is read in flat chunks
+        periods = []
         for v, m in zip(op.ins, op.broadcast_maps):
-            if isinstance(v.type, MemRefType) and m != tuple(range(len(shape))) \
-                    and int(np.prod(L.shape_of(v.type), dtype=np.int64)) != 1:
-                return False
-        return True
+            size = int(np.prod(L.shape_of(v.type), dtype=np.int64)) if isinstance(v.type, MemRefType) else 1
+            dims = [d for d in m if d >= 0]
+            if size == 1:
+                periods.append(1)
+            elif m == tuple(range(rank)):
+                periods.append(0)
+            elif dims == list(range(rank - len(dims), rank)) and size == int(np.prod(shape[rank - len(dims):])):
+                periods.append(size)
+            else:
+                return None
+        if not any(p != 1 for p in periods):
+            return None  # nothing to chunk: the body is a scalar
+        return periods
 
-    def tree_sum(self, op, out, pad):
-        """Sum/mean over all elements without the whole array: a chunk kernel
-        computes the body over a flat range into scratch and sums it; the
-        runtime adds the chunks in numpy's pairwise order (rt.Runtime.tree_sum),
-        so the result is eager's to the bit."""
+    def tree_sum(self, op, periods, out, pad):
+        """Sums/means over all elements, and the elementwise outputs beside
+        them, without whole temporaries: a chunk kernel computes the body over
+        a flat range into scratch, writes the elementwise outputs' range and
+        returns the range's sums (np.add.reduce); the runtime adds the chunks in
+        numpy's pairwise order (rt.Runtime.tree_sum), so each sum is eager's to
+        the bit. An input varying along trailing dims only is tiled once per
+        call, so that any flat range of it is a slice."""
         n = int(np.prod(op.iteration_shape, dtype=np.int64))
-        full = tuple(range(len(op.iteration_shape)))
         args, names = [], []
-        for j, (v, m) in enumerate(zip(op.ins, op.broadcast_maps)):
+        for j, (v, p) in enumerate(zip(op.ins, periods)):
             if not isinstance(v.type, MemRefType):
                 args.append(self.name(v))
                 names.append(f"i{j}")
+            elif p == 1:
+                args.append(f"{self.name(v)}.reshape(())")
+                names.append(f"i{j}")
             else:
                 args.append(f"{self.name(v)}.reshape(-1)")  # a view of a contiguous buffer
-                names.append(f"i{j}[lo:hi]" if m == full else f"i{j}")
-        slot_of, nslots = self._slots(op, None)
-        per_elem = sum(_itemsize(v.type) for v in op.ins if isinstance(v.type, MemRefType))
+                names.append(f"i{j}[lo:hi]" if p == 0 else f"i{j}[lo % {p}:lo % {p} + hi - lo]")
+        maps = [k for k, kind in enumerate(op.reduce_kinds) if kind is None]
+        term = op.body.block.last_op
+        # one elementwise output: the body's last op may write straight into it
+        dest = {term.values[maps[0]]: f"d{maps[0]}"} if len(maps) == 1 else {}
+        slot_of, nslots = self._slots(op, dest or None)
+        per_elem = sum(_itemsize(v.type) for v, p in zip(op.ins, periods) if isinstance(v.type, MemRefType) and p != 1)
+        per_elem += sum(_itemsize(op.outs[k].type) for k in maps)
         leaf = max(1024, chunk_bytes(n) // (per_elem + _slot_item(slot_of) * max(1, nslots)))
+        for j, p in enumerate(periods):
+            if p > 1:  # leaf + p elements hold every range of at most leaf elements
+                args[j] = f"np.tile({args[j]}, {-(-(leaf + p) // p)})"
         k = self.kernels
         self.kernels += 1
         spec, slots, body = self._scratch(slot_of, nslots, (leaf,))
-        vals, _, _ = self._body(op, names, body, "", slot_of=slots)
-        body.append(f"return np.add.reduce({vals[0]})")
-        self._kernel_def(k, [f"i{j}" for j in range(len(args))], body, spec)
-        total = f"R.tree_sum(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), {n}, {leaf}, {k}, spec{k})"
-        if op.reduce_kind == "mean":
-            total = f"({total}) / {n}"  # as np.mean: the sum over the count, in the sum's dtype
-        out.append(pad + f"np.copyto({self.name(op.outs[0])}, {total}, casting='unsafe')")
+        body += [f"d{m} = o{m}[lo:hi]" for m in maps]
+        vals, _, _ = self._body(op, names, body, "", slot_of=slots, dest=dest)
+        for m in maps:
+            if vals[m] != f"d{m}":
+                body.append(f"np.copyto(d{m}, {vals[m]}, casting='unsafe')")
+        sums = [f"np.add.reduce({vals[r]})" for r, kind in enumerate(op.reduce_kinds) if kind is not None]
+        body.append(f"return ({', '.join(sums)},)")
+        args += [f"{self.name(op.outs[m])}.reshape(-1)" for m in maps]
+        self._kernel_def(k, [f"i{j}" for j in range(len(op.ins))] + [f"o{m}" for m in maps], body, spec)
+        total = f"t{self.n}"
+        self.n += 1
+        out.append(pad + f"{total} = R.tree_sum(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
+                   f"{n}, {leaf}, {k}, spec{k})")
+        reduced = [r for r, kind in enumerate(op.reduce_kinds) if kind is not None]
+        for i, r in enumerate(reduced):
+            value = f"{total}[{i}]"
+            if op.reduce_kinds[r] == "mean":
+                value = f"{value} / {n}"  # as np.mean: the sum over the count, in the sum's dtype
+            out.append(pad + f"np.copyto({self.name(op.outs[r])}, {value}, casting='unsafe')")
 
     def library(self, op, out, pad):
         name = op.callee.data

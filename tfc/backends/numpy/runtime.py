@@ -103,13 +103,14 @@ class Runtime:
         self._each(kernel, args, [(lo, min(lo + rows, n)) for lo in range(0, n, rows)],
                    n * row_elems >= PARALLEL_MIN, key, spec)
 
-    def tree_sum(self, kernel, args, n: int, leaf: int, key, spec):
-        """The sum of the n elements that kernel(*args, lo, hi, T) makes for
-        [lo, hi) and sums (np.add.reduce), equal to np.add.reduce over all of
-        them: numpy sums a contiguous array pairwise, splitting it in halves
-        rounded down to a multiple of 8, so parts of at most ``leaf`` elements
-        cut at those splits, summed alike and added in the tree's order, give
-        the same bits, without the whole array ever existing."""
+    def tree_sum(self, kernel, args, n: int, leaf: int, key, spec) -> tuple:
+        """The sums of the n elements of each sequence that kernel(*args, lo,
+        hi, T) makes for [lo, hi) and sums (a tuple of np.add.reduce), each
+        equal to np.add.reduce over all of its elements: numpy sums a
+        contiguous array pairwise, splitting it in halves rounded down to a
+        multiple of 8, so parts of at most ``leaf`` elements cut at those
+        splits, summed alike and added in the tree's order, give the same
+        bits, without the whole array ever existing."""
         parts = []
 
         def split(lo, hi):
@@ -129,7 +130,8 @@ class Runtime:
                 return next(sums)
             half = (hi - lo) // 2
             half -= half % 8
-            return combine(lo, lo + half) + combine(lo + half, hi)  # numpy scalars: the dtype's addition
+            # numpy scalars: the dtype's addition
+            return tuple(a + b for a, b in zip(combine(lo, lo + half), combine(lo + half, hi)))
 
         return combine(0, n)
 
