@@ -143,6 +143,7 @@ class Bufferization:
         self.own: dict = {}      # value -> Buffer written by its defining kernel
         self.refs: dict = {}     # value -> frozenset of Buffers it may reference
         self.buffers: list[Buffer] = []
+        self._ranges = None  # Buffer -> live range, made on first use
         self._analyze()
 
     def _new(self, value) -> Buffer:
@@ -298,8 +299,14 @@ class Bufferization:
 
     def live_range(self, buf: Buffer) -> tuple[int, int]:
         """[first definition, last use] of every value that may reference ``buf``."""
-        vals = [v for v, bs in self.refs.items() if buf in bs]
-        return (min(self.points.def_point(v) for v in vals), max(self.points.last_use(v) for v in vals))
+        if self._ranges is None:  # one walk over the values for all buffers
+            self._ranges = {}
+            for v, bs in self.refs.items():
+                d, u = self.points.def_point(v), self.points.last_use(v)
+                for b in bs:
+                    lo, hi = self._ranges.get(b, (d, u))
+                    self._ranges[b] = (min(lo, d), max(hi, u))
+        return self._ranges[buf]
 
     def annotate(self):
         for op in self.func.body.walk():
