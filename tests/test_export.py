@@ -226,3 +226,25 @@ def test_pickled_weights_are_refused(artifact):
 def test_save_rejects_non_compiled():
     with pytest.raises(TypeError, match="expected a compiled function"):
         tfc.save(lambda x: x, "/tmp/never")
+
+
+def test_save_is_atomic_and_replaces_an_earlier_artifact(tmp_path, monkeypatch):
+    """A failure while writing leaves the earlier artifact whole and no
+    temporary directory behind; a later save replaces it."""
+    spec = tfc.TensorSpec((3,))
+    path = tfc.save(tfc.compile(lambda x: x * 2.0, spec), tmp_path / "a")
+    before = sorted(os.listdir(path))
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        tfc.save(tfc.compile(lambda x: x + 10.0, spec), path)
+    monkeypatch.undo()
+    assert sorted(os.listdir(tmp_path)) == ["a"]
+    assert sorted(os.listdir(path)) == before
+    np.testing.assert_array_equal(tfc.load(path)(np.ones(3, np.float32)).numpy(), [2.0, 2.0, 2.0])
+    tfc.save(tfc.compile(lambda x: x + 10.0, spec), path)
+    np.testing.assert_array_equal(tfc.load(path)(np.ones(3, np.float32)).numpy(), [11.0, 11.0, 11.0])
+    assert sorted(os.listdir(tmp_path)) == ["a"]

@@ -11,6 +11,8 @@ The artifact is a directory of plain data, so loading it runs no code from it:
   structure, target, variables (key, checkpoint path, shape, dtype, trainable),
   constants, and a SHA-256 of the IR text and every weight.
 
+``tfc.save`` writes the directory beside ``path`` and moves it in whole, so a
+failed save leaves an earlier artifact at ``path`` as it was.
 ``tfc.load`` checks the manifest against the files (format version, files
 present, weight shapes and dtypes, the hash, the IR's function type) before it
 builds anything, and raises ``ArtifactError`` naming the problem.
@@ -20,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import tempfile
 
 import numpy as np
 
@@ -156,14 +160,41 @@ def save(compiled, path, root=None) -> str:
         "sha256": _digest(ir_text, weights),
     }
     path = os.fspath(path)
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, IR_FILE), "w") as f:
-        f.write(ir_text)
-    np.savez(os.path.join(path, WEIGHTS_FILE), **weights)
-    with open(os.path.join(path, MANIFEST), "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    # written whole beside ``path``, then moved in: a crash or a full disk never
+    # leaves a half artifact (nor half replaces an earlier one) at ``path``
+    tmp = tempfile.mkdtemp(prefix=".tfc-save-", dir=parent)
+    try:
+        with open(os.path.join(tmp, IR_FILE), "w") as f:
+            f.write(ir_text)
+        np.savez(os.path.join(tmp, WEIGHTS_FILE), **weights)
+        with open(os.path.join(tmp, MANIFEST), "w") as f:
+            json.dump(manifest, f, indent=1)
+            f.write("\n")
+        _replace_dir(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return path
+
+
+def _replace_dir(new: str, path: str) -> None:
+    """Move directory ``new`` to ``path``, replacing an earlier artifact there
+    (moved aside first, then deleted: ``path`` is always whole)."""
+    if not os.path.exists(path):
+        os.rename(new, path)
+        return
+    if not os.path.isdir(path):
+        raise FileExistsError(f"tfc.save: {path} exists and is not a directory")
+    old = tempfile.mkdtemp(prefix=".tfc-old-", dir=os.path.dirname(os.path.abspath(path)))
+    os.rmdir(old)
+    os.rename(path, old)
+    try:
+        os.rename(new, path)
+    except BaseException:
+        os.rename(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 # -- load ----------------------------------------------------------------------------
