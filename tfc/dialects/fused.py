@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from xdsl.dialects.builtin import (
     AnyFloatConstr, ArrayAttr, DenseArrayBase, SignlessIntegerConstraint, StringAttr, TensorType, i64,
 )
@@ -37,6 +39,21 @@ REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "any", "all")
 
 def ints_attr(values) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+def flat_period(shape, bmap, size: int) -> int | None:
+    """How a kernel over ``shape``, run as one flat loop (multi-output kernels
+    with a full sum), reads an input of ``size`` elements broadcast by ``bmap``:
+    0 at the flat index i (full size), 1 its one element, P at i % P (varying
+    along trailing dims only, as a bias); None when it is read otherwise."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if size == 1 or size == n:
+        return 1 if size == 1 else 0
+    rank = len(shape)
+    dims = [d for d in bmap if d >= 0]
+    if dims == list(range(rank - len(dims), rank)) and size == int(np.prod(shape[rank - len(dims):], dtype=np.int64)):
+        return size
+    return None
 
 
 def reduced_shape(shape, axes, keepdims: bool) -> tuple:

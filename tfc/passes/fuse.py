@@ -20,7 +20,7 @@ Cheap copies take their own operands as inputs. Splat constants become
 other ops without a scalar body stay L1 ops. Ops with dynamic shapes are left
 alone.
 
-Then groups merge into multi-output kernels (``_merge``): an elementwise group
+Then groups merge into multi-output kernels (``_Merger``): an elementwise group
 whose result another group of the same iteration shape reads joins that group,
 its result staying an output only where something else reads it. One pass
 over the data then replaces several (e.g. the squared error, its sum and the
@@ -42,9 +42,12 @@ import numpy as np
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import IsTerminator
 
-from tfc.dialects.fused import FusedOp, FusedYieldOp, ScalarBuilder, emit_scalar
-from tfc.dialects.tensor import ConstantOp, RegistryOp, spec_of
+from tfc.dialects.fused import FusedOp, FusedYieldOp, ScalarBuilder, emit_scalar, flat_period
+from tfc.dialects.tensor import (
+    AssertOp, AssignVariableOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, spec_of,
+)
 from tfc.ops import _scalar as S
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
@@ -52,6 +55,7 @@ REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "
 # arith ops that make a body expensive (worth not recomputing)
 _EXPENSIVE_ARITH = {"arith.divf", "arith.floordivsi", "arith.remsi", "arith.divsi", "tfc.floormod"}
 CHEAP_LIMIT = 2  # ops in the body of a cheap op
+SEARCH_LIMIT = 256  # ops a merge's cycle check may visit (more: the merge is refused)
 
 
 def _static_shape(t):
@@ -185,20 +189,48 @@ def _plan_block(block: Block):
 
 def _flat_indexable(shape, inside: set) -> bool:
     """Is every input of the ops ``inside`` a kernel over ``shape`` read at the
-    flat iteration index: full size, one element, or varying along trailing
-    dims only (element i % P)?"""
+    flat iteration index (``flat_period``)?"""
     rank = len(shape)
-    for m in inside:
-        for v in m.operands:
-            if v.owner in inside:
-                continue
-            v_shape = _static_shape(v.type)
-            if _size(v_shape) == 1:
-                continue
-            dims = [d for d in broadcast_map(v_shape, rank) if d >= 0]
-            if dims != list(range(rank - len(dims), rank)) or _size(v_shape) != _size(shape[rank - len(dims):]):
-                return False
-    return True
+    return all(v.owner in inside or flat_period(shape, broadcast_map(_static_shape(v.type), rank),
+                                                _size(_static_shape(v.type))) is not None
+               for m in inside for v in m.operands)
+
+
+class _PrefixMax:
+    """The largest value set at a place <= i (a Fenwick tree; values only grow)."""
+
+    def __init__(self, n: int):
+        self.tree = [-1] * (n + 1)
+
+    def update(self, i: int, value: int) -> None:
+        i += 1
+        while i < len(self.tree):
+            self.tree[i] = max(self.tree[i], value)
+            i += i & -i
+
+    def query(self, i: int) -> int:
+        i += 1
+        best = -1
+        while i > 0:
+            best = max(best, self.tree[i])
+            i -= i & -i
+        return best
+
+
+def _in_block(op, block: Block):
+    """``op``, or the op of ``block`` whose regions hold it (None: neither)."""
+    while op is not None and op.parent_block() is not block:
+        op = op.parent_op()
+    return op
+
+
+def _ordered(op) -> bool:
+    """Must ``op`` keep its place among the other ordered ops: a terminator,
+    or an op with effects, nested ones included (a ``tfc.cond`` that prints)?"""
+    if op.has_trait(IsTerminator):
+        return True
+    return any(isinstance(o, (ReadVariableOp, AssignVariableOp, PrintOp, AssertOp))
+               or (isinstance(o, RegistryOp) and o.OPDEF.stateful) for o in op.walk())
 
 
 class _Merger:
@@ -208,8 +240,15 @@ class _Merger:
         self.block = block
         self.groups = groups
         self.copied_into = copied_into
-        self.index = {op: i for i, op in enumerate(block.ops)}
+        ops = list(block.ops)
+        self.index = {op: i for i, op in enumerate(ops)}
         self.group_of = {m: g for g in groups for m in g.members}
+        ordered = [op for op in ops if _ordered(op)]
+        self.next_ordered = dict(zip(ordered, ordered[1:]))  # _schedule keeps their order
+        self._users: dict = {}  # op -> the ops of the block reading it (see _readers)
+        self.spans = _PrefixMax(len(ops))  # each group's last member's place, at its first's
+        for g in groups:
+            self._note_span(g)
 
     def run(self) -> None:
         for c in list(self.groups):  # consumers first (the groups are made last to first)
@@ -244,39 +283,59 @@ class _Merger:
             REDUCTIONS[r.OPDEF.name] in ("sum", "mean") for r in c.reductions()) and _flat_indexable(
             c.shape, p.members | c.members | p.copies | c.copies)
 
-    def _unit(self, op) -> list:
-        """The ops that become one with ``op``: its group's members, or itself."""
-        g = self.group_of.get(op)
-        return list(g.members) if g is not None else [op]
-
     def _readers(self, op) -> set:
-        """Ops of this block reading a result of ``op`` (a user nested in an op's
-        region counts as that op; a copy of a user counts as its groups)."""
-        out = set()
-        for r in op.results:
-            for u in r.uses:
-                user = u.operation
-                while user is not None and user.parent_block() is not self.block:
-                    user = user.parent_op()
-                if user is None:
-                    continue
-                out.add(user)
-                for g in self.copied_into.get(user, ()):
-                    out.update(g.members)
+        """The ops of this block that must come after ``op``, as ``_schedule``
+        orders them: readers of its results (a user nested in an op's region
+        counts as that op; a copy of a user, as the groups holding it), and the
+        next ordered op after an ordered one."""
+        users = self._users.get(op)
+        if users is None:
+            users = {_in_block(u.operation, self.block) for r in op.results for u in r.uses} - {None}
+            if op in self.next_ordered:
+                users.add(self.next_ordered[op])
+            self._users[op] = users
+        out = set(users)
+        for user in users:
+            for g in self.copied_into.get(user, ()):
+                out.update(g.members)
         return out
 
+    def _note_span(self, g: Group) -> None:
+        places = [self.index[m] for m in g.members]
+        self.spans.update(min(places), max(places))
+
+    def _reach_bound(self, end: int) -> int:
+        """A place beyond which no op has a path back to a place <= ``end``:
+        readers come later in the block, so only a step from one member of a
+        group to another goes back, and no group with a member at or before
+        the bound has one beyond it."""
+        bound = end
+        while True:
+            last = self.spans.query(bound)
+            if last <= bound:
+                return bound
+            bound = last
+
     def _path_outside(self, p: Group, c: Group) -> bool:
-        """Is there a path from ``p`` to ``c`` through an op in neither?"""
+        """Is there a path from ``p`` to ``c`` through an op in neither (groups
+        counting as one op each)? (One from ``c`` to ``p`` is impossible: ``c``
+        reads ``p``, and the graph of groups and ops has no cycle.) A search
+        longer than SEARCH_LIMIT ops answers yes: the merge is refused, and
+        fusing a long program stays linear."""
         both = p.members | c.members
+        bound = self._reach_bound(max(self.index[m] for m in c.members))
         todo = [u for m in p.members for u in self._readers(m) if u not in both]
         seen = set()
         while todo:
             op = todo.pop()
-            if op in seen:
+            if op in seen or self.index[op] > bound:
                 continue
-            seen.add(op)
-            for x in self._unit(op):
-                seen.add(x)
+            if len(seen) > SEARCH_LIMIT:
+                return True
+            g = self.group_of.get(op)
+            unit = g.members if g is not None else (op,)
+            seen.update(unit)
+            for x in unit:
                 for u in self._readers(x):
                     if u in c.members:
                         return True
@@ -288,6 +347,7 @@ class _Merger:
         c.members |= p.members
         c.copies = (c.copies | p.copies) - c.members
         c.merged = True
+        self._note_span(c)
         for m in p.members:
             self.group_of[m] = c
         for op, gs in self.copied_into.items():
@@ -297,11 +357,10 @@ class _Merger:
         self.groups.remove(p)
 
 
-def _rewrite(g: Group, index, dies: set):
+def _rewrite(g: Group, index):
     """Replace group ``g`` by one tfc.fused op; returns (it, the constants it
     inlined). Its results: each reduction's, and each member's read outside
-    ``g`` (by an op other than a copied one that ``dies``), the last member's
-    at least."""
+    ``g``, the last member's at least."""
     rank = len(g.shape)
     body = Block()
     scalars: dict = {}
@@ -334,8 +393,7 @@ def _rewrite(g: Group, index, dies: set):
         if m in reductions:
             outputs.append((m.results[0], scalar_of(m.operands[0])))
             kinds.append(REDUCTIONS[m.OPDEF.name])
-        elif any(u.operation not in g.members and u.operation not in dies for u in m.results[0].uses) \
-                or (m is members[-1] and not outputs):
+        elif any(u.operation not in g.members for u in m.results[0].uses) or (m is members[-1] and not outputs):
             outputs.append((m.results[0], scalars[m.results[0]]))
             kinds.append(None)
     body.add_op(FusedYieldOp([y for _, y in outputs]))
@@ -350,14 +408,10 @@ def _rewrite(g: Group, index, dies: set):
     return fused, inlined
 
 
-def _pure(op) -> bool:
-    return isinstance(op, (FusedOp, ConstantOp)) or (isinstance(op, RegistryOp) and not op.OPDEF.stateful)
-
-
 def _schedule(block: Block, priority: dict) -> None:
     """Re-order ``block`` topologically, each op as early as its ``priority``
-    (its place before fusion) allows: the operands' producers (those of ops nested in its
-    regions too) come first, and ops with effects keep their order."""
+    (its place before fusion) allows: the producers of its operands (and of
+    its nested ops' operands) come first, and ordered ops keep their order."""
     ops = list(block.ops)
     pos = {op: i for i, op in enumerate(ops)}
     deps = {op: set() for op in ops}
@@ -368,7 +422,7 @@ def _schedule(block: Block, priority: dict) -> None:
                 owner = v.owner
                 if owner in pos and owner is not op:
                     deps[op].add(owner)
-        if not _pure(op):
+        if _ordered(op):
             if last_effect is not None:
                 deps[op].add(last_effect)
             last_effect = op
@@ -399,14 +453,13 @@ def fuse_block(block: Block) -> None:
         return
     _Merger(block, groups, copied_into).run()
     index = {op: i for i, op in enumerate(block.ops)}
-    dies = set(copied_into) - {m for g in groups for m in g.members}  # every use served by a copy
     dead = set()
     place = {}  # kernel -> the place (an old index) of its first member if merged, else of its last
     # consumers first: a copied op is still in place when its copies are made,
     # even when it is itself a member of an earlier group
     for g in sorted(groups, key=lambda g: max(index[m] for m in g.members), reverse=True):
         places = [index[m] for m in g.members]
-        fused, inlined = _rewrite(g, index, dies)
+        fused, inlined = _rewrite(g, index)
         place[fused] = min(places) if g.merged else max(places)
         dead.update(inlined)
         dead.update(g.copies)

@@ -27,6 +27,7 @@ from xdsl.ir import BlockArgument, Operation
 from tfc.backends.numpy.runtime import PARALLEL_MIN
 from tfc.backends.vectorized import IMPLS, UFUNCS
 from tfc.dialects import loops as L
+from tfc.dialects.fused import flat_period
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
 # working set of one chunk (inputs, outputs, scratch): about a core's L2 (1-2 MiB on
@@ -854,9 +855,8 @@ class Emitter:
             out.append(pad + f"del {', '.join(temps)}")
 
     def _flat_chunks(self, op):
-        """Per input, how a flat chunk reads it: 0 for a full-size input (a
-        slice), 1 for one element or a scalar, P > 1 for an input that varies
-        along the trailing dims only (element i reads its flat element i % P);
+        """Per input, how a flat chunk reads it (``flat_period``: 0 a slice, 1
+        one element or a scalar, P > 1 the slice [lo % P, ...) of its tiling);
         None unless every reduction is a float sum or mean over every axis of
         at least TREE_MIN elements, which such chunks compute to eager's bit."""
         shape = op.iteration_shape
@@ -876,17 +876,17 @@ class Emitter:
         periods = []
         for v, m in zip(op.ins, op.broadcast_maps):
             size = int(np.prod(L.shape_of(v.type), dtype=np.int64)) if isinstance(v.type, MemRefType) else 1
-            dims = [d for d in m if d >= 0]
-            if size == 1:
-                periods.append(1)
-            elif m == tuple(range(rank)):
-                periods.append(0)
-            elif dims == list(range(rank - len(dims), rank)) and size == int(np.prod(shape[rank - len(dims):])):
-                periods.append(size)
-            else:
+            periods.append(flat_period(shape, m, size))
+            if periods[-1] is None:
                 return None
-        if not any(p != 1 for p in periods):
-            return None  # nothing to chunk: the body is a scalar
+        # each sum must be of values that vary over the chunk: np.add.reduce of a
+        # scalar is the scalar, not the chunk's sum (a body ignoring its input: ones_like)
+        chunked = {a for a, p in zip(op.body.block.args, periods) if p != 1}
+        for o in op.body.block.ops:
+            if any(v in chunked for v in o.operands):
+                chunked.update(o.results)
+        if not all(v in chunked for v, kind in zip(term.values, op.reduce_kinds) if kind is not None):
+            return None
         return periods
 
     def tree_sum(self, op, periods, out, pad):
