@@ -279,3 +279,17 @@ def scalar_block(opdef, in_dtypes, attrs: dict, out_dtype: dtypes.DType) -> Bloc
     value = emit_scalar(opdef, block, list(block.args), attrs, out_dtype)
     block.add_op(FusedYieldOp([value]))
     return block
+
+
+_BODIES: dict = {}
+
+
+def body_of(op) -> Block:
+    """The scalar body block of registry op ``op`` (``scalar_block``), made once
+    per op, operand element types and properties: to read, not to change."""
+    key = (op.OPDEF.name, tuple(str(v.type.element_type) for v in op.operands), str(op.properties))
+    block = _BODIES.get(key)
+    if block is None:
+        block = _BODIES[key] = scalar_block(op.OPDEF, [spec_of(v.type).dtype for v in op.operands],
+                                            op.attr_values, spec_of(op.results[0].type).dtype)
+    return block

@@ -58,22 +58,13 @@ def try_fold(op) -> bool:
     return True
 
 
-_IGNORES: dict = {}
-
-
 def _ignores_values(op) -> bool:
     """Is ``op``'s scalar body a value computed from none of its arguments?"""
-    opdef = op.OPDEF
-    if opdef.scalar is None or not op.operands:
+    if op.OPDEF.scalar is None or not op.operands:
         return False
-    key = (opdef.name, tuple(str(o.type.element_type) for o in op.operands), str(op.properties))
-    if key not in _IGNORES:
-        from tfc.dialects.fused import scalar_block
+    from tfc.dialects.fused import body_of
 
-        block = scalar_block(opdef, [spec_of(o.type).dtype for o in op.operands], op.attr_values,
-                             spec_of(op.results[0].type).dtype)
-        _IGNORES[key] = not any(isinstance(v, BlockArgument) for inner in block.ops for v in inner.operands)
-    return _IGNORES[key]
+    return not any(isinstance(v, BlockArgument) for inner in body_of(op).ops for v in inner.operands)
 
 
 @dataclass(frozen=True)

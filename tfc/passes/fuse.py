@@ -44,7 +44,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import IsTerminator
 
-from tfc.dialects.fused import FusedOp, FusedYieldOp, ScalarBuilder, emit_scalar, flat_period
+from tfc.dialects.fused import FusedOp, FusedYieldOp, ScalarBuilder, body_of, emit_scalar, flat_period
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, spec_of,
 )
@@ -84,20 +84,11 @@ def reduction_axes(op):
     return tuple(axes) or None
 
 
-_CHEAP: dict = {}
-
-
 def is_cheap(op) -> bool:
     """A body of at most CHEAP_LIMIT arith ops without division (casts, selects,
     adds, broadcasts, ...): fine to recompute."""
-    key = (op.OPDEF.name, tuple(str(v.type.element_type) for v in op.operands), str(op.properties))
-    if key not in _CHEAP:
-        block = Block(arg_types=[v.type.element_type for v in op.operands])
-        emit_scalar(op.OPDEF, block, list(block.args), op.attr_values, spec_of(op.results[0].type).dtype)
-        names = [o.name for o in block.ops]
-        _CHEAP[key] = len(names) <= CHEAP_LIMIT and all(
-            n.startswith("arith.") and n not in _EXPENSIVE_ARITH for n in names)
-    return _CHEAP[key]
+    names = [o.name for o in body_of(op).ops if not isinstance(o, FusedYieldOp)]
+    return len(names) <= CHEAP_LIMIT and all(n.startswith("arith.") and n not in _EXPENSIVE_ARITH for n in names)
 
 
 def splat_value(v):
