@@ -910,6 +910,7 @@ class Emitter:
                 args.append(f"{self.name(v)}.reshape(-1)")  # a view of a contiguous buffer
                 names.append(f"i{j}[lo:hi]" if p == 0 else f"i{j}[lo % {p}:lo % {p} + hi - lo]")
         maps = [k for k, kind in enumerate(op.reduce_kinds) if kind is None]
+        reduced = [k for k, kind in enumerate(op.reduce_kinds) if kind is not None]
         term = op.body.block.last_op
         # one elementwise output: the body's last op may write straight into it
         dest = {term.values[maps[0]]: f"d{maps[0]}"} if len(maps) == 1 else {}
@@ -928,15 +929,13 @@ class Emitter:
         for m in maps:
             if vals[m] != f"d{m}":
                 body.append(f"np.copyto(d{m}, {vals[m]}, casting='unsafe')")
-        sums = [f"np.add.reduce({vals[r]})" for r, kind in enumerate(op.reduce_kinds) if kind is not None]
-        body.append(f"return ({', '.join(sums)},)")
+        body.append(f"return ({', '.join(f'np.add.reduce({vals[r]})' for r in reduced)},)")
         args += [f"{self.name(op.outs[m])}.reshape(-1)" for m in maps]
         self._kernel_def(k, [f"i{j}" for j in range(len(op.ins))] + [f"o{m}" for m in maps], body, spec)
         total = f"t{self.n}"
         self.n += 1
         out.append(pad + f"{total} = R.tree_sum(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{n}, {leaf}, {k}, spec{k})")
-        reduced = [r for r, kind in enumerate(op.reduce_kinds) if kind is not None]
         for i, r in enumerate(reduced):
             value = f"{total}[{i}]"
             if op.reduce_kinds[r] == "mean":
