@@ -33,3 +33,29 @@ def test_python_and_broadcast_deltas_still_work():
     v.assign_add(1.0)
     v.assign_sub(tfc.constant(np.float32(0.5)))
     np.testing.assert_array_equal(v.numpy(), np.full((2, 2), 1.5, np.float32))
+
+
+def test_compiled_kernel_never_overwrites_an_assigned_buffer():
+    """A kernel's result assigned to a variable and dying in a later kernel:
+    that kernel must not write in place into the array the variable now holds."""
+    def double(x):
+        return x * 2.0
+
+    def plus_one(x):
+        return x + 1.0
+
+    for body in (double, tfc.exp, plus_one):
+        v = tfc.Variable(np.zeros(64, np.float32))
+
+        def f(x, r):
+            m = body(x)
+            v.assign(m)
+            return v.read_value() + r + m
+
+        x = tfc.constant(np.linspace(0, 1, 64, dtype=np.float32))
+        r = tfc.constant(np.full(64, 10, np.float32))
+        eager_out, eager_v = f(x, r).numpy(), v.numpy().copy()
+        v.assign(np.zeros(64, np.float32))
+        compiled_out = tfc.function(f)(x, r).numpy()
+        np.testing.assert_array_equal(compiled_out, eager_out)
+        np.testing.assert_array_equal(v.numpy(), eager_v)

@@ -11,9 +11,10 @@ reference* any buffer its tensor operands reference (none for the kernels of
 ``NEW_ARRAY_KERNELS``, which always copy); ``tfc.cond``/``tfc.while``
 results reference what their branches/initial values reference.
 
-In place: an elementwise ``tfc.fused`` with one result reuses the buffer of an
-input read at the same index (same shape and dtype) when no value referencing
-that buffer is used after this op.
+In place: an elementwise ``tfc.fused`` result reuses the buffer of an input
+read at the same index (same shape and dtype) when no value referencing that
+buffer is used after this op and no variable was assigned a value referencing
+it (the variable holds it: its later reads are not values of this function).
 
 Buffer kinds: ``arena`` (planned by tfc-plan-memory) or ``fresh`` (allocated
 each time its first value is computed): a buffer referenced by a function
@@ -168,6 +169,7 @@ class Bufferization:
             return r
 
         holders: dict = {}  # Buffer -> values referencing it so far
+        self.pinned = set()  # buffers a variable holds: never overwritten in place
 
         def set_refs(v, bufs):
             self.refs[v] = frozenset(bufs)
@@ -217,6 +219,9 @@ class Bufferization:
                         visit(region.block)
                     for r in op.results:
                         set_refs(r, bufs)
+                elif isinstance(op, AssignVariableOp):
+                    # later reads of the variable are not holders of the buffer
+                    self.pinned |= self.refs_of(op.value)
                 elif isinstance(op, CondOp):
                     visit(op.then_region.block)
                     visit(op.else_region.block)
@@ -291,7 +296,7 @@ class Bufferization:
         taken = {self.own.get(r) for r in op.outs[:k]}
         for v, m in zip(op.inputs, op.broadcast_maps):
             b = self.own.get(v)
-            if b is None or b in taken or v.type != out_t or m != tuple(range(rank)):
+            if b is None or b in taken or b in self.pinned or v.type != out_t or m != tuple(range(rank)):
                 continue
             if lu(v) == here and all(lu(h) <= here for h in holders.get(b, [v])):
                 return b
