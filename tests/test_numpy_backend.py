@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tfc
-from tfc.backends.numpy import Compiled, Stages, run_loops
+from tfc.backends.numpy import Compiled, Stages, blas, run_loops
 from tfc.backends.numpy.emitter import emit_function
 from tfc.backends.reference import run
 from tfc.core.registry import REGISTRY
@@ -523,3 +523,37 @@ def test_chunked_full_sums_equal_eager_bitwise(shape, dtype):
         assert got.dtype == want.dtype and got.shape == want.shape, name
         assert got.tobytes() == want.tobytes(), (name, got, want)
         assert "R.tree_sum(" in compiled.get_concrete_function(a, b).source, name
+
+
+_SPIN_PROBE = """
+import os, sys, threading
+import numpy as np
+from tfc.backends.numpy import blas, runtime
+libs = blas.openblas_libraries()
+if not libs:
+    print("none"); sys.exit()
+np.ones((300, 300), np.float32) @ np.ones((300, 300), np.float32)  # OpenBLAS's threads running
+if sys.argv[1] == "thread":  # another Python thread could be inside a BLAS call: no restart
+    stop = threading.Event(); threading.Thread(target=stop.wait).start()
+runtime.pool()
+print(*[blas.spin_wait_log2(lib) for lib in libs], "OPENBLAS_THREAD_TIMEOUT" in os.environ)
+if sys.argv[1] == "thread":
+    stop.set()
+"""
+
+
+@pytest.mark.parametrize("case, env, expected", [
+    ("plain", {}, f"{blas.SPIN_LOG2_CYCLES} False"),
+    ("plain", {"OPENBLAS_THREAD_TIMEOUT": "28"}, "28 True"),  # the user's setting stands
+    ("thread", {}, "0 False"),
+])
+def test_openblas_spin_wait_shortened_once_safe(tmp_path, case, env, expected):
+    prog = tmp_path / "probe.py"
+    prog.write_text(_SPIN_PROBE)
+    full = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")}
+    full.update(env, PYTHONPATH=os.pathsep.join(sys.path), TFC_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, str(prog), case], env=full, capture_output=True, text=True,
+                         check=True).stdout.split()
+    if out == ["none"]:
+        pytest.skip("numpy's BLAS is not an OpenBLAS that tfc can restart (not Linux, or another BLAS)")
+    assert " ".join(out[-2:]) == expected

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from tfc.backends.numpy import blas
 from tfc.core.registry import REGISTRY
 
 # threads for chunked kernels (numpy ufuncs release the GIL); TFC_NUM_THREADS=1 disables
@@ -28,6 +29,7 @@ def pool() -> ThreadPoolExecutor:
     if _pool is None:
         with _pool_lock:
             if _pool is None:
+                blas.shorten_spin_wait()  # OpenBLAS's idle threads must not hold the pool's cores
                 _pool = ThreadPoolExecutor(max(1, NUM_THREADS - 1), thread_name_prefix="tfc-chunks")
     return _pool
 
