@@ -780,11 +780,17 @@ class Emitter:
         return slot_of, nslots
 
     def parallel(self, op, out, pad):
+        """Chunks of rows (the outermost dimension) on the pool: the body into
+        per-thread scratch, the elementwise outputs' rows written; a reduction
+        over trailing axes only reduces each chunk's rows by the registry's
+        ``reduce_*`` kernel (numpy reduces each row alone: eager's bits)."""
         shape = op.iteration_shape
         ins = self._inputs(op, out, pad)
         outs = [self.name(o) for o in op.outs]
         term = op.body.block.last_op
-        slot_of, nslots = self._slots(op, {v: None for v in term.values})
+        kinds = op.reduce_kinds
+        dest = {term.values[0]: "d0"} if len(term.values) == 1 and kinds[0] is None else {}
+        slot_of, nslots = self._slots(op, dest or None)
         row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
         per_elem = sum(_itemsize(v.type) for v in list(op.ins) + list(op.outs) if isinstance(v.type, MemRefType))
         per_elem += _slot_item(slot_of) * nslots
@@ -801,10 +807,14 @@ class Emitter:
                 n_in.append(f"i{j}")
         for j in range(len(outs)):
             body.append(f"d{j} = o{j}[lo:hi]")
-        dest = {term.values[0]: "d0"} if len(term.values) == 1 else {}
         vals, _, _ = self._body(op, n_in, body, "", slot_of=names, dest=dest)
-        for j, s in enumerate(vals):
-            if s != f"d{j}":
+        chunk = f"(hi - lo,) + {tuple(shape[1:])!r}"
+        for j, (s, kind) in enumerate(zip(vals, kinds)):  # reductions first: an output may be an input's buffer
+            if kind is not None:
+                body.append(f"np.copyto(d{j}, rt.kernel('reduce_{kind}')(np.ascontiguousarray(np.broadcast_to("
+                            f"{s}, {chunk})), axis={op.axes}, keepdims={op.keeps_dims(j)}), casting='unsafe')")
+        for j, (s, kind) in enumerate(zip(vals, kinds)):
+            if kind is None and s != f"d{j}":
                 body.append(f"np.copyto(d{j}, {s}, casting='unsafe')")
         pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))]
         self._kernel_def(k, pnames, body, spec)
@@ -835,13 +845,16 @@ class Emitter:
 
     def reduction(self, op, out, pad):
         """A kernel with reduced outputs (and perhaps elementwise ones): over flat
-        chunks when ``_flat_chunks`` allows, else the body on whole arrays, each
+        chunks when ``_flat_chunks`` allows, over chunks of rows when the
+        outermost dimension is not reduced, else the body on whole arrays, each
         reduced output by the registry's ``reduce_*`` kernel (eager's order;
         ``Runtime.reduce`` runs large ones over leading axes in column blocks)."""
         shape = op.iteration_shape
         periods = self._flat_chunks(op)
         if periods is not None:
             return self.tree_sum(op, periods, out, pad)
+        if 0 not in op.axes:
+            return self.parallel(op, out, pad)  # rows reduced within their chunk
         ins = self._inputs(op, out, pad)
         vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
         for k, (o, v, kind) in enumerate(zip(op.outs, vals, op.reduce_kinds)):
