@@ -128,3 +128,15 @@ def test_compiled_function_uses_the_pipeline():
     assert "tfc.transpose" in conc.ir("tensor-raw")
     x = np.array([[1.0, 2.0]], np.float32)
     np.testing.assert_allclose(f(tfc.constant(x)).numpy(), x + 2 * np.exp(x), rtol=1e-6)
+
+
+def test_adding_zero_keeps_eagers_signed_zero():
+    """x + 0.0 is +0.0 where x is -0.0: simplify must not drop it (nor x - (-0.0))."""
+    import tfc
+
+    def f(x):
+        return x + 0.0, x - (-0.0), x - 0.0, x + (-0.0)
+
+    x = np.array([-0.0, 0.0, 1.0], np.float32)
+    for got, want in zip(tfc.function(f)(x), f(tfc.constant(x))):
+        np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))

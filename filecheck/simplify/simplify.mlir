@@ -5,10 +5,27 @@
 func.func @identities(%x: tensor<3xf32>) -> tensor<3xf32> {
   %one = tfc.constant dense<1.0> : tensor<f32>
   %zero = tfc.constant dense<0.0> : tensor<3xf32>
+  %negzero = tfc.constant dense<-0.0> : tensor<3xf32>
   %a = tfc.multiply %one, %x : (tensor<f32>, tensor<3xf32>) -> tensor<3xf32>
-  %b = tfc.add %a, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %b = tfc.add %a, %negzero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   %c = tfc.subtract %b, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   func.return %c : tensor<3xf32>
+}
+
+// A float x + 0.0 is +0.0 where x is -0.0, and x - (-0.0) likewise: both stay.
+// Integer zeros have no sign.
+// CHECK-LABEL: func.func @signed_zeros
+// CHECK:         tfc.add %x, %zero
+// CHECK:         tfc.subtract %x, %negzero
+// CHECK:         func.return %{{.*}}, %{{.*}}, %i
+func.func @signed_zeros(%x: tensor<3xf32>, %i: tensor<3xi32>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3xi32>) {
+  %zero = tfc.constant dense<0.0> : tensor<3xf32>
+  %negzero = tfc.constant dense<-0.0> : tensor<3xf32>
+  %izero = tfc.constant dense<0> : tensor<3xi32>
+  %a = tfc.add %x, %zero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %b = tfc.subtract %x, %negzero : (tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  %c = tfc.add %izero, %i : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  func.return %a, %b, %c : tensor<3xf32>, tensor<3xf32>, tensor<3xi32>
 }
 
 // x * 1 that broadcasts keeps its op: the result type differs from x.

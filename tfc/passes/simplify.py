@@ -1,4 +1,5 @@
-"""Algebraic simplification: x*1, x+0, x-0 -> x; x-x -> 0 for integers;
+"""Algebraic simplification: x*1, x+(-0.0), x-(+0.0) -> x (and x+0, x-0 for
+integers; a float x + 0.0 is +0.0 where x is -0.0, so it stays); x-x -> 0 for integers;
 x**2 -> x*x (pow by a constant 2, integer_pow with n=2); transpose(transpose(x)) -> one transpose (or x);
 reshape(reshape(x)) -> one reshape. A rewrite applies only when the result keeps
 its type (so a broadcasting x*1 stays)."""
@@ -20,6 +21,15 @@ def const_value(ssa):
 def _is(ssa, value) -> bool:
     v = const_value(ssa)
     return v is not None and v.size > 0 and bool(np.all(v == value))
+
+
+def _is_zero_keeping(ssa, negative: bool) -> bool:
+    """``ssa`` is a constant zero that adding (``negative``: -0.0) or
+    subtracting (+0.0) leaves every x unchanged, the sign of a zero included."""
+    v = const_value(ssa)
+    if v is None or v.size == 0 or not np.all(v == 0):
+        return False
+    return not np.issubdtype(v.dtype, np.floating) or bool(np.all(np.signbit(v) == negative))
 
 
 def _is_scalar(ssa, value) -> bool:
@@ -50,11 +60,11 @@ def simplify_op(op) -> bool:
                 return True
     if name == "add":
         for i, j in ((0, 1), (1, 0)):
-            if same[i] and _is(args[j], 0):
+            if same[i] and _is_zero_keeping(args[j], negative=True):
                 _replace(op, [], args[i])
                 return True
     if name == "subtract":
-        if same[0] and _is(args[1], 0):
+        if same[0] and _is_zero_keeping(args[1], negative=False):
             _replace(op, [], args[0])
             return True
         spec = spec_of(res.type)
