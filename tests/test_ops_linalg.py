@@ -165,3 +165,24 @@ def test_getitem_scalar_tensor_index():
     t = tfc.constant(a)
     assert_same(t[tfc.constant(1), tfc.constant(-1, tfc.int64)], a[1, -1])
     assert_same(t[tfc.constant(0):tfc.constant(2)], a[0:2])
+
+
+def test_matmul_bits_do_not_depend_on_operand_layout():
+    """numpy multiplies some broadcast or strided operands with its own loop
+    (another summation order than BLAS): eager (views) and compiled
+    (contiguous buffers) must still agree to the bit."""
+    rng = np.random.default_rng(0)
+    w = tfc.constant(rng.normal(size=(1000, 64)).astype(np.float32))
+    wt = tfc.constant(rng.normal(size=(64, 1000)).astype(np.float32))
+    v = rng.normal(size=(1000,)).astype(np.float32)
+    s = np.float32(3.7)
+
+    def f(v, s):  # the layouts numpy does not hand to BLAS (measured: these differ without the copy)
+        return (tfc.matmul(tfc.broadcast_to(s, [1, 1000]), w),
+                tfc.matmul(tfc.broadcast_to(v, [4, 1000]), wt, transpose_b=True))
+
+    for got, want in zip(tfc.function(f)(v, s), f(tfc.constant(v), tfc.constant(s))):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    ones = tfc.broadcast_to(tfc.constant(s), [1, 1000])
+    np.testing.assert_array_equal(tfc.matmul(ones, w).numpy(),
+                                  tfc.matmul(tfc.constant(np.full((1, 1000), s)), w).numpy())

@@ -10,12 +10,26 @@ from tfc.ops import _infer as inf
 from tfc.ops._grad import unbroadcast
 
 
+def blas_ready(a):
+    """``a`` laid out so that numpy's matmul hands its matrices to BLAS: the
+    last two axes strided with one unit stride. numpy multiplies other layouts
+    (a broadcast, a strided slice) with its own loop, which sums in another
+    order; eager and compiled code lay the same value out differently, so
+    without this copy a product's bits would depend on the layout."""
+    if a.ndim < 2 or a.dtype.kind not in "fc":
+        return a  # numpy's own loop for every layout
+    (s1, s2), (d1, d2), item = a.strides[-2:], a.shape[-2:], a.itemsize
+    if (s2 == item and s1 % item == 0 and s1 // item >= d2) or (s1 == item and s2 % item == 0 and s2 // item >= d1):
+        return a
+    return np.ascontiguousarray(a)
+
+
 def _matmul_kernel(a, b, transpose_a, transpose_b):
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return np.matmul(a, b)
+    return np.matmul(blas_ready(a), blas_ready(b))
 
 
 def _matmul_infer(op, a: Spec, b: Spec, transpose_a, transpose_b) -> Spec:

@@ -11,6 +11,7 @@ import numpy as np
 
 from tfc.backends.numpy import blas
 from tfc.core.registry import REGISTRY
+from tfc.ops.linalg import blas_ready
 
 # threads for chunked kernels (numpy ufuncs release the GIL); TFC_NUM_THREADS=1 disables
 NUM_THREADS = int(os.environ.get("TFC_NUM_THREADS", "0")) or (os.cpu_count() or 1)
@@ -224,7 +225,7 @@ def matmul_into(a, b, ta: bool, tb: bool, out):
         a = np.swapaxes(a, -1, -2)
     if tb:
         b = np.swapaxes(b, -1, -2)
-    np.matmul(a, b, out=out)
+    np.matmul(blas_ready(a), blas_ready(b), out=out)
 
 
 def donatable(cell, shape, dtype):
