@@ -22,7 +22,7 @@ from tfc.core.variable import Variable
 class Entry:
     """One recorded op application; gradient rules read its fields."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "needs")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "needs", "prev", "totals")
 
     def __init__(self, op, inputs, outputs, attrs):
         self.op = op
@@ -30,6 +30,8 @@ class Entry:
         self.outputs = outputs
         self.attrs = attrs
         self.needs = None  # per input: is its gradient wanted? (set by backprop)
+        self.prev = None  # per input: its gradient so far (set by backprop)
+        self.totals = ()  # inputs whose gradient from the rule includes ``prev`` (set by the rule)
 
     def needs_grad(self, i: int) -> bool:
         """Rules may skip computing the gradient of input ``i`` when this is False."""
@@ -159,12 +161,15 @@ class GradientTape:
         self._entries.clear()
         self._variables.clear()
 
-    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none", seeds=None):
         """d(sum of target) / d(sources), shaped like ``sources``.
 
         ``output_gradients`` weights each target (default ones). Sources that the
         target does not depend on give None, or zeros with
-        ``unconnected_gradients="zero"``.
+        ``unconnected_gradients="zero"``. ``seeds`` (internal: the gradient rules
+        of compiled control flow) are gradients already accumulated for the
+        flat sources, None for none: the result adds onto them in the order
+        eager's tape would.
         """
         if unconnected_gradients not in ("none", "zero"):
             raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
@@ -187,7 +192,10 @@ class GradientTape:
         # Our own backward ops are not recorded here; outer tapes do record them.
         i = self._pop()
         try:
-            grads = backprop(self._entries, flat_targets, flat_sources, output_gradients)
+            # a source the tape never tracked gets no gradient (as in eager TensorFlow),
+            # even where it is an input of a recorded op
+            grads = backprop(self._entries, flat_targets, flat_sources, output_gradients,
+                             tracked=self._tracked, seeds=seeds)
         finally:
             if i >= 0:
                 TAPES.insert(i, self)
@@ -202,12 +210,20 @@ class GradientTape:
         return nest.pack_sequence_as(sources, grads)
 
 
-def backprop(entries, targets, sources, output_gradients=None) -> list:
-    """Reverse-mode sweep over recorded ``entries`` from ``targets`` to ``sources``."""
+def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None) -> list:
+    """Reverse-mode sweep over recorded ``entries`` from ``targets`` to
+    ``sources`` (those in ``tracked``, when given; ``seeds``: their gradients
+    so far, which contributions are added onto).
+
+    The rule of an op marked ``seeded`` (compiled control flow, whose body adds
+    many contributions to one captured value) finds the gradients accumulated
+    so far for its inputs in ``entry.prev`` and may return, for the inputs it lists in
+    ``entry.totals``, the new totals: the additions then happen in eager's
+    order."""
     from tfc.ops.creation import ones_like, zeros_like
 
-    # Only ops on a path from a source matter.
-    reach = {id(s) for s in sources}
+    # Only ops on a path from a (tracked) source matter.
+    reach = {id(s) for s in sources if tracked is None or id(s) in tracked}
     useful = []
     for e in entries:
         if any(id(t) in reach for t in e.inputs):
@@ -221,6 +237,9 @@ def backprop(entries, targets, sources, output_gradients=None) -> list:
         prev = grads.get(k)
         grads[k] = g if prev is None else prev + g
 
+    for s, g in zip(sources, seeds or ()):
+        if g is not None:
+            grads[id(s)] = g
     for k, t in enumerate(targets):
         if id(t) not in reach:
             continue
@@ -235,11 +254,16 @@ def backprop(entries, targets, sources, output_gradients=None) -> list:
         else:
             g = [zeros_like(o) if og is None else og for o, og in zip(e.outputs, out_grads)]
         e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
+        if getattr(e.op, "seeded", False):
+            e.prev = [grads.get(id(x)) for x in e.inputs]
         in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
-        for x, gx, needed in zip(e.inputs, in_grads, e.needs):
-            if gx is not None and needed:
+        for k in e.totals:  # totals first: an input listed twice adds its other gradient onto its total
+            if in_grads[k] is not None and e.needs[k]:
+                grads[id(e.inputs[k])] = in_grads[k]
+        for k, (x, gx, needed) in enumerate(zip(e.inputs, in_grads, e.needs)):
+            if gx is not None and needed and k not in e.totals:
                 accumulate(x, gx)
     return [grads.get(id(s)) for s in sources]
 

@@ -197,6 +197,8 @@ def constant(value, dtype=None, shape=None) -> Tensor:
     if isinstance(value, Tensor):
         from tfc.ops import math as _math
 
+        if hasattr(value, "read_value"):  # a Variable: its value now, not the variable
+            value = value.read_value()
         t = value if dt is None or value.dtype == dt else _math.cast(value, dt)
     else:
         t = wrap(_to_numpy(value, dt))

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from tfc.core import dtypes
-from tfc.core.context import STATE
+from tfc.core.context import STATE, TAPES
 from tfc.core.tensor import Tensor, constant, wrap
 
 _uid = itertools.count()
@@ -36,6 +36,10 @@ class Variable(Tensor):
         builder = STATE.builder
         if builder is not None:
             return builder.read_variable(self)
+        if TAPES:  # a recorded read: gradients flow to the variable (as in TensorFlow)
+            from tfc.core.tape import snapshot_variables
+
+            return snapshot_variables([self])[0]
         return wrap(self._value)
 
     def value(self) -> Tensor:

@@ -139,9 +139,10 @@ def _region_replay(builder, captured, nested=True):
     return Replay(builder, env, read, assign, nested)
 
 
-def _vjp(replay, block, args, sources, targets_idx, out_grads):
+def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None):
     """``replay`` of ``block`` on ``args`` under a fresh tape; the gradients of its
-    results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``."""
+    results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``,
+    added onto ``seeds`` (gradients so far, None for none) as eager adds them."""
     from tfc.core.tape import GradientTape
 
     with GradientTape(watch_accessed_variables=False) as tape:
@@ -150,31 +151,66 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads):
     if not sources:
         return []
     targets = [res[k] for k in targets_idx]
-    return tape.gradient(targets, list(sources), output_gradients=list(out_grads), unconnected_gradients="zero")
+    return tape.gradient(targets, list(sources), output_gradients=list(out_grads), unconnected_gradients="zero",
+                         seeds=seeds)
+
+
+def _reaches(block, value, targets) -> bool:
+    """May the outer SSA ``value`` flow into the terminator operands
+    ``targets`` of ``block``? (An op is reached when it or an op nested in it
+    uses a reached value: an over-approximation.) A captured value that
+    reaches no result gets no gradient, as eagerly, where its ops are not
+    recorded, instead of a zero that 0 * inf would turn into NaN upstream."""
+    reached = {value}
+    for op in block.ops:
+        if any(v in reached for inner in op.walk() for v in inner.operands):
+            reached.update(op.results)
+    operands = block.last_op.operands
+    return any(operands[k] in reached for k in targets)
+
+
+def _connected(blocks, t, targets) -> bool:
+    ssa = getattr(t, "_ssa", None)
+    return isinstance(t, Variable) or ssa is None or any(_reaches(b, ssa, targets) for b in blocks)
+
+
+def _negative_zeros(t):
+    """-0.0 everywhere: adding onto it leaves any value as it is, -0.0 included."""
+    from tfc.ops.creation import zeros_like
+
+    return -zeros_like(t)
 
 
 class CondGrad:
     """Tape stand-in for one tfc.cond; ``entry.inputs`` are the values its
-    branches captured, ``entry.attrs`` hold the IR op and the predicate."""
+    branches captured, ``entry.attrs`` hold the IR op and the predicate. Its
+    gradients are totals (``seeded``): each branch adds its contributions onto
+    the gradient accumulated so far, in eager's order."""
 
     name = "tfc.cond"
+    seeded = True
 
     def grad(self, entry, g):
         builder = STATE.builder
         op, pred = entry.attrs["op"], entry.attrs["pred"]
         gs = g if isinstance(g, list) else [g]
         captured = entry.inputs
-        want = [k for k, x in enumerate(captured) if entry.needs_grad(k) and _floating(x)]
+        fo = [k for k, o in enumerate(entry.outputs) if _floating(o)]
+        blocks = (op.then_region.block, op.else_region.block)
+        want = [k for k, x in enumerate(captured)
+                if entry.needs_grad(k) and _floating(x) and _connected(blocks, x, fo)]
         out = [None] * len(captured)
         if not want:
             return out
-        fo = [k for k, o in enumerate(entry.outputs) if _floating(o)]
         sources = [captured[k] for k in want]
+        seeds = [entry.prev[k] for k in want]
+        entry.totals = want
 
-        def branch(region):
-            return lambda: tuple(_vjp(_region_replay(builder, captured), region.block, [], sources, fo, [gs[k] for k in fo]))
+        def branch(block):
+            return lambda: tuple(_vjp(_region_replay(builder, captured), block, [], sources, fo,
+                                      [gs[k] for k in fo], seeds))
 
-        res = nest.flatten(builder.cond(pred, branch(op.then_region), branch(op.else_region)))
+        res = nest.flatten(builder.cond(pred, branch(blocks[0]), branch(blocks[1])))
         for k, gk in zip(want, res):
             out[k] = gk
         return out
@@ -182,14 +218,17 @@ class CondGrad:
 
 class WhileGrad:
     """Tape stand-in for one tfc.while; ``entry.inputs`` are the initial loop
-    values (``attrs["n_init"]`` of them) then the captured values."""
+    values (``attrs["n_init"]`` of them) then the captured values. The
+    captured values' gradients are totals (``seeded``): each iteration adds
+    its contributions onto the gradient so far, in eager's order."""
 
     name = "tfc.while_loop"
+    seeded = True
 
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of
         from tfc.ops.control_flow import tensor_array_write
-        from tfc.ops.creation import zeros, zeros_like
+        from tfc.ops.creation import zeros
         from tfc.ops.shapes import gather
 
         builder = STATE.builder
@@ -206,12 +245,13 @@ class WhileGrad:
                     f"and element_shape instead of a growing one)")
         gs = g if isinstance(g, list) else [g]
         fs = [k for k in range(n) if specs[k].dtype.is_floating]
-        want = [k for k, x in enumerate(captured) if entry.needs_grad(n + k) and _floating(x)]
+        body, cond = op.body_region.block, op.cond_region.block
+        want = [k for k, x in enumerate(captured)
+                if entry.needs_grad(n + k) and _floating(x) and _connected([body], x, fs)]
         out = [None] * len(entry.inputs)
         if not fs:
             return out
         grow = limit is None
-        body, cond = op.body_region.block, op.cond_region.block
 
         # 1. The loop again, keeping the state at the start of each iteration.
         def hist_cond(*a):
@@ -240,17 +280,21 @@ class WhileGrad:
         def bw_body(j, *acc):
             state = [gather(b, j, axis=0) for b in bufs]
             srcs = [state[k] for k in fs] + sources_caps
-            grads = _vjp(_region_replay(builder, captured), body, state, srcs, fs, acc[:nf])
-            caps = [a + d for a, d in zip(acc[nf:], grads[nf:])]
-            return (j - 1, *grads[:nf], *caps)
+            grads = _vjp(_region_replay(builder, captured), body, state, srcs, fs, acc[:nf],
+                         [None] * nf + list(acc[nf:]))
+            return (j - 1, *grads)
 
-        acc0 = [gs[k] for k in fs] + [zeros_like(c) for c in sources_caps]
-        res = builder.while_loop(bw_cond, bw_body, [count - 1, *acc0], limit)
+        # the captured values' accumulators start from their gradients so far
+        # (-0.0 where none: an exact identity for the first addition)
+        caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else _negative_zeros(captured[k])
+                 for k in want]
+        res = builder.while_loop(bw_cond, bw_body, [count - 1, *[gs[k] for k in fs], *caps0], limit)
         for k, gk in zip(fs, res[1:1 + nf]):
             if entry.needs_grad(k):
                 out[k] = gk
         for k, gk in zip(want, res[1 + nf:]):
             out[n + k] = gk
+        entry.totals = [n + k for k in want]
         return out
 
 
