@@ -559,21 +559,6 @@ def test_openblas_spin_wait_shortened_once_safe(tmp_path, case, env, expected):
     assert " ".join(out[-2:]) == expected
 
 
-@pytest.mark.parametrize("shape, axes", [((4096, 300), (0,)), ((64, 64, 300), (0, 1)), ((70000, 17), (0,)),
-                                         ((2 ** 20, 3), (0,)), ((300, 4096), (0,)), ((4096, 300), (1,))])
-@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
-@pytest.mark.parametrize("keepdims", [False, True])
-def test_runtime_reduce_in_column_blocks_is_eagers(monkeypatch, shape, axes, kind, keepdims):
-    from tfc.backends.numpy import runtime as rt
-
-    monkeypatch.setattr(rt, "NUM_THREADS", 3)  # blocks of uneven widths, some on the pool
-    x = (np.random.default_rng(0).standard_normal(shape) * 1000).astype(np.float32)
-    got = rt.Runtime(0, 0).reduce(kind, x, axes, keepdims)
-    want = REGISTRY[f"reduce_{kind}"].kernel(x, axis=axes, keepdims=keepdims)
-    assert got.dtype == want.dtype and got.shape == want.shape
-    np.testing.assert_array_equal(got, want)
-
-
 def test_compiled_axis0_reductions_match_eager_bitwise():
     x = tfc.constant((np.random.default_rng(1).standard_normal((6000, 200)) * 100).astype(np.float32))
 

@@ -847,8 +847,7 @@ class Emitter:
         """A kernel with reduced outputs (and perhaps elementwise ones): over flat
         chunks when ``_flat_chunks`` allows, over chunks of rows when the
         outermost dimension is not reduced, else the body on whole arrays, each
-        reduced output by the registry's ``reduce_*`` kernel (eager's order;
-        ``Runtime.reduce`` runs large ones over leading axes in column blocks)."""
+        reduced output by the registry's ``reduce_*`` kernel (eager's order)."""
         shape = op.iteration_shape
         periods = self._flat_chunks(op)
         if periods is not None:
@@ -862,8 +861,8 @@ class Emitter:
                 out.append(pad + f"np.copyto({self.name(o)}, {v}, casting='unsafe')")
                 continue
             src = f"np.ascontiguousarray(np.broadcast_to({v}, {shape}))"
-            out.append(pad + f"np.copyto({self.name(o)}, R.reduce('{kind}', {src}, {op.axes}, "
-                       f"{op.keeps_dims(k)}), casting='unsafe')")
+            out.append(pad + f"np.copyto({self.name(o)}, rt.kernel('reduce_{kind}')({src}, axis={op.axes}, "
+                       f"keepdims={op.keeps_dims(k)}), casting='unsafe')")
         # the body's whole-array temporaries die here, not when the function returns
         # (a loop of reductions would otherwise hold one per iteration)
         temps = sorted({env[v] for v in env if is_array.get(v) and env[v].startswith("t")

@@ -138,31 +138,6 @@ class Runtime:
 
         return combine(0, n)
 
-    def reduce(self, kind: str, x, axes, keepdims: bool):
-        """The registry's ``reduce_<kind>`` of ``x`` over ``axes``. A large float
-        sum/mean/max/min over leading axes runs in column blocks on the pool:
-        numpy reduces each column of a C-ordered array in row order whatever
-        the block, so the bits are eager's (blocks at least 8 wide: a column
-        alone would be summed pairwise, as a contiguous array)."""
-        kernel = REGISTRY[f"reduce_{kind}"].kernel
-        lead = len(axes)
-        if (NUM_THREADS > 1 and x.size >= PARALLEL_MIN and kind in ("sum", "mean", "max", "min")
-                and tuple(axes) == tuple(range(lead)) and 0 < lead < x.ndim
-                and x.dtype in (np.float32, np.float64) and x.flags.c_contiguous):
-            m = int(np.prod(x.shape[lead:], dtype=np.int64))
-            blocks = min(2 * NUM_THREADS, m // 8)
-            if blocks > 1:
-                cols = x.reshape(-1, m)
-                out = np.empty(m, x.dtype)
-
-                def block(lo, hi, T):
-                    out[lo:hi] = kernel(cols[:, lo:hi], axis=(0,), keepdims=False)
-
-                edges = [m * i // blocks for i in range(blocks + 1)]
-                self._each(block, (), list(zip(edges, edges[1:])), True, None, [])
-                return out.reshape((1,) * lead * keepdims + x.shape[lead:])
-        return kernel(x, axis=axes, keepdims=keepdims)
-
     def _each(self, kernel, args, ranges, parallel: bool, key, spec) -> list:
         """kernel(*args, lo, hi, T) for every (lo, hi) of ``ranges``, on the thread
         pool when ``parallel``; their results in order."""
