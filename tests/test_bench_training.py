@@ -182,3 +182,12 @@ def test_compiled_update_reuses_the_variable_array_only_when_unshared():
     np.testing.assert_allclose(held.numpy(), np.arange(6).reshape(2, 3) / 4)
     np.testing.assert_allclose(v.numpy(), np.arange(6).reshape(2, 3) / 8)
     assert "argument 0's storage" in str(f.get_concrete_function().memory_plan)
+
+
+def test_mlp_compiled_memory_plan_within_60_percent_of_eager_peak():
+    """The optimizing-pipeline issue's memory target, measured in bytes (not
+    time): the compiled step's plan (arena + fresh + one worker's scratch) at
+    most 60% of the eager step's tracemalloc peak, at the benchmark's batch."""
+    x, labels, params = mlp_step.make_data()
+    rows = {case: nbytes for case, nbytes, _ in mlp_step.memory_rows(x, labels, params)}
+    assert rows["tfc compiled, plan"] <= 0.6 * rows["tfc eager"], rows

@@ -256,6 +256,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
         if getattr(e.op, "seeded", False):
             e.prev = [grads.get(id(x)) for x in e.inputs]
+            e.totals = ()  # the rule says which (a persistent tape runs it again)
         in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")

@@ -30,14 +30,14 @@ from tfc.dialects import loops as L
 from tfc.dialects.fused import flat_period
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 
-# working set of one chunk (inputs, outputs, scratch): one to two times a core's L2
-# (1-2 MiB on current x86 servers). Kernels large enough for the thread pool take
-# twice that: fewer ufunc calls (~1 us each) beat a working set that spills to L3
-# (2-core EPYC, 1 MiB L2, compiled twice and interleaved in one process: GELU over
-# 2^24 floats 13.5 ms at 2 MiB vs 14.9 at 1 MiB, the L-BFGS loss+gradient 100 vs
-# 103 ms; 4 MiB no better); smaller ones keep the smaller scratch (it counts in the
-# memory plan).
-CHUNK_BYTES = 2 << 20
+# working set of one chunk (inputs, outputs, scratch): about a core's L2 (1-2 MiB on
+# current x86 servers). Kernels large enough for the thread pool take four times
+# that: fewer ufunc calls (~1 us each) beat a working set that spills to L3 (2-core
+# EPYC, 1 MiB L2, compiled twice and interleaved in one process: GELU over 2^24
+# floats 13.5 ms at 4 MiB vs 14.9 at 2 MiB, the L-BFGS loss+gradient 100 vs 103 ms;
+# 8 MiB no better); smaller ones keep the smaller scratch (it counts in the memory
+# plan: the MLP step's plan is 58% of eager's peak with 1 MiB, 66% with 2 MiB).
+CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
@@ -113,7 +113,7 @@ def py_literal(x) -> str | None:
 
 
 def chunk_bytes(elements: int) -> int:
-    return 2 * CHUNK_BYTES if elements >= PARALLEL_MIN else CHUNK_BYTES
+    return 4 * CHUNK_BYTES if elements >= PARALLEL_MIN else CHUNK_BYTES
 
 
 def _itemsize(t) -> int:
