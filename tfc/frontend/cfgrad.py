@@ -242,7 +242,9 @@ class WhileGrad:
                     f"the gradient of a tfc.while_loop whose loop variable {k} changes shape across iterations "
                     f"(shape {s.shape}) is not implemented: each iteration's state is stored in a buffer, which "
                     f"needs a fixed shape; keep loop variable shapes fixed (e.g. a TensorArray with a fixed size "
-                    f"and element_shape instead of a growing one)")
+                    f"and element_shape instead of a growing one). A second-order gradient through a loop "
+                    f"without maximum_iterations meets this in the first gradient's history of states: give "
+                    f"the loop maximum_iterations, or loop over a tfc.range of Python ints")
         gs = g if isinstance(g, list) else [g]
         fs = [k for k in range(n) if specs[k].dtype.is_floating]
         body, cond = op.body_region.block, op.cond_region.block

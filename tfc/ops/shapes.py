@@ -523,6 +523,16 @@ def _gather_grad(e, g):
     params, indices = e.inputs
     a = e.attrs["axis"] % params.ndim
     q = indices.ndim
+    if params.shape[a] is None:  # traced with a size known only at run time (a loop's growing history)
+        if a != 0 or q != 0:
+            raise NotImplementedError(
+                f"the gradient of gather along axis {a} of size unknown until run time, with indices of shape "
+                f"{tuple(indices.shape)}, is not implemented (only one row at a scalar index along axis 0 is)")
+        from tfc.ops.control_flow import tensor_array_write
+        from tfc.ops.creation import zeros_like
+
+        # the row, added onto zeros as unsorted_segment_sum adds (-0.0 becomes +0.0)
+        return [tensor_array_write(zeros_like(params), indices, zeros_like(g) + g), None]
     # Move the index axes of g to the front, sum rows into params' axis a, move it back.
     perm = [*range(a, a + q), *range(a), *range(a + q, g.ndim)]
     if perm != sorted(perm):

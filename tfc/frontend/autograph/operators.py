@@ -409,6 +409,8 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
             raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
         counter, limit, delta = constant(0), iterable.shape[0], 1
         index = iterable
+    static = all(isinstance(b, int) and not isinstance(b, bool) for b in (start if index is None else 0, limit, delta))
+    trips = len(builtins.range(start if index is None else 0, limit, delta)) if static and delta else None
 
     state = {"i": counter}
 
@@ -430,7 +432,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
         state["i"] = i + delta
 
     _tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
-                 counter=state, composites=composites)
+                 counter=state, composites=composites, trips=trips)
 
 
 def _check_same(name, before, after, line):
@@ -472,7 +474,11 @@ def _to_loop_var(v):
     return v
 
 
-def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=()):
+def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=(), trips=None):
+    """``trips``: the most iterations the loop can run, where known while
+    tracing (a range of Python ints, a tensor of static length): the loop's
+    ``maximum_iterations``, so its gradient stores each iteration's state in a
+    fixed-size buffer (and can itself be differentiated)."""
     cells = _cells(fns, names, composites)
     loop_vars = [n for n in loop_vars if n in cells]
     undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
@@ -559,7 +565,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
             out.append(counter["i"])
         return tuple(out)
 
-    outs = _cf().while_loop(cond_fn, body_fn, init_all)
+    outs = _cf().while_loop(cond_fn, body_fn, init_all, maximum_iterations=trips)
     outs = tuple(outs) if isinstance(outs, (tuple, list)) else (outs,)
     load(outs)
     for k, n in enumerate(flags):
