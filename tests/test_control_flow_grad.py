@@ -546,3 +546,17 @@ def _first_grad_of_for(x):
             acc = tfc.sin(acc) * x
         loss = tfc.reduce_sum(acc)
     return t1.gradient(loss, x)
+
+
+def test_gather_gradient_along_a_dimension_known_at_run_time():
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 3), tfc.float64)])
+    def g(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            loss = tfc.reduce_sum(tfc.gather(x, 1) * tfc.gather(x, 0))
+        return t.gradient(loss, x)
+
+    x = np.arange(12, dtype=np.float64).reshape(4, 3) - 5.0
+    want = np.zeros_like(x)
+    want[0], want[1] = x[1], x[0]
+    np.testing.assert_array_equal(g(x).numpy(), want)
