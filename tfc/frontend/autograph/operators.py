@@ -407,10 +407,11 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
     else:
         if not iterable.shape:
             raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
-        counter, limit, delta = constant(0), iterable.shape[0], 1
-        index = iterable
-    static = all(isinstance(b, int) and not isinstance(b, bool) for b in (start if index is None else 0, limit, delta))
-    trips = len(builtins.range(start if index is None else 0, limit, delta)) if static and delta else None
+        start, limit, delta = 0, iterable.shape[0], 1
+        counter, index = constant(0), iterable
+    bounds = (start, limit, delta)
+    static = all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and delta != 0
+    trips = len(builtins.range(*bounds)) if static else None  # known while tracing
 
     state = {"i": counter}
 
