@@ -554,3 +554,24 @@ def test_gather_gradient_along_a_dimension_known_at_run_time():
     want = np.zeros_like(x)
     want[0], want[1] = x[1], x[0]
     np.testing.assert_array_equal(g(x).numpy(), want)
+
+
+def test_eager_tape_around_a_compiled_call_is_eagers_bits():
+    """The call's gradient adds onto the gradient so far as eager's tape does;
+    an input no result depends on gets none."""
+    x = tfc.constant(np.random.default_rng(3).normal(size=(6,)).astype(np.float32))
+    y = tfc.constant(np.ones(6, np.float32))
+    v = tfc.Variable(np.arange(6, dtype=np.float32))
+
+    def f(a, b):
+        return a * a * 3.0 + tfc.sin(a) * v
+
+    def outer(fn):
+        with tfc.GradientTape() as t:
+            t.watch([x, y])
+            loss = tfc.reduce_sum(fn(x, y) * tfc.exp(x) * v)
+        return t.gradient(loss, [x, y, v])
+
+    want, got = outer(f), outer(tfc.function(f))
+    assert want[1] is None and got[1] is None
+    _same_bits([got[0], got[2]], [want[0], want[2]])

@@ -19,6 +19,10 @@ lists, prints) and what is differentiated is exactly what was compiled.
   the backward function, built once per ConcreteFunction by replaying the
   forward function under a tape (variables become plain tensor inputs holding
   their values at call time).
+
+All three rules are ``seeded``: the tape hands them the gradient accumulated so
+far for each input (``entry.prev``) and they add their contributions onto it,
+in the order eager's tape adds them, so compiled gradients keep eager's bits.
 """
 from __future__ import annotations
 
@@ -335,7 +339,12 @@ def call_recorded(conc, tensors):
 
 
 class CallGrad:
-    """Tape stand-in for one call of a ConcreteFunction."""
+    """Tape stand-in for one call of a ConcreteFunction. Its gradients are
+    totals (``seeded``): the backward function adds its contributions onto
+    each input's gradient so far, in eager's order (unless a tensor is passed
+    twice: eager has one gradient for both, so they are added after)."""
+
+    seeded = True
 
     def __init__(self, conc, values, keep):
         self.conc = conc
@@ -353,23 +362,35 @@ class CallGrad:
         conc = self.conc
         gs = g if isinstance(g, list) else [g]
         n = len(conc.input_specs)
-        bwd, fo, fi, fv = backward_function(conc)
+        bwd, fo, fi, fv, connected = backward_function(conc)
         snaps = [wrap(value) for value in self.values]
         for j, k in enumerate(self.keep):  # outer tapes: a snapshot depends on its variable
             record(READ_VARIABLE, [entry.inputs[n + j]], snaps[k], {})
-        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo]))
-        grads = dict(zip(fi, res[:len(fi)]))
-        var_grads = dict(zip(fv, res[len(fi):]))
-        out = [grads.get(k) if entry.needs_grad(k) else None for k in range(n)]
-        out += [var_grads.get(k) if entry.needs_grad(n + j) else None for j, k in enumerate(self.keep)]
+        # entry positions of the float inputs, then of the float variables the entry holds
+        at = fi + [n + self.keep.index(k) if k in self.keep else None for k in fv]
+        distinct = len({id(x) for x in entry.inputs}) == len(entry.inputs)
+        seeds = []
+        for p, x in zip(at, [entry.inputs[k] for k in fi] + [snaps[k] for k in fv]):
+            prev = entry.prev[p] if distinct and p is not None else None
+            seeds.append(prev if prev is not None else _negative_zeros(x))
+        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds))
+        out = [None] * len(entry.inputs)
+        for p, gp, ok in zip(at, res, connected):
+            if p is not None and ok and entry.needs_grad(p):
+                out[p] = gp
+        if distinct:
+            entry.totals = [p for p, ok in zip(at, connected) if p is not None and ok]
         return out
 
 
 def backward_function(conc):
     """(backward ConcreteFunction, float output indices, float input indices,
-    float variable indices) of ``conc``, built once. The backward function takes
-    the inputs, the variables' values and the float outputs' gradients, and
-    returns the gradients of the float inputs then of the float variables."""
+    float variable indices, connected) of ``conc``, built once. The backward
+    function takes the inputs, the variables' values, the float outputs'
+    gradients and the gradients so far of the float inputs then variables,
+    and returns those gradients with the call's contributions added (in
+    eager's order); ``connected`` says, per float input then variable, whether
+    any result depends on it (the others get no gradient, as eagerly)."""
     cached = getattr(conc, "_backward", None)
     if cached is not None:
         return cached
@@ -411,7 +432,12 @@ def backward_function(conc):
             slots[ref] = value
 
         sources = [xs[k] for k in fi] + [vs[k] for k in fv]
-        grads = _vjp(Replay(builder, {}, read, assign), block, xs, sources, fo, gs)
+        seeds = [arg(s, f"seed{k}") for k, s in enumerate([conc.input_specs[k] for k in fi]
+                                                           + [Spec(tuple(conc.variables[k].shape),
+                                                                   conc.variables[k].dtype) for k in fv])]
+        # the forward block's argument of each source (a variable's: its reference)
+        connected = [_reaches(block, block.args[k], fo) for k in fi + [n + k for k in fv]]
+        grads = _vjp(Replay(builder, {}, read, assign), block, xs, sources, fo, gs, seeds)
     bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
-    conc._backward = (bwd, fo, fi, fv)
+    conc._backward = (bwd, fo, fi, fv, connected)
     return conc._backward
