@@ -575,3 +575,24 @@ def test_eager_tape_around_a_compiled_call_is_eagers_bits():
     want, got = outer(f), outer(tfc.function(f))
     assert want[1] is None and got[1] is None
     _same_bits([got[0], got[2]], [want[0], want[2]])
+
+
+def test_for_over_a_static_range_gets_its_trip_count_unless_it_can_break():
+    """The trip count sizes a gradient's history buffer: a loop that may break
+    early keeps a growing one (a range of 10**9 that breaks at once must not
+    reserve 10**9 states)."""
+    def full(x):
+        for i in tfc.range(5):
+            x = x * 2.0
+        return x
+
+    def breaks(x):
+        for i in tfc.range(10 ** 9):
+            x = x * 2.0
+            if tfc.reduce_sum(x) > 10.0:
+                break
+        return x
+
+    x = tfc.constant(np.ones(3, np.float32))
+    assert "max_iterations = 5" in tfc.function(full).get_concrete_function(x).ir("tensor")
+    assert "max_iterations" not in tfc.function(breaks).get_concrete_function(x).ir("tensor")

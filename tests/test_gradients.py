@@ -516,3 +516,13 @@ def test_reference_noisy_square():
     noise = np.asarray(_noise_normal((3,)))
     np.testing.assert_allclose(g, 2 * np.array([1.0, -2.0, 3.0]) + noise, rtol=1e-6)
     assert not np.allclose(g, [2.0, -4.0, 6.0])  # the backward pass is noisy
+
+
+def test_square_gradient_with_a_large_output_gradient_stays_finite():
+    """g * (2x), as TensorFlow: (g * 2) * x would overflow float16 under loss scaling."""
+    x = tfc.constant(np.array([0.25, -0.5], np.float16))
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = tfc.square(x)
+    g = t.gradient(y, x, output_gradients=tfc.constant(np.array([40000.0, 40000.0], np.float16)))
+    np.testing.assert_array_equal(g.numpy(), np.array([20000.0, -40000.0], np.float16))

@@ -318,9 +318,9 @@ log = _unary("log", np.log, lambda e, g: [g / e.inputs[0]], quiet=True, doc="nat
 log1p = _unary("log1p", np.log1p, lambda e, g: [g / (e.inputs[0] + 1)], quiet=True, doc="log(1 + x), accurate near 0", scalar=S.math1("Log1pOp"))
 expm1 = _unary("expm1", np.expm1, lambda e, g: [g * (_out(e) + 1)], quiet=True, doc="e ** x - 1, accurate near 0", scalar=S.math1("ExpM1Op"))
 sqrt = _unary("sqrt", np.sqrt, lambda e, g: [g / (_out(e) * 2)], quiet=True, doc="square root", scalar=S.math1("SqrtOp"))
-# (g * 2) * x: the same value as g * (x * 2) (doubling is exact), one array
-# product fewer where compiled code has g as a scalar (a loss's sum)
-square = _unary("square", np.square, lambda e, g: [(g * 2) * e.inputs[0]], NUMERIC, doc="x * x", scalar=S.square)
+# g * (x * 2), as TensorFlow: not (g * 2) * x, which overflows for a large g
+# (float16 loss scaling) where the gradient itself is finite
+square = _unary("square", np.square, lambda e, g: [g * (e.inputs[0] * 2)], NUMERIC, doc="x * x", scalar=S.square)
 sin = _unary("sin", np.sin, lambda e, g: [g * cos(e.inputs[0])], doc="sine", scalar=S.math1("SinOp"))
 cos = _unary("cos", np.cos, lambda e, g: [negative(g) * sin(e.inputs[0])], doc="cosine", scalar=S.math1("CosOp"))
 tanh = _unary("tanh", np.tanh, lambda e, g: [g * (1 - square(_out(e)))], doc="hyperbolic tangent", scalar=S.math1("TanhOp"))

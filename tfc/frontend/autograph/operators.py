@@ -409,9 +409,11 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
             raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
         start, limit, delta = 0, iterable.shape[0], 1
         counter, index = constant(0), iterable
+    # the trip count when known while tracing and the loop cannot stop early (a
+    # break would leave a gradient's history buffer sized for every trip unused)
     bounds = (start, limit, delta)
     static = all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and delta != 0
-    trips = len(builtins.range(*bounds)) if static else None  # known while tracing
+    trips = len(builtins.range(*bounds)) if static and extra_test is None else None
 
     state = {"i": counter}
 
