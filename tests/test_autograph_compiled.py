@@ -672,3 +672,21 @@ def test_boolean_chain_evaluates_each_operand_once():
 
     assert [int(f(tfc.constant(v))) for v in (-1, 5, 20)] == [0, 1, 0]
     assert len(calls) == 1  # one trace, each operand evaluated once
+
+
+# -- lambdas: the right one of several on a line ----------------------------------------------
+
+def test_lambdas_sharing_a_line_are_told_apart():
+    """Each lambda is found by the column its code starts at (co_positions), not
+    by the first 'lambda' of the line (that converted the wrong one silently)."""
+    x = np.array([1.0, 2.0])
+    for k, f in [(1, lambda x: x * 1.0), (2, lambda x: x * 2.0)]:
+        np.testing.assert_array_equal(tfc.function(f)(x).numpy(), x * k)
+    g, h = (lambda x: x + 1.0), (lambda x: x - 1.0)
+    np.testing.assert_array_equal(tfc.function(h)(x).numpy(), x - 1.0)
+    np.testing.assert_array_equal(tfc.function(g)(x).numpy(), x + 1.0)
+    multi = tfc.function(lambda x:
+                         x * 3.0 if tfc.reduce_sum(x) > 0.0 else x)
+    np.testing.assert_array_equal(multi(x).numpy(), x * 3.0)
+    top = lambda x: -x if tfc.reduce_sum(x) > 0.0 else x  # noqa: E731
+    np.testing.assert_array_equal(tfc.function(top)(x).numpy(), -x)

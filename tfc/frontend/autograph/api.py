@@ -7,10 +7,13 @@ import ast
 import copy
 import functools
 import inspect
+import io
 import os
+import re
 import sys
 import sysconfig
 import textwrap
+import tokenize
 import types
 
 from tfc.frontend.autograph import operators, transformer
@@ -41,17 +44,7 @@ def _parse(fn):
     except (OSError, TypeError) as e:
         raise transformer.ConversionError(f"cannot convert {fn.__qualname__}: its source is unavailable ({e})")
     if code.co_name == "<lambda>":
-        block = inspect.getblock(lines[first:])
-        src = textwrap.dedent("".join(block))
-        tree = _parse_fragment(src)
-        lams = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)]
-        names = list(code.co_varnames[:code.co_argcount])
-        lams = [n for n in lams if [a.arg for a in n.args.args] == names] or lams
-        if len(lams) != 1:
-            raise transformer.ConversionError(
-                f"cannot convert the lambda at {code.co_filename}:{first + 1}: "
-                f"{len(lams)} lambdas on its line are ambiguous")
-        node = lams[0]
+        node = _lambda_node(code, "".join(lines[first:]), first)  # read only as far as the lambda goes
     else:
         src = textwrap.dedent("".join(inspect.getblock(lines[first:])))
         tree = ast.parse(src)
@@ -59,24 +52,74 @@ def _parse(fn):
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise transformer.ConversionError(f"cannot find the source of {fn.__qualname__}")
         node.decorator_list = []
-    ast.increment_lineno(node, first)
+        ast.increment_lineno(node, first)
     return node
 
 
-def _parse_fragment(src):
-    for candidate in (src, "(" + src.strip() + ")", src.strip().rstrip(",)")):
-        try:
-            return ast.parse(candidate)
-        except SyntaxError:
-            continue
-    # a lambda in the middle of a multi-line expression: take it from 'lambda'
-    i = src.index("lambda")
-    for j in range(len(src), i, -1):
-        try:
-            return ast.parse(src[i:j])
-        except SyntaxError:
-            continue
-    raise transformer.ConversionError("cannot parse the source of a lambda")
+def _lambda_node(code, src, first):
+    """The ``lambda`` node of ``code`` among those starting on the first line of
+    ``src`` (the source from that line on): each is parsed from its keyword,
+    and the one whose body holds the code's first column (``co_positions``) is it."""
+    line = src.split("\n", 1)[0]
+    starts = [m.start() for m in re.finditer(r"\blambda\b", line)]
+    nodes = [_parse_lambda(src[i:]) for i in starts]  # None where the keyword is not a lambda's (a string)
+    names = [a for a in code.co_varnames[:code.co_argcount]]
+    cols = [p[2] for p in code.co_positions() if p[0] == code.co_firstlineno and p[2]]
+    if cols:  # the body starts after its own keyword and before the next one's
+        before = [k for k, i in enumerate(starts) if i < min(cols)]
+        if before and nodes[before[-1]] is not None:
+            nodes = [nodes[before[-1]]]
+    lams = [n for n in nodes if n is not None and [a.arg for a in n.args.args] == names]
+    if len(lams) != 1:
+        raise transformer.ConversionError(
+            f"cannot convert the lambda at {code.co_filename}:{first + 1}: "
+            + ("its source does not parse" if not lams else f"{len(lams)} lambdas on its line are ambiguous"))
+    ast.increment_lineno(lams[0], first)
+    return lams[0]
+
+
+def _parse_lambda(src):
+    """The lambda that ``src`` starts with, or None: its text ends at the first
+    comma, semicolon, closing bracket, ``for`` or line end outside brackets
+    after its parameters' colon. Read as a statement first, then as inside a
+    bracket (where its body may span lines)."""
+    for inside in (False, True):
+        node = _lambda_prefix(src, inside)
+        if node is not None:
+            return node
+    return None
+
+
+def _lambda_prefix(src, inside):
+    starts = [0]
+    for text_line in src.splitlines(keepends=True):
+        starts.append(starts[-1] + len(text_line))
+    shift = int(inside)  # the "(" put in front
+    depth, params, end = -shift, True, len(src)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("(" * shift + src).readline):
+            at = starts[tok.start[0] - 1] + tok.start[1] - (shift if tok.start[0] == 1 else 0)
+            if tok.type == tokenize.OP and tok.string in "([{":
+                depth += 1
+            elif tok.type == tokenize.OP and tok.string in ")]}":
+                if depth == 0:
+                    end = at
+                    break
+                depth -= 1
+            elif depth == 0 and tok.type == tokenize.OP and tok.string == ":" and params:
+                params = False
+            elif depth == 0 and not params and (tok.type == tokenize.OP and tok.string in ",;"
+                                                 or tok.type == tokenize.NEWLINE
+                                                 or tok.type == tokenize.NAME and tok.string == "for"):
+                end = at
+                break
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        pass
+    try:
+        tree = ast.parse("(" + src[:end].strip() + "\n)", mode="eval")  # "\n": after a comment
+    except SyntaxError:
+        return None
+    return tree.body if isinstance(tree.body, ast.Lambda) else None
 
 
 def _convert_code(fn):
