@@ -63,10 +63,10 @@ def _lambda_node(code, src, first):
     line = src.split("\n", 1)[0]
     starts = [m.start() for m in re.finditer(r"\blambda\b", line)]
     nodes = [_parse_lambda(src[i:]) for i in starts]  # None where the keyword is not a lambda's (a string)
-    names = [a for a in code.co_varnames[:code.co_argcount]]
+    names = list(code.co_varnames[:code.co_argcount])
     cols = [p[2] for p in code.co_positions() if p[0] == code.co_firstlineno and p[2]]
-    if cols:  # the body starts after its own keyword and before the next one's
-        before = [k for k, i in enumerate(starts) if i < min(cols)]
+    if cols:  # the body starts after its own keyword and before the next one's (UTF-8 columns)
+        before = [k for k, i in enumerate(starts) if len(line[:i].encode()) < min(cols)]
         if before and nodes[before[-1]] is not None:
             nodes = [nodes[before[-1]]]
     lams = [n for n in nodes if n is not None and [a.arg for a in n.args.args] == names]
