@@ -462,3 +462,27 @@ def test_checkpoint_constructor_and_save_errors(tmp_path):
     with pytest.raises(ValueError, match="not part of the checkpoint"):
         tfc.train.Checkpoint(optimizer=opt).save(tmp_path / "x")
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize("make", [lambda: tfc.optimizers.SGD(0.1, momentum=0.9), lambda: tfc.optimizers.Adam(0.1)],
+                         ids=["sgd-momentum", "adam"])
+def test_optimizer_slots_made_by_a_first_step_inside_tfc_function(make):
+    """The first apply_gradients may run while a tfc.function is traced: its
+    slot variables are made from the variable's shape (the value is symbolic
+    there), and compiled steps equal eager ones."""
+    finals = []
+    for compiled in (False, True):
+        v = tfc.Variable(np.array([1.0, 2.0], np.float32))
+        opt = make()
+
+        def step():
+            with tfc.GradientTape() as t:
+                loss = tfc.reduce_sum(tfc.square(v))
+            opt.apply_gradients([(t.gradient(loss, v), v)])
+            return loss
+
+        f = tfc.function(step) if compiled else step
+        for _ in range(3):
+            f()
+        finals.append(v.numpy())
+    np.testing.assert_array_equal(finals[1], finals[0])

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import inspect
 
+import numpy as np
+
 from tfc.core import dtypes
 from tfc.core.tape import GradientTape
 from tfc.core.tensor import Tensor
 from tfc.core.variable import Variable
-from tfc.ops.creation import zeros_like
 from tfc.ops.math import cast, sqrt
 
 
@@ -48,8 +49,11 @@ class Optimizer:
             raise ValueError(f"{self.name} has no slot {slot_name!r}; its slots are {list(self.slot_names)}")
         slots = self._slots.get(var.ref())
         if slots is None:
+            # from the variable's shape, not its value: inside a tfc.function being
+            # traced the value is symbolic, and the slots are made once, eagerly
             slots = self._slots[var.ref()] = {
-                s: Variable(zeros_like(var.read_value()), trainable=False, name=f"{var.name}/{s}")
+                s: Variable(np.zeros(tuple(var.shape), var.dtype.as_numpy_dtype), trainable=False,
+                            name=f"{var.name}/{s}")
                 for s in self.slot_names
             }
         return slots[slot_name]
