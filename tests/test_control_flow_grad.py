@@ -596,3 +596,22 @@ def test_for_over_a_static_range_gets_its_trip_count_unless_it_can_break():
     x = tfc.constant(np.ones(3, np.float32))
     assert "max_iterations = 5" in tfc.function(full).get_concrete_function(x).ir("tensor")
     assert "max_iterations" not in tfc.function(breaks).get_concrete_function(x).ir("tensor")
+
+
+def test_slicing_gradient_along_a_dimension_known_at_run_time():
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 3), tfc.float64)])
+    def g(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            loss = tfc.reduce_sum(x[1]) * tfc.reduce_sum(tfc.square(x[-1, 1:]))
+        return t.gradient(loss, x)
+
+    x = np.arange(12, dtype=np.float64).reshape(4, 3) - 5.0
+
+    def eager(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            loss = tfc.reduce_sum(x[1]) * tfc.reduce_sum(tfc.square(x[-1, 1:]))
+        return t.gradient(loss, x)
+
+    _same_bits(g(x), eager(tfc.constant(x)))

@@ -233,3 +233,16 @@ def test_fast_path_with_default_arguments():
         np.testing.assert_array_equal(f(x, 3.0, 1.0).numpy(), [4, 4, 4])
     assert f.trace_count == 3
     assert len(f._fast) == 3  # each signature took the fast path on its repeat
+
+
+def test_numpy_scalars_are_tensor_arguments():
+    """A numpy scalar is a tensor argument (its dtype in the signature, not its
+    value): it matches a TensorSpec, and a new value does not retrace."""
+    f = tfc.function(lambda x, i: tfc.gather(x, i),
+                     input_signature=[tfc.TensorSpec((4, 3), tfc.float64), tfc.TensorSpec((), tfc.int32)])
+    x = np.arange(12.0).reshape(4, 3)
+    np.testing.assert_array_equal(f(x, np.int32(1)).numpy(), x[1])
+    g = tfc.function(lambda a: a * 2)
+    g(np.float32(1.0))
+    g(np.float32(2.0))
+    assert g.trace_count == 1

@@ -24,6 +24,12 @@ def _slice_grad():
     return slice_grad(tfc.constant([1.0, 2.0]), (2, 3), (0, ("slice", 1, None, None)))
 
 
+def _slice_grad_like():
+    from tfc.ops.shapes import slice_grad_like
+
+    return slice_grad_like(tfc.constant([1.0, 2.0]), F23, (0, ("slice", 1, None, None)))
+
+
 # Sample calls for ops whose arguments the heuristic below cannot guess, or whose
 # attributes deserve a non-default value. Ops added elsewhere either fit the
 # heuristic (1-3 tensors of one dtype) or need an entry here.
@@ -35,6 +41,7 @@ SAMPLES = {
     "squeeze": lambda: tfc.squeeze(tfc.reshape(F23, (1, 6, 1)), axis=(0,)),
     "getitem": lambda: F23[0, 1:, None, ...],
     "slice_grad": _slice_grad,
+    "slice_grad_like": _slice_grad_like,
     "zeros": lambda: tfc.zeros((2, 3), tfc.int32),
     "ones": lambda: tfc.ones((2,)),
     "zeros_like": lambda: tfc.zeros_like(F23, dtype=tfc.int64),

@@ -37,6 +37,10 @@ def _expand_grad(e, g):
     from tfc.ops.shapes import broadcast_to, reshape
 
     axes, keep = _keep_shape(e)
+    if None in tuple(e.inputs[0].shape):
+        raise NotImplementedError(
+            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
+            f"only at run time) is not implemented; give that dimension in the input_signature")
     if not e.attrs["keepdims"]:
         g = reshape(g, keep)
     return broadcast_to(g, e.inputs[0].shape)
@@ -107,6 +111,10 @@ def _extreme_grad(e, g):
 
     x, out = e.inputs[0], e.outputs[0]
     axes, keep = _keep_shape(e)
+    if None in tuple(e.inputs[0].shape):
+        raise NotImplementedError(
+            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
+            f"only at run time) is not implemented; give that dimension in the input_signature")
     if not e.attrs["keepdims"]:
         out, g = reshape(out, keep), reshape(g, keep)
     mask = cast(equal(x, broadcast_to(out, x.shape)), x.dtype)
@@ -120,6 +128,10 @@ def _prod_grad(e, g):
 
     x, out = e.inputs[0], e.outputs[0]
     axes, keep = _keep_shape(e)
+    if None in tuple(e.inputs[0].shape):
+        raise NotImplementedError(
+            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
+            f"only at run time) is not implemented; give that dimension in the input_signature")
     if not e.attrs["keepdims"]:
         out, g = reshape(out, keep), reshape(g, keep)
     return [broadcast_to(g * out, x.shape) / x]

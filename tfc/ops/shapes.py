@@ -193,7 +193,10 @@ def _getitem_infer(op, x: Spec, index) -> Spec:
 
 
 def _getitem_grad(e, g):
-    return [slice_grad(g, e.inputs[0].shape, e.attrs["index"])]
+    x = e.inputs[0]
+    if None in tuple(x.shape):  # traced with a size known only at run time: x gives the shape
+        return [slice_grad_like(g, x, e.attrs["index"])]
+    return [slice_grad(g, x.shape, e.attrs["index"])]
 
 
 @declare(kernel=lambda x, index: x[_numpy_index(index)], infer=_getitem_infer, grad=_getitem_grad,
@@ -220,6 +223,18 @@ def _slice_grad_infer(op, g: Spec, shape, index) -> Spec:
 def slice_grad(g, shape, index):
     """Zeros of ``shape`` with ``g`` written at ``index`` (the gradient of getitem)."""
     return (g,), {"shape": tuple(shape), "index": tuple(index)}
+
+
+def _slice_grad_like_kernel(g, like, index):
+    return _slice_grad_kernel(g, like.shape, index)
+
+
+@declare(kernel=_slice_grad_like_kernel, infer=lambda op, g, like, index: Spec(tuple(like.shape), g.dtype),
+         grad=lambda e, g: [basic_getitem(g, _numpy_index(e.attrs["index"])), None],
+         attrs={"index": "index"})
+def slice_grad_like(g, like, index):
+    """``slice_grad`` with the shape of ``like`` (known only at run time)."""
+    return (g, like), {"index": tuple(index)}
 
 
 # -- joining and splitting ------------------------------------------------------------------

@@ -408,6 +408,11 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
         if not iterable.shape:
             raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
         start, limit, delta = 0, iterable.shape[0], 1
+        if limit is None:
+            raise NotImplementedError(
+                f"a for over a tensor whose length is known only at run time (line {line}) is not "
+                f"implemented: loop over tfc.range(n) with n passed in, or give the length in the "
+                f"input_signature")
         counter, index = constant(0), iterable
     # the trip count when known while tracing and the loop cannot stop early (a
     # break would leave a gradient's history buffer sized for every trip unused)
