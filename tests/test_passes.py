@@ -140,3 +140,21 @@ def test_adding_zero_keeps_eagers_signed_zero():
     x = np.array([-0.0, 0.0, 1.0], np.float32)
     for got, want in zip(tfc.function(f)(x), f(tfc.constant(x))):
         np.testing.assert_array_equal(np.signbit(got.numpy()), np.signbit(want.numpy()))
+
+
+def test_reshapes_sink_so_elementwise_chains_fuse_through_them():
+    """reshape(f(x)) -> f(reshape(x)) for an elementwise f used only there: the
+    chain becomes one kernel, and compiled equals eager to the bit."""
+    import tfc
+
+    def f(x, b):
+        y = tfc.reshape(x * 2.0 + 1.0, (-1,))
+        z = tfc.reshape(tfc.tanh(y) * 3.0, (4, 6))
+        return z + b, tfc.reshape(tfc.ones_like(x), (24,))
+
+    x = np.random.default_rng(0).standard_normal((2, 12)).astype(np.float32)
+    b = np.ones(6, np.float32)
+    cf = tfc.function(f).get_concrete_function(x, b)
+    assert cf.ir("fused").count("tfc.fused(") == 1
+    for got, want in zip(tfc.function(f)(x, b), f(tfc.constant(x), tfc.constant(b))):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())

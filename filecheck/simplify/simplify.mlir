@@ -99,3 +99,26 @@ func.func @reshapes(%x: tensor<6xf32>) -> (tensor<3x2xf32>, tensor<6xf32>) {
   %c = tfc.reshape %a {shape = array<i64: -1>} : (tensor<2x3xf32>) -> tensor<6xf32>
   func.return %b, %c : tensor<3x2xf32>, tensor<6xf32>
 }
+
+// A reshape moves above an elementwise op used only by it (operands of its
+// shape, or 0-d), so that fusion sees one shape; reshapes then combine, and a
+// reshape to the same type goes.
+// CHECK-LABEL: func.func @reshape_sinks
+// CHECK-NEXT:    %two = tfc.constant
+// CHECK-NEXT:    %[[R:.*]] = tfc.reshape %x {shape = array<i64: 4, 6>}
+// CHECK-NEXT:    %[[M:.*]] = tfc.multiply %[[R]], %two
+// CHECK-NEXT:    %[[T:.*]] = tfc.tanh %[[M]]
+// CHECK-NEXT:    %[[K:.*]] = tfc.reshape %y {shape = array<i64: 24>}
+// CHECK-NEXT:    %[[A:.*]] = tfc.add %[[K]], %[[K]]
+// CHECK-NEXT:    func.return %[[T]], %x, %[[A]], %[[K]]
+func.func @reshape_sinks(%x: tensor<2x12xf32>, %y: tensor<2x12xf32>) -> (tensor<4x6xf32>, tensor<2x12xf32>, tensor<24xf32>, tensor<24xf32>) {
+  %two = tfc.constant dense<2.0> : tensor<f32>
+  %m = tfc.multiply %x, %two : (tensor<2x12xf32>, tensor<f32>) -> tensor<2x12xf32>
+  %r = tfc.reshape %m {shape = array<i64: -1>} : (tensor<2x12xf32>) -> tensor<24xf32>
+  %t = tfc.tanh %r : (tensor<24xf32>) -> tensor<24xf32>
+  %u = tfc.reshape %t {shape = array<i64: 4, 6>} : (tensor<24xf32>) -> tensor<4x6xf32>
+  %same = tfc.reshape %x {shape = array<i64: 2, 12>} : (tensor<2x12xf32>) -> tensor<2x12xf32>
+  %k = tfc.reshape %y {shape = array<i64: 24>} : (tensor<2x12xf32>) -> tensor<24xf32>
+  %a = tfc.add %k, %k : (tensor<24xf32>, tensor<24xf32>) -> tensor<24xf32>
+  func.return %u, %same, %a, %k : tensor<4x6xf32>, tensor<2x12xf32>, tensor<24xf32>, tensor<24xf32>
+}

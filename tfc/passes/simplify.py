@@ -1,8 +1,11 @@
 """Algebraic simplification: x*1, x+(-0.0), x-(+0.0) -> x (and x+0, x-0 for
 integers; a float x + 0.0 is +0.0 where x is -0.0, so it stays); x-x -> 0 for integers;
 x**2 -> x*x (pow by a constant 2, integer_pow with n=2); transpose(transpose(x)) -> one transpose (or x);
-reshape(reshape(x)) -> one reshape. A rewrite applies only when the result keeps
-its type (so a broadcasting x*1 stays)."""
+reshape(reshape(x)) -> one reshape; a reshape to the same type -> x;
+reshape(f(a, b)) -> f(reshape(a), reshape(b)) for an elementwise f used only by
+the reshape (operands of its shape, or 0-d), so that fusion sees one shape
+through the chain (the values are the same element by element). A rewrite
+applies only when the result keeps its type (so a broadcasting x*1 stays)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -11,7 +14,7 @@ import numpy as np
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from tfc.dialects.tensor import ConstantOp, RegistryOp, build_op, spec_of
+from tfc.dialects.tensor import ConstantOp, RegistryOp, build_op, spec_of, tensor_type
 
 
 def const_value(ssa):
@@ -45,6 +48,25 @@ def _replace(op, new_ops, value):
     for n in new_ops:
         n.location = op.location
     Rewriter.replace_op(op, new_ops, [value])
+
+
+_STRIDED_VIEWS = frozenset({"transpose", "getitem", "broadcast_to"})  # kernels that may return strided views
+
+
+def _sinks_reshape(v) -> bool:
+    """``v`` is made by an elementwise op (a scalar body) that nothing else
+    uses, whose operands all have its (static, not 0-d) shape or are 0-d, one
+    at least its shape (the reshaped result follows that operand's)."""
+    from tfc.passes.fuse import is_elementwise
+
+    f = v.owner
+    if not (isinstance(f, RegistryOp) and is_elementwise(f)) or len(list(v.uses)) != 1:
+        return False
+    shape = spec_of(v.type).shape
+    shapes = [spec_of(a.type).shape for a in f.operands]
+    if any(s and _name(a) in _STRIDED_VIEWS for a, s in zip(f.operands, shapes)):
+        return False  # reshaping that operand would copy it; f's own result is contiguous
+    return bool(shape) and shape in shapes and all(s in (shape, ()) for s in shapes)
 
 
 def simplify_op(op) -> bool:
@@ -91,6 +113,24 @@ def simplify_op(op) -> bool:
         else:
             t = build_op("transpose", [x], {"perm": perm}, result_types=[res.type])
             _replace(op, [t], t.results[0])
+        return True
+    if name == "reshape" and args[0].type == res.type:
+        _replace(op, [], args[0])
+        return True
+    if name == "reshape" and _sinks_reshape(args[0]):
+        f = args[0].owner
+        shape = spec_of(res.type).shape
+        new_ops, operands = [], []
+        for a in f.operands:
+            if spec_of(a.type).shape:  # of f's shape: reshaped too
+                r = build_op("reshape", [a], op.attr_values, result_types=[tensor_type(shape, spec_of(a.type).dtype)])
+                new_ops.append(r)
+                a = r.results[0]
+            operands.append(a)
+        g = build_op(f.OPDEF.name, operands, f.attr_values, result_types=[res.type])
+        g.location = f.location
+        _replace(op, new_ops + [g], g.results[0])
+        Rewriter.erase_op(f)  # its one use is gone: the next reshape up may sink too
         return True
     if name == "reshape" and _name(args[0]) == "reshape":
         x = args[0].owner.operands[0]
