@@ -80,7 +80,7 @@ def _describe_leaf(x):
         return ("var", x.ref()), f"variable {x.name} {Spec(x.shape, x.dtype)}"
     if isinstance(x, TensorSpec):
         return ("tensor", x.shape, x.dtype.name), str(x.spec)
-    if isinstance(x, (Tensor, np.ndarray, np.generic)):
+    if isinstance(x, (Tensor, np.ndarray, np.number, np.bool_)):
         t = convert_to_tensor(x)
         return ("tensor", tuple(t.shape), t.dtype.name), str(Spec(tuple(t.shape), t.dtype))
     try:
@@ -91,7 +91,7 @@ def _describe_leaf(x):
 
 
 def _is_tensor_leaf(x) -> bool:
-    return isinstance(x, (Tensor, np.ndarray, np.generic, TensorSpec)) and not isinstance(x, Variable)
+    return isinstance(x, (Tensor, np.ndarray, np.number, np.bool_, TensorSpec)) and not isinstance(x, Variable)
 
 
 _FAST_SCALARS = (int, float, bool, str, type(None))
