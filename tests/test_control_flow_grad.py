@@ -615,3 +615,33 @@ def test_slicing_gradient_along_a_dimension_known_at_run_time():
         return t.gradient(loss, x)
 
     _same_bits(g(x), eager(tfc.constant(x)))
+
+
+def test_training_step_with_a_batch_size_known_at_run_time_is_eagers_bits():
+    """A TensorSpec((None, ...)) step: reductions' gradients broadcast like their
+    input (broadcast_like) and a mean divides by its count at run time
+    (count_along); one trace serves every batch size, with eager's bits."""
+    def make():
+        w = tfc.Variable(np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32))
+        b = tfc.Variable(np.zeros(3, np.float32))
+
+        def step(x, y):
+            with tfc.GradientTape() as t:
+                p = tfc.matmul(x, w) + b
+                loss = (tfc.reduce_mean(tfc.square(p - y)) + tfc.reduce_sum(tfc.reduce_mean(p, axis=0)) * 0.1
+                        + tfc.reduce_sum(tfc.reduce_max(p, axis=1)) + tfc.reduce_sum(tfc.reduce_prod(p, axis=1)))
+            gw, gb = t.gradient(loss, [w, b])
+            w.assign_sub(0.1 * gw)
+            b.assign_sub(0.1 * gb)
+            return loss
+        return step, w, b
+
+    eager, we, be = make()
+    step, wc, bc = make()
+    step = tfc.function(step, input_signature=[tfc.TensorSpec((None, 4)), tfc.TensorSpec((None, 3))])
+    rng = np.random.default_rng(1)
+    for n in (5, 7, 1):
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        y = rng.standard_normal((n, 3)).astype(np.float32)
+        _same_bits([step(x, y), wc, bc], [eager(tfc.constant(x), tfc.constant(y)), we, be])
+    assert step.trace_count == 1

@@ -12,6 +12,7 @@ from tfc.dialects import tensor as T
 from tfc.frontend.tracing import FunctionBuilder
 from tfc.ops import conv as _conv
 from tfc.ops import control_flow as _cf
+from tfc.ops import shapes
 
 F23 = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 7 + 0.1)
 F32 = tfc.constant(np.arange(6, dtype=np.float32).reshape(3, 2) / 5 - 0.3)
@@ -19,15 +20,11 @@ B23 = tfc.constant(np.array([[True, False, True], [False, True, True]]))
 
 
 def _slice_grad():
-    from tfc.ops.shapes import slice_grad
-
-    return slice_grad(tfc.constant([1.0, 2.0]), (2, 3), (0, ("slice", 1, None, None)))
+    return shapes.slice_grad(tfc.constant([1.0, 2.0]), (2, 3), (0, ("slice", 1, None, None)))
 
 
 def _slice_grad_like():
-    from tfc.ops.shapes import slice_grad_like
-
-    return slice_grad_like(tfc.constant([1.0, 2.0]), F23, (0, ("slice", 1, None, None)))
+    return shapes.slice_grad_like(tfc.constant([1.0, 2.0]), F23, (0, ("slice", 1, None, None)))
 
 
 # Sample calls for ops whose arguments the heuristic below cannot guess, or whose
@@ -42,6 +39,8 @@ SAMPLES = {
     "getitem": lambda: F23[0, 1:, None, ...],
     "slice_grad": _slice_grad,
     "slice_grad_like": _slice_grad_like,
+    "broadcast_like": lambda: shapes.broadcast_like(F23[0], F23),
+    "count_along": lambda: shapes.count_along(F23, (0, 1)),
     "zeros": lambda: tfc.zeros((2, 3), tfc.int32),
     "ones": lambda: tfc.ones((2,)),
     "zeros_like": lambda: tfc.zeros_like(F23, dtype=tfc.int64),

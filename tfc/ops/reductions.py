@@ -32,23 +32,45 @@ def _keep_shape(e):
     return axes, inf.reduced_shape(x.shape, axes, True)
 
 
+def _kept(e, t):
+    """``t`` (a result of reduction ``e``, or its gradient) with the reduced
+    axes back, of size 1."""
+    from tfc.ops.shapes import expand_dims, reshape
+
+    if e.attrs["keepdims"]:
+        return t
+    axes, keep = _keep_shape(e)
+    if None in keep:  # dimensions known only at run time: no static shape to reshape to
+        for a in axes:
+            t = expand_dims(t, a)
+        return t
+    return reshape(t, keep)
+
+
+def _like_input(e, t):
+    """``t`` broadcast to the shape of reduction ``e``'s input."""
+    from tfc.ops.shapes import broadcast_like, broadcast_to
+
+    x = e.inputs[0]
+    return broadcast_like(t, x) if None in tuple(x.shape) else broadcast_to(t, x.shape)
+
+
 def _expand_grad(e, g):
     """g broadcast back to the input's shape."""
-    from tfc.ops.shapes import broadcast_to, reshape
-
-    axes, keep = _keep_shape(e)
-    if None in tuple(e.inputs[0].shape):
-        raise NotImplementedError(
-            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
-            f"only at run time) is not implemented; give that dimension in the input_signature")
-    if not e.attrs["keepdims"]:
-        g = reshape(g, keep)
-    return broadcast_to(g, e.inputs[0].shape)
+    return _like_input(e, _kept(e, g))
 
 
 def _count(e):
+    """The number of elements reduced into each result: an int, or a 0-d
+    tensor of the gradient's dtype where a reduced dimension is dynamic
+    (the same value eager's int becomes when it divides)."""
     x = e.inputs[0]
     axes = inf.normalize_axes(e.op, e.attrs["axis"], x.ndim)
+    if any(x.shape[a] is None for a in axes):
+        from tfc.ops.math import cast
+        from tfc.ops.shapes import count_along
+
+        return cast(count_along(x, axes), e.outputs[0].dtype)
     n = 1
     for a in axes:
         n *= x.shape[a]
@@ -107,34 +129,19 @@ def _prod_kernel(x, axis, keepdims):
 def _extreme_grad(e, g):
     """Gradient of max/min: split evenly between the elements that attain it."""
     from tfc.ops.math import cast, equal
-    from tfc.ops.shapes import broadcast_to, reshape
 
-    x, out = e.inputs[0], e.outputs[0]
-    axes, keep = _keep_shape(e)
-    if None in tuple(e.inputs[0].shape):
-        raise NotImplementedError(
-            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
-            f"only at run time) is not implemented; give that dimension in the input_signature")
-    if not e.attrs["keepdims"]:
-        out, g = reshape(out, keep), reshape(g, keep)
-    mask = cast(equal(x, broadcast_to(out, x.shape)), x.dtype)
+    x = e.inputs[0]
+    axes, _ = _keep_shape(e)
+    out, g = _kept(e, e.outputs[0]), _kept(e, g)
+    mask = cast(equal(x, _like_input(e, out)), x.dtype)
     ties = reduce_sum(mask, axis=axes, keepdims=True)
-    return [broadcast_to(g / ties, x.shape) * mask]
+    return [_like_input(e, g / ties) * mask]
 
 
 def _prod_grad(e, g):
     # d prod / dx_i = prod / x_i; exact where no element is zero.
-    from tfc.ops.shapes import broadcast_to, reshape
-
-    x, out = e.inputs[0], e.outputs[0]
-    axes, keep = _keep_shape(e)
-    if None in tuple(e.inputs[0].shape):
-        raise NotImplementedError(
-            f"the gradient of {e.op.name} of a tensor of shape {tuple(e.inputs[0].shape)} (a dimension known "
-            f"only at run time) is not implemented; give that dimension in the input_signature")
-    if not e.attrs["keepdims"]:
-        out, g = reshape(out, keep), reshape(g, keep)
-    return [broadcast_to(g * out, x.shape) / x]
+    out, g = _kept(e, e.outputs[0]), _kept(e, g)
+    return [_like_input(e, g * out) / e.inputs[0]]
 
 
 reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")

@@ -69,6 +69,32 @@ def broadcast_to(input, shape):  # noqa: A002
     return (input,), {"shape": _ints("broadcast_to", shape)}
 
 
+def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
+    if x.ndim > like.ndim or inf.broadcast_shapes(op, x.shape, like.shape) != tuple(like.shape):
+        raise ValueError(f"broadcast_like: cannot broadcast shape {inf.fmt_shape(x.shape)} to "
+                         f"{inf.fmt_shape(like.shape)}")
+    return Spec(tuple(like.shape), x.dtype)
+
+
+@declare(kernel=lambda x, like: np.broadcast_to(x, like.shape), infer=_broadcast_like_infer,
+         grad=lambda e, g: [unbroadcast(g, e.inputs[0].shape), None])
+def broadcast_like(input, like):  # noqa: A002
+    """``broadcast_to(input, like.shape)`` where that shape is known only at run time."""
+    return (input, like), {}
+
+
+def _count_along_kernel(x, axes):
+    return np.array(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), np.int64)
+
+
+@declare(kernel=_count_along_kernel, infer=lambda op, x, axes: Spec((), dtypes.int64),
+         grad=lambda e, g: [None], attrs={"axes": "ints"})
+def count_along(input, axes):  # noqa: A002
+    """The number of elements along ``axes`` of ``input`` (a 0-d int64): a
+    reduction's count where a reduced dimension is known only at run time."""
+    return (input,), {"axes": tuple(int(a) for a in axes)}
+
+
 def _transpose_infer(op, x: Spec, perm) -> Spec:
     if perm is None:
         return Spec(tuple(reversed(x.shape)), x.dtype)
