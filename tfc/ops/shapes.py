@@ -43,8 +43,19 @@ def _reshape_infer(op, x: Spec, shape) -> Spec:
     return Spec(shape, x.dtype)
 
 
+def _back_to_input_shape(e, g):
+    """``g`` reshaped to the op's input shape; one dimension known only at run
+    time becomes -1 (more than one has no static spelling)."""
+    shape = tuple(e.inputs[0].shape)
+    if shape.count(None) > 1:
+        raise NotImplementedError(
+            f"the gradient of {e.op.name} of a tensor of shape {shape} (several dimensions known only at run "
+            f"time) is not implemented; give all but one of them in the input_signature")
+    return reshape(g, tuple(-1 if d is None else d for d in shape))
+
+
 def _reshape_grad(e, g):
-    return [reshape(g, e.inputs[0].shape)]
+    return [_back_to_input_shape(e, g)]
 
 
 @declare(kernel=lambda x, shape: np.reshape(x, shape), infer=_reshape_infer, grad=_reshape_grad,
@@ -124,7 +135,7 @@ def _expand_dims_infer(op, x: Spec, axis) -> Spec:
 
 
 @declare(kernel=lambda x, axis: np.expand_dims(x, axis), infer=_expand_dims_infer,
-         grad=lambda e, g: [reshape(g, e.inputs[0].shape)], attrs={"axis": "int"})
+         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "int"})
 def expand_dims(input, axis):  # noqa: A002
     """A new axis of size 1 inserted at ``axis``."""
     return (input,), {"axis": int(axis)}
@@ -141,7 +152,7 @@ def _squeeze_infer(op, x: Spec, axis) -> Spec:
 
 
 @declare(kernel=lambda x, axis: np.squeeze(x, axis), infer=_squeeze_infer,
-         grad=lambda e, g: [reshape(g, e.inputs[0].shape)], attrs={"axis": "ints?"})
+         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"})
 def squeeze(input, axis=None):  # noqa: A002
     """Axes of size 1 removed (all of them, or those in ``axis``)."""
     return (input,), {"axis": None if axis is None else _ints("squeeze", axis, "axis")}
