@@ -270,6 +270,32 @@ def input_layout(opdef) -> tuple[list[str], str | None]:
     return fixed, variadic
 
 
+def print_operands_attrs_type(op, printer: Printer) -> None:
+    """The generic head of tfc ops' custom syntax: ``%a, %b {attrs} : (types) -> (types)``."""
+    if op.operands:
+        printer.print_string(" ")
+        printer.print_list(op.operands, printer.print_operand)
+    printer.print_op_attributes({**op.properties, **op.attributes})
+    printer.print_string(" : ")
+    printer.print_function_type(op.operand_types, op.result_types)
+
+
+def parse_operands_attrs_type(parser: Parser):
+    """What ``print_operands_attrs_type`` wrote: (resolved operands, the
+    attribute dict, the function type)."""
+    pos = parser.pos
+    args = []
+    first = parser.parse_optional_unresolved_operand()
+    if first is not None:
+        args.append(first)
+        while parser.parse_optional_punctuation(",") is not None:
+            args.append(parser.parse_unresolved_operand())
+    entries = parser.parse_optional_attr_dict()
+    parser.parse_punctuation(":")
+    ftype = parser.parse_function_type()
+    return parser.resolve_operands(args, ftype.inputs.data, pos), entries, ftype
+
+
 class RegistryOp(IRDLOperation):
     """Base of the generated ops: generic syntax and infer-based verification."""
 
@@ -297,26 +323,11 @@ class RegistryOp(IRDLOperation):
                       f"{tensor_type(want.shape, want.dtype)}")
 
     def print(self, printer: Printer) -> None:
-        if self.operands:
-            printer.print_string(" ")
-            printer.print_list(self.operands, printer.print_operand)
-        printer.print_op_attributes({**self.properties, **self.attributes})
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
+        print_operands_attrs_type(self, printer)
 
     @classmethod
     def parse(cls, parser: Parser):
-        pos = parser.pos
-        args = []
-        first = parser.parse_optional_unresolved_operand()
-        if first is not None:
-            args.append(first)
-            while parser.parse_optional_punctuation(",") is not None:
-                args.append(parser.parse_unresolved_operand())
-        entries = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        operands = parser.resolve_operands(args, ftype.inputs.data, pos)
+        operands, entries, ftype = parse_operands_attrs_type(parser)
         props = {k: v for k, v in entries.items() if k in cls.OPDEF.attrs}
         attrs = {k: v for k, v in entries.items() if k not in cls.OPDEF.attrs}
         return cls.create(operands=list(operands), result_types=list(ftype.outputs.data),
@@ -496,29 +507,14 @@ def parse_cond(cls, parser: Parser):
 
 
 def print_while(op, printer: Printer) -> None:
-    if op.inits:
-        printer.print_string(" ")
-        printer.print_list(op.inits, printer.print_operand)
-    printer.print_op_attributes({**op.properties, **op.attributes})
-    printer.print_string(" : ")
-    printer.print_function_type(op.operand_types, op.result_types)
+    print_operands_attrs_type(op, printer)
     printer.print_string(" cond ")
     printer.print_region(op.cond_region)
     printer.print_string(" do ")
     printer.print_region(op.body_region)
 
 def parse_while(cls, parser: Parser):
-    pos = parser.pos
-    args = []
-    first = parser.parse_optional_unresolved_operand()
-    if first is not None:
-        args.append(first)
-        while parser.parse_optional_punctuation(",") is not None:
-            args.append(parser.parse_unresolved_operand())
-    entries = parser.parse_optional_attr_dict()
-    parser.parse_punctuation(":")
-    ftype = parser.parse_function_type()
-    inits = parser.resolve_operands(args, ftype.inputs.data, pos)
+    inits, entries, ftype = parse_operands_attrs_type(parser)
     parser.parse_keyword("cond")
     cond_r = parser.parse_region()
     parser.parse_keyword("do")
