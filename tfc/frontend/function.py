@@ -74,13 +74,17 @@ def _paths(value, path, out):
         out.append((path, value))
 
 
+# arguments that are tensors of a signature (numeric numpy scalars too, as in TensorFlow)
+_ARRAYS = (Tensor, np.ndarray, np.number, np.bool_)
+
+
 def _describe_leaf(x):
     """(cache key part, readable description) of one argument leaf."""
     if isinstance(x, Variable):
         return ("var", x.ref()), f"variable {x.name} {Spec(x.shape, x.dtype)}"
     if isinstance(x, TensorSpec):
         return ("tensor", x.shape, x.dtype.name), str(x.spec)
-    if isinstance(x, (Tensor, np.ndarray, np.number, np.bool_)):
+    if isinstance(x, _ARRAYS):
         t = convert_to_tensor(x)
         return ("tensor", tuple(t.shape), t.dtype.name), str(Spec(tuple(t.shape), t.dtype))
     try:
@@ -91,7 +95,7 @@ def _describe_leaf(x):
 
 
 def _is_tensor_leaf(x) -> bool:
-    return isinstance(x, (Tensor, np.ndarray, np.number, np.bool_, TensorSpec)) and not isinstance(x, Variable)
+    return isinstance(x, (*_ARRAYS, TensorSpec)) and not isinstance(x, Variable)
 
 
 _FAST_SCALARS = (int, float, bool, str, type(None))

@@ -811,7 +811,8 @@ class Emitter:
         chunk = f"(hi - lo,) + {tuple(shape[1:])!r}"
         for j, (s, kind) in enumerate(zip(vals, kinds)):  # reductions first: an output may be an input's buffer
             if kind is not None:
-                body.append(f"np.copyto(d{j}, rt.kernel('reduce_{kind}')(np.ascontiguousarray(np.broadcast_to("
+                self.build_lines.append(f"reduce{k}_{j} = rt.kernel('reduce_{kind}')")  # looked up once, not per chunk
+                body.append(f"np.copyto(d{j}, reduce{k}_{j}(np.ascontiguousarray(np.broadcast_to("
                             f"{s}, {chunk})), axis={op.axes}, keepdims={op.keeps_dims(j)}), casting='unsafe')")
         for j, (s, kind) in enumerate(zip(vals, kinds)):
             if kind is None and s != f"d{j}":
