@@ -3,6 +3,7 @@ results equal eager ones exactly (every registry op, random op graphs, control
 flow on scalars, training-step gradients); the memory plan's invariants; the
 disk cache; verify=True."""
 import os
+import re
 import subprocess
 import sys
 
@@ -608,3 +609,89 @@ def test_row_chunked_reductions_match_eager_bitwise(program, rows, cols):
     assert "rt.kernel('reduce_" in tfc.function(program).get_concrete_function(x).source  # in a chunk kernel
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+def _row_library_programs():
+    def softmax_last(x):
+        return tfc.nn.softmax(x)
+
+    def log_softmax_middle(x):  # a later axis of a 3-d view: rows are still apart
+        return tfc.nn.log_softmax(tfc.reshape(x, (x.shape[0], 16, -1)), axis=1)
+
+    def softmax_rows_together(x):  # along the rows: one call
+        return tfc.nn.softmax(x, axis=0)
+
+    def cross_entropy_and_gradient(x):
+        labels = tfc.cast(tfc.range(x.shape[0]) % x.shape[1], tfc.int32)
+        with tfc.GradientTape() as tape:
+            tape.watch(x)
+            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels, x))
+        return loss, tape.gradient(loss, x)
+
+    def float16(x):
+        return tfc.nn.softmax(tfc.cast(x, tfc.float16))
+
+    return [softmax_last, log_softmax_middle, softmax_rows_together, cross_entropy_and_gradient, float16]
+
+
+@pytest.mark.parametrize("rows, cols", [(5, 32), (2048, 1024), (131, 8192)])
+@pytest.mark.parametrize("program", _row_library_programs(), ids=lambda f: f.__name__)
+def test_row_wise_library_ops_on_row_chunks_match_eager_bitwise(program, rows, cols):
+    """softmax, log_softmax and the sparse cross-entropy declare ``rows``: a
+    large call runs on chunks of rows (on the pool) and gives eager's bits;
+    small calls, and softmax along the rows, are one call."""
+    x = tfc.constant((np.random.default_rng(cols).standard_normal((rows, cols)) * 4).astype(np.float32))
+    want = program(x)
+    compiled = tfc.function(program)
+    got = compiled(x)
+    if not isinstance(want, tuple):
+        got, want = (got,), (want,)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    chunked = "R.run_chunks(rows" in compiled.get_concrete_function(x).source
+    assert chunked == (rows * cols > 1 << 20 and program.__name__ != "softmax_rows_together"), chunked
+
+
+def test_row_wise_library_op_error_from_a_chunk():
+    x = tfc.constant(np.zeros((4096, 512), np.float32))
+    labels = np.zeros(4096, np.int32)
+    labels[3000] = 512
+    f = tfc.function(tfc.nn.sparse_softmax_cross_entropy_with_logits)
+    with pytest.raises(tfc.errors.InvalidArgumentError, match=r"labels must be in \[0, 512\).*512"):
+        f(labels, x)
+    labels[3000] = 0
+    np.testing.assert_array_equal(f(labels, x).numpy(), tfc.nn.sparse_softmax_cross_entropy_with_logits(labels, x).numpy())
+
+
+def test_maps_rows_declarations():
+    assert REGISTRY["softmax"].maps_rows([2], {"axis": -1})
+    assert not REGISTRY["softmax"].maps_rows([2], {"axis": -2})
+    assert not REGISTRY["log_softmax"].maps_rows([1], {"axis": 0})
+    assert REGISTRY["sparse_softmax_cross_entropy_with_logits"].maps_rows([1, 2], {})
+    assert not REGISTRY["sparse_softmax_cross_entropy_with_logits"].maps_rows([0, 1], {})
+    assert not REGISTRY["matmul"].maps_rows([2, 2], {"transpose_a": False, "transpose_b": False})
+
+
+def test_pooling_and_argmax_on_row_chunks_match_eager_bitwise():
+    """Pooling (and its gradients, first and second) treats each image alone,
+    argmax over a later axis each row: large calls run on chunks of the batch."""
+    x = tfc.constant(np.random.default_rng(7).standard_normal((96, 32, 32, 12)).astype(np.float32))
+
+    def f(x):
+        with tfc.GradientTape() as outer:
+            outer.watch(x)
+            with tfc.GradientTape() as tape:
+                tape.watch(x)
+                y = tfc.nn.max_pool2d(x * x, 3, 2, "SAME") + tfc.nn.avg_pool2d(x, 2, 2, "VALID")[:, :16, :16]
+                loss = tfc.reduce_sum(y * y)
+            g = tape.gradient(loss, x)
+            gg = tfc.reduce_sum(g * g)
+        return y, g, outer.gradient(gg, x), tfc.argmax(tfc.reshape(x, (96, -1)), axis=1)
+
+    compiled = tfc.function(f)
+    for got, want in zip(compiled(x), f(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    src = compiled.get_concrete_function(x).source
+    chunked = {op for k, op in re.findall(r"lib(\d+) = rt.kernel\('(\w+)'\)", src) if f"def rows{k}(" in src}
+    assert {"max_pool2d", "max_pool2d_grad", "max_pool2d_grad_grad", "avg_pool2d", "avg_pool2d_grad",
+            "argmax"} <= chunked, chunked

@@ -13,7 +13,12 @@ The declaration also names
   runs eagerly, traced, and under nested tapes); None marks an op as not
   differentiable;
 - ``attrs``: attribute names and kinds, from which the IR op is generated;
-- ``scalar``: the scalar body of elementwise ops, used by fusion and lowering.
+- ``scalar``: the scalar body of elementwise ops, used by fusion and lowering;
+- ``rows``: for ops that treat each index of their inputs' and result's first
+  dimension alone (softmax along a later axis), ``rows(ranks, **attrs)`` says
+  whether these attributes do, for inputs of these ranks: a backend may then
+  run the kernel on chunks of rows (cache-sized, on several threads) and get
+  the whole call's bits.
 """
 from __future__ import annotations
 
@@ -54,10 +59,10 @@ class OpDef:
 
     __slots__ = (
         "name", "kernel", "infer", "grad", "attrs", "promote", "quiet",
-        "stateful", "scalar", "api", "eager_kernel", "__weakref__",
+        "stateful", "scalar", "rows", "api", "eager_kernel", "__weakref__",
     )
 
-    def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar):
+    def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows=None):
         self.name = name
         self.kernel = kernel
         self.infer = infer
@@ -67,6 +72,7 @@ class OpDef:
         self.quiet = quiet
         self.stateful = stateful
         self.scalar = scalar
+        self.rows = rows
         self.api = None
         # What run_eager calls: the kernel, with numpy's floating-point warnings
         # off for quiet ops (errstate's decorator form costs half its with-block).
@@ -76,11 +82,28 @@ class OpDef:
     def differentiable(self) -> bool:
         return self.grad is not None
 
+    def maps_rows(self, ranks, attrs) -> bool:
+        """Does a call on inputs of these ranks treat each row (index of the
+        first dimension) alone? (See ``rows`` in the module docstring.)"""
+        return self.rows is not None and all(r >= 1 for r in ranks) and bool(self.rows(tuple(ranks), **attrs))
+
     def __repr__(self) -> str:
         return f"<op {self.name}>"
 
 
 REGISTRY: dict[str, OpDef] = {}
+
+
+def every_row(ranks, **attrs) -> bool:
+    """``rows=every_row``: each row alone, whatever the attributes (pooling
+    over a batch of images)."""
+    return True
+
+
+def rows_apart(ranks, axis, **attrs) -> bool:
+    """``rows=rows_apart``: each row alone unless the op works along the rows
+    (``axis`` 0): softmax along a later axis, argmax over columns."""
+    return axis % ranks[0] != 0
 
 
 def declare(
@@ -93,6 +116,7 @@ def declare(
     quiet: bool = False,
     stateful: bool = False,
     scalar: Callable | None = None,
+    rows: Callable | None = None,
     name: str | None = None,
 ):
     """Declare a primitive op; decorates the function that packs its arguments.
@@ -110,7 +134,7 @@ def declare(
         op_name = name or pack.__name__
         if op_name in REGISTRY:
             raise ValueError(f"op {op_name!r} is declared twice")
-        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar)
+        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows)
         REGISTRY[op_name] = op
 
         @functools.wraps(pack)

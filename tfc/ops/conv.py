@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfc.core.dtypes import FLOATS
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, every_row
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops.random import _seed_value, generator
@@ -336,7 +336,8 @@ def _max_pool_grad(e, g):
     return [max_pool2d_grad(e.inputs[0], g, **e.attrs)]
 
 
-@declare(kernel=_max_pool_kernel, infer=_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS)
+@declare(kernel=_max_pool_kernel, infer=_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS,
+         rows=every_row)
 def max_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
     """Maximum over ksize windows of an NHWC ``input``; SAME padding never wins."""
     return (input,), _pool_attrs("max_pool2d", ksize, strides, padding)
@@ -369,7 +370,8 @@ def _max_pool_grad_grad(e, gg):
             max_pool2d_grad_grad(x, gg, **e.attrs) if e.needs_grad(1) else None]
 
 
-@declare(kernel=_max_pool_grad_kernel, infer=_pool_grad_infer, grad=_max_pool_grad_grad, attrs=_POOL_ATTRS)
+@declare(kernel=_max_pool_grad_kernel, infer=_pool_grad_infer, grad=_max_pool_grad_grad, attrs=_POOL_ATTRS,
+         rows=every_row)
 def max_pool2d_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
     """Gradient of max_pool2d: each window's ``grad`` goes to the first maximum of
     ``input`` in that window."""
@@ -400,7 +402,8 @@ def _max_pool_gg_grad(e, g):
             max_pool2d_grad(x, g, **e.attrs) if e.needs_grad(1) else None]
 
 
-@declare(kernel=_max_pool_gg_kernel, infer=_max_pool_gg_infer, grad=_max_pool_gg_grad, attrs=_POOL_ATTRS)
+@declare(kernel=_max_pool_gg_kernel, infer=_max_pool_gg_infer, grad=_max_pool_gg_grad, attrs=_POOL_ATTRS,
+         rows=every_row)
 def max_pool2d_grad_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
     """The transpose of max_pool2d_grad in its ``grad``: picks, per window, ``grad``
     at the window's first maximum of ``input`` (for second derivatives)."""
@@ -431,7 +434,8 @@ def _avg_pool_grad(e, g):
     return [avg_pool2d_grad(_static_hw(e, x, "input"), g, **e.attrs)]
 
 
-@declare(kernel=_avg_pool_kernel, infer=_pool_infer, grad=_avg_pool_grad, attrs=_POOL_ATTRS)
+@declare(kernel=_avg_pool_kernel, infer=_pool_infer, grad=_avg_pool_grad, attrs=_POOL_ATTRS,
+         rows=every_row)
 def avg_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
     """Mean over ksize windows of an NHWC ``input``; SAME padding is not counted."""
     return (input,), _pool_attrs("avg_pool2d", ksize, strides, padding)
@@ -465,7 +469,7 @@ def _avg_grad_grad(e, gg):
 
 
 @declare(kernel=_avg_grad_kernel, infer=_avg_grad_infer, grad=_avg_grad_grad,
-         attrs={"input_hw": "ints", **_POOL_ATTRS})
+         attrs={"input_hw": "ints", **_POOL_ATTRS}, rows=every_row)
 def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
     """Gradient of avg_pool2d for an input of spatial size ``input_hw``: each window's
     ``grad`` spread evenly over its real elements."""

@@ -7,7 +7,7 @@ import numpy as np
 
 from tfc.core.dtypes import FLOATS, INTS
 from tfc.core.errors import InvalidArgumentError
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, every_row, rows_apart
 from tfc.ops import _infer as inf
 from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid
 from tfc.ops.reductions import reduce_sum
@@ -36,7 +36,7 @@ def _softmax_grad(e, g):
     return [y * (g - reduce_sum(g * y, axis=e.attrs["axis"], keepdims=True))]
 
 
-@declare(kernel=_softmax_kernel, infer=_axis_infer, grad=_softmax_grad, attrs={"axis": "int"})
+@declare(kernel=_softmax_kernel, infer=_axis_infer, grad=_softmax_grad, attrs={"axis": "int"}, rows=rows_apart)
 def softmax(logits, axis=-1):
     """exp(logits) / sum(exp(logits)) along ``axis``, computed without overflow."""
     return (logits,), {"axis": int(axis)}
@@ -52,7 +52,8 @@ def _log_softmax_grad(e, g):
     return [g - exp(e.outputs[0]) * reduce_sum(g, axis=e.attrs["axis"], keepdims=True)]
 
 
-@declare(kernel=_log_softmax_kernel, infer=_axis_infer, grad=_log_softmax_grad, attrs={"axis": "int"})
+@declare(kernel=_log_softmax_kernel, infer=_axis_infer, grad=_log_softmax_grad, attrs={"axis": "int"},
+         rows=rows_apart)
 def log_softmax(logits, axis=-1):
     """logits - log(sum(exp(logits))) along ``axis``, computed without overflow."""
     return (logits,), {"axis": int(axis)}
@@ -103,7 +104,8 @@ def _sparse_xent_grad(e, g):
     return [None, expand_dims(g, -1) * (softmax(logits) - onehot)]
 
 
-@declare(kernel=_sparse_xent_kernel, infer=_sparse_xent_infer, grad=_sparse_xent_grad)
+@declare(kernel=_sparse_xent_kernel, infer=_sparse_xent_infer, grad=_sparse_xent_grad,
+         rows=every_row)  # one example per row (labels of rank >= 1)
 def sparse_softmax_cross_entropy_with_logits(labels, logits):
     """Per-example cross-entropy of integer ``labels`` [...] against the
     unnormalised ``logits`` [..., num_classes]; labels outside [0, num_classes)

@@ -5,7 +5,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, rows_apart
 from tfc.ops import _infer as inf
 
 
@@ -182,14 +182,14 @@ def _arg_infer(op, x: Spec, axis, output_type) -> Spec:
 
 
 @declare(kernel=lambda x, axis, output_type: np.argmax(x, axis=axis), infer=_arg_infer,
-         attrs={"axis": "int", "output_type": "dtype"})
+         attrs={"axis": "int", "output_type": "dtype"}, rows=rows_apart)
 def argmax(input, axis=0, output_type=dtypes.int64):  # noqa: A002
     """Index of the largest value along ``axis`` (the first one on ties)."""
     return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
 
 
 @declare(kernel=lambda x, axis, output_type: np.argmin(x, axis=axis), infer=_arg_infer,
-         attrs={"axis": "int", "output_type": "dtype"})
+         attrs={"axis": "int", "output_type": "dtype"}, rows=rows_apart)
 def argmin(input, axis=0, output_type=dtypes.int64):  # noqa: A002
     """Index of the smallest value along ``axis``."""
     return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}

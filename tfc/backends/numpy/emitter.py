@@ -39,6 +39,7 @@ from tfc.dialects.tensor import RefType, dtype_of, loc_str
 # plan: the MLP step's plan is 58% of eager's peak with 1 MiB, 66% with 2 MiB).
 CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
+LIBRARY_TEMPS = 3  # arrays of its result's size that a row-wise library kernel makes (see _library_rows)
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
 _UFUNC = {name: f.__name__ for name, f in UFUNCS.items()}  # op -> np.<name>
@@ -982,6 +983,21 @@ class Emitter:
             return
         self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
         res = [self.name(r) for r in op.res]
+        rows = self._library_rows(op, REGISTRY[name], values)
+        if rows is not None:  # the kernel on chunks of rows, each written into the result
+            params = [f"i{j}" for j in range(len(ins))]
+            self.build_lines.append(f"def rows{k}({', '.join(params)}, o0, lo, hi, T):")
+            self.build_lines.append(f"    np.copyto(o0[lo:hi], lib{k}({''.join(p + '[lo:hi], ' for p in params)}"
+                                    f"**attrs{k}), casting='unsafe')")
+            t = op.res[0].type
+            shape = tuple(t.get_shape())
+            nbytes = int(np.prod(shape, dtype=np.int64)) * _itemsize(t)
+            alloc = "R.empty" if nbytes >= BIG_ALLOC else "np.empty"
+            out.append(pad + f"{res[0]} = {alloc}({shape}, {np_dtype(t.element_type)})")
+            widest = max(int(np.prod(v.type.get_shape()[1:], dtype=np.int64)) for v in (*op.ins, *op.res))
+            out.append(pad + f"R.run_chunks(rows{k}, ({''.join(i + ', ' for i in ins)}{res[0]}), {shape[0]}, "
+                       f"{rows}, {widest}, 'lib{k}', [])")
+            return
         call = f"lib{k}({''.join(i + ', ' for i in ins)}**attrs{k})"
         if len(res) == 1:
             out.append(pad + f"{res[0]} = {call}")
@@ -992,6 +1008,28 @@ class Emitter:
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
 
+
+    @staticmethod
+    def _library_rows(op, opdef, attrs):
+        """Rows per chunk for a library call that its op declares may run on
+        chunks of rows (``OpDef.maps_rows``: every row alone, so the chunks
+        give the whole call's bits), when it has static shapes and is larger
+        than one chunk; else None (one call)."""
+        values = list(op.ins) + list(op.res)
+        if len(op.res) != 1 or not all(isinstance(v.type, MemRefType) for v in values):
+            return None
+        shapes = [tuple(v.type.get_shape()) for v in values]
+        if any(d < 0 for sh in shapes for d in sh) or not opdef.maps_rows([len(sh) for sh in shapes[:-1]], attrs):
+            return None
+        n = shapes[-1][0] if shapes[-1] else 0
+        if any(sh[0] != n for sh in shapes):
+            return None
+        row_elems = [int(np.prod(sh[1:], dtype=np.int64)) for sh in shapes]
+        row_bytes = [e * _itemsize(v.type) for e, v in zip(row_elems, values)]
+        # a row's working set: its inputs and result, and the kernel's temporaries
+        work = sum(row_bytes) + LIBRARY_TEMPS * row_bytes[-1]
+        rows = chunk_bytes(n * max(row_elems)) // max(1, work)
+        return max(1, rows) if rows < n else None
 
 
 def _slot_item(slot_of) -> int:
