@@ -320,3 +320,19 @@ def test_tape_misuse():
         tape.gradient(y, x, unconnected_gradients="zeros")
     with raises(ValueError, "output_gradients", "2 entries", "1 targets"):
         tape.gradient(y, x, output_gradients=[1.0, 2.0])
+
+
+def test_op_errors_name_the_users_line_eager_and_traced():
+    """A bad-input error from an op carries a note naming the user's own line
+    (shown under the message in the traceback), eagerly and while tracing."""
+    import traceback
+
+    def model(x, w):
+        return tfc.matmul(x, w)  # the line named
+
+    line = model.__code__.co_firstlineno + 1
+    for fn in (model, tfc.function(model)):
+        with pytest.raises(ValueError, match="inner dimensions differ") as info:
+            fn(tfc.ones([2, 3]), tfc.ones([4, 5]))
+        assert info.value.__notes__ == [f"  at {__file__}:{line} in model"]
+        assert f"{__file__}:{line} in model" in "".join(traceback.format_exception(info.value))

@@ -526,3 +526,30 @@ def test_square_gradient_with_a_large_output_gradient_stays_finite():
         y = tfc.square(x)
     g = t.gradient(y, x, output_gradients=tfc.constant(np.array([40000.0, 40000.0], np.float16)))
     np.testing.assert_array_equal(g.numpy(), np.array([20000.0, -40000.0], np.float16))
+
+
+@pytest.mark.parametrize("values", [[3.0, 0.5, 2.0, -1.5], [3.0, 0.0, 2.0, -1.5], [0.0, 4.0, 0.0, 2.0]])
+def test_reduce_prod_gradient_is_product_of_the_others_with_zeros(values):
+    """d prod / dx_i = the product of the other elements, also where x_i or
+    another element is zero (TensorFlow's values; prod / x_i was NaN there),
+    per row along an axis, eager and compiled alike; and its own gradient
+    (except where two elements are zero: there it is 0, documented)."""
+    x = np.array([values, values[::-1]], np.float32)
+    want = np.array([[np.prod(np.delete(row, i)) for i in range(row.size)] for row in x], np.float32)
+    want2 = np.array([[sum(np.prod(np.delete(row, [i, j])) for j in range(row.size) if j != i)
+                       for i in range(row.size)] for row in x], np.float32)
+
+    def grads(t):
+        with tfc.GradientTape() as outer:
+            outer.watch(t)
+            with tfc.GradientTape() as tape:
+                tape.watch(t)
+                y = tfc.reduce_sum(tfc.reduce_prod(t, axis=1))
+            g = tape.gradient(y, t)
+            s = tfc.reduce_sum(g)
+        return g, outer.gradient(s, t)
+
+    for g, g2 in (grads(tfc.constant(x)), tfc.function(grads)(tfc.constant(x))):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-5)
+        if values.count(0.0) < 2:  # documented: with two zeros the second derivative is 0
+            np.testing.assert_allclose(g2.numpy(), want2, rtol=1e-5)

@@ -174,3 +174,12 @@ def test_compiled_sum_of_broadcast_chain_equals_eager():
     for _ in range(100):
         x = tfc.constant(rng.standard_normal((3, 4)).astype(np.float32) * 3)
         assert compiled(x).numpy() == f(x).numpy()
+
+
+def test_argmax_argmin_axis_none_index_the_flattened_input():
+    x = np.array([[3.0, 9.0, 1.0], [9.5, -2.0, 4.0]], np.float32)
+    for fn, ref in ((tfc.argmax, np.argmax), (tfc.argmin, np.argmin)):
+        assert fn(tfc.constant(x), axis=None).numpy() == ref(x)
+        assert tfc.function(lambda t: fn(t, axis=None))(tfc.constant(x)).numpy() == ref(x)
+        with pytest.raises(TypeError, match="axis must be None or an int"):
+            fn(tfc.constant(x), axis=(0, 1))

@@ -329,3 +329,23 @@ def test_reference_collatz(capsys):
     out = [float(line.split("(")[1].split(",")[0]) for line in capsys.readouterr().out.splitlines()]
     assert out == [6, 3, 10, 5, 16, 8, 4, 2, 1]
     assert float(a) == 1.0
+
+
+def test_devices_cpu_only_build():
+    """api.md's Devices: the CPU under any TensorFlow spelling; a GPU is a clear
+    NotImplementedError in this build, as is Tensor.gpu()."""
+    assert tfc.config.list_devices() == [("/physical_device:CPU:0", "CPU")]
+    assert tfc.config.list_physical_devices("GPU") == []
+    for name in ("cpu", "CPU:0", "/cpu:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:0"):
+        with tfc.device(name):
+            t = tfc.constant([1.0, 2.0]) * 2
+    assert t.cpu() is t
+    with pytest.raises(NotImplementedError, match="GPU backend"):
+        with tfc.device("gpu:0"):
+            pass
+    with pytest.raises(NotImplementedError, match="GPU backend"):
+        t.gpu()
+    for bad in ("tpu:0", "cpu:1", 3):
+        with pytest.raises(ValueError, match="tfc.device"):
+            with tfc.device(bad):
+                pass

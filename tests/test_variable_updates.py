@@ -1,5 +1,6 @@
 """assign_add/assign_sub update in place only when no tensor can see the array."""
 import numpy as np
+import pytest
 
 import tfc
 
@@ -59,3 +60,15 @@ def test_compiled_kernel_never_overwrites_an_assigned_buffer():
         compiled_out = tfc.function(f)(x, r).numpy()
         np.testing.assert_array_equal(compiled_out, eager_out)
         np.testing.assert_array_equal(v.numpy(), eager_v)
+
+
+def test_variable_from_a_traced_tensor_is_a_clear_error_and_concrete_ones_work():
+    @tfc.function
+    def make(x):
+        return tfc.Variable(x) * 2
+
+    with pytest.raises(ValueError, match="cannot make variables from its own tensors"):
+        make(tfc.ones([2]))
+    layer = tfc.layers.Dense(3)  # built lazily while tracing: its initial values are concrete
+    out = tfc.function(lambda x: layer(x))(tfc.ones([1, 4]))
+    np.testing.assert_allclose(out.numpy(), layer(tfc.ones([1, 4])).numpy(), rtol=1e-6)

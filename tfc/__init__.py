@@ -8,6 +8,7 @@ from tfc.core.dtypes import (  # noqa: F401
 from tfc.core.tensor import Tensor, constant, convert_to_tensor  # noqa: F401
 from tfc.core.variable import Variable  # noqa: F401
 from tfc.core import errors  # noqa: F401
+from tfc.core.device import device  # noqa: F401
 from tfc.core.tape import (  # noqa: F401
     GradientTape, custom_gradient, gradients_function, implicit_gradients,
     implicit_value_and_gradients, stop_gradient, value_and_gradients_function,
@@ -28,7 +29,7 @@ from tfc.ops.linalg import matmul, tensordot  # noqa: F401
 from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
 from tfc.ops.shapes import concat, gather, one_hot, pad, split, stack, tile, unstack  # noqa: F401
 from tfc.ops.control_flow import Assert, TensorArray, cond, print, while_loop  # noqa: F401
-from tfc import random  # noqa: F401
+from tfc import config, random  # noqa: F401
 
 # Models and training (tfc/nn): the module tfc.nn holds the nn ops; tfc.layers,
 # tfc.optimizers and tfc.train are namespaces over the models code.

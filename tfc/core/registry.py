@@ -23,6 +23,8 @@ The declaration also names
 from __future__ import annotations
 
 import functools
+import os
+import sys
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -151,19 +153,40 @@ def declare(
 
 def execute(op: OpDef, inputs, attrs: dict):
     """Run ``op`` now (eager), or append it to the function being traced."""
-    tensors = convert_inputs(op, inputs)
-    builder = STATE.builder
-    if builder is None and not TAPES:
-        return run_eager(op, tensors, attrs)  # the common case: nothing to record
-    tape = _tape()
-    if builder is not None:
-        outputs = builder.emit(op, tensors, attrs)
-    else:
-        tensors = tape.snapshot_variables(tensors)
-        outputs = run_eager(op, tensors, attrs)
+    try:
+        tensors = convert_inputs(op, inputs)
+        builder = STATE.builder
+        if builder is None and not TAPES:
+            return run_eager(op, tensors, attrs)  # the common case: nothing to record
+        tape = _tape()
+        if builder is not None:
+            outputs = builder.emit(op, tensors, attrs)
+        else:
+            tensors = tape.snapshot_variables(tensors)
+            outputs = run_eager(op, tensors, attrs)
+    except (ValueError, TypeError) as e:  # bad input: say where in the user's code
+        note_user_line(e)
+        raise
     if TAPES:
         tape.record(op, tensors, outputs, attrs)
     return outputs
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../tfc
+
+
+def note_user_line(e: BaseException) -> None:
+    """Add to ``e`` a note naming the innermost caller outside tfc (the user's
+    file:line, shown under the message in the traceback), once."""
+    if getattr(e, "_tfc_noted", False):
+        return
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE + os.sep)
+                             or f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back
+    if f is not None:
+        e.add_note(f"  at {f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}")
+        e._tfc_noted = True
 
 
 _tape_module = None

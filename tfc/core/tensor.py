@@ -47,6 +47,14 @@ class Tensor:
 
         return Spec(self.shape, self.dtype)
 
+    # -- devices (tfc.core.device) -------------------------------------------------
+    def cpu(self) -> "Tensor":
+        """This tensor on the CPU: itself, where every tensor of this build lives."""
+        return self
+
+    def gpu(self, index: int = 0) -> "Tensor":
+        raise NotImplementedError("Tensor.gpu(): the GPU backend is not implemented yet; tensors are on the CPU")
+
     # -- numpy interop ----------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """The value as a read-only numpy array (no copy; copy it to mutate)."""

@@ -139,9 +139,22 @@ def _extreme_grad(e, g):
 
 
 def _prod_grad(e, g):
-    # d prod / dx_i = prod / x_i; exact where no element is zero.
+    # d prod / dx_i is the product of the others: prod / x_i where x_i is not
+    # zero (0 there if another element is); at the one zero of a product, the
+    # product of the rest; 0 where two or more are zero (TensorFlow's values).
+    # Its own derivative is exact except where two or more are zero (0 there,
+    # where TensorFlow's exclusive cumulative products give the rest's product).
+    from tfc.ops.math import cast, not_equal, where
+
+    x = e.inputs[0]
+    axis = e.attrs["axis"]
+    nonzero = not_equal(x, 0)
+    safe = where(nonzero, x, 1)
     out, g = _kept(e, e.outputs[0]), _kept(e, g)
-    return [_like_input(e, g * out) / e.inputs[0]]
+    zeros = reduce_sum(cast(~nonzero, dtypes.int32), axis=axis, keepdims=True)
+    rest = g * reduce_prod(safe, axis=axis, keepdims=True)  # the product without the zeros
+    at_zero = where(zeros == 1, rest, 0)
+    return [where(nonzero, _like_input(e, g * out) / safe, _like_input(e, at_zero))]
 
 
 reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")
@@ -184,15 +197,27 @@ def _arg_infer(op, x: Spec, axis, output_type) -> Spec:
 @declare(kernel=lambda x, axis, output_type: np.argmax(x, axis=axis), infer=_arg_infer,
          attrs={"axis": "int", "output_type": "dtype"}, rows=rows_apart)
 def argmax(input, axis=0, output_type=dtypes.int64):  # noqa: A002
-    """Index of the largest value along ``axis`` (the first one on ties)."""
-    return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+    """Index of the largest value along ``axis`` (the first one on ties);
+    ``axis=None``: the index into the flattened input, as numpy's."""
+    return _arg_args(input, axis, output_type)
 
 
 @declare(kernel=lambda x, axis, output_type: np.argmin(x, axis=axis), infer=_arg_infer,
          attrs={"axis": "int", "output_type": "dtype"}, rows=rows_apart)
 def argmin(input, axis=0, output_type=dtypes.int64):  # noqa: A002
-    """Index of the smallest value along ``axis``."""
-    return (input,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
+    """Index of the smallest value along ``axis`` (the first one on ties);
+    ``axis=None``: the index into the flattened input, as numpy's."""
+    return _arg_args(input, axis, output_type)
+
+
+def _arg_args(x, axis, output_type):
+    if axis is None:
+        from tfc.ops.shapes import reshape
+
+        x, axis = reshape(x, (-1,)), 0
+    elif not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"axis must be None or an int, got {axis!r}")
+    return (x,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
 
 
 

@@ -1,0 +1,4 @@
+"""``tfc.config``: what this build runs on."""
+from tfc.core.device import PhysicalDevice, list_devices  # noqa: F401
+
+list_physical_devices = list_devices  # TensorFlow's name: tf.config.list_physical_devices("GPU")
