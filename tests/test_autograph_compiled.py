@@ -690,3 +690,339 @@ def test_lambdas_sharing_a_line_are_told_apart():
     np.testing.assert_array_equal(multi(x).numpy(), x * 3.0)
     top = lambda x: -x if tfc.reduce_sum(x) > 0.0 else x  # noqa: E731
     np.testing.assert_array_equal(tfc.function(top)(x).numpy(), -x)
+
+
+# -- raise under a tensor condition: a clear error, never a different program ------------------
+
+def _line(fn, text):
+    """The file line of the first line of ``fn``'s source that contains ``text``."""
+    import inspect
+
+    lines, first = inspect.getsourcelines(fn)
+    return first + next(i for i, s in enumerate(lines) if text in s)
+
+
+def raise_in_try(x):
+    try:
+        if tfc.reduce_sum(x) > 0:
+            raise ValueError("positive")
+        y = x
+    except ValueError:
+        y = -x
+    return y
+
+
+def raise_in_loop(n):
+    i = tfc.constant(0)
+    while i < n:
+        if i > 5:
+            raise ValueError("too many")
+        i += 1
+    return i
+
+
+def _check_negative(v):
+    if v < 0:  # a Python value, but the tensor branch calling this runs it while tracing
+        raise ValueError("negative")
+    return v
+
+
+def raise_in_callee(x):
+    if tfc.reduce_sum(x) > 0:
+        y = x * _check_negative(-1)
+    else:
+        y = x
+    return y
+
+
+def test_raise_under_a_tensor_condition_is_rejected_naming_the_lines():
+    x = tfc.constant([-1.0, -2.0, 3.0])
+    np.testing.assert_array_equal(raise_in_try(x).numpy(), [-1.0, -2.0, 3.0])  # eagerly: no raise
+    # not a ValueError: the function's own `except ValueError` must not catch it (and
+    # silently compile the except branch in)
+    with pytest.raises(tfc.autograph.ConversionError,
+                       match=rf"{__file__}:{_line(raise_in_try, 'raise ')}: a `raise` statement ran under a "
+                             rf"tensor condition \(the tensor `if` at line {_line(raise_in_try, 'if ')}\).*"
+                             rf"ValueError: positive.*tfc.Assert"):
+        tfc.function(raise_in_try)(x)
+    assert not issubclass(tfc.autograph.ConversionError, ValueError)
+    with pytest.raises(tfc.autograph.ConversionError,
+                       match=rf"{__file__}:{_line(raise_in_loop, 'raise ')}: .*the tensor `if` at line "
+                             rf"{_line(raise_in_loop, 'if ')}"):
+        tfc.function(raise_in_loop)(tfc.constant(3))
+    with pytest.raises(tfc.autograph.ConversionError,
+                       match=rf"{__file__}:{_line(_check_negative, 'raise ')}: .*the tensor `if` at line "
+                             rf"{_line(raise_in_callee, 'if ')}.*negative"):
+        tfc.function(raise_in_callee)(x)
+
+    def raise_in_for(n):
+        s = tfc.constant(0)
+        for i in tfc.range(n):
+            raise ValueError("in the loop")
+        return s
+
+    with pytest.raises(tfc.autograph.ConversionError,
+                       match=rf"the tensor `for` loop at line {_line(raise_in_for, 'for ')}"):
+        tfc.function(raise_in_for)(tfc.constant(3))
+
+
+def test_raise_on_python_values_and_caught_raise_keep_python_semantics():
+    def python_flag(x, flag):
+        if flag:
+            raise ValueError("flag set")
+        return x * 2
+
+    f = tfc.function(python_flag)
+    assert _val(f(tfc.constant(2.0), False)) == 4.0
+    with pytest.raises(ValueError, match="flag set"):
+        f(tfc.constant(2.0), True)
+
+    def caught_in_branch(x):
+        if tfc.reduce_sum(x) > 0:
+            try:
+                raise KeyError("k")
+            except KeyError:
+                y = x * 2
+        else:
+            y = -x
+        return y
+
+    g = tfc.function(caught_in_branch)
+    for v in ([1.0, 2.0], [-1.0, -2.0]):
+        np.testing.assert_array_equal(g(tfc.constant(v)).numpy(), caught_in_branch(tfc.constant(v)).numpy())
+
+
+# -- for over tfc.range with tensor bounds ------------------------------------------------------
+
+def tfc_range_sum(n):
+    s = tfc.constant(0)
+    for i in tfc.range(n):
+        s += i
+    return s
+
+
+def tfc_range_continue_break(n):
+    s = tfc.constant(0)
+    for i in tfc.range(n):
+        if i % 2 == 0:
+            continue
+        if i > 6:
+            break
+        s += i
+    return s
+
+
+def tfc_range_bounds(a, b, d):
+    s = tfc.constant(0)
+    for i in tfc.range(a, b, d):
+        s = s * 2 + i
+    return s
+
+
+def tfc_range_float(n):
+    s = tfc.constant(0.0)
+    for x in tfc.range(0.5, n, 0.25):
+        s += x
+    return s
+
+
+def tfc_range_return(n):
+    for i in tfc.range(n):
+        if i * i > 10:
+            return i
+    return tfc.constant(-1)
+
+
+def tfc_range_append(n):
+    out = []
+    tfc.autograph.set_element_type(out, tfc.int32)
+    for i in tfc.range(n):
+        out.append(i * 3)
+    return tfc.autograph.stack(out)
+
+
+@pytest.mark.parametrize("fn,args", [
+    (tfc_range_sum, [(5,), (0,), (1,)]),
+    (tfc_range_continue_break, [(0,), (4,), (12,)]),
+    (tfc_range_bounds, [(1, 9, 2), (10, 2, -3), (0, 5, 7), (3, 3, 1)]),
+    (tfc_range_float, [(2.0,), (0.5,), (1.9,)]),
+    (tfc_range_return, [(10,), (2,)]),
+    (tfc_range_append, [(4,), (1,)]),
+])
+def test_for_over_tfc_range_of_tensors_matches_eager(fn, args):
+    f = tfc.function(fn)
+    for a in args:
+        ts = [tfc.constant(v) for v in a]
+        want, got = fn(*ts), f(*ts)
+        assert got.dtype == want.dtype and got.shape == want.shape, a
+        np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=str(a))
+    assert f.trace_count == 1
+    assert "tfc.while" in _ir(f, *[tfc.constant(v) for v in args[0]])
+
+
+def test_tfc_range_loop_variable_is_what_eager_tfc_range_yields():
+    def last(n, dtype=None):
+        v = tfc.constant(0.0) if dtype else tfc.constant(0)
+        for i in tfc.range(n, dtype=dtype):
+            v = i
+        return v
+
+    n64 = tfc.constant(np.int64(4))  # eagerly the bounds become Python numbers: int32 values
+    for args in ((n64,), (tfc.constant(3), tfc.float32)):
+        want, got = last(*args), tfc.function(last)(*args)
+        assert (got.dtype, got.shape, _val(got)) == (want.dtype, want.shape, _val(want))
+
+
+def test_tfc_range_errors_name_the_for_line():
+    def for_else(n):
+        s = tfc.constant(0)
+        for i in tfc.range(n):
+            s += i
+        else:
+            s += 100
+        return s
+
+    def for_else_range(n):
+        s = tfc.constant(0)
+        for i in range(n):
+            s += i
+        else:
+            s += 100
+        return s
+
+    for fn in (for_else, for_else_range):  # as with range(n): for/else over a tensor is not supported
+        with pytest.raises(NotImplementedError, match=rf"for/else over a tensor \(line {_line(fn, 'for ')}\)"):
+            tfc.function(fn)(tfc.constant(3))
+
+    def vector_bound(n):
+        s = tfc.constant(0)
+        for i in tfc.range(n):
+            s += i
+        return s
+
+    with pytest.raises(TypeError, match=rf"{__file__}:{_line(vector_bound, 'for ')}: range: limit must be a "
+                                        rf"number \(a scalar tensor\), got int32\[2\]"):
+        tfc.function(vector_bound)(tfc.constant([1, 2]))
+    with pytest.raises(ValueError, match=rf"{__file__}:{_line(tfc_range_bounds, 'for ')}: range: delta must "
+                                         rf"not be zero"):
+        tfc.function(tfc_range_bounds)(tfc.constant(1), tfc.constant(3), 0)
+
+    def shrinks(n):
+        s = tfc.constant([1.0, 2.0])
+        for i in tfc.range(n):
+            s = s[1:]
+        return s
+
+    with pytest.raises(ValueError, match=rf"'s' changes shape in the tensor loop at line {_line(shrinks, 'for ')}"):
+        tfc.function(shrinks)(tfc.constant(3))
+
+
+def test_tfc_range_outside_a_loop_and_eagerly_is_unchanged():
+    def loop(n):
+        s = 0
+        for i in tfc.range(n):
+            s += i
+        return s
+
+    got = tfc.autograph.to_graph(loop)(tfc.constant(4))  # eagerly: a Python loop over a tensor
+    assert isinstance(got, tfc.Tensor) and _val(got) == 6
+    assert _val(tfc.function(loop)(4)) == 6  # Python bounds while tracing: a tensor of static length
+
+
+# -- recursion: unrolled while tracing when it stops on Python values ---------------------------
+
+@tfc.function
+def fact(n):
+    if n <= 1:
+        return tfc.constant(1)
+    return n * fact(n - 1)
+
+
+def py_fact(n):
+    if n <= 1:
+        return 1
+    return n * py_fact(n - 1)
+
+
+def test_recursive_function_on_python_values_is_unrolled():
+    assert _val(fact(5)) == 120
+    assert _val(tfc.autograph.to_graph(py_fact)(5)) == 120
+    assert _val(tfc.function(py_fact)(5)) == 120
+    assert "func.call" not in _ir(fact, 4) and "tfc.cond" not in _ir(fact, 4)
+
+
+def test_recursion_on_a_tensor_condition_is_a_clear_error():
+    with pytest.raises(RecursionError, match=rf"{__file__}:{_line(fact.python_function, 'fact(n - 1)')}: fact "
+                                             rf"calls itself while it is traced, and the recursion did not end.*"
+                                             rf"tensor condition"):
+        fact(tfc.constant(5))
+    assert _val(fact(3)) == 6  # the failed trace left nothing behind
+
+
+# -- errors of a tensor `if` (and assert) name the statement's line -----------------------------
+
+def test_tensor_if_errors_name_the_if_line():
+    def vector_pred(x):
+        if x > 0:
+            y = x + 1
+        else:
+            y = x - 1
+        return y
+
+    with pytest.raises(TypeError, match=rf"{__file__}:{_line(vector_pred, 'if ')}: tfc.cond: the predicate must "
+                                        rf"be a scalar"):
+        tfc.function(vector_pred)(tfc.constant([1.0, 2.0]))
+
+    def dtypes_differ(x):
+        if tfc.reduce_sum(x) > 0:
+            y = tfc.constant(1)
+        else:
+            y = tfc.constant(1.0)
+            y = y * 2
+        return y
+
+    at = _line(dtypes_differ, "if ")
+    with pytest.raises(TypeError, match=rf"{__file__}:{at}: variable 'y' is int32 in the true branch and float32 "
+                                        rf"in the false branch of the tensor `if` at line {at}"):
+        tfc.function(dtypes_differ)(tfc.constant([1.0, 2.0]))
+
+    def ranks_differ(x):
+        if tfc.reduce_sum(x) > 0:
+            return x
+        else:
+            z = tfc.reduce_sum(x)
+            return z
+
+    at = _line(ranks_differ, "if ")
+    with pytest.raises(ValueError, match=rf"{__file__}:{at}: the return value has shape \(2,\) in the true branch "
+                                         rf"and \(\) in the false branch of the tensor `if` at line {at}"):
+        tfc.function(ranks_differ)(tfc.constant([1.0, 2.0]))
+
+    def vector_while(x):
+        while x > 0:
+            x = x - 1
+            x = x * 1
+        return x
+
+    with pytest.raises(TypeError, match=rf"{__file__}:{_line(vector_while, 'while ')}: tfc.while_loop: cond "
+                                        rf"must return a scalar"):
+        tfc.function(vector_while)(tfc.constant([1.0, 2.0]))
+
+
+def test_assert_on_a_vector_is_an_error_as_eagerly():
+    def positive(x):
+        assert x > 0, "x must be positive"
+        return x
+
+    for v in ([1.0, -1.0], [1.0, 1.0]):
+        with pytest.raises(ValueError, match="one element"):  # eagerly: bool() of a vector
+            positive(tfc.constant(v))
+        with pytest.raises(ValueError, match=rf"{__file__}:{_line(positive, 'assert')}: `assert` needs a "
+                                             rf"condition with one element, got a tensor of bool\[2\].*reduce_all"):
+            tfc.function(positive)(tfc.constant(v))
+    f = tfc.function(positive)
+    assert _val(f(tfc.constant([2.0]))) == 2.0  # one element: as eagerly
+    with pytest.raises(AssertionError, match="x must be positive"):
+        f(tfc.constant([-2.0]))
+    with pytest.raises(AssertionError, match="x must be positive"):
+        positive(tfc.constant([-2.0]))

@@ -96,8 +96,12 @@ def test_get_concrete_function_with_specs_and_call():
     a = np.ones((4, 3), np.float32)
     b = np.arange(6, dtype=np.float32).reshape(3, 2)
     np.testing.assert_allclose(conc(tfc.constant(a), tfc.constant(b)).numpy(), a @ b)
-    with pytest.raises(NotImplementedError, match="IR stage 'bogus'"):
+    with pytest.raises(ValueError, match="unknown IR stage 'bogus'"):
         conc.ir("bogus")
+    with pytest.raises(NotImplementedError, match="GPU backend"):
+        conc.ir("gpu")
+    with pytest.raises(NotImplementedError, match="PTX backend"):
+        conc.ptx
     assert "loops.library \"matmul\"" in conc.ir("loops")
 
 

@@ -248,8 +248,42 @@ def test_tensor_from_another_trace_is_rejected():
         return x + leaked[0]
 
     f(tfc.constant(1.0))
-    with pytest.raises(ValueError, match="another traced function"):
+    with pytest.raises(ValueError, match="tracing 'g' used a symbolic tensor .* made while tracing the "
+                                         "tfc.function 'f' and escaped that trace"):
         g(tfc.constant(1.0))
+
+
+G = tfc.constant(0.0)
+
+
+def test_tensor_escaped_from_a_trace_is_a_clear_error_when_used():
+    global G
+    leaked = []
+
+    @tfc.function
+    def step(x):
+        global G
+        G = G + tfc.reduce_sum(x)  # a Python side effect: G becomes the trace's tensor
+        leaked.append(x * 2.0)
+        return G
+
+    assert step(tfc.constant([1.0, 2.0])).numpy() == 3.0
+    line = step.python_function.__code__.co_firstlineno + 3
+    escaped = (r"a symbolic tensor \(float32\[\]\) that was made while tracing the tfc.function 'step' and "
+               r"escaped that trace \(through a global, a nonlocal, a list .*return it from the function instead")
+    try:
+        for use, what in ((lambda: G + 1.0, "an eager op used"), (lambda: G.numpy(), r"\.numpy\(\) needs the value of"),
+                          (lambda: bool(G), r"bool\(\) needs the value of"),
+                          (lambda: np.asarray(G), "conversion to a numpy array needs the value of"),
+                          (lambda: tfc.reduce_sum(leaked[0]), "an eager op used")):
+            with pytest.raises(TypeError, match=rf"{__file__}:\d+: {what} a symbolic tensor"):
+                use()
+        with pytest.raises(TypeError, match=escaped):
+            G * 2.0
+        with pytest.raises(ValueError, match=rf"{__file__}:{line}: tracing 'step' used {escaped}"):
+            step(tfc.constant([1.0, 2.0, 3.0]))  # a new shape: the retrace reads the escaped G
+    finally:
+        G = tfc.constant(0.0)
 
 
 def test_tensor_leaked_out_of_a_cond_branch_is_rejected_at_the_users_line():

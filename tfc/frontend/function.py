@@ -150,6 +150,8 @@ class Function:
         self._fast: dict = {}  # _fast_key -> ConcreteFunction, filled by full calls
         self._traces: list[_Trace] = []
         self._warned = False
+        self._depth = 0  # calls of this function being traced now (> 1: it recursed)
+        self._recursed_at = None  # where it first called itself while traced
         try:
             self._signature = inspect.signature(python_function)
         except (TypeError, ValueError):
@@ -240,7 +242,7 @@ class Function:
             if run is not None:
                 return run(arrays)
         if STATE.builder is not None:  # called while tracing another function: inline it
-            return self._traced_function()(*args, **kwargs)
+            return self._call_traced(args, kwargs)
         conc, leaves = self._concrete(args, kwargs)
         out = conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
         n = len(args)
@@ -312,6 +314,30 @@ class Function:
                 self._converted = self.python_function
         return self._converted
 
+    def _call_traced(self, args, kwargs):
+        """The traced function called while tracing, counting such calls. A recursive
+        call is inlined (unrolled) like any other; a recursion that never ends while
+        tracing (it stops on a tensor condition) becomes a clear error at the outermost call."""
+        from tfc.frontend.tracing import _where
+
+        if self._depth and self._recursed_at is None:
+            self._recursed_at = _where()
+        self._depth += 1
+        try:
+            return self._traced_function()(*args, **kwargs)
+        except RecursionError:
+            if self._depth > 1 or self._recursed_at is None:
+                raise
+            raise RecursionError(
+                f"{self._recursed_at}: {self.__name__} calls itself while it is traced, and the recursion "
+                f"did not end (within Python's recursion limit): a recursive tfc.function is unrolled while "
+                f"tracing, so it must stop on Python values; one that stops on a tensor condition is not "
+                f"supported (use a loop)") from None
+        finally:
+            self._depth -= 1
+            if not self._depth:
+                self._recursed_at = None
+
     def _trace(self, bound, named, leaves) -> "ConcreteFunction":
         from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
@@ -337,9 +363,8 @@ class Function:
             call_args, call_kwargs = bound.args, bound.kwargs
         else:
             call_args, call_kwargs = tuple(named.values()), {}
-        fn = self._traced_function()
         with tracing_into(builder):
-            out = fn(*call_args, **call_kwargs)
+            out = self._call_traced(call_args, call_kwargs)
         return ConcreteFunction.from_trace(builder, specs, out, self)
 
 
@@ -469,8 +494,14 @@ class ConcreteFunction:
             return print_ir(self.fused_module, debuginfo)
         if stage == "loops":
             return print_ir(self.loops_module, debuginfo)
-        raise NotImplementedError(
-            f"IR stage {stage!r} is not implemented (available: tensor, tensor-raw, fused, loops)")
+        if stage == "gpu":
+            raise NotImplementedError("IR stage 'gpu': the GPU backend (target='cuda') is not implemented yet")
+        raise ValueError(f"unknown IR stage {stage!r} (available: tensor, tensor-raw, fused, loops)")
+
+    @property
+    def ptx(self) -> str:
+        """The PTX of a function compiled for target="cuda"."""
+        raise NotImplementedError("ConcreteFunction.ptx: the PTX backend (target='cuda') is not implemented yet")
 
     def __call__(self, *args, **kwargs):
         leaves = []

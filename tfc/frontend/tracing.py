@@ -94,10 +94,24 @@ class SymbolicTensor(Tensor):
         return Spec(self._shape, self._dtype)
 
     def _no_value(self, what: str, hint: str):
+        if STATE.builder is not self._builder:
+            raise TypeError(f"{_where()}: {self._escaped(f'{what} needs the value of')}")
         raise TypeError(
             f"{_where()}: {what} of a symbolic tensor ({self._describe()}) is not available while "
             f"tracing a tfc.function: its value is known only when the function runs; {hint}"
         )
+
+    def _escaped(self, use: str) -> str:
+        """Why a tensor of a trace that is over (or of another one) cannot be used."""
+        return (f"{use} a symbolic tensor ({self._describe()}) that was made while tracing the tfc.function "
+                f"{self._builder.name!r} and escaped that trace (through a global, a nonlocal, a list or "
+                f"another object that outlives it): it has no value outside the trace; return it from "
+                f"the function instead")
+
+    @property
+    def _value(self):
+        # an eager op's input (tfc.core.registry.run_eager): only a tensor that escaped its trace gets here
+        raise TypeError(f"{_where()}: {self._escaped('an eager op used')}")
 
     def _describe(self) -> str:
         return str(self.spec)
@@ -209,9 +223,8 @@ class FunctionBuilder:
         eager tensors captured as ``tfc.constant``s at the top of the function."""
         if isinstance(t, SymbolicTensor):
             if t._builder is not self:
-                raise ValueError(
-                    f"{_where()}: a symbolic tensor of another traced function was used here "
-                    "(tensors do not leak between tfc.function traces); pass it as an argument")
+                raise ValueError(f"{_where()}: {t._escaped(f'tracing {self.name!r} used')} "
+                                 f"(or pass it in as an argument)")
             # Every open region the value comes from outside of captures it (a
             # nested region's captures are its parent's too). Open blocks form
             # the chain _stack, so the value is visible iff its block is open.

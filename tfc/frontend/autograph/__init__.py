@@ -7,3 +7,4 @@ Python or tensor control flow per statement at run time.
 """
 from tfc.frontend.autograph.api import convert, do_not_convert, to_code, to_graph  # noqa: F401
 from tfc.frontend.autograph.operators import set_element_type, stack  # noqa: F401
+from tfc.frontend.autograph.transformer import ConversionError  # noqa: F401

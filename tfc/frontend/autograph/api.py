@@ -135,6 +135,9 @@ def _convert_code(fn):
     else:
         node = transformer.convert_function_body(node)
         inner = copy.deepcopy(node)
+        # Named apart in the factory: under its own name it would be a local there, and
+        # a recursive call (`fact(n - 1)`) a free variable instead of the global it is.
+        inner.name = "__ag_converted"
         if "__class__" in code.co_freevars:  # zero-argument super() needs the cell
             inner.body.insert(0, ast.copy_location(ast.Expr(value=ast.Name(id="__class__", ctx=ast.Load())),
                                                    inner.body[0]))
@@ -153,13 +156,31 @@ def _convert_code(fn):
     module = ast.Module(body=[factory], type_ignores=[])
     ast.copy_location(factory, node)  # the rest inherit their parents' lines
     ast.fix_missing_locations(module)
+    _pin_runtime_calls(module)
     compiled = compile(module, code.co_filename, "exec", dont_inherit=True)
     factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
     new_code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType))
+    if not isinstance(node, ast.Lambda):  # tracebacks name the original function
+        new_code = new_code.replace(co_name=code.co_name, co_qualname=code.co_qualname)
     _register(new_code)
     hit = (new_code, node)
     _CODE_CACHE[code] = hit
     return hit
+
+
+def _pin_runtime_calls(tree):
+    """Each ``ag__.f(...)`` call's ``ag__.f`` on the call's first line. Python reports
+    a method call at the line where its attribute ends: a generated attribute that
+    took the location of a whole ``if`` or loop would name its last line instead of
+    the statement's (errors from a tensor ``if`` must name the ``if``)."""
+    for n in ast.walk(tree):
+        f = getattr(n, "func", None)
+        if isinstance(n, ast.Call) and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) \
+                and f.value.id == "ag__":
+            for part, width in ((f, len(f.attr) + 5), (f.value, 4)):
+                part.lineno = part.end_lineno = n.lineno
+                part.col_offset = n.col_offset
+                part.end_col_offset = n.col_offset + width
 
 
 def _register(code):

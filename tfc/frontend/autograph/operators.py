@@ -13,11 +13,14 @@ outputs and loop variables (the functional form the tracer needs).
 from __future__ import annotations
 
 import builtins
+import dis
+import numbers
 import operator
 
 from tfc.core import nest
 from tfc.core.context import STATE
 from tfc.core.tensor import Tensor
+from tfc.frontend.autograph.transformer import ConversionError
 
 # tfc.ops.control_flow, or a stand-in set by tests
 CONTROL_FLOW = None
@@ -252,6 +255,14 @@ def if_exp(cond, true_thunk, false_thunk):
 
 def assert_(cond, msg_thunk, line=None):
     if is_symbolic(cond):
+        if any(d != 1 for d in cond.shape):
+            # eagerly bool() fails on it: not tfc.Assert's "all true", which would hide the mistake
+            from tfc.frontend.tracing import _where
+
+            raise ValueError(
+                f"{_where()}: `assert` needs a condition with one element, got a tensor of {cond.spec}: "
+                f"the truth value of a tensor with more elements is ambiguous (bool() fails on it eagerly); "
+                f"use tfc.reduce_all(...) or tfc.reduce_any(...)")
         msg = msg_thunk() if msg_thunk is not None else f"assertion failed at line {line}"
         return _cf().Assert(cond, [msg])
     if not cond:
@@ -287,6 +298,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
     live = [n for n in live if n in cells]
     init = {n: _get(c) for n, c in cells.items()}
     init = {n: _as_tensor_list(v) if isinstance(v, list) else v for n, v in init.items()}
+    where = f"the tensor `if` at line {line}"
     results = {}
     fill = {}  # the return value's type, where a branch leaves it to a later return
     if "retval_" in live and isinstance(init["retval_"], _ReturnPlaceholder):
@@ -294,7 +306,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
             def run(fn=fn):
                 for n, c in cells.items():
                     _set(c, init[n])
-                fn()
+                _deeper(fn, where)
                 return _get(cells["retval_"])
             try:
                 got = _probe(run)
@@ -314,7 +326,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
         def run():
             for n, c in cells.items():
                 _set(c, init[n])
-            _deeper(fn)
+            _deeper(fn, where)
             out = []
             for n in live:
                 v = _get(cells[n])
@@ -334,6 +346,8 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
                         f"a tensor `if` at line {line} returns in only some of its branches "
                         f"(the {which} branch returns None)")
                 out.append(v)
+            if which == "false":  # the true branch was traced first: name the variable whose type differs
+                _check_branches(live, results["true"], out, line)
             results[which] = out
             return tuple(out)
         return run
@@ -346,6 +360,21 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
         else:
             _set(c, Undefined(f"{_describe(n)} was set inside the tensor `if` at line {line} "
                               f"and is not available after it"))
+
+
+def _check_branches(names, true_out, false_out, line):
+    from tfc.frontend.tracing import _where
+
+    for n, a, b in zip(names, true_out, false_out):
+        sa, sb = _spec_of(a), _spec_of(b)
+        if sa is None or sb is None:
+            continue
+        if sa[1] != sb[1]:
+            raise TypeError(f"{_where()}: {_describe(n)} is {sa[1].name} in the true branch and {sb[1].name} in "
+                            f"the false branch of the tensor `if` at line {line}; both must give one dtype")
+        if len(sa[0]) != len(sb[0]):
+            raise ValueError(f"{_where()}: {_describe(n)} has shape {sa[0]} in the true branch and {sb[0]} in "
+                             f"the false branch of the tensor `if` at line {line}; both must give one rank")
 
 
 def while_stmt(test, body, names, loop_vars, line, orelse=False, composites=()):
@@ -402,7 +431,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
 
     if isinstance(iterable, TensorRange):
         start, limit, delta = iterable.start, iterable.limit, iterable.delta
-        counter = constant(start) if not isinstance(start, Tensor) else start
+        counter = constant(start, iterable.dtype) if not isinstance(start, Tensor) else start
         index = None
     else:
         if not iterable.shape:
@@ -463,13 +492,44 @@ def _check_same(name, before, after, line):
 _LOOP_DEPTH = [0]
 
 
-def _deeper(fn):
-    """Run ``fn`` one level deeper in tensor control flow (what _LOOP_DEPTH counts)."""
+def _deeper(fn, where):
+    """Run ``fn`` one level deeper in tensor control flow (what _LOOP_DEPTH counts):
+    a branch or loop body of ``where`` (the tensor `if` or loop, for errors)."""
     _LOOP_DEPTH[0] += 1
     try:
         return fn()
+    except Exception as e:
+        at = _raise_statement(e)
+        if at is None:
+            raise
+        # Raised while tracing, it would fail (or, caught, change) the whole function
+        # whatever the condition's value: never a silently different program.
+        raise ConversionError(
+            f"{at}: a `raise` statement ran under a tensor condition ({where}); tfc.function does not "
+            f"support this: the exception would be raised while tracing, whatever the tensor's value "
+            f"({type(e).__name__}: {e}). Check the value when the function runs with `assert cond, message` "
+            f"or tfc.Assert(cond, [message]) instead") from e
     finally:
         _LOOP_DEPTH[0] -= 1
+
+
+_RAISE = dis.opmap["RAISE_VARARGS"]
+
+
+def _raise_statement(e):
+    """``file:line`` of the ``raise`` statement of converted (user) code that
+    raised ``e``, or None where ``e`` came from anything else (an op, a Python error)."""
+    from tfc.frontend.autograph.api import _CONVERTED_CODES
+
+    tb = e.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    if code not in _CONVERTED_CODES or code.co_code[tb.tb_lasti] != _RAISE:
+        return None
+    return f"{code.co_filename}:{tb.tb_lineno}"
 
 
 def _to_loop_var(v):
@@ -517,7 +577,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         load(vals)
         for n in others:
             _set(cells[n], others_init[n])
-        _deeper(step)
+        _deeper(step, f"the tensor `{kind}` loop at line {line}")
 
     flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
     if pending:
@@ -655,20 +715,58 @@ def stack(lst, dtype=None):
 # -- ranges and builtins ---------------------------------------------------------------
 
 class TensorRange:
-    """``range(n)`` with a tensor bound while tracing: a loop over it is a tensor loop."""
+    """``range(n)`` with a tensor bound while tracing: a loop over it is a tensor loop.
+    ``dtype``: the loop variable's (None: that of ``start``)."""
 
-    def __init__(self, *args):
+    def __init__(self, *args, dtype=None):
         if len(args) == 1:
             self.start, self.limit, self.delta = 0, args[0], 1
         else:
             self.start, self.limit = args[0], args[1]
             self.delta = args[2] if len(args) > 2 else 1
+        self.dtype = dtype
 
 
 def _range(*args):
     if any(is_symbolic(a) for a in args):
         return TensorRange(*args)
     return builtins.range(*args)
+
+
+def _tfc_range(start, limit=None, delta=1, dtype=None):
+    """``tfc.range`` with a tensor bound, as a for loop's iterable: a tensor loop
+    whose variable takes the values and dtype eager ``tfc.range`` gives (int32, or
+    float32 where a bound is a float)."""
+    from tfc.core import dtypes
+    from tfc.frontend.tracing import _where
+    from tfc.ops import math, shapes
+
+    if limit is None:
+        start, limit = 0, start
+    bounds = (start, limit, delta)
+    for b, what in zip(bounds, ("start", "limit", "delta")):
+        if isinstance(b, Tensor) and (b.dtype == dtypes.bool_ or tuple(b.shape) not in ((), (1,))):
+            raise TypeError(f"{_where()}: range: {what} must be a number (a scalar tensor), got {b.spec}")
+    if not isinstance(delta, Tensor) and delta == 0:
+        raise ValueError(f"{_where()}: range: delta must not be zero")
+    if dtype is None:
+        floating = any(isinstance(b, Tensor) and b.dtype.is_floating or not isinstance(b, Tensor) and isinstance(
+            b, numbers.Real) and not isinstance(b, numbers.Integral) for b in bounds)
+        dtype = dtypes.float32 if floating else dtypes.int32
+    dtype = dtypes.as_dtype(dtype)
+    bounds = [math.cast(shapes.reshape(b, ()), dtype) if isinstance(b, Tensor) else b for b in bounds]
+    return TensorRange(*bounds, dtype=dtype)
+
+
+def iter_call(f, *args, **kwargs):
+    """A call that makes a for loop's iterable (``for i in f(...)``): ``tfc.range``
+    with a tensor bound while tracing loops as ``range`` does (its length is known
+    only at run time); any other call is ``call``."""
+    from tfc.ops.creation import range as tfc_range
+
+    if f is tfc_range and _any_symbolic((args, kwargs)):
+        return _tfc_range(*args, **kwargs)
+    return call(f, *args, **kwargs)
 
 
 def _int(x, *args):

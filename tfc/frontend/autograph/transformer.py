@@ -428,7 +428,8 @@ class _ControlFlow(ast.NodeTransformer):
             return node
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ag__":
             return node
-        return ast.copy_location(ast.Call(func=_ag("call"), args=[f] + node.args, keywords=node.keywords), node)
+        fn = "iter_call" if getattr(node, "_ag_loop_iter", False) else "call"
+        return ast.copy_location(ast.Call(func=_ag(fn), args=[f] + node.args, keywords=node.keywords), node)
 
     def visit_BoolOp(self, node):
         node = self.generic_visit(node)
@@ -566,6 +567,8 @@ class _ControlFlow(ast.NodeTransformer):
         comp_kw = self._comps(comps, node)
         extra = getattr(node, "_ag_extra_test", None)
         orelse = getattr(node, "_ag_orelse", False)
+        if isinstance(node.iter, ast.Call):
+            node.iter._ag_loop_iter = True  # `for i in tfc.range(n)`: see ag__.iter_call
         node = self.generic_visit(node)
         i = self.names.n = self.names.n + 1
         body = self._body_fn(f"loop_body_{i}", [_located([target_assign], node)[0]] + node.body, names, node,
