@@ -81,3 +81,46 @@ def test_subprocess_no_traceback(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tfc.cli", "opt", str(p)], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
     assert r.returncode == 1 and "Traceback" not in r.stderr and f"{p}:1:" in r.stderr
+
+
+def _opt_error(tmp_path, capsys, text):
+    """The stderr of tfc opt on ``text`` (which must fail with exit status 1)."""
+    p = tmp_path / "bad.mlir"
+    p.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert opt_main([str(p), "-p", "tfc-fold"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.replace(str(p), "bad.mlir")
+
+
+def _func(body, args="%x: tensor<6xf32>", result="tensor<2x3xf32>"):
+    return f"func.func @f({args}) -> {result} {{\n{body}\n}}\n"
+
+
+@pytest.mark.parametrize("body, want", [
+    ('  %a = tfc.reshape %x {shape = "hello"} : (tensor<6xf32>) -> tensor<2x3xf32>\n  func.return %a : tensor<2x3xf32>',
+     "bad.mlir:2:3: error: tfc.reshape: attribute 'shape' is \"hello\", expected array<i64: ...>\n"),
+    ("  %a = tfc.reshape %x : (tensor<6xf32>) -> tensor<2x3xf32>\n  func.return %a : tensor<2x3xf32>",
+     "bad.mlir:2:3: error: tfc.reshape: missing attribute 'shape' (array<i64: ...>)\n"),
+    # a tfc verifier error at the op's position in the file, or at its own loc(...)
+    ("  %a = tfc.add %x, %x : (tensor<6xf32>, tensor<6xf32>) -> tensor<2x3xf32>\n  func.return %a : tensor<2x3xf32>",
+     "bad.mlir:2:3: error: tfc.add: result 0 has type tensor<2x3xf32>, but inference gives tensor<6xf32>\n"),
+    ('  %a = tfc.add %x, %x : (tensor<6xf32>, tensor<6xf32>) -> tensor<2x3xf32> loc("model.py":7:0)\n'
+     "  func.return %a : tensor<2x3xf32>", "model.py:7: error: tfc.add: result 0 has type"),
+    # xDSL's own verifiers, located too, on one line
+    ("  %a = tfc.multiply %x : (tensor<6xf32>) -> tensor<6xf32>\n  func.return %x : tensor<6xf32>",
+     "bad.mlir:2:3: error: tfc.multiply: Expected 2 operands, but got 1\n"),
+    ("  func.return %x : tensor<6xf32>", "bad.mlir:2:3: error: func.return: Expected arguments to have the same types"),
+])
+def test_opt_verify_errors_name_file_line_col(tmp_path, capsys, body, want):
+    err = _opt_error(tmp_path, capsys, _func(body))
+    assert err.startswith(want) and err.count("\n") == 1, err
+
+
+def test_opt_non_utf8_and_dense_literal_errors_point_at_the_place(tmp_path, capsys):
+    err = _opt_error(tmp_path, capsys, b"func.func @f() {\n  \xff\n}\n")
+    assert err.startswith("bad.mlir:2:3: error: not UTF-8 text (byte 0xff)\n")
+    err = _opt_error(tmp_path, capsys, _func("  %0 = tfc.constant dense<[1.0, 2.0]> : tensor<3xf32>\n"
+                                             "  func.return %0 : tensor<3xf32>", args="", result="tensor<3xf32>"))
+    assert err.startswith("bad.mlir:2:26: error: Shape mismatch in dense literal")
+    assert "\n  %0 = tfc.constant dense<[1.0, 2.0]> : tensor<3xf32>\n" in err

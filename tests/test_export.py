@@ -248,3 +248,48 @@ def test_save_is_atomic_and_replaces_an_earlier_artifact(tmp_path, monkeypatch):
     tfc.save(tfc.compile(lambda x: x + 10.0, spec), path)
     np.testing.assert_array_equal(tfc.load(path)(np.ones(3, np.float32)).numpy(), [11.0, 11.0, 11.0])
     assert sorted(os.listdir(tmp_path)) == ["a"]
+
+
+def _truncate(name, keep=None):
+    def damage(artifact):
+        p = os.path.join(artifact, name)
+        data = open(p, "rb").read()
+        open(p, "wb").write(data[:len(data) // 2 if keep is None else keep])
+    return damage
+
+
+def _manifest(fn):
+    return lambda artifact: edit_manifest(artifact, fn)
+
+
+def _npy_weights(artifact):
+    with open(os.path.join(artifact, "weights.npz"), "wb") as f:
+        np.save(f, np.zeros(3))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (_truncate("weights.npz"), r"weights.npz: damaged or unreadable \(BadZipFile"),
+    (_truncate("weights.npz", 0), r"weights.npz: damaged or unreadable \(EOFError"),
+    (_truncate("manifest.json"), r"manifest.json: damaged or unreadable \(JSONDecodeError"),
+    (lambda a: open(os.path.join(a, "function.mlir"), "wb").write(b"\xff\xfe"),
+     r"function.mlir: damaged or unreadable \(UnicodeDecodeError"),
+    (_npy_weights, "weights.npz: a single .npy array"),
+    (_manifest(lambda m: m.update(signature=5)), r"manifest.json: signature is 5, expected a list"),
+    (_manifest(lambda m: m["signature"][0].update(dtype="complex7")),
+     r"manifest.json: signature\[0\].dtype is 'complex7', expected one of bool"),
+    (_manifest(lambda m: m["signature"][0].update(shape="4x3")), r"signature\[0\].shape is '4x3'"),
+    (_manifest(lambda m: m["variables"][0].update(dtype="bogus")), r"variables\[0\].dtype is 'bogus'"),
+    (_manifest(lambda m: m["variables"][0].pop("key")), r"manifest.json: variables\[0\] has no 'key'"),
+    (_manifest(lambda m: m["variables"].__setitem__(0, 7)), r"variables\[0\] is 7, expected an object"),
+    (_manifest(lambda m: m.update(name=3)), "manifest.json: name is 3, expected a string"),
+    (_manifest(lambda m: m.update(format_version=0)), "format_version 0 is not a version tfc ever wrote"),
+    (_manifest(lambda m: m.update(outputs=[])), r"manifest.json: bad output entry \[\]"),
+    (_manifest(lambda m: m.update(outputs={"dict": 5})), "manifest.json: bad output entry"),
+    (_manifest(lambda m: m.update(outputs={"tuple": [{"tensor": True}, {"tensor": True}]})),
+     "the manifest's outputs hold 2 tensors, the IR's @f returns 1"),
+])
+def test_damaged_artifact_is_an_artifact_error_naming_the_file(artifact, damage, message):
+    damage(artifact)
+    with pytest.raises(ArtifactError, match=message) as err:
+        tfc.load(artifact)
+    assert str(err.value).startswith(artifact)

@@ -167,7 +167,7 @@ def test_verifier_runs_inference_with_location():
       %0 = tfc.add %a, %b : (tensor<3xf32>, tensor<4xf32>) -> tensor<3xf32> loc("model.py":12:4)
       func.return %0 : tensor<3xf32>
     }'''
-    with pytest.raises(VerifyException, match=r"model.py:12: tfc.add: .*cannot be broadcast"):
+    with pytest.raises(VerifyException, match=r"model.py:12:4: tfc.add: .*cannot be broadcast"):
         T.parse_module(src)
 
 

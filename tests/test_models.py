@@ -379,6 +379,23 @@ def test_deferred_restore_shape_mismatch_is_reported_at_build(tmp_path):
         fresh(tfc.ones([1, 5]))
 
 
+def test_failed_deferred_restore_rolls_back_the_build(tmp_path):
+    model = tfc.layers.Dense(3)
+    x = tfc.constant(np.random.default_rng(0).normal(size=(2, 4)).astype(np.float32))
+    want = model(x).numpy()
+    path = tfc.train.Checkpoint(model=model).save(tmp_path / "c")
+    fresh = tfc.layers.Dense(3)
+    status = tfc.train.Checkpoint(model=fresh).restore(path)
+    for _ in range(2):  # the same error again: nothing was half done
+        with pytest.raises(ValueError, match=r"model/kernel: the checkpoint has \(4, 3\), the variable has \(5, 3\)"):
+            fresh(tfc.ones([1, 5]))
+        assert not fresh.built and fresh.variables == () and status.pending() == [fresh]
+        with pytest.raises(AssertionError, match="not been built"):
+            status.assert_consumed()
+    np.testing.assert_array_equal(fresh(x).numpy(), want)  # the restore still applies
+    status.assert_consumed()
+
+
 def _assert_untouched(model, before):
     for v, b in zip(model.variables, before):
         np.testing.assert_array_equal(v.numpy(), b)
@@ -462,6 +479,30 @@ def test_checkpoint_constructor_and_save_errors(tmp_path):
     with pytest.raises(ValueError, match="not part of the checkpoint"):
         tfc.train.Checkpoint(optimizer=opt).save(tmp_path / "x")
     assert not list(tmp_path.iterdir())  # nothing half-written
+    missing = tmp_path / "no_such_dir" / "ck"
+    with pytest.raises(FileNotFoundError, match=f"cannot write '{missing}.npz'"):
+        tfc.train.Checkpoint(w=w).save(missing)
+
+
+def test_damaged_checkpoint_payload_names_file_and_variable(tmp_path):
+    import zipfile
+
+    model = tfc.layers.Dense(3)
+    model(tfc.ones([1, 4]))
+    path = tfc.train.Checkpoint(model=model).save(tmp_path / "c")
+    before = [v.numpy().copy() for v in model.variables]
+    data = bytearray(open(path, "rb").read())
+    with zipfile.ZipFile(path) as z:
+        info = z.getinfo("model/kernel.npy")
+    data[info.header_offset + 30 + len(info.filename) + info.file_size - 4] ^= 0x40  # in the last float
+    (tmp_path / "flip.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"cannot read model/kernel from '.*flip.npz' \(Bad CRC-32"):
+        tfc.train.Checkpoint(model=model).restore(tmp_path / "flip.npz")
+    np.savez(tmp_path / "obj.npz", __tfc_checkpoint__=np.array("tfc-checkpoint-1"), **{
+        "model/bias": np.zeros(3, np.float32), "model/kernel": np.array([None, 1], dtype=object)})
+    with pytest.raises(ValueError, match=r"cannot read model/kernel from '.*obj.npz' \(Object arrays"):
+        tfc.train.Checkpoint(model=model).restore(tmp_path / "obj.npz")
+    _assert_untouched(model, before)
 
 
 @pytest.mark.parametrize("make", [lambda: tfc.optimizers.SGD(0.1, momentum=0.9), lambda: tfc.optimizers.Adam(0.1)],

@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -695,3 +696,27 @@ def test_pooling_and_argmax_on_row_chunks_match_eager_bitwise():
     chunked = {op for k, op in re.findall(r"lib(\d+) = rt.kernel\('(\w+)'\)", src) if f"def rows{k}(" in src}
     assert {"max_pool2d", "max_pool2d_grad", "max_pool2d_grad_grad", "avg_pool2d", "avg_pool2d_grad",
             "argmax"} <= chunked, chunked
+
+
+@pytest.mark.parametrize("ext, damage", [("py", "truncate"), ("py", "garbage"), ("npz", "truncate"),
+                                         ("npz", "garbage"), ("json", "garbage"), ("json", "delete")])
+def test_disk_cache_damaged_entry_is_dropped_and_recompiled(tmp_path, monkeypatch, ext, damage):
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path))
+    w = tfc.constant(np.arange(300, dtype=np.float32))  # large enough for the .npz
+
+    def run():
+        return tfc.function(lambda x: tfc.reduce_sum(x * w + tfc.exp(x)))(np.ones(300, np.float32)).numpy()
+
+    want = run()
+    (entry,) = tmp_path.glob(f"*.{ext}")
+    data = entry.read_bytes()
+    if damage == "delete":
+        entry.unlink()
+    else:
+        entry.write_bytes(data[:len(data) // 2] if damage == "truncate" else b"garbage{")
+    with pytest.warns(RuntimeWarning, match="damaged compile cache entry .*recompiling"):
+        _same(run(), want)
+    assert entry.read_bytes() == data  # rewritten whole
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _same(run(), want)

@@ -66,6 +66,18 @@ def _make_main_class():
 
             self.ctx.register_dialect("loops", loops_dialect)
 
+        def register_all_frontends(self):
+            super().register_all_frontends()
+            from tfc.dialects.tensor import SourceParser
+
+            def parse_mlir(io):
+                # kept: opt_main looks in it for the op of an xDSL verifier error
+                self.module = SourceParser(self.ctx, io.read(), self.get_input_name()).parse_module(
+                    not self.args.no_implicit_module)
+                return self.module
+
+            self.available_frontends["mlir"] = parse_mlir
+
         def register_all_passes(self):
             super().register_all_passes()
             from tfc.passes.pipeline import PASSES
@@ -95,7 +107,8 @@ def _make_main_class():
 
 def opt_main(argv=None) -> int:
     """``tfc-opt``: xDSL's optimizer driver with the tfc dialect and passes.
-    Errors print ``file:line:col: error: reason`` and exit 1, without a traceback."""
+    Errors print ``file:line:col: error: reason`` and exit 1, without a traceback;
+    an op written without ``loc(...)`` is located by its position in the file."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--list-passes" in argv:
         sys.stdout.write(_list_passes())
@@ -107,14 +120,26 @@ def opt_main(argv=None) -> int:
     except (ValueError, KeyError) as e:  # unknown pass or bad pass options
         print(f"tfc-opt: error: {e}", file=sys.stderr)
         return 2
+    from tfc.dialects.tensor import OpVerifyError, failing_op, loc_str
+
     try:
         driver.run()
     except ParseError as e:
         print(f"{e.span.get_location()}: error: {e.msg}", file=sys.stderr)
         print(e.span.print_with_context(), file=sys.stderr)
         return 1
-    except DiagnosticException as e:
-        print(f"{driver.args.input_file or '<stdin>'}: error: {e}", file=sys.stderr)
+    except OpVerifyError as e:
+        print(f"{e.location or driver.get_input_name()}: error: {e.reason}", file=sys.stderr)
+        return 1
+    except DiagnosticException as e:  # xDSL's own verifiers do not name the op: find it
+        msg = str(e).replace("\n", " ")
+        module = getattr(driver, "module", None)
+        op = failing_op(module) if module is not None else None
+        where = driver.get_input_name()
+        if op is not None:
+            where = where if loc_str(op).startswith("<") else loc_str(op)
+            msg = msg if op.name in msg else f"{op.name}: {msg}"
+        print(f"{where}: error: {msg}", file=sys.stderr)
         return 1
     except FileNotFoundError as e:
         print(f"tfc-opt: error: {e}", file=sys.stderr)

@@ -13,20 +13,25 @@ The artifact is a directory of plain data, so loading it runs no code from it:
 
 ``tfc.save`` writes the directory beside ``path`` and moves it in whole, so a
 failed save leaves an earlier artifact at ``path`` as it was.
-``tfc.load`` checks the manifest against the files (format version, files
-present, weight shapes and dtypes, the hash, the IR's function type) before it
-builds anything, and raises ``ArtifactError`` naming the problem.
+``tfc.load`` checks the manifest against the files (format version, the type of
+every entry, files present, weight shapes and dtypes, the hash, the IR's function
+type) before it builds anything, and raises ``ArtifactError`` naming the file and
+the problem (a damaged file included).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import tempfile
+import zipfile
+import zlib
 
 import numpy as np
 
+from tfc.core import dtypes
 from tfc.nn.module import Module
 
 FORMAT_VERSION = 1
@@ -71,20 +76,30 @@ def _encode_structure(s, mask_it, static_it):
     return {"value": value}
 
 
-def _decode_structure(d, mask, static):
-    """(structure with placeholder leaves, mask, static) as ConcreteFunction keeps them."""
+def _decode_structure(d, mask, static, where):
+    """(structure with placeholder leaves, mask, static) as ConcreteFunction keeps
+    them; ``where`` (the manifest's path) names it in errors."""
+    bad = ArtifactError(f"{where}: bad output entry {d!r}")
+    if not isinstance(d, dict) or len(d) != 1:
+        raise bad
     if "dict" in d:
-        dec = {k: _decode_structure(v, mask, static) for k, v in sorted(d["dict"], key=lambda kv: repr(kv[0]))}
+        if not isinstance(d["dict"], list) or not all(
+                isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in d["dict"]):
+            raise bad
+        dec = {k: _decode_structure(v, mask, static, where) for k, v in sorted(d["dict"], key=lambda kv: repr(kv[0]))}
         return {k: dec[k] for k, _ in d["dict"]}
     if "list" in d or "tuple" in d:
-        items = [_decode_structure(x, mask, static) for x in d.get("list", d.get("tuple"))]
+        items = d.get("list", d.get("tuple"))
+        if not isinstance(items, list):
+            raise bad
+        items = [_decode_structure(x, mask, static, where) for x in items]
         return items if "list" in d else tuple(items)
-    if d.get("tensor"):
+    if d.get("tensor") is True:
         mask.append(True)
         static.append(None)
         return 0
-    if "value" not in d:
-        raise ArtifactError(f"manifest: bad output entry {d!r}")
+    if "value" not in d or not isinstance(d["value"], (type(None), bool, int, float, str)):
+        raise bad
     mask.append(False)
     static.append(d["value"])
     return d["value"]
@@ -200,28 +215,73 @@ def _replace_dir(new: str, path: str) -> None:
 # -- load ----------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _reading(fpath):
+    """Errors reading (or decoding) a file of the artifact -> ArtifactError naming it."""
+    try:
+        yield
+    except ArtifactError:
+        raise
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as e:
+        raise ArtifactError(f"{fpath}: damaged or unreadable ({type(e).__name__}: {e})") from None
+
+
+_DTYPE_NAMES = frozenset(d.name for d in dtypes.ALL)
+_SHAPE = (lambda v: isinstance(v, list) and all(d is None or type(d) is int and d >= 0 for d in v),
+          "a list of dimensions")
+_DTYPE = (lambda v: isinstance(v, str) and v in _DTYPE_NAMES, f"one of {', '.join(sorted(_DTYPE_NAMES))}")
+_STR = (lambda v: isinstance(v, str) and v != "", "a string")
+_SPEC_FIELDS = {"shape": _SHAPE, "dtype": _DTYPE}
+# the lists of the manifest and the fields of their entries that load reads
+_LIST_FIELDS = {
+    "signature": _SPEC_FIELDS,
+    "variables": {"key": _STR, "path": _STR, "name": _STR, **_SPEC_FIELDS,
+                  "trainable": (lambda v: isinstance(v, bool), "true or false")},
+    "constants": {"key": _STR, **_SPEC_FIELDS},
+}
+
+
+def _check_manifest(m, mpath):
+    """Every entry load reads, of the type it needs: a damaged manifest is an
+    ArtifactError naming the entry, not a TypeError deep inside load."""
+    if not _STR[0](m["name"]):
+        raise ArtifactError(f"{mpath}: name is {m['name']!r}, expected {_STR[1]}")
+    for entry, fields in _LIST_FIELDS.items():
+        if not isinstance(m[entry], list):
+            raise ArtifactError(f"{mpath}: {entry} is {m[entry]!r}, expected a list")
+        for i, e in enumerate(m[entry]):
+            if not isinstance(e, dict):
+                raise ArtifactError(f"{mpath}: {entry}[{i}] is {e!r}, expected an object")
+            for field, (ok, want) in fields.items():
+                if field not in e:
+                    raise ArtifactError(f"{mpath}: {entry}[{i}] has no {field!r}")
+                if not ok(e[field]):
+                    raise ArtifactError(f"{mpath}: {entry}[{i}].{field} is {e[field]!r}, expected {want}")
+    _decode_structure(m["outputs"], [], [], mpath)
+
+
 def _read_manifest(path):
     mpath = os.path.join(path, MANIFEST)
     if not os.path.isdir(path):
         raise ArtifactError(f"{path}: no such exported function directory")
     if not os.path.isfile(mpath):
         raise ArtifactError(f"{path}: missing {MANIFEST} (not an exported tfc function?)")
-    try:
-        with open(mpath) as f:
-            m = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ArtifactError(f"{mpath}: not valid JSON: {e}") from None
+    with _reading(mpath), open(mpath, "rb") as f:
+        m = json.load(f)
     if not isinstance(m, dict) or m.get("format") != "tfc-function":
         raise ArtifactError(f"{mpath}: not a tfc exported-function manifest")
     version = m.get("format_version")
-    if not isinstance(version, int):
+    if type(version) is not int:
         raise ArtifactError(f"{mpath}: format_version is missing")
     if version > FORMAT_VERSION:
         raise ArtifactError(f"{path}: written in format version {version} by a newer tfc; this tfc "
                             f"reads up to version {FORMAT_VERSION} (upgrade tfc)")
+    if version < 1:
+        raise ArtifactError(f"{mpath}: format_version {version} is not a version tfc ever wrote")
     for key in ("name", "signature", "outputs", "variables", "constants", "sha256"):
         if key not in m:
             raise ArtifactError(f"{mpath}: missing entry {key!r}")
+    _check_manifest(m, mpath)
     return m
 
 
@@ -229,11 +289,12 @@ def _read_weights(path, m):
     wpath = os.path.join(path, WEIGHTS_FILE)
     if not os.path.isfile(wpath):
         raise ArtifactError(f"{path}: missing {WEIGHTS_FILE}")
-    try:
-        with np.load(wpath, allow_pickle=False) as z:
+    with _reading(wpath):
+        z = np.load(wpath, allow_pickle=False)  # object arrays need pickle: refused
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise ArtifactError(f"{wpath}: a single .npy array, not the weights of an exported function")
+        with z:
             weights = {k: z[k] for k in z.files}
-    except ValueError as e:  # object arrays need pickle: refused
-        raise ArtifactError(f"{wpath}: {e}") from None
     expected = {e["key"]: e for e in m["variables"] + m["constants"]}
     missing = sorted(set(expected) - set(weights))
     extra = sorted(set(weights) - set(expected))
@@ -256,7 +317,7 @@ def load(path) -> "LoadedFunction":
     ipath = os.path.join(path, IR_FILE)
     if not os.path.isfile(ipath):
         raise ArtifactError(f"{path}: missing {IR_FILE}")
-    with open(ipath) as f:
+    with _reading(ipath), open(ipath, encoding="utf-8") as f:
         ir_text = f.read()
     weights = _read_weights(path, m)
     if _digest(ir_text, weights) != m["sha256"]:
@@ -284,7 +345,6 @@ class LoadedFunction(Module):
 
     def __init__(self, manifest, ir_text, weights, path):
         super().__init__(name=manifest["name"])
-        from tfc.core import dtypes
         from tfc.core.registry import Spec
         from tfc.core.variable import Variable
         from tfc.dialects.tensor import ConstantOp, RefType, dense_from_numpy, parse_module, spec_of
@@ -324,7 +384,11 @@ class LoadedFunction(Module):
                       for v in manifest["variables"]]
         self._paths = [v["path"] for v in manifest["variables"]]
         mask, static = [], []
-        structure = _decode_structure(manifest["outputs"], mask, static)
+        structure = _decode_structure(manifest["outputs"], mask, static, os.path.join(path, MANIFEST))
+        returns = len(funcs[name].function_type.outputs.data)
+        if sum(mask) != returns:
+            raise ArtifactError(f"{path}: the manifest's outputs hold {sum(mask)} tensors, the IR's "
+                                f"@{name} returns {returns}")
         self._concrete = ConcreteFunction(name, module, module, specs, self._vars, structure, mask, static)
 
     # Checkpoint paths: the exported variables at their paths (Module walks this).

@@ -34,7 +34,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX, ArrayAttr, BoolAttr, BytesAttr, DenseArrayBase, DenseIntOrFPElementsAttr,
     FileLineColLoc, Float16Type, Float32Type, Float64Type, FloatAttr, IntAttr, IntegerAttr,
-    IntegerType, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
+    UNKNOWN_LOC, IntegerType, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
@@ -48,7 +48,8 @@ from xdsl.traits import (
     ConstantLike, HasParent, IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure,
     RecursiveMemoryEffect,
 )
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
 
 from tfc.core import dtypes
 from tfc.core.registry import REGISTRY, Spec
@@ -187,22 +188,25 @@ def _dec_index(a):
 
 
 class Codec:
-    __slots__ = ("encode", "decode")
+    __slots__ = ("encode", "decode", "syntax")
 
-    def __init__(self, encode, decode):
+    def __init__(self, encode, decode, syntax):
         self.encode = encode
         self.decode = decode
+        self.syntax = syntax  # what the attribute looks like, for errors
 
 
-_INT, _FLOAT, _INTS = Codec(_enc_int, _dec_int), Codec(_enc_float, _dec_float), Codec(_enc_ints, _dec_ints)
+_INT = Codec(_enc_int, _dec_int, "an integer (2 : i64)")
+_FLOAT = Codec(_enc_float, _dec_float, "a float (0.5 : f64)")
+_INTS = Codec(_enc_ints, _dec_ints, "array<i64: ...>")
 CODECS = {
     "int": _INT, "int?": _INT, "seed": _INT,
     "float": _FLOAT, "float?": _FLOAT,
-    "bool": Codec(_enc_bool, _dec_bool),
+    "bool": Codec(_enc_bool, _dec_bool, "true or false"),
     "ints": _INTS, "ints?": _INTS,
-    "dtype": Codec(_enc_dtype, dtype_of),
-    "str": Codec(_enc_str, _dec_str),
-    "index": Codec(_enc_index, _dec_index),
+    "dtype": Codec(_enc_dtype, dtype_of, "an element type (f32)"),
+    "str": Codec(_enc_str, _dec_str, "a string"),
+    "index": Codec(_enc_index, _dec_index, 'a list of indices and "start:stop:step" strings'),
 }
 
 
@@ -217,8 +221,15 @@ def encode_attrs(opdef, values: dict) -> dict:
 
 
 def decode_attrs(opdef, props) -> dict:
-    return {name: (None if (a := props.get(name)) is None else CODECS[kind].decode(a))
+    return {name: (None if (a := props.get(name)) is None else _decode(name, CODECS[kind], a))
             for name, kind in opdef.attrs.items()}
+
+
+def _decode(name, codec, a):
+    try:
+        return codec.decode(a)
+    except (AttributeError, TypeError, ValueError):  # hand-written IR: {shape = "hello"}
+        raise ValueError(f"attribute {name!r} is {a}, expected {codec.syntax}") from None
 
 
 # -- locations -------------------------------------------------------------------------
@@ -230,15 +241,78 @@ def make_loc(filename: str, line: int, col: int = 0) -> FileLineColLoc:
 
 
 def loc_str(op) -> str:
-    """``file.py:12`` of an op, or the op's name when it has no file location."""
+    """``file.py:12`` of an op (``file.mlir:3:8`` where the column is known), or
+    ``<unknown location>``."""
     loc = op.location
     if isinstance(loc, FileLineColLoc):
-        return f"{loc.filename.data}:{loc.line.data}"
+        col = f":{loc.column.data}" if loc.column.data else ""
+        return f"{loc.filename.data}:{loc.line.data}{col}"
     return "<unknown location>"
 
 
+class OpVerifyError(VerifyException):
+    """A tfc op that does not verify: ``location`` (None if unknown) and ``reason``
+    apart, for tools that print ``file:line:col: error: reason``."""
+
+    def __init__(self, op, msg: str):
+        where = loc_str(op)
+        self.location = None if where.startswith("<") else where
+        self.reason = f"{op.name}: {msg}"
+        super().__init__(f"{where}: {self.reason}")
+
+
 def _fail(op, msg: str):
-    raise VerifyException(f"{loc_str(op)}: {op.name}: {msg}")
+    raise OpVerifyError(op, msg)
+
+
+def failing_op(module):
+    """The first op (in text order) whose own checks fail: where an xDSL
+    verifier error, which does not name its op, comes from."""
+    for op in module.walk():
+        try:
+            op.verify(verify_nested_ops=False)
+        except Exception:
+            return op
+    return None
+
+
+class SourceParser(Parser):
+    """The parser of IR files (``tfc opt``): an op written without ``loc(...)``
+    gets its position in the file, as in mlir-opt, so verifier errors name
+    ``file.mlir:line:col``; a file that is not UTF-8 and a dense literal that
+    disagrees with its type are parse errors at the right place."""
+
+    def __init__(self, ctx, input, name: str = "<unknown>"):
+        if isinstance(input, bytes):
+            try:
+                input = input.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ParseError(Span(e.start, e.end, Input(input, name)),
+                                 f"not UTF-8 text (byte {input[e.start]:#04x})") from None
+        super().__init__(ctx, input, name)
+        self._line, self._line_pos = 1, 0  # lines counted up to _line_pos: ops come in text order
+
+    def parse_operation(self):
+        span = self._current_token.span
+        text = span.input.content
+        self._line += text.count("\n", self._line_pos, span.start)
+        self._line_pos = span.start
+        line, col = self._line, span.start - span.input.get_start_of_line(span.start) + 1
+        op = super().parse_operation()
+        if op.location is UNKNOWN_LOC:  # the default: no loc(...) written
+            op.location = make_loc(span.input.name, line, col)
+        return op
+
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        start = self._current_token.span
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except ParseError as e:
+            # xDSL checks the literal against the type at the token after the
+            # type (often the next line): point at the literal instead
+            if e.msg.startswith(("Shape mismatch in dense literal", "Expected at least one element")):
+                raise ParseError(start, e.msg) from None
+            raise
 
 
 def types_compatible(a: Spec, b: Spec) -> bool:
@@ -312,7 +386,11 @@ class RegistryOp(IRDLOperation):
             specs = [spec_of(t) for t in self.operand_types]
             out = opdef.infer(opdef, *specs, **self.attr_values)
         except (ValueError, TypeError, IndexError) as e:
-            _fail(self, str(e))
+            # hand-written IR may lack an attribute that inference needs (some,
+            # like ones_like's dtype, may be absent)
+            missing = [n for n, kind in opdef.attrs.items() if not kind.endswith("?") and n not in self.properties]
+            _fail(self, ", ".join(f"missing attribute {n!r} ({CODECS[opdef.attrs[n]].syntax})"
+                                  for n in missing) if isinstance(e, TypeError) and missing else str(e))
         outs = [out] if isinstance(out, Spec) else list(out)
         if len(outs) != len(self.results):
             _fail(self, f"expected {len(outs)} results, got {len(self.results)}")

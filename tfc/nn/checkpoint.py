@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import tempfile
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -104,7 +105,10 @@ class Checkpoint:
         entries, _, _ = self._collect(for_save=True)
         path = _npz_path(path)
         directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
+        try:
+            fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
+        except OSError as e:  # a missing or read-only directory: name the user's path, not the temp file
+            raise type(e)(e.errno, f"Checkpoint.save: cannot write {path!r} ({e.strerror})") from None
         try:
             with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
                 arrays = [(FORMAT_KEY, np.array(FORMAT))] + [(k, np.asarray(v._value)) for k, v in entries.items()]
@@ -245,8 +249,18 @@ def _read(path) -> dict:
         if FORMAT_KEY not in f.files:
             raise ValueError(f"Checkpoint.restore: {found!r} is an .npz file but not a tfc checkpoint "
                              f"(no {FORMAT_KEY!r} marker)")
-        marker = str(f[FORMAT_KEY])
+        marker = str(_member(f, found, FORMAT_KEY))
         if marker != FORMAT:
             raise ValueError(f"Checkpoint.restore: {found!r} has checkpoint format {marker!r}; "
                              f"this tfc reads {FORMAT!r}")
-        return {k: f[k] for k in f.files if k != FORMAT_KEY}
+        return {k: _member(f, found, k) for k in f.files if k != FORMAT_KEY}
+
+
+def _member(f, found, key):
+    """One array of an open checkpoint: a damaged one (bad CRC, truncated) or
+    one that is not plain data (an object array) names the file and the key."""
+    try:
+        return f[key]
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
+        raise ValueError(f"Checkpoint.restore: cannot read {key} from {found!r} ({e}); the file is damaged "
+                         "or not a tfc checkpoint (nothing was restored)") from None

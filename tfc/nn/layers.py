@@ -142,11 +142,20 @@ class Layer(Module):
         if not isinstance(inputs, Tensor):
             inputs = convert_to_tensor(inputs)
         if not getattr(self, "built", False):
-            self.build(tuple(inputs.shape), inputs.dtype)
+            before = dict(vars(self))
+            try:
+                self.build(tuple(inputs.shape), inputs.dtype)
+                pending = getattr(self, "_deferred_restore", None)
+                if pending is not None:
+                    pending(self)
+            except BaseException:
+                # all or nothing: a failed build or restore leaves the layer unbuilt
+                # and its restore pending, so the next call retries both
+                vars(self).clear()
+                vars(self).update(before)
+                raise
             self.built = True
-            pending, self._deferred_restore = getattr(self, "_deferred_restore", None), None
-            if pending is not None:
-                pending(self)
+            self._deferred_restore = None
         return self.call(inputs, training=training)
 
     def add_weight(self, name, shape, initializer, dtype=dtypes.float32, trainable=True) -> Variable:

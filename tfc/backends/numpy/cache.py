@@ -3,15 +3,18 @@
 the same program loads the module instead of compiling it. Directory:
 ``$TFC_CACHE_DIR``, default ``~/.cache/tfc``; ``TFC_CACHE_DIR=""`` disables it.
 Each entry: ``<key>.py`` (the module), ``<key>.npz`` (its constants) and
-``<key>.json`` (the memory plan)."""
+``<key>.json`` (the memory plan, and a SHA-256 of the whole entry: a damaged
+entry is dropped and recompiled, never run)."""
 from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 import pathlib
 import tempfile
+import warnings
 
 import numpy as np
 
@@ -57,17 +60,25 @@ def _write(path: pathlib.Path, data: bytes) -> None:
     os.replace(tmp, path)  # atomic: concurrent processes see whole files only
 
 
+def _digest(source: bytes, npz: bytes, meta: dict) -> str:
+    h = hashlib.sha256(source)
+    h.update(hashlib.sha256(npz).digest())
+    h.update(json.dumps(meta, sort_keys=True).encode())
+    return h.hexdigest()
+
+
 def store(key: str, source: str, consts, plan: MemoryPlan, scratch: int) -> str | None:
     d = cache_dir()
     try:
         d.mkdir(parents=True, exist_ok=True)
+        npz = b""
         if consts:
-            import io
-
             buf = io.BytesIO()
             np.savez(buf, *consts)
-            _write(d / f"{key}.npz", buf.getvalue())
+            npz = buf.getvalue()
+            _write(d / f"{key}.npz", npz)
         meta = {"plan": plan.to_json(), "scratch": scratch, "n_consts": len(consts)}
+        meta["sha256"] = _digest(source.encode(), npz, meta)
         _write(d / f"{key}.json", json.dumps(meta).encode())
         _write(d / f"{key}.py", source.encode())  # last: its presence marks a complete entry
     except OSError:
@@ -76,16 +87,36 @@ def store(key: str, source: str, consts, plan: MemoryPlan, scratch: int) -> str 
 
 
 def load(key: str):
-    """(source, constants, plan, scratch, path) or None."""
+    """(source, constants, plan, scratch, path) or None. A damaged entry
+    (truncated, overwritten, half deleted) is dropped, with a warning, so this
+    process recompiles and rewrites it."""
     d = cache_dir()
     py = d / f"{key}.py"
-    try:
-        source = py.read_text()
-        meta = json.loads((d / f"{key}.json").read_text())
-        consts = []
-        if meta["n_consts"]:
-            with np.load(d / f"{key}.npz") as z:
-                consts = [z[f"arr_{i}"] for i in range(meta["n_consts"])]
-    except (OSError, ValueError, KeyError):
+    if not py.is_file():
         return None
-    return source, consts, MemoryPlan.from_json(meta["plan"]), meta["scratch"], str(py)
+    try:
+        source = py.read_bytes()
+        meta = json.loads((d / f"{key}.json").read_bytes())
+        digest = meta.pop("sha256")
+        npz = (d / f"{key}.npz").read_bytes() if meta["n_consts"] else b""
+        if digest != _digest(source, npz, meta):
+            raise ValueError("its files do not match their SHA-256")
+        consts = []
+        if npz:
+            with np.load(io.BytesIO(npz), allow_pickle=False) as z:
+                consts = [z[f"arr_{i}"] for i in range(meta["n_consts"])]
+        plan = MemoryPlan.from_json(meta["plan"])
+        return source.decode(), consts, plan, meta["scratch"], str(py)
+    except Exception as e:  # whatever is wrong with the entry only costs a compile
+        _drop(d, key, e)
+        return None
+
+
+def _drop(d: pathlib.Path, key: str, why: Exception) -> None:
+    warnings.warn(f"tfc: dropped the damaged compile cache entry {d / key}.py ({why}); recompiling",
+                  RuntimeWarning, stacklevel=3)
+    for ext in ("py", "json", "npz"):  # .py first: its presence marks an entry
+        try:
+            (d / f"{key}.{ext}").unlink(missing_ok=True)
+        except OSError:
+            pass
