@@ -1,5 +1,6 @@
 """tfc.function: decorator forms, signatures and retracing, explain(), input
 signatures, concrete functions, variables, and errors that never fall back."""
+import re
 import warnings
 
 import numpy as np
@@ -250,3 +251,32 @@ def test_numpy_scalars_are_tensor_arguments():
     g(np.float32(1.0))
     g(np.float32(2.0))
     assert g.trace_count == 1
+
+
+def test_input_signature_converts_python_values_and_names_bad_arguments():
+    """As in TensorFlow: Python numbers and lists passed where input_signature
+    has a TensorSpec become tensors of its dtype (one trace for all); values
+    that do not fit it are errors naming the argument."""
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((), tfc.int32)])
+    def f(x, n):
+        return tfc.reduce_sum(x) * tfc.cast(n, tfc.float32)
+
+    assert f([[1.0, 2.0, 3.0]], 2).numpy() == 12.0
+    assert f(x=tfc.ones([2, 3]), n=3).numpy() == 18.0
+    assert f.trace_count == 1
+    for args, err, words in [(([[1.0, 2.0, 3.0]], 2.5), TypeError, "argument n (2.5) does not convert"),
+                             (([[1.0, 2.0, 3.0]], 2**40), TypeError, "out of its range"),
+                             (([[1.0, 2.0, 3.0]], True), TypeError, "argument n is a bool"),
+                             ((None, 2), TypeError, "argument x is a NoneType"),
+                             ((np.ones((2, 3)), 2), TypeError, "argument x has dtype float64")]:
+        with pytest.raises(err, match=re.escape(words)):
+            f(*args)
+    assert f.trace_count == 1
+
+
+def test_python_ints_out_of_range_of_the_dtype_do_not_wrap():
+    with pytest.raises(ValueError, match="out of its range"):
+        tfc.constant(2**31, tfc.int32)
+    with pytest.raises(ValueError, match="out of its range"):
+        tfc.constant([1, -200], tfc.int8)
+    assert tfc.constant(-(2**31), tfc.int32).numpy() == -(2**31)

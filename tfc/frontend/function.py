@@ -189,18 +189,51 @@ class Function:
 
     def _leaves(self, args, kwargs):
         bound, named = self._bind(args, kwargs)
+        if self.input_signature is not None:
+            named = self._convert_to_signature(bound, named)
         leaves = []
         for name, value in named.items():
             _paths(value, name, leaves)
         return bound, named, leaves
+
+    def _convert_to_signature(self, bound, named):
+        """Python numbers and (nested) lists of them, passed where input_signature
+        has a TensorSpec, as tensors of its dtype (as TensorFlow converts them);
+        the signature's elements follow the parameters in order."""
+        out = dict(named)
+        for (name, value), spec in zip(named.items(), self.input_signature):
+            out[name] = self._convert_like(value, spec, name)
+        if bound is not None:
+            bound.arguments.update(out)
+        return out
+
+    def _convert_like(self, value, spec, path):
+        if isinstance(spec, TensorSpec):
+            if isinstance(value, bool) and spec.dtype != dtypes.bool_:
+                raise TypeError(f"{self.__name__}: argument {path} is a bool, where input_signature has {spec}")
+            if isinstance(value, (bool, int, float, list, tuple)) and not _is_tensor_leaf(value):
+                try:
+                    return convert_to_tensor(value, spec.dtype)
+                except (TypeError, ValueError, OverflowError) as e:
+                    raise TypeError(f"{self.__name__}: argument {path} ({value!r}) does not convert to "
+                                    f"input_signature's {spec}: {e}") from None
+            if not _is_tensor_leaf(value):
+                raise TypeError(f"{self.__name__}: argument {path} is a {type(value).__name__}, where "
+                                f"input_signature has {spec}: pass a tensor, an array or a number")
+            return value
+        if isinstance(spec, (list, tuple)) and isinstance(value, (list, tuple)) and len(spec) == len(value):
+            return type(value)(self._convert_like(v, s, f"{path}[{i}]") for i, (v, s) in enumerate(zip(value, spec)))
+        if isinstance(spec, dict) and isinstance(value, dict) and spec.keys() == value.keys():
+            return {k: self._convert_like(value[k], spec[k], f"{path}[{k!r}]") for k in value}
+        return value
 
     def _apply_signature(self, leaves):
         """Check tensor leaves against input_signature; their specs replace them."""
         specs = nest.flatten(self.input_signature)
         tensors = [(p, x) for p, x in leaves if _is_tensor_leaf(x)]
         if len(tensors) != len(specs):
-            raise TypeError(f"{self.__name__}: input_signature has {len(specs)} tensors, "
-                            f"but the call passes {len(tensors)}")
+            raise TypeError(f"{self.__name__}: input_signature has {len(specs)} tensors, but the call "
+                            f"passes {len(tensors)} ({', '.join(p for p, _ in tensors) or 'none'})")
         it = iter(specs)
         out = []
         for p, x in leaves:
