@@ -22,8 +22,11 @@ test: $(STAMP)
 	$(PY) -m pytest -q tests/
 	$(VENV)/bin/lit -q filecheck/
 
+BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder
+
+# every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed
 bench: $(STAMP)
-	$(PY) bench/eager_overhead.py
+	for b in $(BENCHES); do $(PY) bench/$$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
