@@ -336,3 +336,25 @@ def test_op_errors_name_the_users_line_eager_and_traced():
             fn(tfc.ones([2, 3]), tfc.ones([4, 5]))
         assert info.value.__notes__ == [f"  at {__file__}:{line} in model"]
         assert f"{__file__}:{line} in model" in "".join(traceback.format_exception(info.value))
+
+
+def test_no_numpy_floating_point_warnings_from_tfc_ops():
+    """inf * 0, overflow and the mean of nothing give IEEE results quietly, as in
+    TensorFlow (under the default warning filters); the user's own numpy code
+    still warns."""
+    import warnings
+
+    x = tfc.constant([np.inf, 1e38], tfc.float32)
+    with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
+        warnings.resetwarnings()  # a user's filters (conftest ignores these errors, pytest shows all warnings)
+        warnings.simplefilter("default")
+        tfc.errors.quiet_numpy_warnings()  # what importing tfc did
+        assert np.isnan((x * 0.0).numpy()[0])
+        assert np.isinf((x * 10.0).numpy()[1])
+        assert np.isnan(tfc.reduce_mean(tfc.zeros([0])).numpy())
+        np.testing.assert_array_equal(tfc.reduce_mean(tfc.zeros([2, 0]), axis=1).numpy(), [np.nan, np.nan])
+    assert [str(w.message) for w in caught] == []
+    with np.errstate(all="warn"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        np.array([np.inf]) * 0.0
+    assert [str(w.message) for w in caught] == ["invalid value encountered in multiply"]

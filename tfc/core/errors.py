@@ -1,4 +1,19 @@
-"""Exceptions users catch (TensorFlow's names)."""
+"""Exceptions users catch (TensorFlow's names), and numpy's floating-point
+warnings kept out of them."""
+import warnings
+
+
+
+def quiet_numpy_warnings() -> None:
+    """Ignore numpy's floating-point warnings from tfc's own kernel calls (an
+    overflow to inf, 0 * inf): tensors follow IEEE as in TensorFlow, which never
+    warns. Only warnings attributed to tfc's modules: the user's own numpy code
+    still warns, and a filter the user adds later (``-W error``) wins."""
+    warnings.filterwarnings("ignore", r"(overflow|invalid value|divide by zero|underflow) encountered",
+                            RuntimeWarning, r"tfc(\.|$)")
+
+
+quiet_numpy_warnings()
 
 
 class InvalidArgumentError(ValueError):

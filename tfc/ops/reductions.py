@@ -1,6 +1,8 @@
 """Reductions over ``axis`` (None for all, an int, or a tuple) with ``keepdims``."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from tfc.core import dtypes
@@ -118,6 +120,10 @@ def _mean_kernel(x, axis, keepdims):
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
         n = max(1, x.size // max(1, s.size))  # elements per result
         return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
+    if x.size == 0:  # NaN, without numpy's "Mean of empty slice" warning (TensorFlow gives it quietly)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
     return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
@@ -159,7 +165,8 @@ def _prod_grad(e, g):
 
 reduce_sum = _reduction("reduce_sum", _sum_kernel, lambda e, g: [_expand_grad(e, g)], doc="Sum over axes.")
 reduce_mean = _reduction("reduce_mean", _mean_kernel, lambda e, g: [_expand_grad(e, g) / _count(e)],
-                         doc="Mean over axes (integer tensors give the integer mean, rounded toward zero).")
+                         doc="Mean over axes (integer tensors give the integer mean, rounded toward zero; "
+                             "NaN over no elements).")
 def _bound(dtype, low: bool):
     """The identity of max (low) / min over an empty axis: -inf/inf, or the int range's end (TensorFlow)."""
     if dtype.kind == "f":
