@@ -845,7 +845,6 @@ def tfc_range_append(n):
     (tfc_range_sum, [(5,), (0,), (1,)]),
     (tfc_range_continue_break, [(0,), (4,), (12,)]),
     (tfc_range_bounds, [(1, 9, 2), (10, 2, -3), (0, 5, 7), (3, 3, 1)]),
-    (tfc_range_float, [(2.0,), (0.5,), (1.9,)]),
     (tfc_range_return, [(10,), (2,)]),
     (tfc_range_append, [(4,), (1,)]),
 ])
@@ -862,15 +861,35 @@ def test_for_over_tfc_range_of_tensors_matches_eager(fn, args):
 
 def test_tfc_range_loop_variable_is_what_eager_tfc_range_yields():
     def last(n, dtype=None):
-        v = tfc.constant(0.0) if dtype else tfc.constant(0)
+        v = tfc.constant(0, dtype or tfc.int32)
         for i in tfc.range(n, dtype=dtype):
             v = i
         return v
 
     n64 = tfc.constant(np.int64(4))  # eagerly the bounds become Python numbers: int32 values
-    for args in ((n64,), (tfc.constant(3), tfc.float32)):
+    for args in ((n64,), (tfc.constant(3), tfc.int64)):
         want, got = last(*args), tfc.function(last)(*args)
         assert (got.dtype, got.shape, _val(got)) == (want.dtype, want.shape, _val(want))
+
+
+def test_tfc_range_of_floats_with_a_tensor_bound_is_not_implemented_and_zero_delta_fails_as_eagerly():
+    """Eager tfc.range of floats is np.arange (steps counted in float64, each value
+    from the start): adding delta in float32 gave other trip counts, so such a
+    loop is a clear NotImplementedError; a zero tensor step fails as eagerly."""
+    with pytest.raises(NotImplementedError, match="tfc.range with float values and a tensor bound"):
+        tfc.function(tfc_range_float)(tfc.constant(2.0))
+
+    def count(d):
+        n = 0
+        for i in tfc.range(0, 5, d):
+            n += 1
+        return n
+
+    with pytest.raises(ValueError, match="delta must not be zero"):
+        count(tfc.constant(0))
+    with pytest.raises(ValueError, match="delta must not be zero"):
+        tfc.function(count)(tfc.constant(0))
+    assert tfc.function(count)(tfc.constant(2)).numpy() == count(tfc.constant(2))
 
 
 def test_tfc_range_errors_name_the_for_line():
@@ -1026,3 +1045,29 @@ def test_assert_on_a_vector_is_an_error_as_eagerly():
         f(tfc.constant([-2.0]))
     with pytest.raises(AssertionError, match="x must be positive"):
         positive(tfc.constant([-2.0]))
+
+
+def test_a_caught_raise_under_a_tensor_condition_still_fails_the_trace():
+    def broad_except(x):
+        try:
+            if x < 0:
+                raise ValueError("negative")
+            y = x
+        except Exception:
+            y = -x * 100.0
+        return y
+
+    def fail():
+        raise ValueError("bad")
+
+    def ternary(x):
+        try:
+            y = x if x > 0 else fail()
+        except ValueError:
+            y = -x * 100.0
+        return y
+
+    for f in (broad_except, ternary):
+        assert f(tfc.constant(2.0)).numpy() == 2.0
+        with pytest.raises(tfc.autograph.ConversionError, match="a `raise` statement ran under a tensor condition"):
+            tfc.function(f)(tfc.constant(2.0))

@@ -279,4 +279,28 @@ def test_python_ints_out_of_range_of_the_dtype_do_not_wrap():
         tfc.constant(2**31, tfc.int32)
     with pytest.raises(ValueError, match="out of its range"):
         tfc.constant([1, -200], tfc.int8)
+    with pytest.raises(ValueError, match="out of its range"):
+        tfc.constant([1.0, 300], tfc.int8)
     assert tfc.constant(-(2**31), tfc.int32).numpy() == -(2**31)
+
+
+def test_input_signature_skips_self_and_spreads_over_star_args():
+    class Model(tfc.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tfc.Variable(2.0)
+
+        @tfc.function(input_signature=[tfc.TensorSpec((), tfc.float32)])
+        def __call__(self, x):
+            return x * self.w
+
+    @tfc.function(input_signature=[tfc.TensorSpec(()), tfc.TensorSpec((), tfc.int32)])
+    def add_all(*xs):
+        return xs[0] + tfc.cast(xs[1], tfc.float32)
+
+    assert Model()(tfc.constant(3.0)).numpy() == 6.0
+    assert Model()(3).numpy() == 6.0
+    assert add_all(tfc.constant(1.0), tfc.constant(2)).numpy() == 3.0
+    assert add_all(1.5, 2).numpy() == 3.5
+    with pytest.raises(TypeError, match=re.escape("argument xs[1] (2.5) does not convert")):
+        add_all(1.5, 2.5)

@@ -183,8 +183,8 @@ def _to_numpy(value, dtype: dtypes.DType | None):
     elif arr.dtype.kind == "f" and dtype.is_integer and isinstance(value, (float, list, tuple)):
         if not np.all(np.equal(np.mod(arr, 1), 0)):
             raise TypeError(f"cannot convert {value!r} to {dtype.name} without losing the fraction")
-    elif arr.dtype.kind in "iuO" and dtype.is_integer and isinstance(value, (int, list, tuple)) and arr.size:
-        info = np.iinfo(dtype.as_numpy_dtype)  # Python ints never wrap silently (TensorFlow refuses too)
+    if arr.dtype.kind in "iufO" and dtype.is_integer and isinstance(value, (int, float, list, tuple)) and arr.size:
+        info = np.iinfo(dtype.as_numpy_dtype)  # Python numbers never wrap silently (TensorFlow refuses too)
         if arr.min() < info.min or arr.max() > info.max:
             raise ValueError(f"cannot convert {value!r} to {dtype.name}: out of its range")
     return arr.astype(dtype.as_numpy_dtype, copy=isinstance(value, np.ndarray))

@@ -198,11 +198,27 @@ class Function:
 
     def _convert_to_signature(self, bound, named):
         """Python numbers and (nested) lists of them, passed where input_signature
-        has a TensorSpec, as tensors of its dtype (as TensorFlow converts them);
-        the signature's elements follow the parameters in order."""
+        has a TensorSpec, as tensors of its dtype (as TensorFlow converts them).
+        The signature's elements follow the arguments in order: one per element
+        of ``*args``, none for a method's ``self``/``cls``."""
+        params = self._signature.parameters if self._signature is not None else {}
+        slots = []  # (parameter name, index into its *args tuple or None)
+        for name, value in named.items():
+            kind = params[name].kind if name in params else None
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                slots += [(name, i) for i in range(len(value))]
+            elif kind is not inspect.Parameter.VAR_KEYWORD:
+                slots.append((name, None))
+        if slots and slots[0] in (("self", None), ("cls", None)):
+            slots = slots[1:]
         out = dict(named)
-        for (name, value), spec in zip(named.items(), self.input_signature):
-            out[name] = self._convert_like(value, spec, name)
+        for (name, i), spec in zip(slots, self.input_signature):
+            if i is None:
+                out[name] = self._convert_like(out[name], spec, name)
+            else:
+                items = list(out[name])
+                items[i] = self._convert_like(items[i], spec, f"{name}[{i}]")
+                out[name] = tuple(items)
         if bound is not None:
             bound.arguments.update(out)
         return out
@@ -398,6 +414,8 @@ class Function:
             call_args, call_kwargs = tuple(named.values()), {}
         with tracing_into(builder):
             out = self._call_traced(call_args, call_kwargs)
+        if getattr(builder, "conversion_error", None) is not None:  # raised in a tensor branch, then caught
+            raise builder.conversion_error
         return ConcreteFunction.from_trace(builder, specs, out, self)
 
 

@@ -25,6 +25,9 @@ def _axis_infer(op, logits: Spec, axis) -> Spec:
 
 
 def _softmax_kernel(x, axis):
+    # in C order: numpy's reduction order follows the memory layout, and each
+    # row must be reduced alike in any view and in any chunk of rows (``rows``)
+    x = np.ascontiguousarray(x)
     z = x - np.max(x, axis=axis, keepdims=True)  # the largest exponent is 0
     e = np.exp(z)
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -43,6 +46,7 @@ def softmax(logits, axis=-1):
 
 
 def _log_softmax_kernel(x, axis):
+    x = np.ascontiguousarray(x)  # see _softmax_kernel
     z = x - np.max(x, axis=axis, keepdims=True)
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
 

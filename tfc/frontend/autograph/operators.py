@@ -247,7 +247,8 @@ def compare_chain(left, ops, *thunks):
 
 def if_exp(cond, true_thunk, false_thunk):
     if is_symbolic(cond):
-        return _cf().cond(cond, true_thunk, false_thunk)
+        where = "a conditional expression on a tensor"
+        return _cf().cond(cond, lambda: _deeper(true_thunk, where), lambda: _deeper(false_thunk, where))
     return true_thunk() if cond else false_thunk()
 
 
@@ -504,11 +505,14 @@ def _deeper(fn, where):
             raise
         # Raised while tracing, it would fail (or, caught, change) the whole function
         # whatever the condition's value: never a silently different program.
-        raise ConversionError(
+        err = ConversionError(
             f"{at}: a `raise` statement ran under a tensor condition ({where}); tfc.function does not "
             f"support this: the exception would be raised while tracing, whatever the tensor's value "
             f"({type(e).__name__}: {e}). Check the value when the function runs with `assert cond, message` "
-            f"or tfc.Assert(cond, [message]) instead") from e
+            f"or tfc.Assert(cond, [message]) instead")
+        if STATE.builder is not None and getattr(STATE.builder, "conversion_error", None) is None:
+            STATE.builder.conversion_error = err  # the trace fails even if the user's code catches it
+        raise err from e
     finally:
         _LOOP_DEPTH[0] -= 1
 
@@ -754,7 +758,15 @@ def _tfc_range(start, limit=None, delta=1, dtype=None):
             b, numbers.Real) and not isinstance(b, numbers.Integral) for b in bounds)
         dtype = dtypes.float32 if floating else dtypes.int32
     dtype = dtypes.as_dtype(dtype)
+    if dtype.is_floating:
+        # eager's np.arange counts the steps in float64 and makes each value from
+        # the start; adding delta in float32 would give other values and trip counts
+        raise NotImplementedError(
+            f"{_where()}: a for loop over tfc.range with float values and a tensor bound is not supported "
+            f"in tfc.function; loop over an integer range and compute the float value from it")
     bounds = [math.cast(shapes.reshape(b, ()), dtype) if isinstance(b, Tensor) else b for b in bounds]
+    if isinstance(bounds[2], Tensor):  # eager raises for a zero step; so does the compiled loop, when it runs
+        _cf().Assert(math.not_equal(bounds[2], 0), ["range: delta must not be zero"])
     return TensorRange(*bounds, dtype=dtype)
 
 
