@@ -3,7 +3,6 @@ warnings kept out of them."""
 import warnings
 
 
-
 def quiet_numpy_warnings() -> None:
     """Ignore numpy's floating-point warnings from tfc's own kernel calls (an
     overflow to inf, 0 * inf): tensors follow IEEE as in TensorFlow, which never

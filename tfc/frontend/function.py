@@ -414,7 +414,7 @@ class Function:
             call_args, call_kwargs = tuple(named.values()), {}
         with tracing_into(builder):
             out = self._call_traced(call_args, call_kwargs)
-        if getattr(builder, "conversion_error", None) is not None:  # raised in a tensor branch, then caught
+        if builder.conversion_error is not None:  # raised in a tensor branch, then caught
             raise builder.conversion_error
         return ConcreteFunction.from_trace(builder, specs, out, self)
 

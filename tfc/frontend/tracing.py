@@ -180,6 +180,7 @@ class FunctionBuilder:
         self._captures: list[list | None] = [None]  # per open region: outer values it used
         self._block_caps: dict[int, list] = {}  # id(region block) -> its captures, to re-enter it
         self._consts: dict[tuple, tuple] = {}  # key (see lift) -> (tensor, ssa)
+        self.conversion_error = None  # a ConversionError raised in a tensor branch: fails the trace even if caught
         self._last_const = None
         self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
         self.variables: list[Variable] = []

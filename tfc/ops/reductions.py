@@ -1,8 +1,6 @@
 """Reductions over ``axis`` (None for all, an int, or a tuple) with ``keepdims``."""
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from tfc.core import dtypes
@@ -120,10 +118,8 @@ def _mean_kernel(x, axis, keepdims):
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
         n = max(1, x.size // max(1, s.size))  # elements per result
         return (np.sign(s) * (np.abs(s) // n)).astype(x.dtype)
-    if x.size == 0:  # NaN, without numpy's "Mean of empty slice" warning (TensorFlow gives it quietly)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    if x.size == 0:  # NaN, as numpy's mean, without its "Mean of empty slice" warning (TensorFlow's is quiet)
+        return np.full(np.sum(x, axis=axis, keepdims=keepdims).shape, np.nan, x.dtype)
     return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 

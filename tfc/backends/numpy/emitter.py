@@ -502,11 +502,7 @@ class Emitter:
             elif op.name.startswith(("arith.", "math.")) or op.name in ("tfc.remf", "tfc.floormod"):
                 self.scalar_op(op, out, pad)
             elif isinstance(op, L.AllocOp):
-                t = op.result.type
-                shape = tuple(t.get_shape())
-                big = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_of(t.element_type).as_numpy_dtype).itemsize
-                alloc = "R.empty" if big >= BIG_ALLOC else "np.empty"  # R.empty: reuses dead buffers
-                alloc = f"{alloc}({shape}, {np_dtype(t.element_type)})"
+                alloc = _allocation(op.result.type)
                 if op in self.donors:  # the variable's own array when nothing else holds it
                     alloc = f"{self.donors[op]} if {self.donors[op]} is not None else {alloc}"
                 out.append(pad + f"{nm(op.result)} = {alloc}")
@@ -983,20 +979,17 @@ class Emitter:
             return
         self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
         res = [self.name(r) for r in op.res]
-        rows = self._library_rows(op, REGISTRY[name], values)
-        if rows is not None:  # the kernel on chunks of rows, each written into the result
+        chunks = self._library_rows(op, REGISTRY[name], values)
+        if chunks is not None:  # the kernel on chunks of rows, each written into the result
+            rows, widest = chunks
             params = [f"i{j}" for j in range(len(ins))]
             self.build_lines.append(f"def rows{k}({', '.join(params)}, o0, lo, hi, T):")
             self.build_lines.append(f"    np.copyto(o0[lo:hi], lib{k}({''.join(p + '[lo:hi], ' for p in params)}"
                                     f"**attrs{k}), casting='unsafe')")
             t = op.res[0].type
-            shape = tuple(t.get_shape())
-            nbytes = int(np.prod(shape, dtype=np.int64)) * _itemsize(t)
-            alloc = "R.empty" if nbytes >= BIG_ALLOC else "np.empty"
-            out.append(pad + f"{res[0]} = {alloc}({shape}, {np_dtype(t.element_type)})")
-            widest = max(int(np.prod(v.type.get_shape()[1:], dtype=np.int64)) for v in (*op.ins, *op.res))
-            out.append(pad + f"R.run_chunks(rows{k}, ({''.join(i + ', ' for i in ins)}{res[0]}), {shape[0]}, "
-                       f"{rows}, {widest}, 'lib{k}', [])")
+            out.append(pad + f"{res[0]} = {_allocation(t)}")
+            out.append(pad + f"R.run_chunks(rows{k}, ({''.join(i + ', ' for i in ins)}{res[0]}), "
+                       f"{t.get_shape()[0]}, {rows}, {widest}, 'lib{k}', [])")
             return
         call = f"lib{k}({''.join(i + ', ' for i in ins)}**attrs{k})"
         if len(res) == 1:
@@ -1008,13 +1001,12 @@ class Emitter:
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
 
-
     @staticmethod
     def _library_rows(op, opdef, attrs):
-        """Rows per chunk for a library call that its op declares may run on
-        chunks of rows (``OpDef.maps_rows``: every row alone, so the chunks
-        give the whole call's bits), when it has static shapes and is larger
-        than one chunk; else None (one call)."""
+        """(rows per chunk, elements in the widest row) for a library call that
+        its op declares may run on chunks of rows (``OpDef.maps_rows``: every
+        row alone, so the chunks give the whole call's bits), when it has
+        static shapes and is larger than one chunk; else None (one call)."""
         values = list(op.ins) + list(op.res)
         if len(op.res) != 1 or not all(isinstance(v.type, MemRefType) for v in values):
             return None
@@ -1029,7 +1021,15 @@ class Emitter:
         # a row's working set: its inputs and result, and the kernel's temporaries
         work = sum(row_bytes) + LIBRARY_TEMPS * row_bytes[-1]
         rows = chunk_bytes(n * max(row_elems)) // max(1, work)
-        return max(1, rows) if rows < n else None
+        return (max(1, rows), max(row_elems)) if rows < n else None
+
+
+def _allocation(t) -> str:
+    """The expression making a fresh array of memref type ``t``: large ones from
+    the runtime's cache (R.empty reuses dead result buffers)."""
+    shape = tuple(t.get_shape())
+    big = int(np.prod(shape, dtype=np.int64)) * _itemsize(t) >= BIG_ALLOC
+    return f"{'R.empty' if big else 'np.empty'}({shape}, {np_dtype(t.element_type)})"
 
 
 def _slot_item(slot_of) -> int:
