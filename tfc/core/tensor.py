@@ -215,9 +215,10 @@ def constant(value, dtype=None, shape=None) -> Tensor:
     else:
         t = wrap(_to_numpy(value, dt))
     if shape is not None:
+        from tfc.core.shape import as_ints
         from tfc.ops import shapes as _shapes
 
-        shape = tuple(int(s) for s in shape)
+        shape = as_ints("constant", shape)
         if t.size == 1 and t.shape != shape:
             t = _shapes.broadcast_to(_shapes.reshape(t, ()), shape)
         else:

@@ -18,6 +18,7 @@ import numpy as np
 from tfc.core import dtypes, nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import Spec
+from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
@@ -31,7 +32,7 @@ class TensorSpec:
     __slots__ = ("shape", "dtype", "name")
 
     def __init__(self, shape, dtype=dtypes.float32, name=None):
-        self.shape = tuple(None if d is None else int(d) for d in shape)
+        self.shape = as_ints("TensorSpec", shape, allow_none=True)
         self.dtype = dtypes.as_dtype(dtype)
         self.name = name
 

@@ -6,6 +6,7 @@ import numpy as np
 from tfc.core import dtypes
 
 from tfc.core.registry import Spec, declare
+from tfc.core.shape import as_int, as_ints
 from tfc.core.tensor import Tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
@@ -13,19 +14,7 @@ from tfc.ops import _scalar as S
 
 def as_shape(op_name: str, shape) -> tuple:
     """A static shape from a list/tuple of ints, an int, or an eager integer tensor."""
-    if isinstance(shape, Tensor):
-        if not shape.dtype.is_integer or shape.ndim > 1:
-            raise TypeError(f"{op_name}: shape must be a 1-d integer tensor, got {shape.dtype.name} {shape.shape}")
-        shape = shape.numpy().tolist()
-    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
-        shape = (shape,)
-    try:
-        dims = tuple(int(d) for d in shape)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op_name}: shape must be a sequence of ints, got {shape!r}") from None
-    if any(d < 0 for d in dims):
-        raise ValueError(f"{op_name}: shape {dims} has a negative dimension")
-    return dims
+    return as_ints(op_name, shape)
 
 
 def _filled_infer(op, shape, dtype) -> Spec:
@@ -137,7 +126,7 @@ def _linspace_infer(op, start, stop, num, dtype) -> Spec:
 def linspace(start, stop, num, dtype=dtypes.float32):
     """``num`` evenly spaced values from ``start`` to ``stop`` inclusive."""
     return (), {"start": float(_number("linspace", start, "start")), "stop": float(_number("linspace", stop, "stop")),
-                "num": int(num), "dtype": dtypes.as_dtype(dtype)}
+                "num": as_int("linspace", num, "num"), "dtype": dtypes.as_dtype(dtype)}
 
 
 def _eye_infer(op, num_rows, num_columns, dtype) -> Spec:
@@ -150,7 +139,8 @@ def _eye_infer(op, num_rows, num_columns, dtype) -> Spec:
          infer=_eye_infer, attrs={"num_rows": "int", "num_columns": "int", "dtype": "dtype"})
 def eye(num_rows, num_columns=None, dtype=dtypes.float32):
     """The identity matrix (ones on the diagonal)."""
-    return (), {"num_rows": int(num_rows), "num_columns": int(num_rows if num_columns is None else num_columns),
+    return (), {"num_rows": as_int("eye", num_rows, "num_rows"),
+                "num_columns": as_int("eye", num_rows if num_columns is None else num_columns, "num_columns"),
                 "dtype": dtypes.as_dtype(dtype)}
 
 

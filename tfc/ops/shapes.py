@@ -6,21 +6,15 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
+from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar
 from tfc.ops._grad import unbroadcast
 
 
-def _ints(op_name, value, what="shape"):
-    if isinstance(value, Tensor):
-        value = value.numpy().tolist()
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        value = (value,)
-    try:
-        return tuple(int(v) for v in value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{op_name}: {what} must be a sequence of ints, got {value!r}") from None
+def _ints(op_name, value, what="shape", minimum=None):
+    return as_ints(op_name, value, what, minimum)
 
 
 def _reshape_infer(op, x: Spec, shape) -> Spec:
@@ -62,7 +56,7 @@ def _reshape_grad(e, g):
          attrs={"shape": "ints"})
 def reshape(tensor, shape):
     """The same elements in a new shape; one dimension may be -1 (inferred)."""
-    return (tensor,), {"shape": _ints("reshape", shape)}
+    return (tensor,), {"shape": _ints("reshape", shape, minimum=-1)}
 
 
 def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
@@ -77,7 +71,7 @@ def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
          scalar=_scalar.identity)
 def broadcast_to(input, shape):  # noqa: A002
     """``input`` broadcast (NumPy rules) to ``shape``."""
-    return (input,), {"shape": _ints("broadcast_to", shape)}
+    return (input,), {"shape": _ints("broadcast_to", shape, minimum=0)}
 
 
 def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
@@ -460,7 +454,7 @@ def _tile_grad(e, g):
          attrs={"multiples": "ints"})
 def tile(input, multiples):  # noqa: A002
     """``input`` repeated ``multiples[i]`` times along each axis i."""
-    return (input,), {"multiples": _ints("tile", multiples, "multiples")}
+    return (input,), {"multiples": _ints("tile", multiples, "multiples", minimum=0)}
 
 
 _PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
