@@ -72,3 +72,66 @@ def test_variable_from_a_traced_tensor_is_a_clear_error_and_concrete_ones_work()
     layer = tfc.layers.Dense(3)  # built lazily while tracing: its initial values are concrete
     out = tfc.function(lambda x: layer(x))(tfc.ones([1, 4]))
     np.testing.assert_allclose(out.numpy(), layer(tfc.ones([1, 4])).numpy(), rtol=1e-6)
+
+
+# assign's dtype rule is TensorFlow's (pywrap_tensor.cc IsCompatible): ints to any
+# int, ints and floats to any float; never floats to ints, nor bools to or from numbers
+REFUSED = [  # (variable's initial value, value assigned)
+    ([1, 2], np.array([1.5, 2.0])),  # float64 array into int32: would truncate
+    ([1, 2], np.array([1.0, 2.0], np.float32)),  # even when integral
+    ([1, 2], np.float64(1.0)),
+    ([1.0, 2.0], np.array([True, False])),
+    ([True, False], np.array([1, 0])),
+    ([1.0, 2.0], tfc.constant([1, 2])),  # a tensor must have the dtype
+    ([1, 2], tfc.constant([1, 2], tfc.int64)),
+]
+
+
+@pytest.mark.parametrize("method", ["assign", "assign_add", "assign_sub"])
+@pytest.mark.parametrize("init, value", REFUSED)
+def test_assign_refuses_a_dtype_that_does_not_convert(method, init, value):
+    v = tfc.Variable(init)
+    before = v.numpy()
+    with pytest.raises(TypeError, match=rf"{v.name}\.{method}: cannot assign a value of dtype \w+ to a variable "
+                                        rf"of dtype {v.dtype.name}") as info:
+        getattr(v, method)(value)
+    assert any(__file__ in n for n in info.value.__notes__)  # the user's line
+    np.testing.assert_array_equal(v.numpy(), before)  # unchanged
+
+
+@pytest.mark.parametrize("init, value", REFUSED[:4])
+def test_assign_in_a_function_refuses_the_same(init, value):
+    v = tfc.Variable(init)
+    with pytest.raises(TypeError, match="cannot assign a value of dtype"):
+        tfc.function(lambda: v.assign(value))()
+
+
+ACCEPTED = [  # converted as TensorFlow does, checked against numpy
+    ([1.0, 2.0], np.array([3, 4], np.int64)),
+    ([1.0, 2.0], np.array([0.1, 4.0], np.float64)),
+    ([1.0, 2.0], [3, 4]),  # Python numbers convert
+    ([1.0, 2.0], np.array([5, 6], np.int32)),
+    ([1, 2], np.array([3, 4], np.int8)),
+    ([1, 2], [3.0, 4.0]),  # a Python float without a fraction
+]
+
+
+@pytest.mark.parametrize("init, value", ACCEPTED)
+def test_assign_converts_what_tensorflow_converts(init, value):
+    v = tfc.Variable(init)
+    dt = v.numpy().dtype
+    v.assign(value)
+    np.testing.assert_array_equal(v.numpy(), np.broadcast_to(np.asarray(value).astype(dt), (2,)))
+    v.assign_add(value)
+    np.testing.assert_array_equal(v.numpy(), 2 * np.broadcast_to(np.asarray(value).astype(dt), (2,)))
+    v.assign_sub(value)
+    np.testing.assert_array_equal(v.numpy(), np.broadcast_to(np.asarray(value).astype(dt), (2,)))
+    assert v.numpy().dtype == dt
+
+
+def test_python_float_with_a_fraction_into_an_int_variable():
+    v = tfc.Variable([1, 2])
+    with pytest.raises(TypeError, match="losing the fraction") as info:
+        v.assign([1.5, 2.0])
+    assert any(__file__ in n for n in info.value.__notes__)
+    np.testing.assert_array_equal(v.numpy(), [1, 2])

@@ -109,6 +109,14 @@ def promote(*dtypes: DType) -> DType:
     return from_numpy(np.result_type(*(d.as_numpy_dtype for d in dtypes)))
 
 
+def converts_implicitly(src: DType, dst: DType) -> bool:
+    """Whether an array of dtype ``src`` converts to ``dst`` without an explicit
+    cast, as in TensorFlow (``IsCompatible`` in pywrap_tensor.cc): ints to any
+    int, ints and floats to any float; never a float to an int, nor a bool to
+    or from a number."""
+    return src == dst or (dst.is_integer and src.is_integer) or (dst.is_floating and src.is_numeric)
+
+
 def default_dtype_of(value) -> DType:
     """dtype of a Python value converted on its own (TensorFlow defaults)."""
     if isinstance(value, (bool, np.bool_)):

@@ -9,6 +9,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.context import STATE, TAPES
+from tfc.core.registry import note_user_line
 from tfc.core.tensor import Tensor, constant, wrap
 
 _uid = itertools.count()
@@ -58,16 +59,35 @@ class Variable(Tensor):
             raise TypeError(f"{self.name}.numpy() is not available while tracing: the value is known only when the function runs")
         return np.array(self._value)
 
-    def _coerce(self, value) -> Tensor:
-        t = value if isinstance(value, Tensor) else constant(value, self.dtype)
-        if t.dtype != self.dtype:
-            raise TypeError(f"cannot assign a {t.dtype.name} value to {self.name} of dtype {self.dtype.name}")
-        if tuple(t.shape) != tuple(self.shape):
-            raise ValueError(f"cannot assign a value of shape {tuple(t.shape)} to {self.name} of shape {tuple(self.shape)}")
-        return t
+    def _convert(self, value, method: str) -> Tensor:
+        """``value`` as a tensor of this variable's dtype, as TensorFlow converts:
+        a tensor must have the dtype; a numpy value converts when its dtype
+        does implicitly (ints to floats, float64 to float32, never floats to
+        ints); Python numbers convert unless they would lose a fraction."""
+        if isinstance(value, Tensor):
+            src = value.dtype
+        elif isinstance(value, (np.ndarray, np.generic)):
+            src = dtypes.from_numpy(value.dtype)
+            if dtypes.converts_implicitly(src, self.dtype):
+                src = self.dtype
+        else:
+            src = self.dtype  # Python numbers and lists: constant() refuses lossy values
+        try:
+            if src != self.dtype:
+                raise TypeError(f"{self.name}.{method}: cannot assign a value of dtype {src.name} to a variable of dtype "
+                                f"{self.dtype.name}; cast it first (tfc.cast(value, tfc.{self.dtype.name}))")
+            return value if isinstance(value, Tensor) else constant(value, self.dtype)
+        except (TypeError, ValueError) as e:
+            note_user_line(e)
+            raise
 
     def assign(self, value) -> "Variable":
-        t = self._coerce(value)
+        t = self._convert(value, "assign")
+        if tuple(t.shape) != tuple(self.shape):
+            e = ValueError(f"{self.name}.assign: cannot assign a value of shape {tuple(t.shape)} to a variable of "
+                           f"shape {tuple(self.shape)}")
+            note_user_line(e)
+            raise e
         builder = STATE.builder
         if builder is not None:
             builder.assign_variable(self, t)
@@ -76,11 +96,13 @@ class Variable(Tensor):
         return self
 
     def assign_add(self, delta) -> "Variable":
+        delta = self._convert(delta, "assign_add")
         if not self._update_in_place(np.add, delta):
             self.assign(self.read_value() + delta)
         return self
 
     def assign_sub(self, delta) -> "Variable":
+        delta = self._convert(delta, "assign_sub")
         if not self._update_in_place(np.subtract, delta):
             self.assign(self.read_value() - delta)
         return self
