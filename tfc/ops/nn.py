@@ -28,6 +28,8 @@ def _softmax_kernel(x, axis):
     # in C order: numpy's reduction order follows the memory layout, and each
     # row must be reduced alike in any view and in any chunk of rows (``rows``)
     x = np.ascontiguousarray(x)
+    if x.size == 0:  # an empty axis has no max; nothing to compute (as in TensorFlow)
+        return np.empty_like(x)
     z = x - np.max(x, axis=axis, keepdims=True)  # the largest exponent is 0
     e = np.exp(z)
     return e / np.sum(e, axis=axis, keepdims=True)
@@ -47,6 +49,8 @@ def softmax(logits, axis=-1):
 
 def _log_softmax_kernel(x, axis):
     x = np.ascontiguousarray(x)  # see _softmax_kernel
+    if x.size == 0:
+        return np.empty_like(x)
     z = x - np.max(x, axis=axis, keepdims=True)
     return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
 
