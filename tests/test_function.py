@@ -304,3 +304,73 @@ def test_input_signature_skips_self_and_spreads_over_star_args():
     assert add_all(1.5, 2).numpy() == 3.5
     with pytest.raises(TypeError, match=re.escape("argument xs[1] (2.5) does not convert")):
         add_all(1.5, 2.5)
+
+
+# -- variables created inside a tfc.function (TensorFlow's singleton rule) ----------
+
+
+def test_variable_made_on_the_first_trace_is_made_once():
+    @tfc.function
+    def count(x):
+        v = tfc.Variable(1.0)  # first trace only: later calls reuse it, as tf.function does
+        v.assign_add(x)
+        return v.read_value()
+
+    total = 1.0  # the plain-Python model: one variable, accumulated over calls
+    for step in [1.0, 2.5, -0.5]:
+        total += step
+        assert count(tfc.constant(step)).numpy() == total
+    assert count.trace_count == 1
+
+
+@pytest.mark.parametrize("retrace", [
+    lambda f: f(tfc.constant([1.0, 2.0])),  # a new shape
+    lambda f: f(tfc.constant(1, tfc.int32)),  # a new dtype
+    lambda f: f.get_concrete_function(tfc.TensorSpec((None,))),
+])
+def test_variable_made_on_a_later_trace_is_an_error(retrace):
+    @tfc.function
+    def f(x):
+        v = tfc.Variable(0.0)
+        v.assign_add(tfc.reduce_sum(tfc.cast(x, tfc.float32)))
+        return v.read_value()
+
+    assert f(tfc.constant(2.0)).numpy() == 2.0
+    with pytest.raises(ValueError, match="tfc.Variable created while f is traced again.*first trace only") as info:
+        retrace(f)
+    assert any(f"{__file__}:" in n and " in f" in n for n in info.value.__notes__)  # the Variable(...) line
+    assert f(tfc.constant(2.0)).numpy() == 4.0  # the first trace still runs, with its variable
+    assert f.trace_count == 1
+
+
+def test_variable_guarded_by_the_caller_survives_retraces():
+    class Scale(tfc.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = None
+
+        @tfc.function
+        def __call__(self, x):
+            if self.w is None:
+                self.w = tfc.Variable(3.0)
+            self.w.assign_add(1.0)
+            return x * self.w
+
+    m = Scale()
+    np.testing.assert_allclose(m(tfc.constant([1.0, 2.0])).numpy(), [4.0, 8.0])
+    np.testing.assert_allclose(m(tfc.constant([[1.0]])).numpy(), [[5.0]])  # retraced, no new variable
+    assert m.w.numpy() == 5.0
+
+
+def test_variable_made_by_an_inlined_function_counts_for_the_caller():
+    @tfc.function
+    def inner(x):
+        return x + tfc.Variable(1.0)
+
+    @tfc.function
+    def outer(x):
+        return inner(x) * 2.0
+
+    assert outer(tfc.constant(1.0)).numpy() == 4.0
+    with pytest.raises(ValueError, match="while outer is traced again"):
+        outer(tfc.constant([1.0]))

@@ -24,8 +24,18 @@ class Variable(Tensor):
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None, dtype=None):
         if callable(initial_value):
             initial_value = initial_value()
+        builder = STATE.builder
+        if builder is not None and not getattr(builder, "may_create_variables", True):
+            e = ValueError(
+                f"tfc.Variable created while {builder.name} is traced again: a tfc.function may create "
+                "variables on its first trace only (its compiled code reuses them on every later call, as "
+                "TensorFlow's tf.function does), and a later trace would make new ones. Create the variable "
+                "once: outside the function (e.g. in a tfc.Module's __init__), or guarded "
+                "(if self.v is None: self.v = tfc.Variable(...))")
+            note_user_line(e)
+            raise e
         value = constant(initial_value, dtype)
-        if STATE.builder is not None:
+        if builder is not None:
             from tfc.frontend.tracing import SymbolicTensor
 
             if isinstance(value, SymbolicTensor):

@@ -394,6 +394,9 @@ class Function:
         if self.target != "cpu":
             raise NotImplementedError(f"tfc.function target={self.target!r} is not implemented yet; use 'cpu'")
         builder = FunctionBuilder(getattr(self.python_function, "__name__", "main").replace("<", "").replace(">", ""))
+        # variables are made on the first trace only: later calls run the compiled code,
+        # which reuses them, so a later trace that makes new ones would diverge (as in TensorFlow)
+        builder.may_create_variables = not self._traces
         new_leaves = []
         specs = []
         for path, x in leaves:

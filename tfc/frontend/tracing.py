@@ -184,6 +184,7 @@ class FunctionBuilder:
         self._last_const = None
         self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
         self.variables: list[Variable] = []
+        self.may_create_variables = True  # tfc.Variable(...) allowed while tracing (see Function._trace)
         self.n_inputs = 0
         self.func = func.FuncOp(name, ((), ()), Region(self.entry))
 
