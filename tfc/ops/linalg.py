@@ -61,13 +61,13 @@ def _matmul_grad(e, g):
             ga = matmul(g, b, transpose_b=not tb)
         else:
             ga = matmul(b, g, transpose_a=tb, transpose_b=True)
-        ga = unbroadcast(ga, a.shape)
+        ga = unbroadcast(ga, a, [b.shape[:-2] + (1, 1)])  # the matrix axes never broadcast
     if e.needs_grad(1):
         if not tb:
             gb = matmul(a, g, transpose_a=not ta)
         else:
             gb = matmul(g, a, transpose_a=True, transpose_b=ta)
-        gb = unbroadcast(gb, b.shape)
+        gb = unbroadcast(gb, b, [a.shape[:-2] + (1, 1)])
     return [ga, gb]
 
 

@@ -16,7 +16,7 @@ from tfc.ops._grad import unbroadcast
 
 def _add_grad(e, g):
     x, y = e.inputs
-    return [unbroadcast(g, x.shape), unbroadcast(g, y.shape)]
+    return [unbroadcast(g, x, [y.shape]), unbroadcast(g, y, [x.shape])]
 
 
 @declare(kernel=np.add, infer=inf.binary(NUMERIC), grad=_add_grad, promote=(0, 1), scalar=S.add)
@@ -27,7 +27,7 @@ def add(x, y):
 
 def _sub_grad(e, g):
     x, y = e.inputs
-    return [unbroadcast(g, x.shape), unbroadcast(negative(g), y.shape) if e.needs_grad(1) else None]
+    return [unbroadcast(g, x, [y.shape]), unbroadcast(negative(g), y, [x.shape]) if e.needs_grad(1) else None]
 
 
 @declare(kernel=np.subtract, infer=inf.binary(NUMERIC), grad=_sub_grad, promote=(0, 1), scalar=S.sub)
@@ -41,8 +41,8 @@ def _mul_grad(e, g):
     if x is y and e.needs_grad(0):  # x * x: one product 2gx, not gy + gx (two full-size temporaries fewer)
         return [g * (x + x), None]
     return [
-        unbroadcast(g * y, x.shape) if e.needs_grad(0) else None,
-        unbroadcast(g * x, y.shape) if e.needs_grad(1) else None,
+        unbroadcast(g * y, x, [y.shape]) if e.needs_grad(0) else None,
+        unbroadcast(g * x, y, [x.shape]) if e.needs_grad(1) else None,
     ]
 
 
@@ -55,8 +55,8 @@ def multiply(x, y):
 def _div_grad(e, g):
     x, y = e.inputs
     return [
-        unbroadcast(g / y, x.shape) if e.needs_grad(0) else None,
-        unbroadcast(negative(g) * e.outputs[0] / y, y.shape) if e.needs_grad(1) else None,
+        unbroadcast(g / y, x, [y.shape]) if e.needs_grad(0) else None,
+        unbroadcast(negative(g) * e.outputs[0] / y, y, [x.shape]) if e.needs_grad(1) else None,
     ]
 
 
@@ -76,8 +76,8 @@ def floordiv(x, y):
 def _mod_grad(e, g):
     x, y = e.inputs
     return [
-        unbroadcast(g, x.shape),
-        unbroadcast(negative(g) * floordiv(x, y), y.shape) if e.needs_grad(1) else None,
+        unbroadcast(g, x, [y.shape]),
+        unbroadcast(negative(g) * floordiv(x, y), y, [x.shape]) if e.needs_grad(1) else None,
     ]
 
 
@@ -91,10 +91,10 @@ def _pow_grad(e, g):
     x, y = e.inputs
     gx = gy = None
     if e.needs_grad(0):
-        gx = unbroadcast(g * y * pow(x, y - 1), x.shape)
+        gx = unbroadcast(g * y * pow(x, y - 1), x, [y.shape])
     if e.needs_grad(1):
         safe = where(greater(x, 0), x, ones_like_(x))
-        gy = unbroadcast(g * e.outputs[0] * log(safe), y.shape)
+        gy = unbroadcast(g * e.outputs[0] * log(safe), y, [x.shape])
     return [gx, gy]
 
 
@@ -177,7 +177,7 @@ def _max_grad(e, g):
     x, y = e.inputs
     take_x = greater_equal(x, y)
     z = zeros_like_(g)
-    return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
+    return [unbroadcast(where(take_x, g, z), x, [y.shape]), unbroadcast(where(take_x, z, g), y, [x.shape])]
 
 
 @declare(kernel=np.maximum, infer=inf.binary(NUMERIC), grad=_max_grad, promote=(0, 1), scalar=S.maximum)
@@ -190,7 +190,7 @@ def _min_grad(e, g):
     x, y = e.inputs
     take_x = less_equal(x, y)
     z = zeros_like_(g)
-    return [unbroadcast(where(take_x, g, z), x.shape), unbroadcast(where(take_x, z, g), y.shape)]
+    return [unbroadcast(where(take_x, g, z), x, [y.shape]), unbroadcast(where(take_x, z, g), y, [x.shape])]
 
 
 @declare(kernel=np.minimum, infer=inf.binary(NUMERIC), grad=_min_grad, promote=(0, 1), scalar=S.minimum)
@@ -387,7 +387,8 @@ def _where_infer(op, c: Spec, x: Spec, y: Spec) -> Spec:
 def _where_grad(e, g):
     c, x, y = e.inputs
     z = zeros_like_(g)
-    return [None, unbroadcast(where(c, g, z), x.shape), unbroadcast(where(c, z, g), y.shape)]
+    return [None, unbroadcast(where(c, g, z), x, [c.shape, y.shape]),
+            unbroadcast(where(c, z, g), y, [c.shape, x.shape])]
 
 
 @declare(kernel=np.where, infer=_where_infer, grad=_where_grad, promote=(1, 2), scalar=S.select)
@@ -437,9 +438,9 @@ def _clip_grad(e, g):
     z = zeros_like_(g)
     inside = logical_not(logical_or(below, above))
     return [
-        unbroadcast(where(inside, g, z), t.shape),
-        unbroadcast(where(below, g, z), lo.shape) if e.needs_grad(1) else None,
-        unbroadcast(where(above, g, z), hi.shape) if e.needs_grad(2) else None,
+        unbroadcast(where(inside, g, z), t, [lo.shape, hi.shape]),
+        unbroadcast(where(below, g, z), lo, [t.shape, hi.shape]) if e.needs_grad(1) else None,
+        unbroadcast(where(above, g, z), hi, [t.shape, lo.shape]) if e.needs_grad(2) else None,
     ]
 
 

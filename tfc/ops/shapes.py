@@ -38,14 +38,12 @@ def _reshape_infer(op, x: Spec, shape) -> Spec:
 
 
 def _back_to_input_shape(e, g):
-    """``g`` reshaped to the op's input shape; one dimension known only at run
-    time becomes -1 (more than one has no static spelling)."""
-    shape = tuple(e.inputs[0].shape)
-    if shape.count(None) > 1:
-        raise NotImplementedError(
-            f"the gradient of {e.op.name} of a tensor of shape {shape} (several dimensions known only at run "
-            f"time) is not implemented; give all but one of them in the input_signature")
-    return reshape(g, tuple(-1 if d is None else d for d in shape))
+    """``g`` reshaped to the op's input shape (that of the input itself where a
+    dimension is known only at run time)."""
+    x = e.inputs[0]
+    if None in tuple(x.shape):
+        return reshape_like(g, x)
+    return reshape(g, x.shape)
 
 
 def _reshape_grad(e, g):
@@ -59,6 +57,21 @@ def reshape(tensor, shape):
     return (tensor,), {"shape": _ints("reshape", shape, minimum=-1)}
 
 
+def _reshape_like_infer(op, x: Spec, like: Spec) -> Spec:
+    if None not in x.shape + like.shape and np.prod(x.shape, dtype=np.int64) != np.prod(like.shape, dtype=np.int64):
+        raise ValueError(f"reshape_like: cannot reshape a tensor of shape {inf.fmt_shape(x.shape)} into "
+                         f"{inf.fmt_shape(like.shape)}")
+    return Spec(tuple(like.shape), x.dtype)
+
+
+@declare(kernel=lambda x, like: np.reshape(x, like.shape), infer=_reshape_like_infer,
+         grad=lambda e, g: [reshape_like(g, e.inputs[0]), None])
+def reshape_like(tensor, like):
+    """``reshape(tensor, like.shape)`` where that shape is known only at run time
+    (the gradient of reshape, squeeze and expand_dims there)."""
+    return (tensor, like), {}
+
+
 def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
     out = inf.broadcast_shapes(op, x.shape, shape)
     if out != tuple(shape) or x.ndim > len(shape):
@@ -67,7 +80,7 @@ def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
 
 
 @declare(kernel=lambda x, shape: np.broadcast_to(x, shape), infer=_broadcast_to_infer,
-         grad=lambda e, g: [unbroadcast(g, e.inputs[0].shape)], attrs={"shape": "ints"},
+         grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.attrs["shape"]])], attrs={"shape": "ints"},
          scalar=_scalar.identity)
 def broadcast_to(input, shape):  # noqa: A002
     """``input`` broadcast (NumPy rules) to ``shape``."""
@@ -82,9 +95,39 @@ def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
 
 
 @declare(kernel=lambda x, like: np.broadcast_to(x, like.shape), infer=_broadcast_like_infer,
-         grad=lambda e, g: [unbroadcast(g, e.inputs[0].shape), None])
+         grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.inputs[1].shape]), None])
 def broadcast_like(input, like):  # noqa: A002
     """``broadcast_to(input, like.shape)`` where that shape is known only at run time."""
+    return (input, like), {}
+
+
+def _unbroadcast_like_infer(op, g: Spec, like: Spec) -> Spec:
+    lead = g.ndim - like.ndim
+    if lead < 0 or not all(d in (1, None) or e is None or d == e for d, e in zip(like.shape, g.shape[lead:])):
+        raise ValueError(f"unbroadcast_like: shape {inf.fmt_shape(like.shape)} does not broadcast to "
+                         f"{inf.fmt_shape(g.shape)}")
+    return Spec(tuple(like.shape), g.dtype)
+
+
+def _unbroadcast_like_kernel(g, like):
+    # the sums unbroadcast makes where the shapes are static, in the same order
+    from tfc.ops.reductions import _sum_kernel
+
+    lead = g.ndim - like.ndim
+    if lead:
+        g = _sum_kernel(g, tuple(range(lead)), False)
+    ones = tuple(i for i, d in enumerate(like.shape) if d == 1 and g.shape[i] != 1)
+    if ones:
+        g = _sum_kernel(g, ones, True)
+    return g
+
+
+@declare(kernel=_unbroadcast_like_kernel, infer=_unbroadcast_like_infer,
+         grad=lambda e, g: [broadcast_like(g, e.inputs[0]), None])
+def unbroadcast_like(input, like):  # noqa: A002
+    """``input`` summed down to the shape of ``like``, which broadcasts to it: over
+    the leading axes and where ``like`` has size 1 (the gradient of a broadcast
+    where the sizes are known only at run time: TensorFlow's BroadcastGradientArgs)."""
     return (input, like), {}
 
 
@@ -137,15 +180,28 @@ def expand_dims(input, axis):  # noqa: A002
 
 def _squeeze_infer(op, x: Spec, axis) -> Spec:
     if axis is None:
+        unknown = [i for i, d in enumerate(x.shape) if d is None]
+        if unknown:  # TensorFlow's result would have an unknown rank, which tfc's types cannot express
+            raise ValueError(f"squeeze: axis=None on shape {inf.fmt_shape(x.shape)}: whether axes {unknown} "
+                             "are removed depends on sizes known only at run time; pass axis")
         return Spec(tuple(d for d in x.shape if d != 1), x.dtype)
     axes = inf.normalize_axes(op, axis, x.ndim)
     for a in axes:
-        if x.shape[a] != 1:
+        if x.shape[a] not in (1, None):  # None: checked at run time, as TensorFlow does
             raise ValueError(f"squeeze: axis {a} of shape {inf.fmt_shape(x.shape)} has size {x.shape[a]}, not 1")
     return Spec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
 
-@declare(kernel=lambda x, axis: np.squeeze(x, axis), infer=_squeeze_infer,
+def _squeeze_kernel(x, axis):
+    if axis is not None:
+        for a in axis:
+            if x.shape[a] != 1:
+                raise InvalidArgumentError(f"squeeze: axis {a % x.ndim} of shape {inf.fmt_shape(x.shape)} has size "
+                                           f"{x.shape[a]}, not 1")
+    return np.squeeze(x, axis)
+
+
+@declare(kernel=_squeeze_kernel, infer=_squeeze_infer,
          grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"})
 def squeeze(input, axis=None):  # noqa: A002
     """Axes of size 1 removed (all of them, or those in ``axis``)."""
@@ -305,7 +361,8 @@ def _concat_grad(e, g):
     if len(e.inputs) == 1:
         return [g]
     axis = e.attrs["axis"]
-    parts = split(g, [x.shape[axis] for x in e.inputs], axis=axis)
+    sizes = [x.shape[axis] for x in e.inputs]
+    parts = split_like(g, e.inputs, axis) if None in sizes else split(g, sizes, axis=axis)
     return [p if e.needs_grad(i) else None for i, p in enumerate(parts)]
 
 
@@ -427,6 +484,28 @@ def split(value, num_or_size_splits, axis=0):
     return (value,), {"num": None, "sizes": sizes, "axis": int(axis)}
 
 
+def _split_like_infer(op, x: Spec, *likes: Spec, axis) -> list:
+    a = inf.normalize_axis(op, axis, x.ndim)
+    sizes = [like.shape[a] if like.ndim == x.ndim else -1 for like in likes]
+    if -1 in sizes or (None not in sizes + [x.shape[a]] and sum(sizes) != x.shape[a]):
+        raise ValueError(f"split_like: the sizes along axis {a} of shapes "
+                         + ", ".join(inf.fmt_shape(like.shape) for like in likes)
+                         + f" do not add up to that of {inf.fmt_shape(x.shape)}")
+    return [Spec(x.shape[:a] + (d,) + x.shape[a + 1:], x.dtype) for d in sizes]
+
+
+def _split_like_kernel(x, *likes, axis):
+    return np.split(x, np.cumsum([like.shape[axis] for like in likes])[:-1], axis=axis)
+
+
+@declare(kernel=_split_like_kernel, infer=_split_like_infer,
+         grad=lambda e, g: _split_grad(e, g) + [None] * (len(e.inputs) - 1), attrs={"axis": "int"})
+def split_like(value, likes, axis):
+    """``value`` cut along ``axis`` into parts as long as each of ``likes`` there
+    (the gradient of concat where those sizes are known only at run time)."""
+    return (value, *_seq("split_like", likes)), {"axis": int(axis)}
+
+
 # -- tiling, padding ---------------------------------------------------------------------------
 
 def _tile_infer(op, x: Spec, multiples) -> Spec:
@@ -445,6 +524,8 @@ def _tile_grad(e, g):
     m = e.attrs["multiples"]
     if x.ndim == 0:
         return [g]
+    if None in tuple(x.shape):
+        return [tile_grad_like(g, x, m)]
     # g viewed as (m0, d0, m1, d1, ...): summing over the m axes folds the copies back.
     split_shape = tuple(v for pair in zip(m, x.shape) for v in pair)
     return [reduce_sum(reshape(g, split_shape), axis=tuple(range(0, 2 * x.ndim, 2)))]
@@ -455,6 +536,21 @@ def _tile_grad(e, g):
 def tile(input, multiples):  # noqa: A002
     """``input`` repeated ``multiples[i]`` times along each axis i."""
     return (input,), {"multiples": _ints("tile", multiples, "multiples", minimum=0)}
+
+
+def _tile_grad_like_kernel(g, like, multiples):
+    from tfc.ops.reductions import _sum_kernel
+
+    split_shape = tuple(v for pair in zip(multiples, like.shape) for v in pair)
+    return _sum_kernel(np.reshape(g, split_shape), tuple(range(0, 2 * like.ndim, 2)), False)
+
+
+@declare(kernel=_tile_grad_like_kernel, infer=lambda op, g, like, multiples: Spec(tuple(like.shape), g.dtype),
+         grad=lambda e, g: [tile(g, e.attrs["multiples"]), None], attrs={"multiples": "ints"})
+def tile_grad_like(g, like, multiples):
+    """``g`` (of ``tile(like, multiples)``'s shape) with the copies of ``like``
+    summed back (the gradient of tile where shapes are known only at run time)."""
+    return (g, like), {"multiples": tuple(int(m) for m in multiples)}
 
 
 _PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
@@ -569,16 +665,8 @@ def _gather_grad(e, g):
     params, indices = e.inputs
     a = e.attrs["axis"] % params.ndim
     q = indices.ndim
-    if params.shape[a] is None:  # traced with a size known only at run time (a loop's growing history)
-        if a != 0 or q != 0:
-            raise NotImplementedError(
-                f"the gradient of gather along axis {a} of size unknown until run time, with indices of shape "
-                f"{tuple(indices.shape)}, is not implemented (only one row at a scalar index along axis 0 is)")
-        from tfc.ops.control_flow import tensor_array_write
-        from tfc.ops.creation import zeros_like
-
-        # the row, added onto zeros as unsorted_segment_sum adds (-0.0 becomes +0.0)
-        return [tensor_array_write(zeros_like(params), indices, zeros_like(g) + g), None]
+    if params.shape[a] is None:  # the number of rows to sum into is known only at run time
+        return [gather_grad_like(g, indices, params, a), None]
     # Move the index axes of g to the front, sum rows into params' axis a, move it back.
     perm = [*range(a, a + q), *range(a), *range(a + q, g.ndim)]
     if perm != sorted(perm):
@@ -595,6 +683,30 @@ def gather(params, indices, axis=0):
     """Slices of ``params`` along ``axis`` at ``indices`` (ints in [0, size));
     the result has the index shape in place of that axis."""
     return (params, indices), {"axis": int(axis)}
+
+
+def _gather_grad_like_infer(op, g: Spec, indices: Spec, like: Spec, axis) -> Spec:
+    want = _gather_infer(op, like, indices, axis).shape
+    if g.ndim != len(want) or not all(_dims_agree(d, e) for d, e in zip(g.shape, want)):
+        raise ValueError(f"gather_grad_like: g of shape {inf.fmt_shape(g.shape)} is not that of a gather from "
+                         f"{inf.fmt_shape(like.shape)} at indices of shape {inf.fmt_shape(indices.shape)}")
+    return Spec(tuple(like.shape), g.dtype)
+
+
+def _gather_grad_like_kernel(g, indices, like, axis):
+    out = np.zeros(like.shape, g.dtype)
+    # rows added in the order of the indices, as unsorted_segment_sum adds them
+    np.add.at(out, (slice(None),) * axis + (indices,), g)
+    return out
+
+
+@declare(kernel=_gather_grad_like_kernel, infer=_gather_grad_like_infer,
+         grad=lambda e, g: [gather(g, e.inputs[1], axis=e.attrs["axis"]), None, None], attrs={"axis": "int"})
+def gather_grad_like(g, indices, like, axis):
+    """Zeros of ``like``'s shape, with the slices of ``g`` added at ``indices``
+    along ``axis`` (the gradient of gather where that axis's size is known only
+    at run time)."""
+    return (g, indices, like), {"axis": int(axis)}
 
 
 def _segment_sum_infer(op, data: Spec, ids: Spec, num_segments) -> Spec:

@@ -1,0 +1,242 @@
+"""Gradients (and forwards) of ops whose dimensions are known only at run time.
+
+Each case runs eagerly, then compiled with an input_signature holding None
+dimensions (one trace for every run-time shape) and compiled with the static
+shapes, on run-time shapes that include size-1 dimensions that broadcast and
+size-0 ones: values and gradients must be the same bits, dtypes and shapes.
+The ops added for the run-time paths (unbroadcast_like, reshape_like,
+split_like, tile_grad_like, gather_grad_like) are checked against finite
+differences in float64, to first and second order.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import tfc
+from helpers import check_grad
+from tfc.ops.shapes import gather_grad_like, reshape_like, split_like, tile_grad_like, unbroadcast_like
+
+F32 = tfc.float32
+
+
+def _value_and_grads(f, xs, order=1):
+    """f(*xs) and the gradients of sum(f(*xs)**2) for the float inputs; with
+    order=2, the gradients of sum(first gradients * weights) instead."""
+    floats = [x for x in xs if x.dtype.is_floating]
+    with tfc.GradientTape() as outer:
+        for x in floats:
+            outer.watch(x)
+        with tfc.GradientTape() as t:
+            for x in floats:
+                t.watch(x)
+            y = f(*xs)
+            loss = tfc.reduce_sum(y * y)
+        grads = t.gradient(loss, floats)
+        if order == 2:
+            loss2 = functools.reduce(tfc.add, [tfc.reduce_sum(tfc.sin(g)) for g in grads])
+    if order == 1:
+        return [y, *grads]
+    return [y, *outer.gradient(loss2, floats)]
+
+
+def _same(got, want, what):
+    assert (got is None) == (want is None), f"{what}: {got} vs {want}"
+    if want is None:
+        return
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (
+        f"{what}: {got.dtype}{got.shape} vs eager {want.dtype}{want.shape}")
+    np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def check(f, signature, shapes_list, order=1, dtypes=None, rng=None, make=None):
+    """Eager == compiled with ``signature`` (None dims) == compiled with static
+    shapes, for each tuple of run-time shapes in ``shapes_list``."""
+    rng = rng or np.random.default_rng(0)
+    dtypes = dtypes or [np.float32] * len(signature)
+    dynamic = tfc.function(lambda *xs: _value_and_grads(f, xs, order),
+                           input_signature=[tfc.TensorSpec(s, tfc.as_dtype(d)) for s, d in zip(signature, dtypes)])
+    for shapes in shapes_list:
+        arrays = make(rng, shapes) if make else [
+            rng.uniform(0.5, 2.0, s).astype(d) for s, d in zip(shapes, dtypes)]
+        xs = [tfc.constant(a) for a in arrays]
+        want = _value_and_grads(f, xs, order)
+        static = tfc.function(lambda *xs: _value_and_grads(f, xs, order),
+                              input_signature=[tfc.TensorSpec(a.shape, tfc.as_dtype(a.dtype)) for a in arrays])
+        for name, fn in (("None signature", dynamic), ("static signature", static)):
+            got = fn(*xs)
+            assert len(got) == len(want)
+            for k, (g, w) in enumerate(zip(got, want)):
+                _same(g, w, f"{name}, shapes {shapes}, {'value' if k == 0 else f'gradient {k - 1}'}")
+    assert dynamic.trace_count == 1  # one trace serves every run-time shape
+
+
+# -- elementwise binary ops: every broadcasting pattern, decided at run time ----------------------
+
+BROADCASTS = [
+    # (signature of x, of y), run-time shapes
+    (((None,), (None,)), [((1,), (4,)), ((4,), (1,)), ((4,), (4,)), ((1,), (1,)), ((0,), (1,)), ((1,), (0,)),
+                          ((0,), (0,))]),
+    (((None,), (1,)), [((4,), (1,)), ((1,), (1,)), ((0,), (1,))]),
+    (((None, 1), (1, None)), [((3, 1), (1, 4)), ((1, 1), (1, 4)), ((3, 1), (1, 1)), ((0, 1), (1, 2))]),
+    (((None,), ()), [((3,), ()), ((1,), ()), ((0,), ())]),
+    (((None, None), (None,)), [((2, 3), (3,)), ((2, 1), (3,)), ((2, 3), (1,)), ((1, 1), (4,)), ((2, 0), (1,))]),
+    (((None, 3), (None, 1)), [((2, 3), (2, 1)), ((1, 3), (2, 1)), ((2, 3), (1, 1))]),
+    (((2, None), (None, None, None)), [((2, 1), (3, 2, 4)), ((2, 4), (1, 1, 1)), ((2, 4), (3, 1, 4))]),
+]
+
+
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "pow"])
+@pytest.mark.parametrize("sig,shapes", BROADCASTS[:4])
+def test_binary_broadcast_at_run_time(op, sig, shapes):
+    check(getattr(tfc, op), sig, shapes)
+
+
+@pytest.mark.parametrize("sig,shapes", BROADCASTS[4:])
+def test_binary_broadcast_at_run_time_higher_rank(sig, shapes):
+    check(lambda x, y: tfc.multiply(x, y) - tfc.minimum(x, y) / (y + 1.0), sig, shapes)
+
+
+def test_issue_example():
+    # d/dx sum(x * y), x = [1.], y = [1, 2, 3, 4]: [10.], not [1, 2, 3, 4]
+    f = tfc.function(lambda x, y: _value_and_grads(lambda a, b: a * b, [x, y]),
+                     input_signature=[tfc.TensorSpec((None,)), tfc.TensorSpec((None,))])
+    _, gx, gy = f(tfc.constant([1.0]), tfc.constant([1.0, 2.0, 3.0, 4.0]))
+    np.testing.assert_array_equal(gx.numpy(), [60.0])  # sum of 2 * x * y * y
+    assert gy.shape == (4,)
+
+
+def test_where_and_clip_broadcast_at_run_time():
+    make = lambda rng, shapes: [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]  # noqa: E731
+    check(lambda c, x, y: tfc.where(c > 0.0, x, y), [(None,), (None, None), (None,)],
+          [((3,), (2, 3), (1,)), ((1,), (2, 3), (3,)), ((3,), (1, 1), (1,)), ((0,), (2, 0), (1,))], make=make)
+    check(lambda t, lo, hi: tfc.clip_by_value(t, lo, hi - 0.5), [(None,), (None,), (None,)],
+          [((4,), (1,), (1,)), ((1,), (4,), (1,)), ((1,), (1,), (4,)), ((4,), (4,), (4,))], make=make)
+
+
+def test_matmul_batch_broadcast_at_run_time():
+    check(lambda a, b: tfc.matmul(a, b), [(None, 2, None), (None, None, 4)],
+          [((1, 2, 3), (5, 3, 4)), ((5, 2, 3), (1, 3, 4)), ((5, 2, 3), (5, 3, 4)), ((1, 2, 0), (3, 0, 4))])
+
+
+def test_broadcast_gradient_second_order():
+    check(lambda x, y: tfc.sin(x * y) + x, [(None,), (None,)], [((1,), (4,)), ((4,), (1,)), ((3,), (3,))],
+          order=2)
+
+
+# -- shape ops whose gradients need run-time sizes ----------------------------------------------
+
+SHAPE_CASES = {
+    "concat axis 0": (lambda x, y: tfc.concat([x, y], 0), [(None, None), (None, None)],
+                      [((1, 3), (2, 3)), ((0, 3), (2, 3)), ((2, 3), (0, 3))]),
+    "concat axis 1, three": (lambda x, y: tfc.concat([x, y, x], 1), [(None, None), (None, None)],
+                             [((2, 1), (2, 4)), ((2, 0), (2, 2)), ((1, 3), (1, 1))]),
+    "concat one unknown": (lambda x, y: tfc.concat([x, y], 0), [(None,), (3,)], [((2,), (3,)), ((0,), (3,))]),
+    "tile": (lambda x: tfc.tile(x, [2, 3]), [(None, None)], [((2, 3),), ((1, 1),), ((0, 2),)]),
+    "tile partly known": (lambda x: tfc.tile(x, [1, 2, 2]), [(None, 2, None)], [((3, 2, 1),), ((1, 2, 0),)]),
+    "squeeze a None axis": (lambda x: tfc.squeeze(x, 1), [(None, None)], [((2, 1),), ((0, 1),), ((1, 1),)]),
+    "squeeze two axes": (lambda x: tfc.squeeze(x, [0, 2]), [(None, 3, None)], [((1, 3, 1),)]),
+    "broadcast_to from None": (lambda x: tfc.broadcast_to(x, [3, 4]), [(None,)], [((1,),), ((4,),)]),
+    "broadcast_to rank 3": (lambda x: tfc.broadcast_to(x, [2, 3, 4]), [(None, None)],
+                            [((1, 4),), ((3, 1),), ((3, 4),), ((1, 1),)]),
+    "broadcast_to size 0": (lambda x: tfc.broadcast_to(x, [2, 0]), [(None,)], [((1,),), ((0,),)]),
+    "reshape flat": (lambda x: tfc.reshape(x, [-1]), [(None, None)], [((2, 3),), ((0, 3),), ((3, 0),)]),
+    "reshape rank 3": (lambda x: tfc.reshape(x, [-1, 2]), [(None, None, None)], [((2, 3, 2),), ((1, 1, 2),)]),
+    "expand_dims": (lambda x: tfc.expand_dims(x, 1), [(None, None)], [((2, 3),), ((0, 2),), ((1, 1),)]),
+    "expand_dims last": (lambda x: tfc.expand_dims(x, -1) * x[:, :, None], [(None, None)], [((2, 3),)]),
+    "split": (lambda x: tfc.split(x, 2, axis=0)[1], [(None, 3)], [((4, 3),), ((0, 3),)]),
+    "stack": (lambda x, y: tfc.stack([x, y], axis=1), [(None,), (None,)], [((3,), (3,)), ((0,), (0,))]),
+    "getitem": (lambda x: x[1:, ::2], [(None, None)], [((3, 4),), ((1, 1),), ((0, 2),)]),
+    "reduce_mean": (lambda x: tfc.reduce_mean(x, axis=0, keepdims=True) * x, [(None, None)], [((2, 3),), ((1, 3),)]),
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPE_CASES))
+def test_shape_op_grad_at_run_time(name):
+    f, sig, shapes = SHAPE_CASES[name]
+    check(f, sig, shapes)
+
+
+def _gather_inputs(rng, shapes):
+    x_shape, idx_shape, axis_size = shapes
+    return [rng.uniform(0.5, 2.0, x_shape).astype(np.float32),
+            rng.integers(0, max(axis_size, 1), idx_shape).astype(np.int32) if axis_size else
+            np.zeros(idx_shape, np.int32)]
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather_along_unknown_axis(axis):
+    # repeated indices add up in order, as eager's unsorted_segment_sum does
+    shapes = [((3, 4), (5,), 3 if axis == 0 else 4), ((2, 2), (2, 2), 2), ((1, 3), (), 1 if axis == 0 else 3)]
+    for x_shape, idx_shape, n in shapes:
+        check(lambda x, i: tfc.gather(x, i, axis=axis), [(None, None), tuple(None for _ in idx_shape)],
+              [(x_shape, idx_shape, n)], dtypes=[np.float32, np.int32], make=_gather_inputs)
+
+
+def test_shape_op_grads_second_order():
+    check(lambda x, y: tfc.sin(tfc.concat([x, y * x[:1]], 0)), [(None,), (None,)], [((2,), (3,))], order=2)
+    check(lambda x: tfc.tile(tfc.sin(x), [2, 2]) * tfc.reshape(x, [1, -1])[:, :1], [(None, None)], [((2, 3),)],
+          order=2)
+    check(lambda x: tfc.gather(tfc.sin(x), [1, 0, 1], axis=1) * x[:, :1], [(None, None)], [((2, 3),)], order=2)
+
+
+# -- forwards that used to fail at trace time, and run-time checks ----------------------------------
+
+def test_squeeze_of_a_none_dimension_checks_at_run_time():
+    f = tfc.function(lambda x: tfc.squeeze(x, 1), input_signature=[tfc.TensorSpec((None, None))])
+    np.testing.assert_array_equal(f(tfc.constant(np.ones((2, 1), np.float32))).numpy(), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"squeeze: axis 1 of shape \(2, 3\) has size 3, not 1"):
+        f(tfc.constant(np.ones((2, 3), np.float32)))
+
+
+def test_squeeze_all_axes_with_unknown_sizes_names_them():
+    f = tfc.function(lambda x: tfc.squeeze(x), input_signature=[tfc.TensorSpec((None, 3, 1))])
+    with pytest.raises(ValueError, match=r"squeeze: axis=None on shape \(\?, 3, 1\): whether axes \[0\] are "
+                                         r"removed depends on sizes known only at run time; pass axis"):
+        f(tfc.constant(np.ones((1, 3, 1), np.float32)))
+    g = tfc.function(lambda x: tfc.squeeze(x), input_signature=[tfc.TensorSpec((2, 1, 3))])
+    assert g(tfc.constant(np.ones((2, 1, 3), np.float32))).shape == (2, 3)
+
+
+def test_broadcast_to_from_none_checks_at_run_time():
+    f = tfc.function(lambda x: tfc.broadcast_to(x, [3, 4]), input_signature=[tfc.TensorSpec((None,))])
+    with pytest.raises(ValueError, match=r"broadcast_to: shapes \(3,\) and \(3, 4\) cannot be broadcast"):
+        f(tfc.constant(np.ones(3, np.float32)))
+
+
+# -- the run-time ops themselves: finite differences in float64, first and second order --------------
+
+def _second(f, like):
+    """x -> the gradient of sum(sin(f(x, like))), whose own gradient exercises
+    the gradient rules of the ops in that gradient."""
+    def first(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = tfc.reduce_sum(tfc.sin(f(x, like)))
+        return t.gradient(y, x) * x
+    return first
+
+
+RUNTIME_OPS = {
+    "unbroadcast_like": (lambda g, like: unbroadcast_like(g * g, like), [(3, 1, 4), (1, 4)]),
+    "unbroadcast_like lead": (lambda g, like: unbroadcast_like(g * g, like), [(2, 3), (3,)]),
+    "reshape_like": (lambda x, like: reshape_like(x * x, like), [(2, 3), (3, 2)]),
+    "split_like": (lambda x, a: tfc.concat([p * p for p in split_like(x * x, [a, a, a], 0)], 0) * x,
+                   [(6,), (2,)]),
+    "tile_grad_like": (lambda g, like: tile_grad_like(g * g, like, [2, 3]), [(4, 6), (2, 2)]),
+    "gather_grad_like": (lambda g, like: gather_grad_like(g * g, tfc.constant([2, 0, 2, 1]), like, 1),
+                         [(2, 4), (2, 3)]),
+}
+
+
+@pytest.mark.parametrize("name", list(RUNTIME_OPS))
+def test_runtime_op_finite_differences(name):
+    f, (x_shape, like_shape) = RUNTIME_OPS[name]
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.5, 1.5, x_shape)
+    like = tfc.constant(np.zeros(like_shape))
+    check_grad(lambda x: tfc.sin(f(x, like)), x)
+    check_grad(_second(f, like), x)
