@@ -41,3 +41,35 @@ def test_ir_reference_lists_every_op():
     text = (ROOT / "docs" / "ir-reference.md").read_text()
     for op in dialect().operations:
         assert f"### `{op.name}`" in text
+
+
+def _page_state():
+    return {rel: ((ROOT / rel).stat().st_mtime_ns, (ROOT / rel).read_text()) for rel in docs.PAGES}
+
+
+@pytest.mark.parametrize("argv, code", [(["--help"], 0), (["-h"], 0), (["--bogus"], 2), (["docs"], 2)])
+def test_cli_help_and_bad_arguments_write_nothing(argv, code, capsys):
+    before = _page_state()
+    with pytest.raises(SystemExit) as info:
+        docs.main(argv)
+    assert info.value.code == code
+    assert "usage: python -m tfc.docs" in capsys.readouterr()[0 if code == 0 else 1]
+    assert _page_state() == before
+
+
+def test_cli_out_and_check(tmp_path, capsys):
+    out = tmp_path / "site"
+    before = _page_state()
+    assert docs.main(["--check", "--out", str(out)]) == 1  # nothing there yet
+    assert not out.exists()  # --check writes nothing
+    assert docs.main(["--out", str(out)]) == 0
+    for rel, make in docs.PAGES.items():
+        assert (out / pathlib.Path(rel).name).read_text() == make()
+    assert docs.main(["--check", "--out", str(out)]) == 0
+    page = out / pathlib.Path(next(iter(docs.PAGES))).name
+    page.write_text("edited by hand\n")
+    assert docs.main(["--check", "--out", str(out)]) == 1
+    assert page.read_text() == "edited by hand\n"
+    assert "stale generated docs" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == sorted(pathlib.Path(r).name for r in docs.PAGES)  # no .tmp left
+    assert _page_state() == before  # the repository's pages untouched

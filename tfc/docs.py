@@ -1,8 +1,9 @@
 """Generated documentation: ``python -m tfc.docs`` writes docs/ir-reference.md
 (every op of the ``tfc`` dialect, from its IRDL definition and, for registry
 ops, its OpDef) and docs/passes.md (every pass, with before/after IR taken from
-the lit tests in filecheck/ and run through the pass). ``--check`` exits 1 when
-a page is stale; the test suite runs it.
+the lit tests in filecheck/ and run through the pass). ``--check`` writes
+nothing and exits 1 when a page is stale; ``--out DIR`` writes elsewhere;
+``--help`` says so.
 """
 from __future__ import annotations
 
@@ -134,22 +135,38 @@ PAGES = {"docs/ir-reference.md": ir_reference, "docs/passes.md": passes_referenc
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tfc.docs", description="Regenerate tfc's generated reference pages: "
+        + ", ".join(os.path.basename(rel) for rel in PAGES) + ".")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 if a page differs from what would be generated")
+    parser.add_argument("--out", metavar="DIR", default=os.path.join(ROOT, "docs"),
+                        help="the folder of the pages (default: the repository's docs/)")
+    args = parser.parse_args(argv)
     stale = []
     for rel, make in PAGES.items():
-        path = os.path.join(ROOT, rel)
+        path = os.path.join(args.out, os.path.basename(rel))
         text = make()
         old = open(path).read() if os.path.exists(path) else None
         if old != text:
-            stale.append(rel)
-            if "--check" not in argv:
-                with open(path, "w") as f:
+            stale.append(path)
+            if not args.check:
+                os.makedirs(args.out, exist_ok=True)
+                with open(path + ".tmp", "w") as f:  # then renamed: never a half-written page
                     f.write(text)
-    if "--check" in argv and stale:
-        print(f"stale generated docs: {', '.join(stale)}; run `python -m tfc.docs`", file=sys.stderr)
-        return 1
-    for rel in stale:
-        print(f"wrote {rel}")
+                os.replace(path + ".tmp", path)
+    if args.check:
+        if stale:
+            print(f"stale generated docs: {', '.join(stale)}; run `python -m tfc.docs`", file=sys.stderr)
+            return 1
+        print(f"generated docs are current ({len(PAGES)} pages in {args.out})")
+        return 0
+    for path in stale:
+        print(f"wrote {path}")
+    if not stale:
+        print(f"generated docs already current ({len(PAGES)} pages in {args.out})")
     return 0
 
 
