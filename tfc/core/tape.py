@@ -13,7 +13,7 @@ import functools
 import inspect
 
 from tfc.core import nest
-from tfc.core.context import TAPES
+from tfc.core.context import STATE, TAPES
 from tfc.core.registry import OpDef
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
@@ -349,11 +349,9 @@ def implicit_gradients(f):
 
 def stop_gradient(x) -> Tensor:
     """``x``, cut from the tape: gradients do not flow through it."""
-    from tfc.ops.math import identity
+    from tfc.ops.control_flow import stop_gradient as op
 
-    t = convert_to_tensor(x)
-    with tapes_suspended():
-        return identity(t)
+    return op(x)
 
 
 @contextlib.contextmanager
@@ -404,7 +402,8 @@ def custom_gradient(f):
     @functools.wraps(f)
     def wrapped(*args, **kwargs):
         inputs = [convert_to_tensor(a) for a in args]
-        if not TAPES:
+        builder = STATE.builder
+        if not TAPES and builder is None:
             y, _ = f(*inputs, **kwargs)
             return y
         watcher = GradientTape()
@@ -417,12 +416,17 @@ def custom_gradient(f):
                 f"{f.__name__} reads variables {[v.name for v in variables]}, so its gradient "
                 "function must accept a 'variables' keyword argument"
             )
-        from tfc.ops.math import identity
-
-        flat_y = nest.flatten(y)
-        with tapes_suspended():
-            outs = [identity(convert_to_tensor(t)) for t in flat_y]
+        flat_y = [convert_to_tensor(t) for t in nest.flatten(y)]
         op = _CustomGradientOp(f.__name__, grad_fn, len(inputs), variables)
+        if builder is not None:
+            # traced: a tfc.custom_gradient op marks the call in the IR, so that
+            # replaying it (compiled control flow, calls under a tape) records ``op``
+            outs = builder.custom_gradient(op, inputs, flat_y)
+        else:
+            from tfc.ops.math import identity
+
+            with tapes_suspended():
+                outs = [identity(t) for t in flat_y]
         record(op, inputs + list(variables), outs if len(outs) > 1 else outs[0], {})
         return nest.pack_sequence_as(y, outs)
 

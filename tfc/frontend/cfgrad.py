@@ -30,8 +30,12 @@ import numpy as np
 
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
+from tfc.core.registry import REGISTRY
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
+
+
+CUSTOM_GRADIENT = REGISTRY["custom_gradient"]
 
 
 def _floating(t) -> bool:
@@ -44,14 +48,18 @@ class Replay:
     ``env`` maps SSA values of the replayed IR to tensors; a value missing from
     it is defined outside what is replayed and is used as is. ``read(ref)`` and
     ``assign(ref, value, nested)`` say what variable reads and assignments become.
+    ``grad_fns`` finds the tape op of each tfc.custom_gradient key in the IR
+    (default: the builder's own, for IR of the function being traced).
+    ``tfc.stop_gradient`` needs nothing: it has no gradient, so no tape records it.
     """
 
-    def __init__(self, builder, env, read, assign, nested=False):
+    def __init__(self, builder, env, read, assign, nested=False, grad_fns=None):
         self.builder = builder
         self.env = env
         self.read = read
         self.assign = assign
         self.nested = nested
+        self.grad_fns = builder.grad_fns if grad_fns is None else grad_fns
 
     def value(self, ssa):
         t = self.env.get(ssa)
@@ -66,7 +74,7 @@ class Replay:
 
         from tfc.dialects.tensor import ConditionOp, YieldOp
 
-        child = Replay(self.builder, dict(self.env), self.read, self.assign, self.nested)
+        child = Replay(self.builder, dict(self.env), self.read, self.assign, self.nested, self.grad_fns)
         for a, v in zip(block.args, args):
             child.env[a] = v
         for op in block.ops:
@@ -78,7 +86,36 @@ class Replay:
         raise AssertionError("replayed block has no terminator")
 
     def _nested(self):
-        return Replay(self.builder, self.env, self.read, self.assign, True)
+        return Replay(self.builder, self.env, self.read, self.assign, True, self.grad_fns)
+
+    def _custom_gradient(self, op):
+        """A call of a tfc.custom_gradient function: the tape records its user's
+        gradient function (rebound to the replayed tensors), not the forward ops."""
+        from tfc.core.registry import execute
+        from tfc.core.tape import record
+        from tfc.dialects.tensor import loc_str
+
+        attrs = op.attr_values
+        vals = [self.value(v) for v in op.operands]
+        n = attrs["n_inputs"]
+        cg = self.grad_fns.get(attrs["key"])
+        if cg is None or not TAPES:
+            if cg is None and TAPES:
+                raise NotImplementedError(
+                    f"the gradient of a function loaded from an artifact (or built from IR) that calls the "
+                    f"tfc.custom_gradient function at {loc_str(op)} is not available: the Python gradient "
+                    f"function is not saved; differentiate the Python function, or save the gradient "
+                    f"computation itself (a tfc.function that returns the gradients)")
+            outs = execute(CUSTOM_GRADIENT, vals, attrs)
+            outs = outs if isinstance(outs, list) else [outs]
+        else:
+            rebound = _Rebound(cg, self.env)
+            ins = vals[:n - len(cg.variables)]  # the inputs, then the variables' values
+            reads = vals[len(ins):n]
+            outs = self.builder.custom_gradient(rebound, ins, vals[n:], reads)
+            record(rebound, ins + reads, outs if len(outs) > 1 else outs[0], {})
+        for r, t in zip(op.results, outs):
+            self.env[r] = t
 
     def op(self, op):
         from tfc.core.registry import execute
@@ -88,6 +125,8 @@ class Replay:
 
         if isinstance(op, RegistryOp):
             opdef = op.OPDEF
+            if opdef is CUSTOM_GRADIENT:
+                return self._custom_gradient(op)
             if opdef.stateful:
                 raise NotImplementedError(
                     f"the gradient of compiled code containing the stateful op {opdef.name} is not "
@@ -126,6 +165,37 @@ class Replay:
             raise NotImplementedError(f"the gradient of compiled code containing {op.name} is not implemented")
 
 
+class _Rebound:
+    """A custom gradient's tape op, replayed: its gradient function closed over
+    tensors of the IR that was replayed, which ``subst`` maps to the replay's
+    (through each replay, for a replay of replayed IR) while it runs."""
+
+    seeded = False
+
+    def __init__(self, op, env):
+        base = op.op if isinstance(op, _Rebound) else op
+        self.op = base
+        self.envs = (op.envs if isinstance(op, _Rebound) else ()) + (env,)
+        self.name = base.name
+        self.variables = base.variables
+
+    def subst(self, t):
+        for env in self.envs:
+            ssa = getattr(t, "_ssa", None)
+            if ssa is not None:
+                t = env.get(ssa, t)
+        return t
+
+    def grad(self, entry, g):
+        builder = STATE.builder
+        prev, builder.subst = builder.subst, self.subst
+        try:
+            grads = self.op.grad(entry, g)
+        finally:
+            builder.subst = prev
+        return [None if x is None else self.subst(x) for x in grads]
+
+
 def _region_replay(builder, captured, nested=True):
     """A Replay for the regions of a traced op: captured tensors map to the very
     objects the tape tracks, variables are read again (in the backward code)."""
@@ -159,23 +229,75 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None):
                          seeds=seeds)
 
 
-def _reaches(block, value, targets) -> bool:
-    """May the outer SSA ``value`` flow into the terminator operands
-    ``targets`` of ``block``? (An op is reached when it or an op nested in it
-    uses a reached value: an over-approximation.) A captured value that
-    reaches no result gets no gradient, as eagerly, where its ops are not
-    recorded, instead of a zero that 0 * inf would turn into NaN upstream."""
-    reached = {value}
+def _float_ssa(v) -> bool:
+    from tfc.dialects.tensor import TensorType, spec_of
+
+    return isinstance(v.type, TensorType) and spec_of(v.type).dtype.is_floating
+
+
+def _flow(block, reached) -> None:
+    """Adds to ``reached`` (SSA values a source's gradient may come back
+    from) the float values of ``block`` that the tape would record as computed
+    from them: not through an op without a gradient (tfc.stop_gradient), a
+    custom gradient only from its inputs, through control flow from what its
+    regions yield (loops to a fixed point)."""
+    from tfc.dialects.tensor import AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp
+
+    def add(values):
+        reached.update(v for v in values if _float_ssa(v))
+
     for op in block.ops:
-        if any(v in reached for inner in op.walk() for v in inner.operands):
-            reached.update(op.results)
+        if isinstance(op, RegistryOp):
+            if op.OPDEF is CUSTOM_GRADIENT:
+                ins = op.operands[:op.attr_values["n_inputs"]]
+            elif op.OPDEF.grad is None:
+                continue
+            else:
+                ins = op.operands
+            if any(v in reached for v in ins):
+                add(op.results)
+        elif isinstance(op, ReadVariableOp):
+            if op.ref in reached:
+                add([op.result])
+        elif isinstance(op, AssignVariableOp):
+            if op.value in reached:
+                reached.add(op.ref)  # later reads (an over-approximation in order)
+        elif isinstance(op, CondOp):
+            yields = []
+            for region in (op.then_region, op.else_region):
+                _flow(region.block, reached)
+                yields.append(region.block.last_op.operands)
+            add(r for k, r in enumerate(op.results) if any(y[k] in reached for y in yields))
+        elif isinstance(op, WhileOp):
+            body = op.body_region.block
+            add(a for a, v in zip(body.args, op.inits) if v in reached)
+            while True:
+                _flow(body, reached)
+                new = [a for a, y in zip(body.args, body.last_op.operands) if y in reached and a not in reached]
+                if not new:
+                    break
+                add(new)
+            add(r for r, v, y in zip(op.results, op.inits, body.last_op.operands) if v in reached or y in reached)
+
+
+def _reaches(block, value, targets) -> bool:
+    """May the gradients of the terminator operands ``targets`` of ``block``
+    flow back to the SSA ``value`` (an outer value, or an argument of the
+    block)? Where not, the value gets no gradient (None, as eagerly), instead
+    of a zero that 0 * inf would turn into NaN upstream."""
+    reached = {value}
+    _flow(block, reached)
     operands = block.last_op.operands
     return any(operands[k] in reached for k in targets)
 
 
 def _connected(blocks, t, targets) -> bool:
-    ssa = getattr(t, "_ssa", None)
-    return isinstance(t, Variable) or ssa is None or any(_reaches(b, ssa, targets) for b in blocks)
+    if isinstance(t, Variable):  # its reads use its reference (an argument of the function)
+        hit = STATE.builder._vars.get(id(t))
+        ssa = None if hit is None else hit[1]
+    else:
+        ssa = getattr(t, "_ssa", None)
+    return ssa is None or any(_reaches(b, ssa, targets) for b in blocks)
 
 
 def _negative_zeros(t):
@@ -401,7 +523,8 @@ def backward_function(conc):
     from tfc.frontend.function import ConcreteFunction
     from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
-    fop = next(op for op in conc.module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == conc.name)
+    # the IR as traced: its SSA values are those a custom gradient function closed over
+    fop = next(op for op in conc.raw_module.walk() if isinstance(op, func.FuncOp) and op.sym_name.data == conc.name)
     block = fop.body.block
     out_specs = [spec_of(t) for t in fop.function_type.outputs.data]
     fo = [k for k, s in enumerate(out_specs) if s.dtype.is_floating]
@@ -437,7 +560,8 @@ def backward_function(conc):
                                                                    conc.variables[k].dtype) for k in fv])]
         # the forward block's argument of each source (a variable's: its reference)
         connected = [_reaches(block, block.args[k], fo) for k in fi + [n + k for k in fv]]
-        grads = _vjp(Replay(builder, {}, read, assign), block, xs, sources, fo, gs, seeds)
+        grads = _vjp(Replay(builder, {}, read, assign, grad_fns=getattr(conc, "grad_fns", {})), block, xs, sources,
+                     fo, gs, seeds)
     bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
     conc._backward = (bwd, fo, fi, fv, connected)
     return conc._backward

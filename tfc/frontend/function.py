@@ -459,6 +459,7 @@ class ConcreteFunction:
         if VERIFY_EACH_PASS:
             raw.verify()
         conc = cls(builder.name, None, raw, specs, list(builder.variables), out, mask, static)
+        conc.grad_fns = builder.grad_fns  # its custom gradients, by key (a loaded function has none)
         conc.verify = bool(getattr(function, "verify", False))
         return conc
 

@@ -9,6 +9,7 @@ into the same function.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import sys
 
@@ -20,6 +21,7 @@ from tfc.core.tape import tapes_suspended, watch_accessed
 from tfc.core.tensor import Tensor, _format_value, convert_to_tensor
 from tfc.core.variable import Variable
 
+_GRAD_KEYS = itertools.count(1)  # custom gradient keys, unique in the process (replays add new ones)
 _TFC_DIR = os.path.dirname(os.path.abspath(_tfc_pkg.__file__)) + os.sep
 
 
@@ -195,6 +197,8 @@ class FunctionBuilder:
         file, line = user_location()
         return make_loc(file, line)
 
+        self.grad_fns: dict[int, object] = {}  # tfc.custom_gradient key -> its tape op (see custom_gradient)
+        self.subst = None  # while a replayed custom gradient runs: maps the tensors it closed over (cfgrad)
     def _insert(self, op):
         op.location = self._loc()
         self._stack[-1].add_op(op)
@@ -232,6 +236,8 @@ class FunctionBuilder:
             # the chain _stack, so the value is visible iff its block is open.
             block = t._block
             if block is self.entry:
+            if self.subst is not None:
+                t = self.subst(t)
                 j = 0
             else:
                 j = self._open.get(id(block))
@@ -303,7 +309,8 @@ class FunctionBuilder:
         from tfc.dialects.tensor import encode_attrs, op_class, tensor_type
 
         # Variables are read first, and replaced *in the caller's list*: the
-        # registry passes this same list to the tape, which must see the reads.
+        # registry passes this same list to the tape, which must see the reads
+        # (and the replayed tensors that stand for those a custom gradient closed over).
         for i, t in enumerate(tensors):
             if isinstance(t, Variable):
                 tensors[i] = self.read_variable(t)
@@ -315,6 +322,8 @@ class FunctionBuilder:
         ir_op = op_class(op.name).create(
             operands=operands, result_types=[tensor_type(s.shape, s.dtype) for s in outs],
             properties=encode_attrs(op, attrs))
+            elif self.subst is not None and isinstance(t, SymbolicTensor):
+                tensors[i] = self.subst(t)
         self._insert(ir_op)
         block = self._stack[-1]
         results = [SymbolicTensor(r, s.shape, s.dtype, self, block) for r, s in zip(ir_op.results, outs)]
@@ -368,6 +377,21 @@ class FunctionBuilder:
 
         block = Block(arg_types=list(arg_types))
         self._kinds[id(block)] = (block, what)
+    def custom_gradient(self, op, inputs, outputs, reads=None):
+        """The ``outputs`` of a ``tfc.custom_gradient`` function (tape op ``op``)
+        called on ``inputs``, through a tfc.custom_gradient op whose key finds
+        ``op`` in ``grad_fns`` (``reads``: its variables' values, read here if
+        not given). A replay of the IR records ``op`` there (tfc.frontend.cfgrad)."""
+        from tfc.ops.control_flow import custom_gradient_call
+
+        with tapes_suspended():
+            if reads is None:
+                reads = [self.read_variable(v) for v in op.variables]
+            key = next(_GRAD_KEYS)
+            self.grad_fns[key] = op
+            outs = custom_gradient_call(*inputs, *reads, *outputs, key=key, n_inputs=len(inputs) + len(reads))
+        return outs if isinstance(outs, list) else [outs]
+
         self._push(block, [])
         self._block_caps[id(block)] = self._captures[-1]
         try:

@@ -19,6 +19,7 @@ from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
+from tfc.ops import _scalar as S
 
 
 def _predicate(op_name: str, pred, what: str = "pred") -> bool:
@@ -169,6 +170,43 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 (TensorFlo
         s = -1 if summarize is None else summarize
         raise AssertionError(" ".join(format_value(d, s) for d in items))
     return None
+
+
+# -- gradient markers -------------------------------------------------------------------------
+#
+# Compiled control flow is differentiated by replaying its IR under a tape
+# (tfc/frontend/cfgrad.py), so what the tape does outside the IR must be in it.
+
+
+@declare(kernel=np.copy, infer=inf.unary(dtypes.ANY), scalar=S.identity)
+def stop_gradient(x):
+    """``x``, cut from the tape: gradients do not flow through it (an identity
+    that no tape records, eagerly or when compiled code is replayed)."""
+    return (x,), {}
+
+
+def _custom_gradient_infer(op, *values: Spec, key, n_inputs):
+    if not 0 <= n_inputs < len(values):
+        raise ValueError(f"custom_gradient: n_inputs must be in [0, {len(values)}) for {len(values)} operands, "
+                         f"got {n_inputs}")
+    outs = list(values[n_inputs:])
+    return outs[0] if len(outs) == 1 else outs  # one output: a tensor, as the kernel's
+
+
+def _custom_gradient_kernel(*values, key, n_inputs):
+    outs = [np.copy(v) for v in values[n_inputs:]]
+    return outs[0] if len(outs) == 1 else outs
+
+
+@declare(kernel=_custom_gradient_kernel, infer=_custom_gradient_infer, attrs={"key": "int", "n_inputs": "int"},
+         name="custom_gradient")
+def custom_gradient_call(*values, key=0, n_inputs=0):
+    """The outputs ``values[n_inputs:]`` of a ``tfc.custom_gradient`` function
+    called on ``values[:n_inputs]`` (its inputs, then the variables it read),
+    unchanged. Traced code emits it so that a replay of the IR can record the
+    user's gradient function (``key`` names it in the trace's table) instead
+    of differentiating the forward ops; the op itself has no gradient."""
+    return values, {"key": int(key), "n_inputs": int(n_inputs)}
 
 
 # -- TensorArray ----------------------------------------------------------------------------
