@@ -1,17 +1,39 @@
 """Command line: ``tfc compile MODEL.py`` and ``tfc opt FILE.mlir -p PASSES``
-(also ``tfc-opt``). Errors print ``tfc compile: error: ...`` (with the user's
-file:line where there is one) and exit non-zero, without a traceback."""
+(also ``tfc-opt``). Errors print one line, ``file:line:col: error: reason`` (or
+``tfc compile: error: ...``), and exit non-zero (2 for a bad command line, 1
+otherwise), without a traceback. An output file is written whole or not at all."""
 from __future__ import annotations
 
+import io
+import os
 import sys
+import tempfile
+import time
 
 USAGE = """usage: tfc COMMAND [ARGS]
 
 commands:
-  opt FILE.mlir -p PASS[,PASS...]   run IR passes on a file (also installed as tfc-opt)
+  opt FILE.mlir -p PASS[,PASS...]   run IR passes on a file (also installed as tfc-opt;
+                                    tfc opt --help)
   compile MODEL.py [options]        compile the functions of MODEL.py that carry an
                                     input signature (tfc compile --help)
+  --version                         print tfc's version
 """
+
+# A dense literal bigger than this (in bytes once expanded) is refused before
+# the parser expands it: `dense<1.0> : tensor<100000x100000xf32>` is one line.
+MAX_DENSE_BYTES = 1 << 30
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tfc")
+    except PackageNotFoundError:  # run from a checkout without installing it
+        from tfc import __version__
+
+        return __version__
 
 
 def main(argv=None) -> int:
@@ -20,8 +42,11 @@ def main(argv=None) -> int:
         print(USAGE, end="")
         return 0 if argv else 2
     cmd, rest = argv[0], argv[1:]
+    if cmd in ("--version", "-V"):
+        print(f"tfc {version()}")
+        return 0
     if cmd == "opt":
-        return opt_main(rest)
+        return opt_main(rest, prog="tfc opt")
     if cmd == "compile":
         from tfc.compile_cli import compile_main
 
@@ -30,24 +55,101 @@ def main(argv=None) -> int:
     return 2
 
 
-def _list_passes() -> str:
-    from tfc.passes.pipeline import DEFAULT_L1, FUSED, PASSES
+def write_atomically(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` whole or not at all: into a temporary file in
+    the same directory, renamed over ``path`` once complete (so ``-o`` may name
+    the input, and an error never leaves an empty or partial file)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        try:
+            mode = os.stat(path).st_mode & 0o7777  # an existing file keeps its permissions
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def pass_table() -> str:
+    from tfc.passes.pipeline import DEFAULT_L1, DESCRIPTIONS, FUSED, LOOPS, PASSES
 
     lines = ["tfc passes:"]
-    for name in sorted(PASSES):
-        doc = (sys.modules[PASSES[name]().__module__].__doc__ or "").strip()
-        lines.append(f"  {name:14s} {doc.splitlines()[0] if doc else ''}")
-    lines.append(f"default L1 pipeline: {','.join(DEFAULT_L1)}")
-    lines.append(f"fused (L2) stage: {','.join(FUSED)}")
-    lines.append("xDSL's own passes (cse, dce, canonicalize, ...) are accepted too.")
+    lines += [f"  {name:16s} {DESCRIPTIONS[name]}" for name in PASSES]
+    lines.append("pipelines (as tfc.function runs them):")
+    lines.append(f"  L1 (default)     {','.join(DEFAULT_L1)}")
+    lines.append(f"  L1 -> L2 (fused) {','.join(FUSED)}")
+    lines.append(f"  L2 -> L3 (loops) {','.join(LOOPS)}")
     return "\n".join(lines) + "\n"
 
 
+class _InputError(Exception):
+    """The input cannot be read: printed as ``FILE: error: message``."""
+
+
+def read_input(path) -> bytes:
+    """All of the input (stdin for None), read before anything is written."""
+    if path is None:
+        return sys.stdin.buffer.read()
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise _InputError("no such file") from None
+    except IsADirectoryError:
+        raise _InputError("is a directory; expected an IR file (.mlir)") from None
+    except OSError as e:
+        raise _InputError(f"cannot read it: {e.strerror or e}") from None
+
+
 def _make_main_class():
+    import argparse
+
     from xdsl.passes import PassPipeline
+    from xdsl.utils.exceptions import ParseError, VerifyException
     from xdsl.xdsl_opt_main import xDSLOptMain
 
+    from tfc.dialects.tensor import SourceParser
+
+    class Parser(SourceParser):
+        def parse_dense_int_or_fp_elements_attr(self, type):
+            self._dense_start = self._current_token.span
+            return super().parse_dense_int_or_fp_elements_attr(type)
+
+        def _parse_dense_literal_type(self):
+            t = super()._parse_dense_literal_type()
+            n = 1
+            for d in t.get_shape():
+                n *= d
+            size = n * getattr(t.element_type, "compile_time_size", 8)
+            if size > MAX_DENSE_BYTES:  # refused before xDSL expands a splat to every element
+                raise ParseError(self._dense_start, f"dense literal of {n:,} elements ({size:,} B) is "
+                                 f"over the limit of {MAX_DENSE_BYTES:,} B")
+            return t
+
     class TfcOptMain(xDSLOptMain):
+        version_format = f"tfc {version()} (xDSL {{xdsl_version}})"
+
+        def __init__(self, prog, args):
+            self.prog = prog
+            self.data = b""  # the input, read by opt_main once the arguments are known
+            self.times = {}  # step -> seconds, for --time-passes
+            self._pass_start = 0.0
+            self.module = None
+            super().__init__(description="tfc IR optimizer: run tfc's passes on IR text (.mlir).", args=args)
+
+        def _time(self, step, start):
+            self.times[step] = self.times.get(step, 0.0) + time.perf_counter() - start
+
         def register_all_dialects(self):
             super().register_all_dialects()
 
@@ -67,83 +169,161 @@ def _make_main_class():
             self.ctx.register_dialect("loops", loops_dialect)
 
         def register_all_frontends(self):
-            super().register_all_frontends()
-            from tfc.dialects.tensor import SourceParser
-
-            def parse_mlir(io):
-                # kept: opt_main looks in it for the op of an xDSL verifier error
-                self.module = SourceParser(self.ctx, io.read(), self.get_input_name()).parse_module(
-                    not self.args.no_implicit_module)
+            def parse_mlir(stream):
+                start = time.perf_counter()
+                parser = Parser(self.ctx, stream.read(), self.get_input_name())
+                try:
+                    # kept: opt_main looks in it for the op of an xDSL verifier error
+                    self.module = parser.parse_module(not self.args.no_implicit_module)
+                except VerifyException as e:  # an attribute refusing its value: `2 : i1`
+                    raise ParseError(parser._current_token.span, str(e)) from None
+                except RecursionError:
+                    raise ParseError(parser._current_token.span, "nesting too deep") from None
+                self._time("parse", start)
                 return self.module
 
-            self.available_frontends["mlir"] = parse_mlir
+            # the input is read as IR text whatever its name: decided by content
+            self.available_frontends = {"mlir": parse_mlir}
+
+        def get_input_stream(self):
+            return io.BytesIO(self.data), "mlir"
 
         def register_all_passes(self):
-            super().register_all_passes()
             from tfc.passes.pipeline import PASSES
 
-            for name, factory in PASSES.items():
+            for name, factory in PASSES.items():  # only tfc's: xDSL's do not apply to tfc IR
                 self.register_pass(name, factory)
+
+        def register_all_targets(self):
+            super().register_all_targets()
+            self.available_targets = {"mlir": self.available_targets["mlir"]}
 
         def register_all_arguments(self, arg_parser):
             super().register_all_arguments(arg_parser)
+            arg_parser.prog = self.prog
+            arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+            arg_parser.epilog = pass_table()
+            for action in arg_parser._actions:
+                if {"--shrink", "--print-between-passes", "--target"} & set(action.option_strings):
+                    action.help = argparse.SUPPRESS  # --print-ir-after-all; one output format
+                if "--time-passes" in action.option_strings:
+                    action.help = "print the wall time of parsing, of each pass and in all to stderr"
+                if "--output-file" in action.option_strings:
+                    action.help = "write the result to this file (whole, once it is complete; may be the input)"
             arg_parser.add_argument("--print-ir-after-all", action="store_true",
                                     help="print the IR to stderr after every pass")
             arg_parser.add_argument("--list-passes", action="store_true", help="list the tfc passes")
+
+        def prepare_output(self):
+            if self.args.output_file is None:
+                return sys.stdout
+            self.buffer = _Buffer()  # written to the file by opt_main once everything succeeded
+            return self.buffer
 
         def setup_pipeline(self):
             from tfc.passes.pipeline import dump_ir
 
             def callback(prev, module, nxt):
+                if prev is not None:
+                    self._time(prev.name, self._pass_start)
                 if not self.args.disable_verify:
+                    start = time.perf_counter()
                     module.verify()
+                    self._time("verify", start)
                 if prev is not None and self.args.print_ir_after_all:
                     dump_ir(prev.name, module)
+                self._pass_start = time.perf_counter()
 
             self.pipeline = PassPipeline.parse_spec(self.available_passes, self.args.passes, callback)
+
+        def output_resulting_program(self, prog):
+            start = time.perf_counter()
+            text = super().output_resulting_program(prog)
+            self._time("print", start)
+            return text
 
     return TfcOptMain
 
 
-def opt_main(argv=None) -> int:
+class _Buffer(io.StringIO):
+    def close(self):  # xDSL closes its output stream; the text is still needed
+        pass
+
+
+def _time_table(times: dict, total: float) -> str:
+    rows = list(times.items()) + [("total", total)]
+    width = max(len(k) for k, _ in rows)
+    lines = ["wall time:"] + [f"  {k:<{width}}  {s * 1e3:10.2f} ms" for k, s in rows]
+    return "\n".join(lines) + "\n"
+
+
+def opt_main(argv=None, prog="tfc-opt") -> int:
     """``tfc-opt``: xDSL's optimizer driver with the tfc dialect and passes.
     Errors print ``file:line:col: error: reason`` and exit 1, without a traceback;
     an op written without ``loc(...)`` is located by its position in the file."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--list-passes" in argv:
-        sys.stdout.write(_list_passes())
+        sys.stdout.write(pass_table())
         return 0
     from xdsl.utils.exceptions import DiagnosticException, ParseError
 
     try:
-        driver = _make_main_class()(description="tfc IR optimizer", args=argv)
+        driver = _make_main_class()(prog, argv)
+    except SystemExit as e:  # argparse printed the usage error, --help or --version
+        return 2 if e.code is None else int(e.code) if isinstance(e.code, int) else 2
     except (ValueError, KeyError) as e:  # unknown pass or bad pass options
-        print(f"tfc-opt: error: {e}", file=sys.stderr)
+        print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
     from tfc.dialects.tensor import OpVerifyError, failing_op, loc_str
+    from tfc.passes.pipeline import PassPreconditionError
 
+    name = driver.get_input_name()
+    start = time.perf_counter()
     try:
+        driver.data = read_input(driver.args.input_file)
         driver.run()
+        if driver.args.output_file is not None:
+            try:
+                write_atomically(driver.args.output_file, driver.buffer.getvalue())
+            except OSError as e:
+                print(f"{driver.args.output_file}: error: cannot write it: {e.strerror or e}", file=sys.stderr)
+                return 1
+    except _InputError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
+        return 1
     except ParseError as e:
-        print(f"{e.span.get_location()}: error: {e.msg}", file=sys.stderr)
-        print(e.span.print_with_context(), file=sys.stderr)
+        hint = "" if name == "stdin" or name.endswith(".mlir") else (
+            f" ({name} is not an .mlir file: tfc opt reads IR text"
+            + ("; tfc compile reads Python models)" if name.endswith(".py") else ")"))
+        print(f"{e.span.get_location()}: error: {e.msg}{hint}", file=sys.stderr)
+        context = e.span.print_with_context()
+        if max(map(len, context.splitlines()), default=0) <= 400:  # not a whole file on one line
+            print(context, file=sys.stderr)
         return 1
     except OpVerifyError as e:
-        print(f"{e.location or driver.get_input_name()}: error: {e.reason}", file=sys.stderr)
+        print(f"{e.location or name}: error: {e.reason}", file=sys.stderr)
         return 1
     except DiagnosticException as e:  # xDSL's own verifiers do not name the op: find it
         msg = str(e).replace("\n", " ")
-        module = getattr(driver, "module", None)
-        op = failing_op(module) if module is not None else None
-        where = driver.get_input_name()
+        op = failing_op(driver.module) if driver.module is not None else None
+        where = name
         if op is not None:
             where = where if loc_str(op).startswith("<") else loc_str(op)
             msg = msg if op.name in msg else f"{op.name}: {msg}"
         print(f"{where}: error: {msg}", file=sys.stderr)
         return 1
-    except FileNotFoundError as e:
-        print(f"tfc-opt: error: {e}", file=sys.stderr)
+    except PassPreconditionError as e:
+        print(f"{name}: error: {e}", file=sys.stderr)
         return 1
+    except RecursionError:  # parsing reports its own, at the place; printing and passes recurse too
+        print(f"{name}: error: nesting too deep", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"{name}: error: out of memory", file=sys.stderr)
+        return 1
+    finally:
+        if driver.args.time_passes:
+            sys.stderr.write(_time_table(driver.times, time.perf_counter() - start))
     return 0
 
 

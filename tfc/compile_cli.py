@@ -52,14 +52,16 @@ def _line(filename, lineno) -> str:
 
 
 def describe_exception(exc) -> str:
-    """``Type: message``, its notes, and the user's innermost line."""
+    """``Type: message``, its notes, and the user's innermost line (once: a
+    note of tfc's naming that same line, ``at FILE:LINE in NAME``, is left out)."""
+    frames = user_frames(exc)
+    here = f"at {frames[-1].filename}:{frames[-1].lineno} in " if frames else None
     msg = f"{type(exc).__name__}: {exc}"
     for note in getattr(exc, "__notes__", ()):
-        msg += f"\n  {note}"
-    frames = user_frames(exc)
+        if here is None or not note.strip().startswith(here):
+            msg += f"\n  {note.strip()}"
     if frames:
-        f = frames[-1]
-        msg += f"\n  at {_line(f.filename, f.lineno)}"
+        msg += f"\n  at {_line(frames[-1].filename, frames[-1].lineno)}"
     return msg
 
 
@@ -107,27 +109,66 @@ def load_model(path: str) -> types.ModuleType:
     return module
 
 
-def find_functions(module, path: str, name: str | None = None) -> list:
-    """[(name, tfc.function)] to compile: those of ``module`` with an input
-    signature (defined in it, in file order), or the one called ``name``."""
+class Target:
+    """One thing to compile: ``fn`` (a tfc.function with an input signature, or
+    an already compiled function), ``args`` for it, and ``owner``, the
+    tfc.Module whose method it is (its variables' checkpoint paths on export)."""
+
+    def __init__(self, name, fn, args=(), owner=None):
+        self.name, self.fn, self.args, self.owner = name, fn, tuple(args), owner
+
+
+def _method_targets(var, obj) -> list:
+    """The methods of module instance ``obj`` (bound to ``var``) decorated with
+    @tfc.function(input_signature=...), as TensorFlow's saved_model finds them."""
     from tfc.frontend.function import Function
 
-    found = [(k, v) for k, v in vars(module).items()
-             if isinstance(v, Function) and v.input_signature is not None
-             and getattr(v.python_function, "__module__", None) == module.__name__]
+    out = []
+    for attr in dir(type(obj)):
+        fn = getattr(type(obj), attr, None)
+        if isinstance(fn, Function) and fn.input_signature is not None:
+            name = var if attr == "__call__" else f"{var}.{attr}"
+            out.append(Target(name, fn, (obj, *fn.input_signature), owner=obj))
+    return out
+
+
+def find_functions(module, path: str, name: str | None = None) -> list:
+    """[Target] to compile, in file order: the module's tfc.functions with an
+    input signature defined in it, its tfc.compile results, and the signed
+    methods of its tfc.Module instances; or the one called ``name``."""
+    from tfc.frontend.function import ConcreteFunction, Function
+    from tfc.nn.module import Module
+
+    found, seen = [], set()
+    for var, v in vars(module).items():
+        if id(v) in seen or var.startswith("__"):
+            continue
+        if isinstance(v, Function) and v.input_signature is not None \
+                and getattr(v.python_function, "__module__", None) == module.__name__:
+            found.append(Target(var, v))
+        elif isinstance(v, ConcreteFunction):
+            found.append(Target(var, v))
+        elif isinstance(v, Module):
+            found += _method_targets(var, v)
+        else:
+            continue
+        seen.add(id(v))
     if name is not None:
+        match = [t for t in found if t.name == name]
+        if match:
+            return match
         obj = getattr(module, name, None)
         if obj is None:
-            known = ", ".join(k for k, _ in found) or "none"
-            raise CliError(f"{path}: no function named {name!r} (functions with an input signature: {known})",
-                           code=2)
-        if not isinstance(obj, Function) or obj.input_signature is None:
-            raise CliError(f"{path}: {name} has no input signature; decorate it with "
-                           "@tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...])", code=2)
-        return [(name, obj)]
+            known = ", ".join(t.name for t in found) or "none"
+            raise CliError(f"{path}: no function named {name!r} (functions to compile: {known})", code=2)
+        if isinstance(obj, Function) and obj.input_signature is not None:  # imported into the model file
+            return [Target(name, obj)]
+        raise CliError(f"{path}: {name} has no input signature; decorate it with "
+                       "@tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...])", code=2)
     if not found:
-        raise CliError(f"{path}: no function to compile: decorate one with "
-                       "@tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...])")
+        raise CliError(f"{path}: no function to compile: decorate a function, or a tfc.Module's method, "
+                       "with @tfc.function(input_signature=[tfc.TensorSpec(shape, dtype), ...]), or bind "
+                       "a tfc.compile(...) result to a module-level name")
     return found
 
 
@@ -216,13 +257,14 @@ def _check_options(args):
         raise CliError(str(e), code=1) from None
 
 
-def _compile_one(name, fn, args, out):
+def _compile_one(target, args, out):
     from tfc.compiler import StageNotAvailable, compile, emit, summary
 
+    name = target.name
     try:
         with Progress(f"compiling {name}"):
-            conc = compile(fn, target=args.target, passes=args.pass_names, quantize=args.quantize,
-                           print_ir_after_all=args.print_ir_after_all)
+            conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
+                           quantize=args.quantize, print_ir_after_all=args.print_ir_after_all)
             text = summary(conc, name) if args.emit == "summary" else emit(conc, args.emit)
     except StageNotAvailable as e:
         raise CliError(str(e), code=2) from None
@@ -234,6 +276,46 @@ def _compile_one(name, fn, args, out):
     return conc
 
 
+def export(compiled, output: str) -> None:
+    """``tfc.save`` each (Target, compiled function) to ``output`` (one
+    function) or ``output/NAME``: all are written beside ``output`` first and
+    moved in once every one succeeded, so a failure leaves nothing half-written."""
+    import shutil
+    import tempfile
+
+    from tfc.export import _replace_dir, save
+
+    if len(compiled) == 1:  # save itself writes beside output and moves it in
+        (target, conc), = compiled
+        return _save(save, conc, output, target)
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise CliError(f"cannot write {output}: it exists and is not a directory")
+    parent = os.path.dirname(os.path.abspath(output))
+    os.makedirs(parent, exist_ok=True)
+    stage = tempfile.mkdtemp(prefix=".tfc-compile-", dir=parent)
+    try:
+        for target, conc in compiled:
+            _save(save, conc, os.path.join(stage, target.name), target)
+        if not os.path.exists(output):
+            os.rename(stage, output)
+        else:
+            for target, _ in compiled:
+                _replace_dir(os.path.join(stage, target.name), os.path.join(output, target.name))
+    except OSError as e:
+        raise CliError(f"cannot write {output}: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _save(save, conc, dest, target):
+    try:
+        save(conc, dest, root=target.owner)
+    except OSError as e:
+        raise CliError(f"cannot write {dest}: {e.strerror or e}") from None
+    except (TypeError, ValueError) as e:
+        raise CliError(f"cannot export {target.name}: {e}") from None
+
+
 def compile_main(argv=None, out=None) -> int:
     out = out or sys.stdout
     try:
@@ -243,19 +325,12 @@ def compile_main(argv=None, out=None) -> int:
     try:
         _check_options(args)
         module = load_model(args.model)
-        functions = find_functions(module, args.model, args.function)
-        compiled = [(name, _compile_one(name, fn, args, out)) for name, fn in functions]
+        targets = find_functions(module, args.model, args.function)
+        compiled = [(t, _compile_one(t, args, out)) for t in targets]
         if args.output:
-            from tfc.export import save
-
-            for name, conc in compiled:
-                dest = args.output if len(compiled) == 1 else os.path.join(args.output, name)
-                try:
-                    save(conc, dest)
-                except OSError as e:
-                    raise CliError(f"cannot write {dest}: {e.strerror or e}") from None
-                except (TypeError, ValueError) as e:
-                    raise CliError(f"cannot export {name}: {e}") from None
+            export(compiled, args.output)
+            for target, _ in compiled:
+                dest = args.output if len(compiled) == 1 else os.path.join(args.output, target.name)
                 print(f"wrote {dest}", file=sys.stderr)
     except CliError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)

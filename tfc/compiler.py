@@ -47,7 +47,7 @@ def emit(conc, stage: str) -> str:
 
 def resolve_passes(passes) -> tuple:
     """``"default"``, ``None``/``"none"`` (no passes), ``"p1,p2"`` or a list of names."""
-    from tfc.passes.pipeline import DEFAULT_L1, get_pass
+    from tfc.passes.pipeline import DEFAULT_L1, TENSOR_PASSES, get_pass
 
     if passes is None or passes == "none":
         return ()
@@ -57,6 +57,9 @@ def resolve_passes(passes) -> tuple:
     names = [n for n in names if n]
     for n in names:
         get_pass(n)  # ValueError naming the unknown pass and the known ones
+        if n not in TENSOR_PASSES:  # the later stages (fused, loops) run their own passes
+            raise ValueError(f"{n} is not an L1 pass; the pass list takes {', '.join(TENSOR_PASSES)} "
+                             "(the fused and loops stages run their own passes after it)")
     return tuple(names)
 
 
@@ -75,19 +78,26 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
             print_ir_after_all=False, **example_kwargs):
     """The compiled form (ConcreteFunction) of ``f`` for these example arguments
     (tensors, arrays or TensorSpecs; none: ``f``'s input_signature), built now.
+    ``f`` may be a compiled function itself: its traced IR is compiled again.
     ``passes`` selects the L1 pass list (see ``resolve_passes``);
     ``print_ir_after_all`` prints the traced IR and the IR after each pass to stderr."""
-    from tfc.frontend.function import Function, function
+    from tfc.frontend.function import ConcreteFunction, Function, function
 
     check_target(target, quantize)
     names = resolve_passes(passes)
-    fn = f if isinstance(f, Function) else function(f, target=target, verify=verify)
-    if not example_args_or_specs and not example_kwargs and fn.input_signature is None:
-        raise TypeError(f"tfc.compile: {fn.__name__} has no input_signature; pass example "
-                        "arguments or tfc.TensorSpecs")
-    start = time.perf_counter()
-    conc = fn.get_concrete_function(*example_args_or_specs, **example_kwargs)
-    trace_s = time.perf_counter() - start
+    if isinstance(f, ConcreteFunction):
+        if example_args_or_specs or example_kwargs:
+            raise TypeError(f"tfc.compile: {f.name} is compiled already, for {f.input_specs}; "
+                            "pass no arguments")
+        conc, trace_s = f, dict(getattr(f, "compile_times", ())).get("trace", 0.0)
+    else:
+        fn = f if isinstance(f, Function) else function(f, target=target, verify=verify)
+        if not example_args_or_specs and not example_kwargs and fn.input_signature is None:
+            raise TypeError(f"tfc.compile: {fn.__name__} has no input_signature; pass example "
+                            "arguments or tfc.TensorSpecs")
+        start = time.perf_counter()
+        conc = fn.get_concrete_function(*example_args_or_specs, **example_kwargs)
+        trace_s = time.perf_counter() - start
     timings = []
     if print_ir_after_all:
         from tfc.passes.pipeline import dump_ir
@@ -119,10 +129,39 @@ def count_ops(module) -> int:
     return count(module)
 
 
-def _peak_memory(conc) -> str:
+def _run_time_shapes(module) -> list:
+    """What has a shape known only at run time, which no memory plan sizes:
+    the dims of the function's inputs (``x[0]``), else the first op making such a value."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import TensorType
+
+    from tfc.dialects.tensor import loc_str
+
+    def dynamic(t):
+        return isinstance(t, TensorType) and any(d < 0 for d in t.get_shape())
+
+    f = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    dims = [f"{a.name_hint or f'arg{i}'}[{k}]" for i, a in enumerate(f.body.block.args) if dynamic(a.type)
+            for k, d in enumerate(a.type.get_shape()) if d < 0]
+    if dims:
+        return dims
+    for op in f.walk():
+        if any(dynamic(r.type) for r in op.results):
+            return [f"{op.name} at {loc_str(op)}"]
+    return []
+
+
+def _memory_rows(conc, module) -> list:
     plan = conc.memory_plan
-    return (f"{plan.peak:,} B live at most; arena {plan.arena_size:,} B, "
-            f"{plan.fresh_bytes:,} B fresh per call, {plan.scratch:,} B scratch per worker")
+    planned = (f"{plan.peak:,} B live at most; arena {plan.arena_size:,} B, "
+               f"{plan.fresh_bytes:,} B fresh per call, {plan.scratch:,} B scratch per worker")
+    unknown = _run_time_shapes(module)
+    if not unknown:
+        return [("planned peak memory", planned)]
+    # values sized at run time are allocated as they are made: no plan counts them
+    row = ("memory plan", f"not made for values whose shapes are known only at run time "
+                          f"({', '.join(unknown)})")
+    return [row, ("planned peak memory", f"{planned} (static buffers only)")] if plan.buffers else [row]
 
 
 def summary(conc, name=None) -> str:
@@ -139,8 +178,7 @@ def summary(conc, name=None) -> str:
             ("ops, tensor (L1 after passes)", str(count_ops(conc.module))),
             ("ops, fused (L2)", str(count_ops(fused))),
             ("fused kernels", str(kernels)),
-            ("variables", str(len(conc.variables))),
-            ("planned peak memory", _peak_memory(conc))]
+            ("variables", str(len(conc.variables)))] + _memory_rows(conc, fused)
     times = list(getattr(conc, "compile_times", [])) + [("fuse stage (L2)", fuse_s)]
     rows += [(f"time: {name}", f"{s * 1e3:.2f} ms") for name, s in times]
     rows.append(("time: total", f"{sum(s for _, s in times) * 1e3:.2f} ms"))

@@ -25,10 +25,18 @@ _GRAD_KEYS = itertools.count(1)  # custom gradient keys, unique in the process (
 _TFC_DIR = os.path.dirname(os.path.abspath(_tfc_pkg.__file__)) + os.sep
 
 
+_NOT_USER = (_TFC_DIR, "<frozen ", os.path.join(os.path.dirname(os.__file__), "runpy.py"))
+_CLI = (_TFC_DIR + "cli.py", _TFC_DIR + "compile_cli.py")
+
+
 def user_frame():
-    """The innermost frame outside the tfc package: the user's line."""
+    """The innermost frame outside the tfc package and Python's import and
+    runpy machinery: the user's line. None when tfc's command line comes first
+    (what called it, the launcher script, is not the user's code)."""
     f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith(_TFC_DIR):
+    while f is not None and f.f_code.co_filename.startswith(_NOT_USER):
+        if f.f_code.co_filename in _CLI:
+            return None
         f = f.f_back
     return f
 
@@ -656,9 +664,12 @@ class FunctionBuilder:
         from xdsl.dialects import func
         from xdsl.dialects.builtin import FunctionType
 
+        last = self.entry.last_op
         values = [self.lift(t) for t in outputs]
         ret = func.ReturnOp(*values)
         self._insert(ret)
+        if last is not None:  # the trace has ended: the user's line is that of the last op it made
+            ret.location = last.location
         self.func.function_type = FunctionType.from_lists(
             [a.type for a in self.entry.args], [v.type for v in values])
         return self.func

@@ -37,6 +37,7 @@ from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
     AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, spec_of,
 )
+from tfc.passes.pipeline import require_tensor_ir
 
 
 def block_of(value):
@@ -332,6 +333,7 @@ class BufferizePass(ModulePass):
     name = "tfc-bufferize"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         for f in functions(op):
             Bufferization(f).annotate()
 

@@ -14,6 +14,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tfc.dialects.tensor import ConstantOp, RegistryOp, spec_of
+from tfc.passes.pipeline import require_tensor_ir
 
 FOLD_LIMIT = 1024
 
@@ -72,6 +73,7 @@ class ConstantFoldPass(ModulePass):
     name = "tfc-fold"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         for inner in list(op.walk()):
             if inner.parent is not None:  # not erased by an earlier fold
                 try_fold(inner)

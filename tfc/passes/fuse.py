@@ -49,6 +49,7 @@ from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, spec_of,
 )
 from tfc.ops import _scalar as S
+from tfc.passes.pipeline import require_tensor_ir
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
               "reduce_mean": "mean", "reduce_any": "any", "reduce_all": "all"}
@@ -468,6 +469,7 @@ class FusePass(ModulePass):
     name = "tfc-fuse"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         blocks = [b for o in op.walk() if not isinstance(o, FusedOp)
                   for r in o.regions for b in r.blocks]
         for b in blocks:

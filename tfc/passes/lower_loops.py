@@ -33,6 +33,7 @@ from tfc.dialects.tensor import (
 )
 from tfc.passes.bufferize import Bufferization, functions
 from tfc.passes.plan_memory import plan
+from tfc.passes.pipeline import require_tensor_ir
 
 
 def convert_type(t):
@@ -218,6 +219,7 @@ class LowerLoopsPass(ModulePass):
     name = "tfc-lower-loops"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         for f in functions(op):
             f3, _, _ = lower_function(f)
             op.body.block.insert_op_before(f3, f)

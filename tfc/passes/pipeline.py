@@ -55,12 +55,45 @@ def _lower_loops():
 PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse,
           "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops}
 
+# name -> one line for `tfc opt --help` and --list-passes
+DESCRIPTIONS = {
+    "tfc-simplify": "algebraic identities: x*1 -> x, x**2 -> x*x, transpose(transpose(x)), ... (L1)",
+    "tfc-fold": "constant folding through the eager kernels (L1)",
+    "tfc-cse": "common subexpression elimination; stateful ops are never merged (any level)",
+    "tfc-dce": "dead code elimination; stateful ops, assigns, print and assert stay (any level)",
+    "tfc-fuse": "fusion L1 -> L2: elementwise chains (and a final reduction) become tfc.fused",
+    "tfc-bufferize": "annotates which values get buffers and which reuse an input in place (L1/L2)",
+    "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
+    "tfc-lower-loops": "lowering L2 -> L3: memrefs at planned offsets, parallel loops, library calls",
+}
+
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
 # L1 -> L2: applied to the optimized L1 module (the "fused" stage)
 FUSED = ("tfc-fuse", "tfc-dce")
 # L2 -> L3: applied to the fused module (the "loops" stage); the analyses of the
 # first two are redone by tfc-lower-loops, they annotate the IR to show it
 LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
+# the passes that keep tensor IR (L1, or L2 after tfc-fuse): what an L1 pass
+# list (tfc.compile's passes=, tfc compile --passes) may hold; the stages after
+# it (fused, loops) run their own passes
+TENSOR_PASSES = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce", "tfc-fuse")
+
+
+class PassPreconditionError(ValueError):
+    """A pass run on IR of a level it does not take (tfc opt's ``-p`` order)."""
+
+
+def require_tensor_ir(pass_name: str, module) -> None:
+    """Raise PassPreconditionError unless ``module`` is tensor IR (L1 or L2): a
+    function lowered to loops (L3) takes memref arguments (its arena, last)."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import MemRefType
+
+    for f in module.ops:
+        if isinstance(f, func.FuncOp) and any(isinstance(t, MemRefType) for t in f.function_type.inputs):
+            raise PassPreconditionError(
+                f"{pass_name} expects tensor IR (L1 or L2); @{f.sym_name.data} is already lowered to "
+                f"loops (L3): run {pass_name} before tfc-lower-loops")
 
 
 def get_pass(name: str):

@@ -21,6 +21,7 @@ from xdsl.passes import ModulePass
 
 from tfc.dialects.tensor import loc_str, spec_of
 from tfc.passes.bufferize import Bufferization, functions
+from tfc.passes.pipeline import require_tensor_ir
 
 ALIGN = 64  # bytes: a cache line, and enough for any vector or GPU access
 
@@ -139,6 +140,7 @@ class PlanMemoryPass(ModulePass):
     name = "tfc-plan-memory"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         for f in functions(op):
             bz = Bufferization(f)
             bz.annotate()

@@ -15,6 +15,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from tfc.dialects.tensor import ConstantOp, RegistryOp, build_op, spec_of, tensor_type
+from tfc.passes.pipeline import require_tensor_ir
 
 
 def const_value(ssa):
@@ -148,6 +149,7 @@ class SimplifyPass(ModulePass):
     name = "tfc-simplify"
 
     def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
         changed = True
         while changed:
             changed = False
