@@ -151,6 +151,8 @@ SHAPE_CASES = {
     "stack": (lambda x, y: tfc.stack([x, y], axis=1), [(None,), (None,)], [((3,), (3,)), ((0,), (0,))]),
     "getitem": (lambda x: x[1:, ::2], [(None, None)], [((3, 4),), ((1, 1),), ((0, 2),)]),
     "reduce_mean": (lambda x: tfc.reduce_mean(x, axis=0, keepdims=True) * x, [(None, None)], [((2, 3),), ((1, 3),)]),
+    "pad": (lambda x: tfc.pad(x, [[1, 2], [0, 1]]), [(None, None)], [((2, 3),), ((0, 1),)]),
+    "pad no after": (lambda x: tfc.pad(x, [[2, 0]], constant_values=1.0), [(None,)], [((3,),), ((0,),)]),
 }
 
 
@@ -181,6 +183,23 @@ def test_shape_op_grads_second_order():
     check(lambda x: tfc.tile(tfc.sin(x), [2, 2]) * tfc.reshape(x, [1, -1])[:, :1], [(None, None)], [((2, 3),)],
           order=2)
     check(lambda x: tfc.gather(tfc.sin(x), [1, 0, 1], axis=1) * x[:, :1], [(None, None)], [((2, 3),)], order=2)
+
+
+def test_sparse_cross_entropy_with_unknown_number_of_classes():
+    make = lambda rng, shapes: [rng.uniform(-1, 1, shapes[0]).astype(np.float32),  # noqa: E731
+                                rng.integers(0, shapes[0][1], shapes[1]).astype(np.int32)]
+    check(lambda logits, labels: tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
+          [(None, None), (None,)], [((2, 3), (2,)), ((4, 1), (4,)), ((0, 2), (0,))],
+          dtypes=[np.float32, np.int32], make=make)
+
+
+def test_pad_mirror_modes_with_unknown_size_say_so():
+    for mode in ("REFLECT", "SYMMETRIC"):
+        f = tfc.function(lambda x: _value_and_grads(lambda x: tfc.pad(x, [[1, 1]], mode=mode), [x]),
+                         input_signature=[tfc.TensorSpec((None,))])
+        with pytest.raises(NotImplementedError, match=f"the gradient of pad in {mode} mode along axis 0 of "
+                                                       r"shape \(\?,\) \(a size known only at run time\)"):
+            f(tfc.constant([1.0, 2.0, 3.0]))
 
 
 # -- forwards that used to fail at trace time, and run-time checks ----------------------------------

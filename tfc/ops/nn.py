@@ -107,7 +107,12 @@ def _sparse_xent_grad(e, g):
     labels, logits = e.inputs
     if not e.needs_grad(1):
         return [None, None]
-    classes = range_(logits.shape[-1], dtype=labels.dtype)
+    if logits.shape[-1] is None:  # the number of classes is known only at run time
+        from tfc.ops.shapes import range_along
+
+        classes = range_along(logits, -1, labels.dtype)
+    else:
+        classes = range_(logits.shape[-1], dtype=labels.dtype)
     onehot = cast(equal(expand_dims(labels, -1), classes), logits.dtype)
     return [None, expand_dims(g, -1) * (softmax(logits) - onehot)]
 

@@ -143,6 +143,15 @@ def count_along(input, axes):  # noqa: A002
     return (input,), {"axes": tuple(int(a) for a in axes)}
 
 
+@declare(kernel=lambda x, axis, dtype: np.arange(x.shape[axis], dtype=dtype.as_numpy_dtype),
+         infer=lambda op, x, axis, dtype: Spec((x.shape[inf.normalize_axis(op, axis, x.ndim)],), dtype),
+         grad=lambda e, g: [None], attrs={"axis": "int", "dtype": "dtype"})
+def range_along(input, axis, dtype=dtypes.int64):  # noqa: A002
+    """0, 1, ..., n - 1 for the size n of ``input``'s ``axis``: ``tfc.range(n)``
+    where n is known only at run time."""
+    return (input,), {"axis": int(axis), "dtype": dtypes.as_dtype(dtype)}
+
+
 def _transpose_infer(op, x: Spec, perm) -> Spec:
     if perm is None:
         return Spec(tuple(reversed(x.shape)), x.dtype)
@@ -598,7 +607,14 @@ def _pad_grad(e, g):
     for axis, ((lo, hi), d) in enumerate(zip(pairs, x.shape)):
         if lo == 0 and hi == 0:
             continue
-        center = _take_axis(g, axis, lo, lo + d)
+        if d is None:  # a size known only at run time: the center ends hi before the end
+            if mode != "CONSTANT":
+                raise NotImplementedError(
+                    f"the gradient of pad in {mode} mode along axis {axis} of shape {inf.fmt_shape(x.shape)} "
+                    "(a size known only at run time) is not implemented; give that size in the input_signature")
+            center = _take_axis(g, axis, lo, -hi if hi else None)
+        else:
+            center = _take_axis(g, axis, lo, lo + d)
         if mode != "CONSTANT":
             # The padded borders mirror x: fold their gradients back, reversed, onto the
             # elements they copied (REFLECT skips the edge element, SYMMETRIC repeats it).
