@@ -11,7 +11,7 @@ import tfc
 from tfc.compile_cli import compile_main
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-NAMES = ["huber", "collatz", "mlp_digits", "autoencoder_lbfgs"]
+NAMES = ["huber", "collatz", "mlp_digits", "autoencoder_lbfgs", "demo"]
 
 
 def example(name):
@@ -85,6 +85,6 @@ def test_mlp_digits_compiles_without_scikit_learn(capsys):
 
 def test_demo_runs(capsys, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["demo.py"])
-    example("demo")
+    example("demo").main()
     out = capsys.readouterr().out
     assert "eager == compiled: True" in out
