@@ -124,3 +124,138 @@ def test_opt_non_utf8_and_dense_literal_errors_point_at_the_place(tmp_path, caps
                                              "  func.return %0 : tensor<3xf32>", args="", result="tensor<3xf32>"))
     assert err.startswith("bad.mlir:2:26: error: Shape mismatch in dense literal")
     assert "\n  %0 = tfc.constant dense<[1.0, 2.0]> : tensor<3xf32>\n" in err
+
+
+# -- outputs are written whole or not at all ----------------------------------------------
+
+
+def test_output_may_name_the_input(good, capsys):
+    assert opt_main([good, "-p", "tfc-simplify,tfc-dce"]) == 0
+    want = capsys.readouterr().out
+    assert opt_main([good, "-p", "tfc-simplify,tfc-dce", "-o", good]) == 0
+    assert open(good).read() == want and "tfc.exp %a" in want
+    assert os.listdir(os.path.dirname(good)) == ["good.mlir"]  # no temporary file left
+
+
+@pytest.mark.parametrize("argv, text", [
+    (["-p", "tfc-fold"], "func.func @f( {\n"),                                   # parse error
+    (["-p", "tfc-fold"], GOOD.replace("-> tensor<3xf32>\n  func", "-> tensor<4xf32>\n  func")),  # verifier
+    (["-p", "tfc-lower-loops,tfc-fold"], GOOD),                                  # a pass's precondition
+    (["-p", "tfc-fold"], "builtin.module {" * 3000 + "}" * 3000),                # nesting too deep
+])
+def test_failure_leaves_the_output_as_it_was(tmp_path, capsys, argv, text):
+    src = tmp_path / "in.mlir"
+    src.write_text(text)
+    old = tmp_path / "old.mlir"
+    old.write_text("previous contents\n")
+    assert opt_main([str(src), *argv, "-o", str(old)]) == 1
+    assert opt_main([str(src), *argv, "-o", str(tmp_path / "new.mlir")]) == 1
+    assert opt_main([str(src), *argv, "-o", str(src)]) == 1
+    assert old.read_text() == "previous contents\n" and src.read_text() == text
+    assert sorted(os.listdir(tmp_path)) == ["in.mlir", "old.mlir"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+# -- bad inputs: one line, at the place ------------------------------------------------------
+
+
+def _one_error(argv, capsys, code=1):
+    assert opt_main(argv) == code
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err.splitlines()[0]
+
+
+def test_input_that_is_not_a_file(tmp_path, capsys):
+    assert _one_error([str(tmp_path), "-p", "tfc-fold"], capsys) == \
+        f"{tmp_path}: error: is a directory; expected an IR file (.mlir)"
+    missing = str(tmp_path / "missing.mlir")
+    assert _one_error([missing], capsys) == f"{missing}: error: no such file"
+
+
+def test_input_is_read_by_content_not_by_name(tmp_path, capsys):
+    ir = tmp_path / "f.txt"
+    ir.write_text(GOOD)
+    assert opt_main([str(ir), "-p", "tfc-simplify,tfc-dce"]) == 0
+    assert "tfc.exp %a" in capsys.readouterr().out
+    py = tmp_path / "model.py"
+    py.write_text("import tfc\n")
+    line = _one_error([str(py)], capsys)
+    assert line.startswith(f"{py}:1:") and "not an .mlir file" in line and "tfc compile" in line
+
+
+@pytest.mark.parametrize("text, where, message", [
+    ("builtin.module {" * 3000 + "}" * 3000, "bad.mlir:1:", "nesting too deep"),
+    ('"builtin.module"() ({\n' * 2500 + "}) : () -> ()\n" * 2500, "bad.mlir:", "nesting too deep"),
+    (_func("  %0 = tfc.constant dense<1.0> : tensor<100000x100000x1000xf32>\n  func.return %0 : tensor<3xf32>",
+           args="", result="tensor<3xf32>"), "bad.mlir:2:26:", "dense literal of 10,000,000,000,000 elements"),
+    (_func("  %0 = tfc.constant dense<1> : tensor<1000000x1000000xi8>\n  func.return %0 : tensor<3xf32>",
+           args="", result="tensor<3xf32>"), "bad.mlir:2:26:", "over the limit"),
+    # attribute values that their attribute refuses, at the line of the op
+    (_func("  %a = tfc.reduce_sum %x {axis = array<i64: 0>, keepdims = 2 : i1} : (tensor<6xf32>) -> tensor<f32>\n"
+           "  func.return %a : tensor<f32>", result="tensor<f32>"), "bad.mlir:2:", "out of range for type i1"),
+    (_func('  %a = tfc.reduce_sum %x {axis = array<i64: 0>, keepdims = "no"} : (tensor<6xf32>) -> tensor<f32>\n'
+           "  func.return %a : tensor<f32>", result="tensor<f32>"), "bad.mlir:2:3:", "attribute 'keepdims'"),
+    (_func("  %a = tfc.reduce_sum %x {axis = array<i64: 0>, keepdims = [true]} : (tensor<6xf32>) -> tensor<f32>\n"
+           "  func.return %a : tensor<f32>", result="tensor<f32>"), "bad.mlir:2:3:", "attribute 'keepdims'"),
+])
+def test_bad_input_is_one_error_at_the_place(tmp_path, capsys, text, where, message):
+    p = tmp_path / "bad.mlir"
+    p.write_text(text)
+    line = _one_error([str(p), "-p", "tfc-fold"], capsys).replace(str(p), "bad.mlir")
+    assert line.startswith(where) and message in line and ".py" not in line, line
+
+
+@pytest.mark.parametrize("passes", ["tfc-lower-loops,tfc-fold", "tfc-lower-loops,tfc-simplify",
+                                    "tfc-lower-loops,tfc-fuse", "tfc-lower-loops,tfc-bufferize",
+                                    "tfc-lower-loops,tfc-plan-memory", "tfc-lower-loops,tfc-lower-loops"])
+def test_a_pass_on_ir_of_the_wrong_level_says_what_it_needs(good, capsys, passes):
+    second = passes.split(",")[1]
+    line = _one_error([good, "-p", passes], capsys)
+    assert line == (f"{good}: error: {second} expects tensor IR (L1 or L2); @f is already lowered to loops "
+                    f"(L3): run {second} before tfc-lower-loops")
+
+
+@pytest.mark.parametrize("passes", ["tfc-lower-loops", "tfc-fuse,tfc-lower-loops,tfc-dce,tfc-cse",
+                                    "tfc-bufferize,tfc-plan-memory,tfc-lower-loops"])
+def test_passes_in_order_still_run(good, capsys, passes):
+    assert opt_main([good, "-p", passes]) == 0
+    assert "memref" in capsys.readouterr().out
+
+
+# -- --time-passes, --help, --version ------------------------------------------------------------
+
+
+def test_time_passes_prints_each_pass_and_the_total(good, capsys):
+    assert opt_main([good, "-p", "tfc-simplify,tfc-fold,tfc-dce", "--time-passes"]) == 0
+    captured = capsys.readouterr()
+    assert "wall time" not in captured.out
+    rows = dict(line.split()[:2] for line in captured.err.splitlines()[1:])
+    assert captured.err.startswith("wall time:\n")
+    for step in ("parse", "tfc-simplify", "tfc-fold", "tfc-dce", "print", "total"):
+        assert float(rows[step]) >= 0.0, step
+    assert float(rows["total"]) >= sum(float(v) for k, v in rows.items() if k != "total")
+
+
+def test_opt_help_lists_tfc_passes_only(capsys):
+    from tfc.passes.pipeline import DESCRIPTIONS, PASSES
+
+    assert main(["opt", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: tfc opt ")
+    for name in PASSES:
+        assert f"  {name} " in out and DESCRIPTIONS[name] in out
+    for xdsl_pass in ("canonicalize", "convert-", "lower-affine", "--shrink"):
+        assert xdsl_pass not in out
+    assert opt_main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: tfc-opt ")
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out == f"tfc {version('tfc')}\n"
+    r = subprocess.run([sys.executable, "-m", "tfc.cli", "--version"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout == f"tfc {version('tfc')}\n"
