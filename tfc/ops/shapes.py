@@ -72,9 +72,15 @@ def reshape_like(tensor, like):
     return (tensor, like), {}
 
 
+def _broadcasts_to(shape, target) -> bool:
+    """Does ``shape`` broadcast to ``target``? A size known only at run time may
+    (the kernel checks it then, as TensorFlow does)."""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(d in (1, None) or t is None or d == t for d, t in zip(shape, target[lead:]))
+
+
 def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
-    out = inf.broadcast_shapes(op, x.shape, shape)
-    if out != tuple(shape) or x.ndim > len(shape):
+    if not _broadcasts_to(x.shape, shape):
         raise ValueError(f"broadcast_to: cannot broadcast shape {inf.fmt_shape(x.shape)} to {inf.fmt_shape(shape)}")
     return Spec(tuple(shape), x.dtype)
 
@@ -88,7 +94,7 @@ def broadcast_to(input, shape):  # noqa: A002
 
 
 def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
-    if x.ndim > like.ndim or inf.broadcast_shapes(op, x.shape, like.shape) != tuple(like.shape):
+    if not _broadcasts_to(x.shape, like.shape):
         raise ValueError(f"broadcast_like: cannot broadcast shape {inf.fmt_shape(x.shape)} to "
                          f"{inf.fmt_shape(like.shape)}")
     return Spec(tuple(like.shape), x.dtype)
@@ -102,8 +108,7 @@ def broadcast_like(input, like):  # noqa: A002
 
 
 def _unbroadcast_like_infer(op, g: Spec, like: Spec) -> Spec:
-    lead = g.ndim - like.ndim
-    if lead < 0 or not all(d in (1, None) or e is None or d == e for d, e in zip(like.shape, g.shape[lead:])):
+    if not _broadcasts_to(like.shape, g.shape):
         raise ValueError(f"unbroadcast_like: shape {inf.fmt_shape(like.shape)} does not broadcast to "
                          f"{inf.fmt_shape(g.shape)}")
     return Spec(tuple(like.shape), g.dtype)
