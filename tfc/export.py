@@ -31,6 +31,7 @@ import zlib
 
 import numpy as np
 
+from tfc.backends.plain_arrays import PICKLED, is_pickled
 from tfc.core import dtypes
 from tfc.nn.module import Module
 
@@ -223,6 +224,8 @@ def _reading(fpath):
     except ArtifactError:
         raise
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as e:
+        if is_pickled(e):
+            raise ArtifactError(f"{fpath}: {PICKLED}") from None
         raise ArtifactError(f"{fpath}: damaged or unreadable ({type(e).__name__}: {e})") from None
 
 
@@ -270,9 +273,11 @@ def _read_manifest(path):
         m = json.load(f)
     if not isinstance(m, dict) or m.get("format") != "tfc-function":
         raise ArtifactError(f"{mpath}: not a tfc exported-function manifest")
-    version = m.get("format_version")
-    if type(version) is not int:
+    if "format_version" not in m:
         raise ArtifactError(f"{mpath}: format_version is missing")
+    version = m["format_version"]
+    if type(version) is not int:
+        raise ArtifactError(f"{mpath}: format_version must be an integer, got {version!r}")
     if version > FORMAT_VERSION:
         raise ArtifactError(f"{path}: written in format version {version} by a newer tfc; this tfc "
                             f"reads up to version {FORMAT_VERSION} (upgrade tfc)")
@@ -326,6 +331,21 @@ def load(path) -> "LoadedFunction":
     return LoadedFunction(m, ir_text, weights, path)
 
 
+def _check_ops(module, path):
+    """The IR holds tensor-level (L1) ops only, as tfc.save writes: the
+    backend's own ops (loops, arith outside a fused body) are not for files."""
+    from tfc.dialects.tensor import dialect, loc_str
+
+    tensor_ops = {o.name for o in dialect().operations} | {"builtin.module", "func.func", "func.return"}
+    for op in module.walk():
+        parent = op.parent_op()
+        if op.name in tensor_ops or (op.name.startswith(("arith.", "math."))
+                                     and parent is not None and parent.name == "tfc.fused"):
+            continue
+        raise ArtifactError(f"{path}: {IR_FILE} holds {op.name} at {loc_str(op)}, which is not an op "
+                            "of tfc's tensor IR")
+
+
 def _tree(pairs):
     """{'a': {'b': var}} from [('a/b', var)]: paths a tfc.Module walk reproduces."""
     root: dict = {}
@@ -355,6 +375,7 @@ class LoadedFunction(Module):
             module = parse_module(ir_text, os.path.join(path, IR_FILE))
         except Exception as e:
             raise ArtifactError(f"{path}: {IR_FILE} does not parse or verify: {e}") from None
+        _check_ops(module, path)
         funcs = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
         name = manifest["name"]
         if name not in funcs:
@@ -390,6 +411,10 @@ class LoadedFunction(Module):
             raise ArtifactError(f"{path}: the manifest's outputs hold {sum(mask)} tensors, the IR's "
                                 f"@{name} returns {returns}")
         self._concrete = ConcreteFunction(name, module, module, specs, self._vars, structure, mask, static)
+        try:  # compiled now: IR that tfc cannot compile is an error of the file, not of a later call
+            self._concrete.compiled
+        except Exception as e:
+            raise ArtifactError(f"{path}: {IR_FILE} does not compile ({type(e).__name__}: {e})") from e
 
     # Checkpoint paths: the exported variables at their paths (Module walks this).
     def _tracked_attributes(self):

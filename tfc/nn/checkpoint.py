@@ -25,6 +25,7 @@ import zlib
 
 import numpy as np
 
+from tfc.backends.plain_arrays import PICKLED, is_pickled
 from tfc.core.variable import Variable
 from tfc.nn.layers import Layer
 from tfc.nn.module import Module
@@ -242,6 +243,8 @@ def _read(path) -> dict:
     try:
         f = np.load(found, allow_pickle=False)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
+        if is_pickled(e):
+            raise ValueError(f"Checkpoint.restore: {found!r} {PICKLED}") from None
         raise ValueError(f"Checkpoint.restore: {found!r} is not a tfc checkpoint ({e})") from None
     if not isinstance(f, np.lib.npyio.NpzFile):
         raise ValueError(f"Checkpoint.restore: {found!r} is a single .npy array, not a tfc checkpoint")
@@ -262,5 +265,7 @@ def _member(f, found, key):
     try:
         return f[key]
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
+        if is_pickled(e):
+            raise ValueError(f"Checkpoint.restore: {key} in {found!r} {PICKLED} (nothing was restored)") from None
         raise ValueError(f"Checkpoint.restore: cannot read {key} from {found!r} ({e}); the file is damaged "
                          "or not a tfc checkpoint (nothing was restored)") from None

@@ -238,6 +238,71 @@ def assert_failed(where: str, message: str, *data):
     return assertion_failed(where, message, *data)
 
 
+# -- errors: an exception raised in generated code, reported as eager reports it -----
+
+
+def sites(table) -> dict:
+    """line number -> site, from [(site, line numbers), ...] (see the emitter)."""
+    return {n: site for site, lines in table for n in lines}
+
+
+def located(e: Exception, table: dict) -> Exception:
+    """The error to raise for ``e``, raised in a generated function (whose frame
+    is the first of its traceback): at the line of its innermost frame in the
+    generated module, the op that line comes from (a site: label, location,
+    operand names, registry attributes) is re-checked as eager checks it, on
+    its operands' run-time shapes, giving eager's error (a ValueError naming the
+    op and shapes); else ``e``'s message with the op and its operands' shapes
+    prepended (a tfc error, already naming what failed, is kept). The op's
+    location (the user's line) is noted under the message."""
+    from tfc.core.errors import InvalidArgumentError
+
+    tb = e.__traceback__
+    fn_frame, filename, line = tb.tb_frame, tb.tb_frame.f_code.co_filename, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    site = table.get(line)
+    if site is None or getattr(e, "_tfc_noted", False):
+        return e
+    label, where, names, attrs = site
+    scope = fn_frame.f_locals  # the generated function's names (its operands)
+    values = [scope.get(n) for n in names]
+    err = _eager_error(label, values, attrs) if attrs is not None else None
+    if err is None and isinstance(e, InvalidArgumentError):
+        err = e  # a run-time check of tfc's kernels: its message says what failed
+    if err is None:
+        shapes = ", ".join("?" if v is None else f"{np.asarray(v).dtype}{list(np.shape(v))}" for v in values)
+        try:
+            err = type(e)(f"{label}: {e} (operands: {shapes})")
+        except Exception:  # an exception class that takes other arguments
+            err = e
+    if err is not e:  # this message says everything: neither numpy's error nor inference's frames under it
+        err.__cause__, err.__suppress_context__, err.__traceback__ = None, True, None
+    if not where.startswith("<"):
+        err.add_note(f"  at {where}")
+    err._tfc_noted = True
+    return err
+
+
+def _eager_error(name: str, values, attrs):
+    """The error eager's shape inference raises for op ``name`` on ``values``
+    (None when it accepts them)."""
+    from tfc.core import dtypes
+    from tfc.core.registry import Spec
+
+    opdef = REGISTRY.get(name)
+    if opdef is None or any(v is None for v in values):
+        return None
+    try:
+        specs = [Spec(tuple(np.shape(v)), dtypes.from_numpy(np.asarray(v).dtype)) for v in values]
+        opdef.infer(opdef, *specs, **attrs)
+    except (ValueError, TypeError) as x:
+        return x
+    return None
+
+
 # -- helpers of scalar code on Python numbers (the rare cases of each op) -------------
 
 

@@ -1,0 +1,252 @@
+"""Hostile artifacts: tfc.load must never run code from the files it reads.
+
+An exported function is edited the way an attacker would (function names,
+locations, print and assert strings, SSA names, attribute values, dtypes,
+shapes, manifest fields), its SHA-256 recomputed so that the loader gets past
+the integrity check. Each load, and a call of what it loads, either gives the
+results of the untouched artifact or raises an ArtifactError naming the
+artifact; the injected code, which would touch a sentinel file and set a flag
+in builtins, never runs.
+
+The fuzz is seeded: a few dozen artifacts in CI, more by hand with
+``TFC_FUZZ_N=2000 pytest tests/test_loader_fuzz.py`` (``TFC_FUZZ_SEED`` picks
+the seed).
+"""
+import builtins
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.export import ArtifactError, _digest
+
+N = int(os.environ.get("TFC_FUZZ_N", "40"))
+SEED = int(os.environ.get("TFC_FUZZ_SEED", "15"))
+X = np.linspace(-2, 2, 12, dtype=np.float32).reshape(4, 3)
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch):
+    monkeypatch.setenv("TFC_CACHE_DIR", "")  # every artifact compiled, not read from a cache
+
+
+def export(path):
+    w = tfc.Variable(np.arange(6, dtype=np.float32).reshape(3, 2), name="w")
+
+    @tfc.function(input_signature=[tfc.TensorSpec((4, 3))])
+    def f(x):
+        tfc.print("sum:", tfc.reduce_sum(x, axis=0))
+        assert tfc.reduce_all(x > -1000.0), "x too small"
+        return {"y": tfc.nn.relu(x @ w) + 1.0, "n": 3}
+
+    return tfc.save(tfc.compile(f), path)
+
+
+def files(path):
+    ir = open(os.path.join(path, "function.mlir"), encoding="utf-8").read()
+    manifest = json.load(open(os.path.join(path, "manifest.json")))
+    with np.load(os.path.join(path, "weights.npz")) as z:
+        weights = {k: z[k] for k in z.files}
+    return ir, manifest, weights
+
+
+def rewrite(path, ir, manifest, weights):
+    """Write the files back, the hash recomputed as an attacker would."""
+    with open(os.path.join(path, "function.mlir"), "w", encoding="utf-8") as f:
+        f.write(ir)
+    np.savez(os.path.join(path, "weights.npz"), **weights)
+    manifest = dict(manifest, sha256=_digest(ir, weights))
+    with open(os.path.join(path, "manifest.json"), "w") as f:
+        json.dump(manifest, f)
+
+
+def mlir_string(s: str) -> str:
+    """``s`` as an MLIR string literal."""
+    return '"' + "".join(c if c.isprintable() and c not in '"\\' else
+                         "".join(f"\\{b:02X}" for b in c.encode()) for c in s) + '"'
+
+
+class Sentinel:
+    def __init__(self, tmp_path):
+        self.file = tmp_path / "INJECTED"
+        builtins.__dict__.pop("TFC_INJECTED", None)
+        # a statement that records that it ran
+        self.code = (f"__import__('pathlib').Path({str(self.file)!r}).touch();"
+                     "__import__('builtins').__dict__.__setitem__('TFC_INJECTED', 1)")
+
+    def ran(self) -> bool:
+        return self.file.exists() or getattr(builtins, "TFC_INJECTED", None) is not None
+
+
+def injections(code):
+    """Names and strings that break out of a Python literal, comment or name."""
+    return [
+        f'x"""\n{code}\n"""',
+        f"x'''\n{code}\n'''",
+        f'x")\n{code}\n#',
+        f"x')\n{code}\n#",
+        f"x\n{code}\n",
+        f"x\r{code}\r",
+        f"x():\n {code}\ndef y",
+        f"x(*a):\n    {code}\n    return a\n    def y",
+        f"x\\\n{code}",
+        "{0.__class__.__init__.__globals__}",
+    ]
+
+
+def check(path, baseline, sentinel, capfd=None):
+    """Load and call: the baseline results or an ArtifactError naming ``path``."""
+    try:
+        got = tfc.load(path)(X)
+    except ArtifactError as e:
+        assert str(e).startswith(str(path)), e
+    else:
+        assert got["n"] == baseline["n"]
+        np.testing.assert_array_equal(got["y"].numpy(), baseline["y"].numpy())
+    assert not sentinel.ran(), "code from the artifact ran"
+
+
+@pytest.fixture
+def base(tmp_path):
+    path = export(tmp_path / "a")
+    return path, files(path), tfc.load(path)(X)
+
+
+def rename_function(ir, manifest, name):
+    return ir.replace("func.func @f(", f"func.func @{mlir_string(name)}(", 1), dict(manifest, name=name)
+
+
+@pytest.mark.parametrize("which", range(len(injections(""))))
+def test_function_name_runs_no_code(base, tmp_path, which):
+    """The exploit: a function name that closes the generated module's
+    docstring (or a line) and runs a statement when the module is loaded."""
+    path, (ir, manifest, weights), baseline = base
+    sentinel = Sentinel(tmp_path)
+    ir, manifest = rename_function(ir, manifest, injections(sentinel.code)[which])
+    rewrite(path, ir, manifest, weights)
+    got = tfc.load(path)(X)  # a name is only a name: the function works
+    np.testing.assert_array_equal(got["y"].numpy(), baseline["y"].numpy())
+    assert not sentinel.ran()
+
+
+@pytest.mark.parametrize("name", ["c0", "k0", "lib1", "attrs1", "kernel0", "spec0", "views", "np", "rt",
+                                  "R", "K", "build", "_SITES", "return", "class", "1f", "ﬁ", "x²", "é", "a b"])
+def test_function_names_that_are_not_plain_identifiers(base, name):
+    """Names the generated module uses itself, keywords, and names Python
+    would fold (NFKC) or refuse: the function still computes the same."""
+    path, (ir, manifest, weights), baseline = base
+    ir, manifest = rename_function(ir, manifest, name)
+    rewrite(path, ir, manifest, weights)
+    got = tfc.load(path)(X)
+    np.testing.assert_array_equal(got["y"].numpy(), baseline["y"].numpy())
+
+
+@pytest.mark.parametrize("field", ["format", "message", "location"])
+def test_strings_run_no_code(base, tmp_path, capfd, field):
+    """Print formats, assert messages and locations reach the generated module
+    as literals only; a format that is not plain ``{}`` fields is refused."""
+    path, (ir, manifest, weights), baseline = base
+    sentinel = Sentinel(tmp_path)
+    for text in injections(sentinel.code):
+        lit = mlir_string(text)
+        edited = {"format": lambda: ir.replace('format = "sum: {}\\0A"', f"format = {lit}"),
+                  "message": lambda: ir.replace('message = "x too small"', f"message = {lit}"),
+                  "location": lambda: ir.replace(f'loc({mlir_string(__file__)}', f"loc({lit}")}[field]()
+        assert edited != ir
+        rewrite(path, edited, manifest, weights)
+        check(path, baseline, sentinel)
+
+
+def test_format_with_attribute_access_is_refused(base):
+    path, (ir, manifest, weights), _ = base
+    rewrite(path, ir.replace('"sum: {}\\0A"', '"{0.__class__.__mro__}"'), manifest, weights)
+    with pytest.raises(ArtifactError, match=r"has a field \{0.__class__.__mro__\}"):
+        tfc.load(path)
+
+
+def test_backend_ops_in_the_file_are_refused(base):
+    """The loops dialect is the backend's own: not accepted from a file."""
+    path, (ir, manifest, weights), _ = base
+    ir = ir.replace("%0 = tfc.constant dense<-1.000000e+03> : tensor<f32>",
+                    "%0 = tfc.constant dense<-1.000000e+03> : tensor<f32>\n"
+                    '    loops.print {format = "hi"}')
+    rewrite(path, ir, manifest, weights)
+    with pytest.raises(ArtifactError, match="holds loops.print .* not an op of tfc's tensor IR"):
+        tfc.load(path)
+
+
+# -- the fuzz ---------------------------------------------------------------------------
+
+PIECES = ['"', "'", '"""', "'''", "\\", "\n", "\r", "\t", "\x00", "#", "{", "}", "{}", "{0}", "{{", "}}",
+          "(", ")", ":", ";", ",", " ", "$", ".", "-", "@", "%", "é", "ﬁ", "²", "\u2028", "\U0001F600",
+          "import os", "def", "return", "lambda", "c0", "k0", "lib1", "views", "np", "rt", "_SITES",
+          "__import__", "x", "1", "\\0A", "\\22"]
+
+
+def hostile(rng, code):
+    if rng.random() < 0.4:
+        return rng.choice(injections(code))
+    return "".join(rng.choice(PIECES) for _ in range(rng.randint(0, 6)))
+
+
+def _sub(text, old, new):
+    return text.replace(old, new) if old in text else None
+
+
+MUTATIONS = {
+    # strings of the IR
+    "function name": lambda rng, s, ir, m: rename_function(ir, m, hostile(rng, s)),
+    "location": lambda rng, s, ir, m: (ir.replace(f"loc({mlir_string(__file__)}",
+                                                  f"loc({mlir_string(hostile(rng, s))}"), m),
+    "format": lambda rng, s, ir, m: (ir.replace('"sum: {}\\0A"', mlir_string(hostile(rng, s))), m),
+    "message": lambda rng, s, ir, m: (ir.replace('"x too small"', mlir_string(hostile(rng, s))), m),
+    "stream": lambda rng, s, ir, m: (ir.replace('stream = "stderr"', f"stream = {mlir_string(hostile(rng, s))}"),
+                                     m),
+    "ssa name": lambda rng, s, ir, m: (ir.replace("%x", "%" + "".join(
+        rng.choice("aZ_$.-09") for _ in range(rng.randint(1, 8))).lstrip("0123456789") + "q"), m),
+    # attribute values of another type or range
+    "attribute": lambda rng, s, ir, m: (ir.replace(rng.choice([
+        "axis = array<i64: 0>", "keepdims = false", "summarize = 3 : i64", "transpose_a = false"]),
+        rng.choice(["axis = " + mlir_string(hostile(rng, s)), "keepdims = " + mlir_string(hostile(rng, s)),
+                    "summarize = -7 : i64", "axis = array<i64: 9>", "transpose_a = 3 : i64",
+                    "keepdims = array<i64: 1>", "summarize = 99999999999 : i64"])), m),
+    "ir dtype": lambda rng, s, ir, m: (ir.replace("tensor<4x3xf32>", rng.choice(
+        ["tensor<4x3xi32>", "tensor<4x3x!f>", "tensor<4x3xf64>", "tensor<?x3xf32>", "tensor<4x-3xf32>"]), 1), m),
+    # the manifest
+    "manifest dtype": lambda rng, s, ir, m: (ir, {**m, "signature": [
+        {**m["signature"][0], "dtype": rng.choice([hostile(rng, s), "object", "O", "float32 ", 7, None])}]}),
+    "manifest shape": lambda rng, s, ir, m: (ir, {**m, "signature": [
+        {**m["signature"][0], "shape": rng.choice([[-4, 3], [4.0, 3], [True, 3], ["4", 3], [4, [3]], [2 ** 70, 3],
+                                                   [None, 3], [4], hostile(rng, s), None])}]}),
+    "manifest variable": lambda rng, s, ir, m: (ir, {**m, "variables": [
+        {**m["variables"][0], rng.choice(["name", "path", "key", "dtype", "trainable"]): hostile(rng, s)}]}),
+    "manifest field": lambda rng, s, ir, m: (ir, {**m, rng.choice(
+        ["name", "target", "passes", "format_version", "outputs", "constants", "files"]): rng.choice(
+        [hostile(rng, s), float("nan"), None, 1e308, -1, [hostile(rng, s)], {hostile(rng, s): 1}])}),
+}
+
+
+def test_fuzz_hostile_artifacts(tmp_path):
+    """N random hostile edits (TFC_FUZZ_N): results as exported, or an
+    ArtifactError naming the artifact; never the injected code."""
+    path = export(tmp_path / "a")
+    original = files(path)
+    baseline = tfc.load(path)(X)
+    sentinel = Sentinel(tmp_path)
+    rng = random.Random(SEED)
+    kinds = sorted(MUTATIONS)
+    outcomes = {}
+    for i in range(N):
+        kind = kinds[i % len(kinds)]
+        ir, manifest, weights = original
+        ir, manifest = MUTATIONS[kind](rng, sentinel.code, ir, manifest)
+        rewrite(path, ir, manifest, weights)
+        try:
+            check(path, baseline, sentinel)
+        except Exception as e:
+            raise AssertionError(f"fuzz case {i} ({kind}, seed {SEED}): {e}\nmanifest: {manifest}\nIR:\n{ir}") from e
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    assert sum(outcomes.values()) == N
