@@ -1,0 +1,503 @@
+"""Random tfc programs, written as Python source so that AutoGraph converts them.
+
+A program is one function ``prog(x0, x1, ...)`` over float tensors of small random
+shapes: straight-line code over a wide range of ops (elementwise with broadcasting,
+reductions, matmul, shape ops, slicing, softmax, where), tensor ``if``/``else``,
+``while`` loops (some run zero times), ``for i in tfc.range(n)``, ``tfc.cond``,
+``tfc.while_loop``, ``tfc.stop_gradient`` and ``@tfc.custom_gradient`` functions
+inside and outside control flow. With gradients, the body runs under a
+``GradientTape`` (persistent or not, sometimes nested for a second order) with
+several sources, some unconnected, and the function returns the gradients beside
+its outputs. The generator tracks every variable's shape so that the programs are
+valid eagerly (a program that fails eagerly is still compared: compiled code must
+fail too).
+
+Everything is drawn from ``numpy.random.default_rng([seed, index])``: a program
+is reproducible from its two numbers alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+# Module-level helpers every program may call: custom gradients whose rule differs
+# from the true derivative, so a compiled gradient that ignores them is visible.
+HELPERS = '''\
+@tfc.custom_gradient
+def cg_scale(x):
+    def grad(dy):
+        return dy * 2.0
+    return x * 3.0, grad
+
+
+@tfc.custom_gradient
+def cg_clip(x):
+    def grad(dy):
+        return tfc.clip_by_value(dy, -0.5, 0.5)
+    return tfc.identity(x), grad
+
+
+@tfc.custom_gradient
+def cg_softplus(x):
+    def grad(dy):
+        return dy * tfc.sigmoid(x)
+    return tfc.softplus(x), grad
+
+
+@tfc.custom_gradient
+def cg_mul(a, b):
+    def grad(dy):
+        return dy * b, dy * a
+    return a * b, grad
+
+
+def total(values):
+    s = 0.0
+    for v in values:
+        if v is not None:
+            s = s + tfc.reduce_sum(v)
+    return s
+'''
+
+UNARY = ["abs", "cos", "exp", "expm1", "log", "log1p", "negative", "relu", "sigmoid", "sign",
+         "sin", "softplus", "sqrt", "square", "tanh", "floor", "ceil", "round", "rsqrt",
+         "identity"]
+BINARY_OPS = ["+", "-", "*", "/"]
+BINARY_FNS = ["tfc.maximum", "tfc.minimum", "tfc.add", "tfc.multiply", "tfc.subtract", "tfc.divide"]
+REDUCTIONS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
+CUSTOM = ["cg_scale", "cg_clip", "cg_softplus"]
+MAX_SIZE = 48
+
+
+@dataclasses.dataclass
+class Program:
+    """One generated program: its inputs, body and what it returns."""
+
+    seed: int
+    index: int
+    dtype: str
+    shapes: list                   # the inputs' shapes
+    values: list                   # the inputs (numpy arrays)
+    blocks: list                   # statements of the body, each a list of source lines
+    outputs: list                  # names returned as the forward results
+    grad: dict | None = None       # {"sources", "persistent", "second_order", "unconnected"}
+    none_dims: list | None = None  # per input, which dims are None in the None signature
+
+    @property
+    def name(self) -> str:
+        return f"prog_{self.seed}_{self.index}"
+
+    @property
+    def n_inputs(self) -> int:
+        return len(self.shapes)
+
+    def source(self, blocks=None) -> str:
+        """The module's source: helpers, then ``prog`` with ``blocks`` (default: all)."""
+        blocks = self.blocks if blocks is None else blocks
+        args = ", ".join(f"x{i}" for i in range(self.n_inputs))
+        body = [line for b in blocks for line in b]
+        outs = ", ".join(self.outputs)
+        used = [h for h in HELPERS.split("\n\n\n") if _helper_name(h) in "\n".join(body) or "total" in h]
+        lines = ["import tfc", "", "", "\n\n\n".join(h.strip("\n") for h in used), "", "", f"def prog({args}):"]
+        g = self.grad
+        if g is None:
+            lines += ["    " + line for line in body]
+            lines.append(f"    return ({outs},)")
+            return "\n".join(lines) + "\n"
+        srcs = ", ".join(f"x{i}" for i in g["sources"])
+        watch = "; ".join(f"t.watch(x{i})" for i in g["sources"])
+        extra = ', unconnected_gradients="zero"' if g["unconnected"] else ""
+        ind = "    "
+        if g["second_order"]:
+            lines += [f"    with tfc.GradientTape() as t2:",
+                      f"        " + "; ".join(f"t2.watch(x{i})" for i in g["sources"])]
+            ind = "        "
+        lines.append(f"{ind}with tfc.GradientTape(persistent={g['persistent']}) as t:")
+        lines.append(f"{ind}    {watch}")
+        lines += [f"{ind}    {line}" for line in body]
+        lines.append(f"{ind}    loss = total([{outs}])")
+        lines.append(f"{ind}g = t.gradient(loss, [{srcs}]{extra})")
+        results = f"{outs}, *g"
+        if g["persistent"]:
+            lines.append(f"{ind}g1 = t.gradient(tfc.reduce_sum({self.outputs[0]}), [{srcs}]{extra})")
+            results += ", *g1"
+        if g["second_order"]:
+            lines.append(f"        loss2 = total(g)")
+            lines.append(f"    h = t2.gradient(loss2, [{srcs}]{extra})")
+            results += ", *h"
+        lines.append(f"    return ({results},)")
+        return "\n".join(lines) + "\n"
+
+    def n_forward(self) -> int:
+        return len(self.outputs)
+
+
+def _helper_name(h: str) -> str:
+    return h.split("def ", 1)[1].split("(", 1)[0]
+
+
+# -- shapes ----------------------------------------------------------------------------
+
+def _bshape(a, b):
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+def _size(shape) -> int:
+    return math.prod(shape)
+
+
+class _Gen:
+    def __init__(self, rng, dtype, grad, second_order=False):
+        self.rng = rng
+        self.dtype = dtype
+        self.grad = grad
+        self.second_order = second_order
+        self.env = {}      # name -> shape, the variables visible at this point
+        self.count = 0
+        self.loops = 0
+
+    def pick(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def chance(self, p) -> bool:
+        return bool(self.rng.random() < p)
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"v{self.count}"
+
+    def const(self) -> str:
+        return self.pick(["0.5", "2.0", "-1.5", "3.0", "0.0", "1.0", "0.25"])
+
+    # -- expressions: each returns (source, shape) ---------------------------------
+
+    def var(self, pred=lambda s: True):
+        names = [n for n, s in self.env.items() if pred(s)]
+        if not names:
+            return None
+        n = self.pick(names)
+        return n, self.env[n]
+
+    def expr(self, depth=0):
+        """Any expression over the visible variables."""
+        n, s = self.var()
+        kinds = ["unary", "binary", "binary", "reduce", "shape", "shape", "shape", "special"]
+        if depth >= 2:
+            return n, s
+        k = self.pick(kinds)
+        sub, s = self.expr(depth + 1) if self.chance(0.3) else (n, s)
+        if k == "unary":
+            return self.unary(sub), s
+        if k == "binary":
+            return self.binary(sub, s)
+        if k == "reduce":
+            return self.reduce(sub, s)
+        if k == "shape":
+            return self.shape_op(sub, s)
+        return self.special(sub, s)
+
+    def unary(self, x) -> str:
+        return f"tfc.{self.pick(UNARY)}({x})"
+
+    def binary(self, x, s, keep_shape=False):
+        """``x`` combined with a constant or a variable it broadcasts with."""
+        if self.chance(0.25):
+            c = self.const()
+            form = self.pick([f"({x} {self.pick(BINARY_OPS)} {c})", f"({c} {self.pick(BINARY_OPS)} {x})",
+                              f"{self.pick(BINARY_FNS)}({x}, {c})"])
+            return form, s
+        ok = (lambda t: _bshape(s, t) == tuple(s)) if keep_shape else \
+             (lambda t: _bshape(s, t) is not None and _size(_bshape(s, t)) <= MAX_SIZE)
+        other = self.var(ok)
+        if other is None:
+            return f"({x} * {self.const()})", s
+        y, t = other
+        a, b = (x, y) if self.chance(0.7) else (y, x)
+        if self.chance(0.6):
+            form = f"({a} {self.pick(BINARY_OPS)} {b})"
+        else:
+            form = f"{self.pick(BINARY_FNS)}({a}, {b})"
+        return form, _bshape(s, t)
+
+    def reduce(self, x, s):
+        op = self.pick(REDUCTIONS)
+        if not s or self.chance(0.25):
+            return f"tfc.{op}({x})", ()
+        axis = int(self.rng.integers(-len(s), len(s)))
+        keep = self.chance(0.4)
+        a = axis % len(s)
+        shape = s[:a] + ((1,) if keep else ()) + s[a + 1:]
+        kd = ", keepdims=True" if keep else ""
+        return f"tfc.{op}({x}, axis={axis}{kd})", tuple(shape)
+
+    def shape_op(self, x, s):
+        s = tuple(s)
+        r = len(s)
+        options = ["reshape", "expand_dims", "broadcast_to", "tile", "concat"]
+        if r >= 1:
+            options += ["transpose", "gather", "slice", "slice", "softmax", "concat"]
+        if 1 in s:
+            options += ["squeeze", "squeeze"]
+        if r == 2:
+            options += ["matmul", "matmul"]
+        k = self.pick(options)
+        if k == "reshape":
+            if self.chance(0.5) or _size(s) == 1:
+                return f"tfc.reshape({x}, [-1])", (_size(s),)
+            n = _size(s)
+            divs = [d for d in range(1, n + 1) if n % d == 0]
+            d = self.pick(divs)
+            shape = [d, n // d]
+            if self.chance(0.5):
+                shape[self.pick([0, 1])] = -1
+            return f"tfc.reshape({x}, {shape})", (d, n // d)
+        if k == "expand_dims" and r < 3:
+            a = int(self.rng.integers(-(r + 1), r + 1))
+            shape = list(s)
+            shape.insert(a % (r + 1), 1)
+            return f"tfc.expand_dims({x}, {a})", tuple(shape)
+        if k == "broadcast_to":
+            shape = tuple(self.pick([2, 3]) if d == 1 and self.chance(0.7) else d for d in s)
+            if r < 3 and self.chance(0.5):
+                shape = (self.pick([1, 2]),) + shape
+            if _size(shape) > MAX_SIZE:
+                return x, s
+            return f"tfc.broadcast_to({x}, {list(shape)})", shape
+        if k == "tile" and r >= 1:
+            mult = [self.pick([1, 1, 2]) for _ in s]
+            shape = tuple(d * m for d, m in zip(s, mult))
+            if _size(shape) > MAX_SIZE:
+                return x, s
+            return f"tfc.tile({x}, {mult})", shape
+        if k == "concat" and r >= 1:
+            a = int(self.rng.integers(r))
+            other = self.var(lambda t: len(t) == r and all(t[i] == s[i] for i in range(r) if i != a))
+            y, t = other if other is not None and self.chance(0.6) else (self.unary(x), s)
+            shape = tuple(d + t[a] if i == a else d for i, d in enumerate(s))
+            if _size(shape) > MAX_SIZE:
+                return x, s
+            return f"tfc.concat([{x}, {y}], axis={a})", shape
+        if k == "transpose":
+            perm = [int(p) for p in self.rng.permutation(r)]
+            return f"tfc.transpose({x}, {perm})", tuple(s[p] for p in perm)
+        if k == "gather":
+            a = int(self.rng.integers(r))
+            idx = [int(i) for i in self.rng.integers(0, s[a], size=int(self.rng.integers(1, 4)))]
+            shape = s[:a] + (len(idx),) + s[a + 1:]
+            return f"tfc.gather({x}, {idx}, axis={a})", shape
+        if k == "slice":
+            a = int(self.rng.integers(r))
+            if s[a] > 1 and self.chance(0.5):
+                sl, n = "1:", s[a] - 1
+            elif self.chance(0.5):
+                sl, n = "::2", (s[a] + 1) // 2
+            else:
+                sl, n = "0", None
+            key = ", ".join([":"] * a + [sl])
+            shape = s[:a] + (() if n is None else (n,)) + s[a + 1:]
+            return f"{x}[{key}]", shape
+        if k == "softmax":
+            return f"tfc.nn.softmax({x})", s
+        if k == "squeeze":
+            ones = [i for i, d in enumerate(s) if d == 1]
+            if self.chance(0.3):
+                return f"tfc.squeeze({x})", tuple(d for d in s if d != 1)
+            a = self.pick(ones)
+            return f"tfc.squeeze({x}, axis={a})", s[:a] + s[a + 1:]
+        if k == "matmul":
+            other = self.var(lambda t: len(t) == 2 and t[0] == s[1])
+            if other is not None and self.chance(0.5):
+                y, t = other
+                return f"tfc.matmul({x}, {y})", (s[0], t[1])
+            if self.chance(0.5):
+                return f"tfc.matmul({x}, tfc.transpose({x}))", (s[0], s[0])
+            return f"({x} @ tfc.transpose({x}))", (s[0], s[0])
+        return x, s
+
+    def special(self, x, s):
+        """Shape-preserving: stop_gradient, custom gradients, where, clip."""
+        k = self.pick(["stop", "custom", "custom", "where", "clip", "cg_mul"])
+        if k == "stop":
+            return f"tfc.stop_gradient({x})", s
+        if k == "custom":
+            return f"{self.pick(CUSTOM)}({x})", s
+        if k == "where":
+            other = self.var(lambda t: tuple(t) == tuple(s))
+            y = other[0] if other else self.const()
+            return f"tfc.where({x} > {self.const()}, {x}, {y})", s
+        if k == "cg_mul":
+            other = self.var(lambda t: tuple(t) == tuple(s))
+            if other:
+                return f"cg_mul({x}, {other[0]})", s
+        return f"tfc.clip_by_value({x}, -2.0, 2.0)", s
+
+    def same_shape(self, target):
+        """An expression whose shape is exactly ``target``'s, using ``target``."""
+        s = self.env[target]
+        k = self.pick(["unary", "binary", "binary", "special", "special", "softmax_or_reduce"])
+        if k == "unary":
+            return self.unary(target)
+        if k == "binary":
+            return self.binary(target, s, keep_shape=True)[0]
+        if k == "special":
+            return self.special(target, s)[0]
+        if s:
+            if self.chance(0.5):
+                return f"tfc.nn.softmax({target})"
+            return f"({target} - tfc.reduce_mean({target}, axis={len(s) - 1}, keepdims=True))"
+        return f"({target} * tfc.reduce_sum({target}))"
+
+    def pred(self) -> str:
+        n, _ = self.var()
+        red = self.pick(["reduce_sum", "reduce_mean", "reduce_max", "reduce_min"])
+        return f"tfc.{red}({n}) {self.pick(['>', '<'])} {self.const()}"
+
+    # -- statements: each returns a list of source lines -------------------------------
+
+    def statement(self, depth=0):
+        kinds = ["assign"] * 4
+        if depth < 2:
+            kinds += ["if", "if", "for", "cond", "while_loop"]
+            # a second-order gradient through a loop of unknown trip count is a
+            # documented limit (docs/user-guide.md): nested tapes get counted loops only
+            if not self.second_order:
+                kinds.append("while")
+        k = self.pick(kinds)
+        return getattr(self, "st_" + k)(depth)
+
+    def st_assign(self, depth):
+        src, s = self.expr()
+        if _size(s) > MAX_SIZE or len(s) > 3:
+            src, s = f"tfc.reduce_sum({src})", ()
+        name = self.fresh()
+        self.env[name] = tuple(s)
+        return [f"{name} = {src}"]
+
+    def _updates(self, depth, targets):
+        """Lines reassigning each of ``targets`` with its own shape (maybe nested)."""
+        lines = []
+        for t in targets:
+            if depth < 1 and self.chance(0.25):
+                inner = self.statement(depth + 1)
+                lines += inner
+            lines.append(f"{t} = {self.same_shape(t)}")
+        return lines
+
+    def _targets(self):
+        # with gradients the inputs keep their names: the tape's sources are the inputs
+        names = [n for n in self.env if not (self.grad and n.startswith("x"))] or list(self.env)
+        k = min(len(names), self.pick([1, 1, 2]))
+        return [names[i] for i in self.rng.choice(len(names), size=k, replace=False)]
+
+    def _scoped(self, depth, targets):
+        """Updates of ``targets`` in a nested scope: names made there stay there."""
+        saved = dict(self.env)
+        lines = self._updates(depth, targets)
+        self.env = saved
+        return lines
+
+    def st_if(self, depth):
+        targets = self._targets()
+        pred = self.pred()
+        then = self._scoped(depth, targets)
+        lines = [f"if {pred}:"] + ["    " + line for line in then]
+        if self.chance(0.75):
+            other = self._scoped(depth, targets)
+            lines += ["else:"] + ["    " + line for line in other]
+        return lines
+
+    def st_while(self, depth):
+        targets = self._targets()
+        self.loops += 1
+        i = f"i{self.loops}"
+        n = self.pick([0, 0, 1, 2, 3])
+        body = self._scoped(depth, targets)
+        lines = [f"{i} = tfc.constant(0)", f"while {i} < {n}:"]
+        lines += ["    " + line for line in body] + [f"    {i} = {i} + 1"]
+        return lines
+
+    def st_for(self, depth):
+        targets = self._targets()
+        self.loops += 1
+        j = f"j{self.loops}"
+        n = self.pick([0, 1, 2, 3])
+        body = self._scoped(depth, targets)
+        if self.chance(0.3):
+            t = targets[0]
+            body.append(f"{t} = {t} + tfc.cast({j}, {t}.dtype) * 0.5")
+        return [f"for {j} in tfc.range({n}):"] + ["    " + line for line in body]
+
+    def st_cond(self, depth):
+        t = self.pick(list(self.env))
+        pred = self.pred()
+        a, b = self.same_shape(t), self.same_shape(t)
+        name = self.fresh()
+        self.env[name] = self.env[t]
+        return [f"{name} = tfc.cond({pred}, lambda: {a}, lambda: {b})"]
+
+    def st_while_loop(self, depth):
+        t = self.pick(list(self.env))
+        n = self.pick([0, 1, 2, 3])
+        saved = dict(self.env)
+        self.env["a"] = self.env[t]
+        body = self.same_shape("a")
+        self.env = saved
+        name = self.fresh()
+        self.env[name] = self.env[t]
+        most = f", maximum_iterations={n}" if self.second_order or self.chance(0.3) else ""
+        return [f"_, {name} = tfc.while_loop(lambda i, a: i < {n}, lambda i, a: (i + 1, {body}), "
+                f"[tfc.constant(0), {t}]{most})"]
+
+
+def _shapes(rng, n):
+    """``n`` input shapes, most of them broadcast-compatible with a common one."""
+    rank = int(rng.integers(0, 4))
+    base = tuple(int(d) for d in rng.choice([1, 2, 3, 4], size=rank))
+    shapes = []
+    for _ in range(n):
+        if rng.random() < 0.2:
+            r = int(rng.integers(0, 4))
+            shapes.append(tuple(int(d) for d in rng.choice([1, 2, 3], size=r)))
+            continue
+        s = [1 if rng.random() < 0.3 else d for d in base]
+        drop = int(rng.integers(0, len(s) + 1)) if rng.random() < 0.3 else 0
+        shapes.append(tuple(s[drop:]))
+    return shapes
+
+
+def _values(rng, shape, dtype):
+    v = rng.standard_normal(shape).round(2).astype(dtype)
+    if v.size and rng.random() < 0.2:
+        flat = v.reshape(-1)
+        k = int(rng.integers(v.size))
+        flat[k] = rng.choice([np.inf, -np.inf, np.nan, 0.0, 0.0])
+    return np.asarray(v, dtype=dtype)
+
+
+def generate(seed: int, index: int, grad: bool = False) -> Program:
+    """Program ``index`` of the campaign ``seed`` (with gradients when ``grad``)."""
+    rng = np.random.default_rng([seed, index, int(grad)])
+    dtype = "float32" if rng.random() < 0.7 else "float64"
+    n = int(rng.integers(1, 4))
+    shapes = _shapes(rng, n)
+    values = [_values(rng, s, dtype) for s in shapes]
+    g = None
+    if grad:
+        sources = sorted({int(i) for i in rng.integers(0, n, size=int(rng.integers(1, n + 1)))})
+        g = {"sources": sources, "persistent": bool(rng.random() < 0.3),
+             "second_order": bool(rng.random() < 0.2), "unconnected": bool(rng.random() < 0.15)}
+    gen = _Gen(rng, dtype, grad, second_order=bool(g and g["second_order"]))
+    for i, s in enumerate(shapes):
+        gen.env[f"x{i}"] = s
+    blocks = [gen.statement() for _ in range(int(rng.integers(2, 7)))]
+    made = [n for n in gen.env if n.startswith("v")]
+    outputs = made[-int(rng.integers(1, 3)):] if made else ["x0"]
+    if rng.random() < 0.3:
+        outputs = outputs + [f"x{int(rng.integers(n))}"]
+    none_dims = [[bool(rng.random() < 0.8) for _ in s] for s in shapes]
+    return Program(seed, index, dtype, shapes, values, blocks, outputs, g, none_dims)

@@ -1,0 +1,286 @@
+"""The differential fuzzer: random programs run eagerly (the reference) and in each
+compiled variant, compared bitwise.
+
+    .venv/bin/python -m tests.fuzz.run --programs 2000 --seed 7 [--grad] [--jobs 1] [--out findings.jsonl]
+
+Variants: ``static`` (tfc.function with a static input_signature), ``none`` (the
+signature's dimensions None), ``nosig`` (no signature), ``compile`` (tfc.compile)
+and ``saveload`` (tfc.save of the compiled form, tfc.load, call). Values, dtypes and
+shapes must be equal bit for bit (NaN equal to NaN), gradients too, and a gradient
+is None exactly where eager's is. When eager raises, every variant must raise; when
+a variant raises and eager does not, that is a finding unless the error is a
+NotImplementedError naming a documented limit (``DOCUMENTED_LIMITS``).
+Each finding is minimized (statements dropped while it persists) and printed.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import importlib.util
+import itertools
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import traceback
+
+import numpy as np
+
+from tests.fuzz.programs import Program, generate
+
+VARIANTS = ("static", "none", "nosig", "compile", "saveload")
+
+# NotImplementedErrors that name a limit the docs state (docs/user-guide.md): a
+# variant failing with one of these is not a finding.
+DOCUMENTED_LIMITS = (
+    r"a for loop over tfc\.range with float values and a tensor bound is not supported",
+)
+
+_counter = itertools.count()
+
+
+def _import(source: str, workdir: str, name: str):
+    """The program's module, from a real file (so inspect.getsource works)."""
+    path = os.path.join(workdir, f"{name}_{os.getpid()}_{next(_counter)}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _specs(tfc, p: Program, none: bool):
+    return [tfc.TensorSpec(tuple(None if (none and nd) else d for d, nd in zip(s, dims)), getattr(tfc, p.dtype))
+            for s, dims in zip(p.shapes, p.none_dims)]
+
+
+def _flatten(result):
+    """The result as a list of numpy arrays or None (anything else is kept as is)."""
+    items = result if isinstance(result, (tuple, list)) else (result,)
+    out = []
+    for r in items:
+        if r is None:
+            out.append(None)
+        elif hasattr(r, "numpy"):
+            out.append(np.asarray(r.numpy()))
+        else:
+            out.append(r)
+    return out
+
+
+def run_variant(tfc, prog_fn, p: Program, variant: str, workdir: str):
+    """``prog_fn``'s result in ``variant`` (eager: the function itself)."""
+    args = [tfc.constant(v) for v in p.values]
+    if variant == "eager":
+        return _flatten(prog_fn(*args))
+    if variant == "static":
+        return _flatten(tfc.function(prog_fn, input_signature=_specs(tfc, p, False))(*args))
+    if variant == "none":
+        return _flatten(tfc.function(prog_fn, input_signature=_specs(tfc, p, True))(*args))
+    if variant == "nosig":
+        return _flatten(tfc.function(prog_fn)(*args))
+    if variant == "compile":
+        return _flatten(tfc.compile(tfc.function(prog_fn), *_specs(tfc, p, False))(*args))
+    if variant == "saveload":
+        c = tfc.compile(tfc.function(prog_fn), *_specs(tfc, p, False))
+        path = tfc.save(c, os.path.join(workdir, f"artifact_{os.getpid()}_{next(_counter)}"))
+        try:
+            return _flatten(tfc.load(path)(*args))
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+    raise ValueError(f"unknown variant {variant!r}")
+
+
+def _error(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
+
+
+def _rounding(w, g) -> bool:
+    """Whether ``g`` differs from ``w`` only as sums added in another order do: the
+    documented exception for gradients (docs/user-guide.md), its own class."""
+    if w.dtype.kind != "f" or not np.array_equal(np.isfinite(w), np.isfinite(g)):
+        return False
+    fin = np.isfinite(w)
+    if not np.array_equal(w[~fin], g[~fin], equal_nan=True):
+        return False
+    scale = float(np.max(np.abs(w[fin]), initial=0.0))
+    return bool(np.all(np.abs(w[fin] - g[fin]) <= 16 * np.finfo(w.dtype).eps * max(scale, 1e-30)))
+
+
+def compare(p: Program, want, got) -> tuple | None:
+    """(class, detail) for the first difference of ``got`` from eager's ``want``."""
+    if isinstance(want, BaseException):
+        if isinstance(got, BaseException):
+            return None
+        return "no-error", f"eager raised {_error(want)}; the variant returned a value"
+    if isinstance(got, BaseException):
+        if isinstance(got, NotImplementedError) and any(re.search(r, str(got)) for r in DOCUMENTED_LIMITS):
+            return None
+        tfc_error = isinstance(got, (ValueError, NotImplementedError)) or type(got).__module__.startswith("tfc")
+        return ("compile-fails" if tfc_error else "crash"), _error(got)
+    if len(want) != len(got):
+        return "wrong-structure", f"eager returned {len(want)} results, the variant {len(got)}"
+    nf = p.n_forward()
+    for k, (w, g) in enumerate(zip(want, got)):
+        what = "output" if k < nf else "gradient"
+        where = f"{what} {k}"
+        if w is None or g is None:
+            if w is None and g is None:
+                continue
+            if w is None:
+                zeros = isinstance(g, np.ndarray) and not np.any(g)
+                return ("none-vs-zeros" if zeros else "none-vs-value"), f"{where}: eager None, variant {g!r}"
+            return "value-vs-none", f"{where}: eager {w!r}, variant None"
+        if not isinstance(w, np.ndarray) or not isinstance(g, np.ndarray):
+            if type(w) is not type(g) or w != g:
+                return "wrong-value", f"{where}: eager {w!r}, variant {g!r}"
+            continue
+        if w.dtype != g.dtype or w.shape != g.shape:
+            return ("wrong-grad" if what == "gradient" else "wrong-value"), \
+                f"{where}: eager {w.dtype}{list(w.shape)}, variant {g.dtype}{list(g.shape)}"
+        same = (w == g) | (np.isnan(w) & np.isnan(g)) if w.dtype.kind in "fc" else (w == g)
+        if not np.all(same):
+            if w.dtype.kind == "f" and np.any(np.isnan(g) & ~np.isnan(w)):
+                cls = "nan-vs-value"
+            elif what == "gradient" and _rounding(w, g):
+                cls = "last-bit"
+            else:
+                cls = "wrong-grad" if what == "gradient" else "wrong-value"
+            return cls, f"{where}: eager {w.tolist()}, variant {g.tolist()}"
+    return None
+
+
+def check(tfc, p: Program, variants, workdir: str, blocks=None):
+    """([(variant, class, detail)], whether eager raised) for program ``p`` (its body ``blocks``)."""
+    try:
+        mod = _import(p.source(blocks), workdir, p.name)
+    except Exception as e:  # a generator bug, not a tfc finding
+        return [("import", "generator", _error(e))], True
+
+    def attempt(variant):
+        try:
+            return run_variant(tfc, mod.prog, p, variant, workdir)
+        except Exception as e:  # noqa: BLE001 (every error is compared)
+            return e
+
+    want = attempt("eager")
+    found = []
+    for v in variants:
+        d = compare(p, want, attempt(v))
+        if d is not None:
+            found.append((v, *d))
+    return found, isinstance(want, BaseException)
+
+
+def minimize(tfc, p: Program, variant: str, cls: str, workdir: str) -> list:
+    """The smallest body (by dropping whole statements) that still shows ``cls`` in ``variant``."""
+    blocks = list(p.blocks)
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(blocks) - 1, -1, -1):
+            trial = blocks[:i] + blocks[i + 1:]
+            if any(v == variant and c == cls for v, c, _ in check(tfc, p, [variant], workdir, trial)[0]):
+                blocks, changed = trial, True
+    return blocks
+
+
+def _inputs_repr(p: Program) -> str:
+    return "; ".join(f"x{i} = {v.tolist()!r} ({p.dtype})" for i, v in enumerate(p.values))
+
+
+def _worker(job):
+    seed, indices, grad, variants, max_min = job
+    import tfc
+
+    np.seterr(all="ignore")
+    workdir = tempfile.mkdtemp(prefix="tfc-fuzz-")
+    minimized = collections.Counter()
+    records = []
+    eager_errors = 0
+    try:
+        for i in indices:
+            p = generate(seed, i, grad)
+            found, eager_failed = check(tfc, p, variants, workdir)
+            eager_errors += eager_failed
+            for v, cls, detail in found:
+                rec = {"seed": seed, "index": i, "grad": grad, "variant": v, "class": cls,
+                       "detail": detail, "inputs": _inputs_repr(p)}
+                if minimized[cls] < max_min and cls != "generator":
+                    minimized[cls] += 1
+                    rec["source"] = p.source(minimize(tfc, p, v, cls, workdir))
+                else:
+                    rec["source"] = p.source()
+                records.append(rec)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    return len(indices), eager_errors, records
+
+
+def campaign(programs: int, seed: int, grad: bool, jobs: int = 1, variants=VARIANTS, max_min: int = 3):
+    """Run ``programs`` programs; returns (number run, how many raised eagerly, finding records)."""
+    chunks = [list(range(k, programs, jobs)) for k in range(jobs)]
+    work = [(seed, c, grad, tuple(variants), max_min) for c in chunks if c]
+    if jobs == 1:
+        results = [_worker(w) for w in work]
+    else:
+        import multiprocessing
+
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            results = pool.map(_worker, work)
+    return (sum(n for n, _, _ in results), sum(e for _, e, _ in results),
+            [r for _, _, rs in results for r in rs])
+
+
+def summary(n: int, eager_errors: int, records, variants, grad: bool) -> str:
+    """The table of programs, variants and findings by class and variant, and one
+    (the shortest) reproducer per class."""
+    lines = [f"programs run: {n} ({'with' if grad else 'without'} gradients); variants: "
+             f"{', '.join(variants)} ({n * len(variants)} program-variant runs); "
+             f"{eager_errors} programs raised eagerly (every variant must raise too)"]
+    by = collections.Counter((r["class"], r["variant"]) for r in records)
+    classes = sorted({c for c, _ in by})
+    programs_with = len({(r["seed"], r["index"], r["grad"]) for r in records})
+    lines.append(f"mismatches: {len(records)} in {programs_with} programs")
+    if classes:
+        w = max(len(c) for c in classes) + 2
+        lines.append("class".ljust(w) + "".join(v.rjust(10) for v in variants) + "total".rjust(8))
+        for c in classes:
+            row = [by[(c, v)] for v in variants]
+            lines.append(c.ljust(w) + "".join(str(x).rjust(10) for x in row) + str(sum(row)).rjust(8))
+    for c in classes:
+        best = min((r for r in records if r["class"] == c), key=lambda r: len(r["source"]))
+        lines += ["", f"== {c}: program {best['seed']}/{best['index']} ({best['variant']}): {best['detail']}",
+                  f"   inputs: {best['inputs']}", best["source"]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.fuzz.run", description=__doc__.splitlines()[0])
+    ap.add_argument("--programs", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--grad", action="store_true", help="programs compute gradients")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--minimize", type=int, default=3, help="findings minimized per class and job")
+    ap.add_argument("--out", help="append one JSON line per finding to this file")
+    a = ap.parse_args(argv)
+    variants = tuple(v for v in a.variants.split(",") if v)
+    bad = set(variants) - set(VARIANTS)
+    if bad:
+        ap.error(f"unknown variants {sorted(bad)}; known: {', '.join(VARIANTS)}")
+    os.environ.setdefault("TFC_CACHE_DIR", tempfile.mkdtemp(prefix="tfc-fuzz-cache-"))
+    n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize)
+    if a.out:
+        with open(a.out, "a") as f:
+            for r in records:
+                f.write(json.dumps(r) + "\n")
+    print(summary(n, eager_errors, records, variants, a.grad))
+    return 1 if records else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

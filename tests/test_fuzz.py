@@ -1,0 +1,130 @@
+"""The differential fuzz (tests/fuzz), a small fixed-seed batch: random programs run
+eagerly and as tfc.function (static, None and no signature), tfc.compile and
+save/load, compared bit for bit (gradients and their None-ness too). Longer
+campaigns run by hand: see docs/testing.md.
+
+One test per finding class, so a class that is still broken is marked alone.
+"""
+import re
+
+import numpy as np
+import pytest
+
+from tests.fuzz import run
+from tests.fuzz.programs import Program, generate
+
+SEED = 15
+N_FORWARD = 30
+N_GRAD = 60
+
+# every class a finding can have, except "last-bit" (the documented exception:
+# gradients summed in another order, docs/user-guide.md), which is reported only
+CLASSES = ("wrong-value", "wrong-grad", "none-vs-zeros", "none-vs-value", "value-vs-none",
+           "nan-vs-value", "compile-fails", "crash", "no-error", "wrong-structure", "generator")
+
+
+@pytest.fixture(scope="module")
+def forward():
+    return run.campaign(N_FORWARD, SEED, grad=False, max_min=1)
+
+
+@pytest.fixture(scope="module")
+def gradients():
+    return run.campaign(N_GRAD, SEED, grad=True, max_min=1)
+
+
+def _report(records, cls):
+    hits = [r for r in records if r["class"] == cls]
+    if not hits:
+        return ""
+    best = min(hits, key=lambda r: len(r["source"]))
+    return (f"{len(hits)} {cls} findings, e.g. program {best['seed']}/{best['index']} "
+            f"({best['variant']}): {best['detail']}\ninputs: {best['inputs']}\n{best['source']}")
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+def test_forward_programs_agree(forward, cls):
+    n, eager_errors, records = forward
+    assert n == N_FORWARD and eager_errors < n // 5  # most programs run: the batch tests something
+    report = _report(records, cls)
+    assert not report, report
+
+
+GRAD_XFAIL = {
+    # classes still broken when this test was written, with the defect; a fix makes the
+    # test pass, and strict=True turns that into a failure: then remove the marker.
+}
+
+
+@pytest.mark.parametrize("cls", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=GRAD_XFAIL[c]))
+                                 if c in GRAD_XFAIL else c for c in CLASSES])
+def test_gradient_programs_agree(gradients, cls):
+    n, eager_errors, records = gradients
+    assert n == N_GRAD and eager_errors < n // 5
+    report = _report(records, cls)
+    assert not report, report
+
+
+def test_generator_covers_every_construct():
+    """What issue 15 asks the fuzz to cover shows up in the batches above, inside
+    control flow where it matters."""
+    progs = [generate(SEED, i, grad=True) for i in range(N_GRAD)] + \
+            [generate(SEED, i, grad=False) for i in range(N_FORWARD)]
+    text = "\n".join(p.source() for p in progs)
+    for construct in ["tfc.stop_gradient(", "cg_scale(", "cg_clip(", "cg_softplus(", "cg_mul(",
+                      "tfc.cond(", "tfc.while_loop(", "maximum_iterations=", "in tfc.range(0)",
+                      "while i", "else:", "persistent=True", "t2.gradient(", 'unconnected_gradients="zero"',
+                      "tfc.matmul(", "tfc.concat(", "tfc.tile(", "tfc.squeeze(", "tfc.expand_dims(",
+                      "tfc.broadcast_to(", "tfc.gather(", "tfc.reshape(", "tfc.transpose(",
+                      "tfc.nn.softmax(", "tfc.where(", "keepdims=True"]:
+        assert construct in text, construct
+    assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing
+    # stop_gradient and custom gradients inside a branch or a loop body (indented)
+    assert re.search(r"\n {12,}\S.*tfc\.stop_gradient\(", text)
+    assert re.search(r"\n {12,}\S.*cg_\w+\(", text)
+    assert re.search(r"lambda: (tfc\.stop_gradient|cg_)", text)
+    # a zero-trip while loop, sources the target does not use, inputs with inf, NaN, 0
+    assert re.search(r"while i\d+ < 0:", text)
+    assert any(p.grad and any(f"x{s}" not in "".join(map(str, p.blocks)) for s in p.grad["sources"])
+               for p in progs)
+    values = np.concatenate([v.reshape(-1) for p in progs for v in p.values])
+    assert np.isposinf(values).any() and np.isneginf(values).any() and np.isnan(values).any()
+    assert (values == 0).any()
+    # None dimensions, some broadcasting against a size-1 dimension at run time
+    assert any(any(any(d) for d in p.none_dims) for p in progs)
+    assert any(1 in s and any(len(t) == len(s) and t != s for t in p.shapes) for p in progs for s in p.shapes)
+
+
+def _prog(n_forward=1):
+    return Program(0, 0, "float32", [()], [np.float32(1)], [], [f"v{i}" for i in range(n_forward)])
+
+
+@pytest.mark.parametrize("want, got, cls", [
+    ([np.float32(1), None], [np.float32(1), np.zeros((), np.float32)], "none-vs-zeros"),
+    ([np.float32(1), None], [np.float32(1), np.ones((), np.float32)], "none-vs-value"),
+    ([np.float32(1), np.zeros(2, np.float32)], [np.float32(1), None], "value-vs-none"),
+    ([np.float32(1), np.ones(2, np.float32)], [np.float32(1), np.array([1, np.nan], np.float32)], "nan-vs-value"),
+    ([np.float32(1), np.ones(2, np.float32)], [np.float32(1), np.array([1, 3], np.float32)], "wrong-grad"),
+    ([np.float32(1), np.ones(2, np.float32)], [np.float32(1), np.ones((1, 2), np.float32)], "wrong-grad"),
+    ([np.float32(1), np.ones(2, np.float32)], [np.float32(1), np.ones(2, np.float64)], "wrong-grad"),
+    ([np.float32(1), np.full(2, 3, np.float32)], [np.float32(1), np.nextafter(np.full(2, 3, np.float32), 4)],
+     "last-bit"),
+    ([np.float32(1)], [np.nextafter(np.float32(1), np.float32(2))], "wrong-value"),
+    ([np.float32(1)], [np.float32(1), None], "wrong-structure"),
+    ([np.float32(1)], ValueError("tfc.concat: ..."), "compile-fails"),
+    ([np.float32(1)], TypeError("split: ..."), "crash"),
+    (ValueError("eager"), [np.float32(1)], "no-error"),
+])
+def test_comparison_classifies(want, got, cls):
+    assert run.compare(_prog(), want, got)[0] == cls
+
+
+@pytest.mark.parametrize("want, got", [
+    ([np.array([np.nan, 1], np.float32)], [np.array([np.nan, 1], np.float32)]),  # NaN equals NaN
+    ([np.float32(1), None], [np.float32(1), None]),
+    (ValueError("eager"), TypeError("compiled")),  # both raise
+    ([np.float32(1)], NotImplementedError(
+        "f.py:3: a for loop over tfc.range with float values and a tensor bound is not supported")),
+])
+def test_comparison_accepts(want, got):
+    assert run.compare(_prog(), want, got) is None
