@@ -212,17 +212,17 @@ def test_autograph_for_range_tensor_with_if(n):
     assert_grads(got, numeric_grad(fn, [np.asarray(a) for a in args]), rtol=1e-6, atol=1e-7)
 
 
-def test_loop_variable_changing_shape_is_not_implemented():
-    @tfc.function
+def test_loop_variable_changing_shape():
+    """The states of a loop variable whose shape changes are kept in a list."""
     def g(x):
         with tfc.GradientTape() as t:
             t.watch(x)
-            y = tfc.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, tfc.concat([x, x], 0)),
+            y = tfc.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, tfc.concat([x, x], 0) * x[0]),
                                [tfc.constant(0), x])[1]
         return t.gradient(y, x)
 
-    with pytest.raises(NotImplementedError, match="changes shape across iterations"):
-        g(f64([1.0]))
+    x = f64([1.5, 2.0])
+    np.testing.assert_array_equal(tfc.function(g)(x).numpy(), g(x).numpy())
 
 
 def rnn(xs, w):

@@ -85,8 +85,14 @@ SAMPLES = {
     "avg_pool2d_grad": lambda: _conv.avg_pool2d_grad((5, 5), POOLED, 2, 2),
     "dropout_mask": lambda: _conv.dropout_mask(F23, 0.5, seed=1),
     "tensor_array_write": lambda: _cf.tensor_array_write(F23, tfc.constant(3), F23[0], grow=True),
+    # state lists: flat values, then a table of shapes (_LIST_SHAPES: a 1x1 state, then a 1x2 one)
+    "state_list_push": lambda: _cf.state_list_push(F23[0], tfc.constant(np.array([[3]], np.int64)), F23[1]),
+    "state_list_get": lambda: _cf.state_list_get(F23[0], _LIST_SHAPES, tfc.constant(1), F23[:1, :2]),
+    "state_list_get_grad": lambda: _cf.state_list_get_grad(F23[:1, :2], F23[0], _LIST_SHAPES, tfc.constant(1)),
+    "state_list_push_grad": lambda: _cf.state_list_push_grad(F23[0], F23[0, :1], F23[0, 1:]),
 }
 
+_LIST_SHAPES = tfc.constant(np.array([[1, 1], [1, 2]], np.int64))
 IMG = tfc.constant(np.arange(50, dtype=np.float32).reshape(1, 5, 5, 2) / 50)
 FILT = tfc.constant(np.arange(36, dtype=np.float32).reshape(3, 3, 2, 2) / 36 - 0.5)
 OUT = tfc.constant(np.ones((1, 3, 3, 2), np.float32))

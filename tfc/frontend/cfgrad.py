@@ -12,9 +12,14 @@ lists, prints) and what is differentiated is exactly what was compiled.
   whose branches replay the forward branches under a tape and yield the
   vector-Jacobian products for the values the cond captured.
 - while: one tape entry; its rule emits the loop again with each iteration's
-  loop-carried state written to a buffer (size ``maximum_iterations``, or
-  growing), then a loop running backwards over the buffer, each iteration
-  replaying the body under a tape.
+  loop-carried state written to a buffer (size ``maximum_iterations``), or to
+  a list where the trip count or a shape is known only at run time, then a
+  loop running backwards over them, each iteration replaying the body under
+  a tape.
+- ``tfc.stop_gradient`` and ``tfc.custom_gradient`` are ops in the IR, so a
+  replay does what the tape did: the first has no gradient (no tape records
+  it), the second records the user's gradient function (kept, by the op's
+  key, in the trace's ``grad_fns``; a loaded function has none: an error).
 - compiled call: one tape entry; its rule calls a second compiled function,
   the backward function, built once per ConcreteFunction by replaying the
   forward function under a tape (variables become plain tensor inputs holding
@@ -353,7 +358,8 @@ class WhileGrad:
 
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of
-        from tfc.ops.control_flow import tensor_array_write
+        from tfc.core.dtypes import int64
+        from tfc.ops.control_flow import state_list_get, state_list_push, tensor_array_write
         from tfc.ops.creation import zeros
         from tfc.ops.shapes import gather
 
@@ -362,15 +368,6 @@ class WhileGrad:
         limit = None if op.max_iterations is None else op.max_iterations.value.data
         init, captured = entry.inputs[:n], entry.inputs[n:]
         specs = [spec_of(r.type) for r in op.results]
-        for k, s in enumerate(specs):
-            if any(d is None for d in s.shape):
-                raise NotImplementedError(
-                    f"the gradient of a tfc.while_loop whose loop variable {k} changes shape across iterations "
-                    f"(shape {s.shape}) is not implemented: each iteration's state is stored in a buffer, which "
-                    f"needs a fixed shape; keep loop variable shapes fixed (e.g. a TensorArray with a fixed size "
-                    f"and element_shape instead of a growing one). A second-order gradient through a loop "
-                    f"without maximum_iterations meets this in the first gradient's history of states: give "
-                    f"the loop maximum_iterations, or loop over a tfc.range of Python ints")
         gs = g if isinstance(g, list) else [g]
         fs = [k for k in range(n) if specs[k].dtype.is_floating]
         body, cond = op.body_region.block, op.cond_region.block
@@ -381,20 +378,39 @@ class WhileGrad:
             return out
         grow = limit is None
 
-        # 1. The loop again, keeping the state at the start of each iteration.
+        # 1. The loop again, keeping the state at the start of each iteration: in
+        # a buffer (maximum_iterations, *shape), or where the trip count or a
+        # dimension is known only at run time (a shape may change across
+        # iterations, as eagerly), in a list (tfc.ops.control_flow).
+        dynamic = [grow or None in s.shape for s in specs]
+
         def hist_cond(*a):
             return _region_replay(builder, captured).block(cond, a[:n])
 
         def hist_body(*a):
-            state, i, bufs = a[:n], a[n], a[n + 1:]
-            bufs = [tensor_array_write(b, i, s, grow=grow) for b, s in zip(bufs, state)]
+            state, i, bufs = a[:n], a[n], list(a[n + 1:])
+            it = iter(bufs)
+            kept = []
+            for s, dyn in zip(state, dynamic):
+                if dyn:
+                    kept += state_list_push(next(it), next(it), s)
+                else:
+                    kept.append(tensor_array_write(next(it), i, s))
             new = _region_replay(builder, captured).block(body, state)
-            return (*new, i + 1, *bufs)
+            return (*new, i + 1, *kept)
 
         start = convert_to_tensor(np.int32(0))
-        bufs0 = [zeros((limit or 0,) + s.shape, s.dtype) for s in specs]
+        bufs0 = []
+        for s, dyn in zip(specs, dynamic):
+            bufs0 += [zeros((0,), s.dtype), zeros((0, len(s.shape)), int64)] if dyn else \
+                [zeros((limit,) + s.shape, s.dtype)]
         hist = builder.while_loop(hist_cond, hist_body, [*init, start, *bufs0], limit)
         count, bufs = hist[n], hist[n + 1:]
+
+        def states(j):
+            it = iter(bufs)
+            return [state_list_get(next(it), next(it), j, hist[k]) if dyn else gather(next(it), j, axis=0)
+                    for k, dyn in enumerate(dynamic)]
 
         # 2. Backwards over the stored states: each step is the VJP of one body iteration.
         sources_caps = [captured[k] for k in want]
@@ -406,7 +422,7 @@ class WhileGrad:
             return greater_equal(j, 0)
 
         def bw_body(j, *acc):
-            state = [gather(b, j, axis=0) for b in bufs]
+            state = states(j)
             srcs = [state[k] for k in fs] + sources_caps
             grads = _vjp(_region_replay(builder, captured), body, state, srcs, fs, acc[:nf],
                          [None] * nf + list(acc[nf:]))

@@ -209,6 +209,112 @@ def custom_gradient_call(*values, key=0, n_inputs=0):
     return values, {"key": int(key), "n_inputs": int(n_inputs)}
 
 
+# -- state lists ------------------------------------------------------------------------------
+#
+# The gradient of a tfc.while_loop keeps the loop variables' state at the start
+# of each iteration. A variable whose shape is known only at run time (and may
+# change across iterations, as eagerly) is kept in a list: its elements' values
+# one after the other in a flat buffer, and their shapes as the rows of an
+# int64 table.
+
+
+def _list_push_infer(op, flat: Spec, shapes: Spec, value: Spec) -> list:
+    if flat.ndim != 1 or flat.dtype != value.dtype:
+        raise TypeError(f"state_list_push: the buffer must be a 1-D {value.dtype.name} tensor, got {flat}")
+    if shapes.dtype != dtypes.int64 or shapes.ndim != 2 or shapes.shape[1] not in (None, value.ndim):
+        raise TypeError(f"state_list_push: the shape table must be int64[?, {value.ndim}], got {shapes}")
+    return [Spec((None,), value.dtype), Spec((None, value.ndim), dtypes.int64)]
+
+
+def _list_push_kernel(flat, shapes, value):
+    row = np.array(value.shape, np.int64).reshape(1, value.ndim)
+    return [np.concatenate([flat, value.reshape(-1)]), np.concatenate([shapes, row])]
+
+
+def _no_grad(e, g):
+    raise NotImplementedError(
+        f"the gradient of {e.op.name} (a third-order gradient through a tfc.while_loop that keeps its states "
+        f"in a list) is not implemented")
+
+
+def _push_grad_infer(op, g: Spec, flat: Spec, value: Spec) -> list:
+    return [flat, value]
+
+
+def _push_grad_kernel(g, flat, value):
+    return [g[:flat.size].copy(), g[flat.size:].reshape(value.shape)]
+
+
+@declare(kernel=_push_grad_kernel, infer=_push_grad_infer, grad=_no_grad)
+def state_list_push_grad(g, flat, value):
+    """The gradient of state_list_push: ``g`` cut into (flat's part, value's part)."""
+    return (g, flat, value), {}
+
+
+def _list_push_grad(e, g):
+    flat, _, value = e.inputs
+    g_flat, g_value = state_list_push_grad(g[0], flat, value)
+    return [g_flat if e.needs_grad(0) else None, None, g_value if e.needs_grad(2) else None]
+
+
+@declare(kernel=_list_push_kernel, infer=_list_push_infer, grad=_list_push_grad)
+def state_list_push(flat, shapes, value):
+    """The list (``flat``: its elements' values one after the other, ``shapes``:
+    their shapes, the rows of an int64 table) with ``value`` appended: a
+    tfc.while_loop's gradient keeps there the states of a loop variable whose
+    shape or trip count is known only at run time."""
+    return (flat, shapes, value), {}
+
+
+def _list_get_infer(op, flat: Spec, shapes: Spec, index: Spec, like: Spec) -> Spec:
+    inf.check_dtype(op, index, dtypes.INTS, "index")
+    if index.ndim != 0:
+        raise ValueError(f"state_list_get: index must be a scalar, got shape {inf.fmt_shape(index.shape)}")
+    if flat.ndim != 1 or flat.dtype != like.dtype or shapes.ndim != 2 or shapes.dtype != dtypes.int64:
+        raise TypeError(f"state_list_get: expected a 1-D {like.dtype.name} buffer and an int64 shape table, "
+                        f"got {flat} and {shapes}")
+    return like
+
+
+def _list_get_kernel(flat, shapes, index, like):
+    i = int(index)
+    start, stop = _segment(shapes, i)
+    return flat[start:stop].reshape(tuple(shapes[i]))
+
+
+def _segment(shapes, i):
+    if not 0 <= i < shapes.shape[0]:
+        raise InvalidArgumentError(f"state_list_get: index {i} is out of range for a list of {shapes.shape[0]}")
+    sizes = np.prod(shapes, axis=1, dtype=np.int64)
+    start = int(sizes[:i].sum())
+    return start, start + int(sizes[i])
+
+
+def _get_grad_kernel(g, flat, shapes, index):
+    start, stop = _segment(shapes, int(index))
+    out = np.zeros_like(flat)
+    out[start:stop] = g.reshape(-1)
+    return out
+
+
+@declare(kernel=_get_grad_kernel, infer=lambda op, g, flat, shapes, index: flat, grad=_no_grad)
+def state_list_get_grad(g, flat, shapes, index):
+    """The gradient of state_list_get: zeros, with ``g`` at element ``index``."""
+    return (g, flat, shapes, index), {}
+
+
+def _list_get_grad(e, g):
+    flat, shapes, index, _ = e.inputs
+    return [state_list_get_grad(g, flat, shapes, index) if e.needs_grad(0) else None, None, None, None]
+
+
+@declare(kernel=_list_get_kernel, infer=_list_get_infer, grad=_list_get_grad)
+def state_list_get(flat, shapes, index, like):
+    """Element ``index`` of the list (``flat``, ``shapes``), typed as ``like``
+    (whose static dimensions every element has)."""
+    return (flat, shapes, index, like), {}
+
+
 # -- TensorArray ----------------------------------------------------------------------------
 #
 # Two forms. Eagerly, and while tracing with Python-int indices, an array is a tuple

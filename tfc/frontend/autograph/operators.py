@@ -482,7 +482,8 @@ def _check_same(name, before, after, line):
             if b.dtype != a.dtype:
                 raise TypeError(f"{_describe(name)} changes dtype in the tensor loop at line {line}: "
                                 f"{b.dtype.name} before, {a.dtype.name} after an iteration")
-            if tuple(b.shape) != tuple(a.shape):
+            # as TensorFlow: a dimension known before the loop stays; an unknown one may become known
+            if len(b.shape) != len(a.shape) or any(x is not None and x != y for x, y in zip(b.shape, a.shape)):
                 raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
                                  f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
         elif isinstance(b, Tensor) != isinstance(a, Tensor):
