@@ -240,3 +240,218 @@ def test_subprocess_entry_point(model):
     r = subprocess.run([sys.executable, "-m", "tfc.cli", "compile", model + "x"],
                        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
     assert r.returncode == 1 and "Traceback" not in r.stderr and "no such file" in r.stderr
+
+
+# -- what tfc compile finds ------------------------------------------------------------------
+
+MODULE_MODEL = '''
+import tfc
+
+
+class Scale(tfc.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = tfc.Variable([1.0, 2.0, 3.0], name="w")
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 3))])
+    def __call__(self, x):
+        return x * self.w
+
+    @tfc.function(input_signature=[tfc.TensorSpec((3,))])
+    def shift(self, x):
+        return x + self.w
+
+    def plain(self, x):
+        return x
+
+
+model = Scale()
+
+
+def g(x):
+    return tfc.exp(x) + 1.0
+
+
+compiled_g = tfc.compile(g, tfc.TensorSpec((2,)))
+
+if __name__ == "__main__":
+    raise SystemExit("the model file's __main__ block ran")
+'''
+
+
+def test_module_methods_and_compile_results_are_found(tmp_path):
+    p = write(tmp_path, MODULE_MODEL)
+    code, out, err = run([p])
+    assert code == 0, err
+    heads = [ln for ln in out.splitlines() if ln.startswith("function ")]
+    assert heads == ["function model(float32[?, 3])", "function model.shift(float32[3])",
+                     "function compiled_g(float32[2])"]
+
+
+def test_exported_module_method_runs_as_the_method(tmp_path):
+    p = write(tmp_path, MODULE_MODEL)
+    dest = str(tmp_path / "out")
+    code, _, err = run([p, "-o", dest])
+    assert code == 0, err
+    assert sorted(os.listdir(dest)) == ["compiled_g", "model", "model.shift"]
+    x = np.array([0.5, -1.0, 4.0], np.float32)
+    w = np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(tfc.load(os.path.join(dest, "model.shift"))(x).numpy(), x + w)
+    np.testing.assert_array_equal(tfc.load(os.path.join(dest, "model"))(np.stack([x, x])).numpy(),
+                                  np.stack([x * w, x * w]))
+    np.testing.assert_allclose(tfc.load(os.path.join(dest, "compiled_g"))(x[:2]).numpy(), np.exp(x[:2]) + 1,
+                               rtol=1e-6)
+
+
+def test_compile_result_is_compiled_with_the_commands_passes(tmp_path):
+    p = write(tmp_path, MODULE_MODEL)
+    code, out, err = run([p, "--function", "compiled_g", "--passes", "tfc-cse"])
+    assert code == 0, err
+    assert "time: tfc-cse" in out and "time: tfc-simplify" not in out
+    code, out, err = run([p, "--function", "model.shift", "--emit", "tensor"])
+    assert code == 0, err
+    assert "func.func @shift" in out
+
+
+def test_function_naming_nothing_lists_methods_too(tmp_path):
+    p = write(tmp_path, MODULE_MODEL)
+    check_error([p, "--function", "nothing"], 2, "model, model.shift, compiled_g")
+
+
+# -- outputs written whole --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("error", [OSError(28, "No space left on device"), ValueError("cannot be exported")])
+def test_export_of_several_functions_is_all_or_nothing(model, tmp_path, monkeypatch, error):
+    import tfc.export
+
+    dest = tmp_path / "out"
+    real, calls = tfc.export.save, []
+
+    def failing_second(conc, path, root=None):
+        calls.append(path)
+        if len(calls) == 2:
+            raise error
+        return real(conc, path, root=root)
+
+    monkeypatch.setattr(tfc.export, "save", failing_second)
+    code, _, err = run([model, "-o", str(dest)])
+    assert code == 1 and len(calls) == 2 and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == ["model.py"]  # nothing at dest, nothing staged left over
+    monkeypatch.setattr(tfc.export, "save", real)
+    assert run([model, "-o", str(dest)])[0] == 0
+    before = {f: (dest / d / f).read_bytes() for d in ("dense", "total") for f in os.listdir(dest / d)}
+    calls.clear()
+    monkeypatch.setattr(tfc.export, "save", failing_second)
+    assert run([model, "-o", str(dest)])[0] == 1
+    assert {f: (dest / d / f).read_bytes() for d in ("dense", "total") for f in os.listdir(dest / d)} == before
+    assert sorted(os.listdir(tmp_path)) == ["model.py", "out"]
+
+
+def test_a_function_that_fails_to_compile_writes_nothing(tmp_path):
+    p = write(tmp_path, MODEL + '''
+@tfc.function(input_signature=[tfc.TensorSpec((2, 3))])
+def zz_bad(x):
+    return x @ x
+''')
+    dest = tmp_path / "out"
+    check_error([p, "-o", str(dest)], 1, "cannot compile zz_bad")
+    assert sorted(os.listdir(tmp_path)) == ["model.py"]
+
+
+@pytest.mark.parametrize("passes", ["tfc-lower-loops", "tfc-cse,tfc-bufferize", "tfc-plan-memory"])
+def test_passes_takes_l1_passes_only(model, passes):
+    check_error([model, "--passes", passes], 2, "is not an L1 pass", "tfc-simplify, tfc-fold")
+    with pytest.raises(ValueError, match="is not an L1 pass"):
+        tfc.compile(lambda x: x + 1.0, tfc.TensorSpec((2,)), passes=passes)
+
+
+# -- locations: the user's line, once ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("body", ["return tfc.matmul(x, y)",     # rank error
+                                  "return x + y",                # broadcast error
+                                  "return tfc.reshape(x, (7,))",  # size error
+                                  "return tfc.matmul(x, tfc.transpose(x)) @ y"])  # inner dims
+def test_error_location_is_printed_once(tmp_path, body):
+    p = write(tmp_path, f"""\
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((2, 3)), tfc.TensorSpec((4,))])
+        def bad(x, y):
+            {body}
+        """)
+    err = check_error([p], 1, "cannot compile bad")
+    assert err.count(f"{p}:5") == 1, err
+    assert err.count("model.py") == 1, err
+
+
+RETURNS = '''
+import tfc
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((3,))])
+def one_line(x):
+    return tfc.exp(x) + 1.0
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((3,))])
+def two_lines(x):
+    y = x * 2.0
+    return y
+'''
+
+
+def _return_locs(dest):
+    locs = {}
+    for name in os.listdir(dest):
+        text = open(os.path.join(dest, name, "function.mlir")).read()
+        locs[name] = [ln for ln in text.splitlines() if "func.return" in ln][0]
+    return locs
+
+
+def test_return_carries_the_users_line(tmp_path):
+    p = write(tmp_path, RETURNS)
+    dest = str(tmp_path / "out")
+    assert run([p, "-o", dest])[0] == 0
+    locs = _return_locs(dest)
+    assert f'loc("{p}":7:' in locs["one_line"], locs
+    assert f'loc("{p}":12:' in locs["two_lines"], locs
+
+
+def test_return_location_through_the_installed_launcher(tmp_path):
+    launcher = os.path.join(os.path.dirname(sys.executable), "tfc")
+    if not os.path.exists(launcher):
+        pytest.skip("tfc is not installed beside this interpreter")
+    p = write(tmp_path, RETURNS + '''
+
+@tfc.function(input_signature=[tfc.TensorSpec((3,))])
+def identity(x):
+    return x
+''')
+    dest = str(tmp_path / "out")
+    r = subprocess.run([launcher, "compile", p, "-o", dest], capture_output=True, text=True, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    locs = _return_locs(dest)
+    assert f'loc("{p}":7:' in locs["one_line"]
+    for loc in locs.values():
+        assert launcher not in loc and os.path.dirname(sys.executable) not in loc, loc
+
+
+# -- the summary's memory plan ----------------------------------------------------------------------------
+
+
+def test_summary_says_what_the_memory_plan_leaves_out(tmp_path):
+    p = write(tmp_path, MODEL + '''
+@tfc.function(input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((4,))])
+def mixed(x, y):
+    return tfc.exp(x) * 2.0 + 1.0, tfc.exp(y) * 3.0 + 1.0
+''')
+    code, out, err = run([p])
+    assert code == 0, err
+    blocks = {b.split("(")[0]: b for b in out.split("function ")[1:]}
+    assert "planned peak memory" in blocks["dense"] and "memory plan" not in blocks["dense"]
+    assert "not made for values whose shapes are known only at run time (x[0])" in blocks["total"]
+    assert "planned peak memory" not in blocks["total"]
+    assert "(x[0])" in blocks["mixed"] and "16 B fresh per call" in blocks["mixed"]
+    assert "(static buffers only)" in blocks["mixed"]
