@@ -153,6 +153,9 @@ SHAPE_CASES = {
     "stack": (lambda x, y: tfc.stack([x, y], axis=1), [(None,), (None,)], [((3,), (3,)), ((0,), (0,))]),
     "getitem": (lambda x: x[1:, ::2], [(None, None)], [((3, 4),), ((1, 1),), ((0, 2),)]),
     "reduce_mean": (lambda x: tfc.reduce_mean(x, axis=0, keepdims=True) * x, [(None, None)], [((2, 3),), ((1, 3),)]),
+    "tensordot": (lambda x, w: tfc.tensordot(x, w, 1), [(None, 3), (3, 4)], [((2, 3), (3, 4)), ((0, 3), (3, 4))]),
+    "tensordot axes": (lambda x, w: tfc.tensordot(x, w, [[0, 2], [1, 0]]), [(2, 3, 4), (None, 2, None)],
+                       [((2, 3, 4), (4, 2, 5)), ((2, 3, 4), (4, 2, 1))]),
     "pad": (lambda x: tfc.pad(x, [[1, 2], [0, 1]]), [(None, None)], [((2, 3),), ((0, 1),)]),
     "pad no after": (lambda x: tfc.pad(x, [[2, 0]], constant_values=1.0), [(None,)], [((3,),), ((0,),)]),
 }
@@ -193,6 +196,13 @@ def test_sparse_cross_entropy_with_unknown_number_of_classes():
     check(lambda logits, labels: tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits),
           [(None, None), (None,)], [((2, 3), (2,)), ((4, 1), (4,)), ((0, 2), (0,))],
           dtypes=[np.float32, np.int32], make=make)
+
+
+def test_tensordot_with_two_unknown_free_sizes_says_so():
+    f = tfc.function(lambda x, y: tfc.tensordot(x, y, 1),
+                     input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((3, None))])
+    with pytest.raises(NotImplementedError, match=r"tensordot of shapes \(\?, 3\) and \(3, \?\) over axes \[1\], \[0\]"):
+        f(tfc.constant(np.ones((3, 3), np.float32)), tfc.constant(np.ones((3, 3), np.float32)))
 
 
 def test_pad_mirror_modes_with_unknown_size_say_so():

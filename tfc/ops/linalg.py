@@ -115,19 +115,28 @@ def tensordot(a, b, axes):
 
     a, b = convert_to_tensor(a), convert_to_tensor(b)
     xa, xb = _tensordot_axes(axes, a.ndim, b.ndim)
-    if None in a.shape or None in b.shape:
-        raise NotImplementedError("tensordot: dimensions known only at run time (None) are not supported yet")
     for i, j in zip(xa, xb):
         if a.shape[i] is not None and b.shape[j] is not None and a.shape[i] != b.shape[j]:
             raise ValueError(f"tensordot: axis {i} of a {inf.fmt_shape(a.shape)} and axis {j} of b "
                              f"{inf.fmt_shape(b.shape)} differ in size: {a.shape[i]} != {b.shape[j]}")
     free_a = [i for i in range(a.ndim) if i not in xa]
     free_b = [j for j in range(b.ndim) if j not in xb]
-    k = int(np.prod([a.shape[i] for i in xa], dtype=np.int64))
-    m = int(np.prod([a.shape[i] for i in free_a], dtype=np.int64))
-    n = int(np.prod([b.shape[j] for j in free_b], dtype=np.int64))
+    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
+    summed = [a.shape[i] if a.shape[i] is not None else b.shape[j] for i, j in zip(xa, xb)]
+    if None in summed or out_shape.count(None) > 1:
+        # one free size known only at run time is a -1 of the reshapes; more have no static spelling
+        raise NotImplementedError(
+            f"tensordot of shapes {inf.fmt_shape(a.shape)} and {inf.fmt_shape(b.shape)} over axes {xa}, {xb}: "
+            "summed sizes, or more than one free size, known only at run time are not supported; "
+            "give them in the input_signature")
+
+    def size(dims):
+        return -1 if None in dims else int(np.prod(dims, dtype=np.int64))
+
+    k = size(summed)
+    m = size([a.shape[i] for i in free_a])
+    n = size([b.shape[j] for j in free_b])
     pa, pb = free_a + xa, xb + free_b
     a2 = reshape(a if pa == sorted(pa) else transpose(a, pa), (m, k))
     b2 = reshape(b if pb == sorted(pb) else transpose(b, pb), (k, n))
-    out_shape = tuple(a.shape[i] for i in free_a) + tuple(b.shape[j] for j in free_b)
-    return reshape(matmul(a2, b2), out_shape)
+    return reshape(matmul(a2, b2), tuple(-1 if d is None else d for d in out_shape))
