@@ -216,11 +216,45 @@ def test_tampered_ir_fails_the_hash(artifact):
         tfc.load(artifact)
 
 
-def test_pickled_weights_are_refused(artifact):
+def _object_npz(path):
+    np.savez(path, var_0=np.array([{"evil": 1}], dtype=object))
+
+
+def _pickle_file(path):
+    import pickle
+
+    with open(path, "wb") as f:
+        pickle.dump({"var_0": np.zeros((3, 2), np.float32)}, f)
+
+
+@pytest.mark.parametrize("write", [_object_npz, _pickle_file])
+def test_pickled_weights_are_refused_saying_what_is_wrong(artifact, write):
+    """An object array (or a whole pickle) is data tfc never writes: the error
+    says so, and never advises numpy's allow_pickle=True."""
     p = os.path.join(artifact, "weights.npz")
-    np.savez(p, var_0=np.array([{"evil": 1}], dtype=object))
-    with pytest.raises(ArtifactError, match="pickle"):
+    write(p)
+    with pytest.raises(ArtifactError) as e:
         tfc.load(artifact)
+    assert str(e.value) == f"{p}: holds pickled Python objects (an object array), which tfc never writes " \
+                           "and refuses to load (unpickling runs code from the file)"
+
+
+@pytest.mark.parametrize("member", [True, False])
+def test_pickled_checkpoint_is_refused_saying_what_is_wrong(tmp_path, member):
+    v = tfc.Variable([1.0, 2.0])
+    path = tfc.train.Checkpoint(v=v).save(str(tmp_path / "ckpt"))
+    if member:  # the checkpoint's own marker and keys, one value an object array
+        with np.load(path) as z:
+            arrays = {k: z[k] for k in z.files}
+        key = next(k for k in arrays if "v" in k and arrays[k].dtype == np.float32)
+        arrays[key] = np.array([{"evil": 1}], dtype=object)
+        np.savez(path, **arrays)
+    else:
+        _pickle_file(path)
+    with pytest.raises(ValueError, match="holds pickled Python objects .*refuses to load") as e:
+        tfc.train.Checkpoint(v=v).restore(path)
+    assert "allow_pickle" not in str(e.value) and path in str(e.value)
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
 
 
 def test_save_rejects_non_compiled():
@@ -283,6 +317,13 @@ def _npy_weights(artifact):
     (_manifest(lambda m: m["variables"].__setitem__(0, 7)), r"variables\[0\] is 7, expected an object"),
     (_manifest(lambda m: m.update(name=3)), "manifest.json: name is 3, expected a string"),
     (_manifest(lambda m: m.update(format_version=0)), "format_version 0 is not a version tfc ever wrote"),
+    (_manifest(lambda m: m.pop("format_version")), "manifest.json: format_version is missing"),
+    (_manifest(lambda m: m.update(format_version="abc")), "format_version must be an integer, got 'abc'"),
+    (_manifest(lambda m: m.update(format_version="1")), "format_version must be an integer, got '1'"),
+    (_manifest(lambda m: m.update(format_version=float("nan"))), "format_version must be an integer, got nan"),
+    (_manifest(lambda m: m.update(format_version=1.0)), "format_version must be an integer, got 1.0"),
+    (_manifest(lambda m: m.update(format_version=True)), "format_version must be an integer, got True"),
+    (_manifest(lambda m: m.update(format_version=None)), "format_version must be an integer, got None"),
     (_manifest(lambda m: m.update(outputs=[])), r"manifest.json: bad output entry \[\]"),
     (_manifest(lambda m: m.update(outputs={"dict": 5})), "manifest.json: bad output entry"),
     (_manifest(lambda m: m.update(outputs={"tuple": [{"tensor": True}, {"tensor": True}]})),

@@ -722,6 +722,37 @@ def test_disk_cache_damaged_entry_is_dropped_and_recompiled(tmp_path, monkeypatc
         _same(run(), want)
 
 
+def test_disk_cache_entry_with_pickled_constants_is_dropped_saying_why(tmp_path, monkeypatch):
+    """An entry whose constants are an object array (its hash recomputed): never
+    unpickled, dropped with what is wrong, not numpy's advice to allow pickles."""
+    import hashlib
+    import io
+    import json
+
+    from tfc.backends.numpy import cache
+
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path))
+    w = tfc.constant(np.arange(300, dtype=np.float32))
+
+    def run():
+        return tfc.function(lambda x: tfc.reduce_sum(x * w))(np.ones(300, np.float32)).numpy()
+
+    want = run()
+    (npz,) = tmp_path.glob("*.npz")
+    meta_path = npz.with_suffix(".json")
+    buf = io.BytesIO()
+    np.savez(buf, np.array([{"evil": 1}], dtype=object))
+    npz.write_bytes(buf.getvalue())
+    meta = json.loads(meta_path.read_text())
+    meta.pop("sha256")
+    meta["sha256"] = cache._digest(npz.with_suffix(".py").read_bytes(), buf.getvalue(), meta)
+    meta_path.write_text(json.dumps(meta))
+    with pytest.warns(RuntimeWarning, match=r"holds pickled Python objects .*refuses to load") as rec:
+        _same(run(), want)
+    assert not any("allow_pickle" in str(r.message) for r in rec)
+    assert hashlib.sha256(npz.read_bytes()).digest() != hashlib.sha256(buf.getvalue()).digest()  # rewritten
+
+
 @pytest.mark.parametrize("shape", [(1024, 409), (70000, 2)])
 def test_row_wise_library_ops_of_a_strided_view_match_eager_bitwise(shape):
     """numpy's reduction order follows the memory layout: a chunk of one row of a

@@ -1,0 +1,147 @@
+"""Errors raised while compiled code runs on shapes known only at run time
+(``None`` in the signature) are eager's errors: the same class and message,
+naming the op and the shapes, with a note naming the user's line; not numpy's
+message from a file of the compile cache."""
+import re
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.core.errors import InvalidArgumentError
+
+F32 = np.float32
+V = tfc.TensorSpec((None,))
+M = tfc.TensorSpec((None, None))
+
+
+def ones(*shape):
+    return np.ones(shape, F32)
+
+
+def add(x, y):
+    return x + y  # line: add
+
+
+def reshape(x, y):
+    return tfc.reshape(x, (2, 3)) + tfc.reduce_sum(y)  # line: reshape
+
+
+def matmul(x, y):
+    return tfc.matmul(x, y)  # line: matmul
+
+
+def exp_then_add(x, y):
+    z = tfc.exp(x)
+    return z * 2.0 + y  # line: exp_then_add
+
+
+def in_a_branch(x, y):
+    if tfc.reduce_sum(x) > 0.0:
+        r = tfc.concat([x, y], axis=0) * 2.0  # line: in_a_branch
+    else:
+        r = x
+    return r
+
+
+def in_a_loop(x, y):
+    i = tfc.constant(0)
+    s = x
+    while i < 2:
+        s = s + y  # line: in_a_loop
+        i += 1
+    return s
+
+
+CASES = [
+    (add, [V, V], [ones(3), ones(4)]),
+    (reshape, [V, V], [ones(5), ones(1)]),
+    (matmul, [M, M], [ones(2, 3), ones(4, 2)]),
+    (exp_then_add, [V, V], [ones(3), ones(4)]),
+    (in_a_branch, [M, M], [ones(2, 3), ones(2, 4)]),
+    (in_a_loop, [V, V], [ones(3), ones(4)]),
+]
+
+
+def line_of(name):
+    src = open(__file__).read().splitlines()
+    tag = f"# line: {name}"
+    return next(i + 1 for i, s in enumerate(src) if s.endswith(tag))
+
+
+def noted_line(e):
+    """The file:line of the note naming the user's line."""
+    notes = [n for n in getattr(e, "__notes__", []) if n.startswith("  at ")]
+    assert len(notes) == 1, getattr(e, "__notes__", None)
+    m = re.match(r"  at (.+?):(\d+)", notes[0])
+    return m.group(1), int(m.group(2))
+
+
+@pytest.mark.parametrize("fn, sig, args", CASES, ids=[c[0].__name__ for c in CASES])
+def test_run_time_shape_errors_are_eager_errors(fn, sig, args, monkeypatch, tmp_path):
+    monkeypatch.setenv("TFC_CACHE_DIR", str(tmp_path))
+    with pytest.raises(Exception) as eager:
+        fn(*[tfc.constant(a) for a in args])
+    for attempt in ("compiled", "from the disk cache"):  # the module a second process would load
+        with pytest.raises(Exception) as compiled:
+            tfc.function(fn, input_signature=sig)(*args)
+        e = compiled.value
+        assert type(e) is type(eager.value)
+        assert str(e) == str(eager.value)
+        assert noted_line(e) == (__file__, line_of(fn.__name__)) == noted_line(eager.value)
+        assert e.__suppress_context__  # numpy's message is not shown under it
+        assert "broadcast together with shapes (" not in str(e) and "gufunc" not in str(e)
+    assert list(tmp_path.glob("*.py"))
+
+
+def test_a_failed_check_of_a_kernel_keeps_its_error_and_gets_the_line():
+    """A data-dependent error of tfc's own kernel (gather out of range) is
+    eager's InvalidArgumentError, noted with the user's line."""
+    def f(x, i):
+        return tfc.gather(x, i)
+
+    x, i = ones(3), np.array([5], np.int32)
+    with pytest.raises(InvalidArgumentError) as eager:
+        f(tfc.constant(x), tfc.constant(i))
+    g = tfc.function(f, input_signature=[V, tfc.TensorSpec((None,), tfc.int32)])
+    with pytest.raises(InvalidArgumentError) as compiled:
+        g(x, i)
+    assert str(compiled.value) == str(eager.value)
+    assert noted_line(compiled.value)[1] == noted_line(eager.value)[1]
+
+
+def test_other_kernel_errors_name_the_op_and_operands(monkeypatch):
+    """Where eager's shape inference accepts the operands but the kernel fails
+    (here a kernel patched to fail), the message names the op, the error and
+    the operands' shapes, at the user's line."""
+    from tfc.core.registry import REGISTRY
+
+    def f(x, y):
+        return tfc.maximum(x, y)  # line: maximum
+
+    g = tfc.function(f, input_signature=[V, V])
+    g(ones(3), ones(3))  # compiled
+
+    def broken(*args, **kwargs):
+        raise ValueError("the kernel failed")
+
+    monkeypatch.setattr(REGISTRY["maximum"], "kernel", broken)
+    monkeypatch.setattr(REGISTRY["maximum"], "eager_kernel", broken)
+    g2 = tfc.function(f, input_signature=[V, V])
+    with pytest.raises(ValueError) as e:
+        g2(ones(3), ones(3))
+    assert str(e.value) == "maximum: the kernel failed (operands: float32[3], float32[3])"
+    assert noted_line(e.value) == (__file__, line_of("maximum"))
+
+
+def test_results_are_unchanged_when_nothing_fails():
+    for fn, sig, args in CASES:
+        good = [a[:3] if a.ndim == 1 else a for a in args]
+        if fn is reshape:
+            good = [ones(6), ones(1)]
+        if fn is matmul:
+            good = [ones(2, 3), ones(3, 2)]
+        if fn is in_a_branch:
+            good = [ones(2, 3), ones(2, 3)]
+        want = fn(*[tfc.constant(a) for a in good]).numpy()
+        np.testing.assert_array_equal(tfc.function(fn, input_signature=sig)(*good).numpy(), want)
