@@ -273,6 +273,7 @@ def main(argv=None) -> int:
     if bad:
         ap.error(f"unknown variants {sorted(bad)}; known: {', '.join(VARIANTS)}")
     os.environ.setdefault("TFC_CACHE_DIR", tempfile.mkdtemp(prefix="tfc-fuzz-cache-"))
+    os.environ.setdefault("TFC_VERIFY_IR", "1")  # verify the IR after every pass, as the tests do
     n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize)
     if a.out:
         with open(a.out, "a") as f:
