@@ -183,6 +183,16 @@ def test_gather_along_unknown_axis(axis):
               [(x_shape, idx_shape, n)], dtypes=[np.float32, np.int32], make=_gather_inputs)
 
 
+def test_integer_array_index_with_unknown_size():
+    # negative indices wrap by the size the axis has when the code runs
+    check(lambda x: x[[0, -1, -1]], [(None, None)], [((2, 3),), ((1, 2),)])
+    check(lambda x: x[:, [-1, 0]] * x[-1:, :1], [(None, None)], [((2, 3),), ((3, 1),)])
+    make = lambda rng, shapes: [rng.uniform(0.5, 2.0, shapes[0]).astype(np.float32),  # noqa: E731
+                                np.array([-2, 1, -1, 0][:shapes[1][0]], np.int32)]
+    check(lambda x, i: x[i], [(None, None), (None,)], [((2, 3), (4,)), ((3, 1), (2,))],
+          dtypes=[np.float32, np.int32], make=make)
+
+
 def test_shape_op_grads_second_order():
     check(lambda x, y: tfc.sin(tfc.concat([x, y * x[:1]], 0)), [(None,), (None,)], [((2,), (3,))], order=2)
     check(lambda x: tfc.tile(tfc.sin(x), [2, 2]) * tfc.reshape(x, [1, -1])[:, :1], [(None, None)], [((2, 3),)],

@@ -827,13 +827,17 @@ def _as_index_tensor(k) -> Tensor:
     return convert_to_tensor(a if isinstance(k, np.ndarray) or a.size == 0 else k)
 
 
-def _wrap_negative(idx: Tensor, n, axis) -> Tensor:
-    """Python-style negative indices made non-negative (gather takes [0, n))."""
-    if _is_symbolic(idx):
-        from tfc.ops.math import add, less, where
+def _wrap_negative(idx: Tensor, y, axis) -> Tensor:
+    """Python-style negative indices into ``y``'s ``axis`` made non-negative
+    (gather takes [0, n))."""
+    n = y.shape[axis]
+    symbolic = _is_symbolic(idx)
+    v = None if symbolic else idx.numpy()
+    if symbolic or (n is None and v.size and v.min() < 0):  # wrapped when the code runs
+        from tfc.ops.math import add, cast, less, where
 
-        return where(less(idx, 0), add(idx, n), idx)
-    v = idx.numpy()
+        size = n if n is not None else cast(count_along(y, (axis,)), idx.dtype)
+        return where(less(idx, 0), add(idx, size), idx)
     if v.size and n is not None:
         bad = v[(v < -n) | (v >= n)]
         if bad.size:
@@ -889,5 +893,5 @@ def getitem(tensor, key):
     else:
         if axis >= y.ndim:
             raise IndexError(f"getitem: too many indices for a tensor of shape {inf.fmt_shape(x.shape)}")
-        idx = _wrap_negative(idx, y.shape[axis], axis)
+        idx = _wrap_negative(idx, y, axis)
     return gather(y, idx, axis=axis)
