@@ -358,3 +358,39 @@ def test_no_numpy_floating_point_warnings_from_tfc_ops():
         warnings.simplefilter("always")
         np.array([np.inf]) * 0.0
     assert [str(w.message) for w in caught] == ["invalid value encountered in multiply"]
+
+
+# -- the user's line, once ---------------------------------------------------------------------
+
+
+def _matmul(x, y):
+    return tfc.matmul(x, y)  # the line every variant below must name exactly once
+
+
+def _grad_of_matmul(x, y):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        z = _matmul(x, y)
+    return t.gradient(z, x)
+
+
+_inner = tfc.function(_matmul)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, y: _matmul(x, y),                                                   # eager
+    lambda x, y: tfc.function(_matmul)(x, y),                                     # traced
+    lambda x, y: tfc.compile(_matmul, tfc.TensorSpec((2, 3)), tfc.TensorSpec((3,))),
+    lambda x, y: tfc.function(lambda a, b: _inner(a, b) * 2.0)(x, y),             # nested functions
+    lambda x, y: tfc.function(_grad_of_matmul)(x, y),                             # under a tape
+    lambda x, y: tfc.function(lambda a, b: tfc.cond(tfc.reduce_sum(a) > 0, lambda: _matmul(a, b),
+                                                    lambda: _matmul(b, a)))(x, y),  # in a branch
+])
+def test_error_names_the_users_line_once(call):
+    import traceback
+
+    line = f"{__file__}:{_matmul.__code__.co_firstlineno + 1}"
+    with pytest.raises(ValueError, match="matmul: inputs must have rank >= 2") as info:
+        call(tfc.ones((2, 3)), tfc.ones((3,)))
+    message = "".join(traceback.format_exception_only(info.value))
+    assert message.count(line) == 1, message
