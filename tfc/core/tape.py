@@ -42,6 +42,50 @@ def _is_float(t) -> bool:
     return t.dtype.is_floating
 
 
+class Guarded:
+    """A gradient that exists only where ``pred`` (a bool scalar tensor) holds:
+    what compiled control flow gives through a branch or loop trip that may not
+    run. Eagerly nothing is recorded for a path not taken; a zero there would
+    become NaN upstream (0 * inf), so the tape adds it with ``where`` instead,
+    and the rules it flows through give guarded gradients too."""
+
+    __slots__ = ("g", "pred")
+
+    def __init__(self, g, pred):
+        self.g = g
+        self.pred = pred
+
+
+def _where(pred, a, b):
+    from tfc.ops.math import where
+
+    return where(pred, a, b)
+
+
+def _settle(g):
+    """A tensor for ``g``: a guarded gradient is zeros where it does not exist."""
+    if not isinstance(g, Guarded):
+        return g
+    from tfc.ops.creation import zeros_like
+
+    return _where(g.pred, g.g, zeros_like(g.g))
+
+
+def _add(a, b):
+    """``a + b`` where either may be guarded (the untaken path adds nothing)."""
+    if isinstance(a, Guarded) and isinstance(b, Guarded):
+        if a.pred is b.pred:
+            return Guarded(a.g + b.g, a.pred)
+        from tfc.ops.math import logical_or
+
+        return Guarded(_where(a.pred, _where(b.pred, a.g + b.g, a.g), b.g), logical_or(a.pred, b.pred))
+    if isinstance(a, Guarded):
+        return _where(a.pred, a.g + b, b)
+    if isinstance(b, Guarded):
+        return _where(b.pred, a + b.g, a)
+    return a + b
+
+
 def record(op, inputs, outputs, attrs) -> None:
     """Called by the registry after each op while a tape is active."""
     if op.grad is None:
@@ -161,7 +205,8 @@ class GradientTape:
         self._entries.clear()
         self._variables.clear()
 
-    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none", seeds=None):
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none", seeds=None,
+                 guarded=False):
         """d(sum of target) / d(sources), shaped like ``sources``.
 
         ``output_gradients`` weights each target (default ones). Sources that the
@@ -169,7 +214,8 @@ class GradientTape:
         ``unconnected_gradients="zero"``. ``seeds`` (internal: the gradient rules
         of compiled control flow) are gradients already accumulated for the
         flat sources, None for none: the result adds onto them in the order
-        eager's tape would.
+        eager's tape would. ``guarded`` (internal too) returns a gradient that
+        exists only on some run-time path as a ``Guarded``.
         """
         if unconnected_gradients not in ("none", "zero"):
             raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
@@ -195,7 +241,7 @@ class GradientTape:
             # a source the tape never tracked gets no gradient (as in eager TensorFlow),
             # even where it is an input of a recorded op
             grads = backprop(self._entries, flat_targets, flat_sources, output_gradients,
-                             tracked=self._tracked, seeds=seeds)
+                             tracked=self._tracked, seeds=seeds, guarded=guarded)
         finally:
             if i >= 0:
                 TAPES.insert(i, self)
@@ -210,7 +256,7 @@ class GradientTape:
         return nest.pack_sequence_as(sources, grads)
 
 
-def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None) -> list:
+def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None, guarded=False) -> list:
     """Reverse-mode sweep over recorded ``entries`` from ``targets`` to
     ``sources`` (those in ``tracked``, when given; ``seeds``: their gradients
     so far, which contributions are added onto).
@@ -219,7 +265,8 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
     many contributions to one captured value) finds the gradients accumulated
     so far for its inputs in ``entry.prev`` and may return, for the inputs it lists in
     ``entry.totals``, the new totals: the additions then happen in eager's
-    order."""
+    order. A rule may return a ``Guarded`` gradient; the gradients of an op
+    whose output gradient is guarded are guarded too (see ``Guarded``)."""
     from tfc.ops.creation import ones_like, zeros_like
 
     # Only ops on a path from a (tracked) source matter.
@@ -235,7 +282,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
     def accumulate(t, g):
         k = id(t)
         prev = grads.get(k)
-        grads[k] = g if prev is None else prev + g
+        grads[k] = g if prev is None else _add(prev, g)
 
     for s, g in zip(sources, seeds or ()):
         if g is not None:
@@ -249,24 +296,49 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         out_grads = [grads.get(id(o)) for o in e.outputs]
         if all(g is None for g in out_grads):
             continue
+        # guarded output gradients (all by one predicate): the rule runs on
+        # their values and its gradients are guarded by that predicate
+        preds = {id(g.pred): g.pred for g in out_grads if isinstance(g, Guarded)}
+        guard = None
+        if len(preds) == 1 and all(g is None or isinstance(g, Guarded) for g in out_grads):
+            guard = next(iter(preds.values()))
+            out_grads = [None if g is None else g.g for g in out_grads]
+        elif preds:
+            out_grads = [_settle(g) for g in out_grads]
         if len(e.outputs) == 1:
             g = out_grads[0]
         else:
             g = [zeros_like(o) if og is None else og for o, og in zip(e.outputs, out_grads)]
         e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
         if getattr(e.op, "seeded", False):
-            e.prev = [grads.get(id(x)) for x in e.inputs]
+            # a guarded gradient so far is not a seed: the rule's contribution is added onto it after
+            e.prev = [None if guard is not None or isinstance(p, Guarded) else p
+                      for p in (grads.get(id(x)) for x in e.inputs)]
             e.totals = ()  # the rule says which (a persistent tape runs it again)
         in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
-        for k in e.totals:  # totals first: an input listed twice adds its other gradient onto its total
+        if guard is not None:
+            in_grads = [gx if gx is None else _guard(gx, guard) for gx in in_grads]
+        # a rule given no seed (see above) returned contributions, not totals
+        totals = () if guard is not None else \
+            [k for k in e.totals if not isinstance(grads.get(id(e.inputs[k])), Guarded)]
+        for k in totals:  # totals first: an input listed twice adds its other gradient onto its total
             if in_grads[k] is not None and e.needs[k]:
                 grads[id(e.inputs[k])] = in_grads[k]
         for k, (x, gx, needed) in enumerate(zip(e.inputs, in_grads, e.needs)):
-            if gx is not None and needed and k not in e.totals:
+            if gx is not None and needed and k not in totals:
                 accumulate(x, gx)
-    return [grads.get(id(s)) for s in sources]
+    out = [grads.get(id(s)) for s in sources]
+    return out if guarded else [_settle(g) for g in out]
+
+
+def _guard(g, pred):
+    if isinstance(g, Guarded):
+        from tfc.ops.math import logical_and
+
+        return Guarded(g.g, logical_and(pred, g.pred))
+    return Guarded(g, pred)
 
 
 # -- functional forms -----------------------------------------------------------

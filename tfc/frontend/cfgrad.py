@@ -36,6 +36,7 @@ import numpy as np
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import REGISTRY
+from tfc.core.tape import Guarded
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
@@ -218,11 +219,14 @@ def _region_replay(builder, captured, nested=True):
     return Replay(builder, env, read, assign, nested)
 
 
-def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None):
+def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags=False):
     """``replay`` of ``block`` on ``args`` under a fresh tape; the gradients of its
     results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``,
-    added onto ``seeds`` (gradients so far, None for none) as eager adds them."""
-    from tfc.core.tape import GradientTape
+    added onto ``seeds`` (gradients so far, None for none) as eager adds them;
+    zeros where none. With ``flags``, (gradient, did it flow) pairs: True,
+    False (zeros) or a bool tensor (nested control flow: see tape.Guarded)."""
+    from tfc.core.tape import GradientTape, _settle
+    from tfc.ops.creation import zeros_like
 
     with GradientTape(watch_accessed_variables=False) as tape:
         tape.watch(sources)
@@ -230,8 +234,16 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None):
     if not sources:
         return []
     targets = [res[k] for k in targets_idx]
-    return tape.gradient(targets, list(sources), output_gradients=list(out_grads), unconnected_gradients="zero",
-                         seeds=seeds)
+    grads = tape.gradient(targets, list(sources), output_gradients=list(out_grads), seeds=seeds, guarded=True)
+    out = []
+    for g, src in zip(grads, sources):
+        if g is None:
+            out.append((zeros_like(src), False))
+        elif isinstance(g, Guarded):
+            out.append((_settle(g), g.pred))
+        else:
+            out.append((g, True))
+    return out if flags else [g for g, _ in out]
 
 
 def _float_ssa(v) -> bool:
@@ -337,13 +349,31 @@ class CondGrad:
         seeds = [entry.prev[k] for k in want]
         entry.totals = want
 
-        def branch(block):
-            return lambda: tuple(_vjp(_region_replay(builder, captured), block, [], sources, fo,
-                                      [gs[k] for k in fo], seeds))
+        # A value with no gradient so far that one branch may not give one to gets a
+        # guarded gradient: none where that branch runs, as eagerly (not a zero).
+        maybe = [j for j, seed in enumerate(seeds) if seed is None]
+        known = [{}, {}]  # per branch: j -> its Python flag (None: a tensor)
 
-        res = nest.flatten(builder.cond(pred, branch(blocks[0]), branch(blocks[1])))
+        def branch(b):
+            def run():
+                from tfc.ops.shapes import reshape
+
+                res = _vjp(_region_replay(builder, captured), blocks[b], [], sources, fo, [gs[k] for k in fo],
+                           seeds, flags=True)
+                fl = []
+                for j in maybe:
+                    f = res[j][1]
+                    known[b][j] = f if isinstance(f, bool) else None
+                    fl.append(convert_to_tensor(np.bool_(f)) if isinstance(f, bool) else reshape(f, ()))
+                return (*[g for g, _ in res], *fl)
+            return run
+
+        res = nest.flatten(builder.cond(pred, branch(0), branch(1)))
         for k, gk in zip(want, res):
             out[k] = gk
+        for i, j in enumerate(maybe):
+            if not (known[0][j] is True and known[1][j] is True):
+                out[want[j]] = Guarded(out[want[j]], res[len(want) + i])
         return out
 
 
@@ -436,7 +466,13 @@ class WhileGrad:
         for k, gk in zip(fs, res[1:1 + nf]):
             if entry.needs_grad(k):
                 out[k] = gk
+        ran = None
         for k, gk in zip(want, res[1 + nf:]):
+            if entry.prev[n + k] is None:  # no gradient where the loop did not run, as eagerly
+                from tfc.ops.math import greater
+
+                ran = greater(count, 0) if ran is None else ran
+                gk = Guarded(gk, ran)
             out[n + k] = gk
         entry.totals = [n + k for k in want]
         return out
