@@ -1044,7 +1044,7 @@ class Emitter:
             self.site_attrs = "{" + ", ".join(f"{a!r}: {_literal(v)}" for a, v in values.items()) + "}"
             r = op.res[0]
             scalar = "" if isinstance(r.type, MemRefType) else "[()]"
-            out.append(pad + f"{self.name(r)} = np.reshape({ins[0]}, {tuple(values['shape'])!r}){scalar}")
+            out.append(pad + f"{self.name(r)} = np.reshape({ins[0]}, {_literal(tuple(values['shape']))}){scalar}")
             return
         self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
         self.site_attrs = f"attrs{k}"
