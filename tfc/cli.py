@@ -270,7 +270,7 @@ def opt_main(argv=None, prog="tfc-opt") -> int:
     try:
         driver = _make_main_class()(prog, argv)
     except SystemExit as e:  # argparse printed the usage error, --help or --version
-        return 2 if e.code is None else int(e.code) if isinstance(e.code, int) else 2
+        return e.code if isinstance(e.code, int) else 0
     except (ValueError, KeyError) as e:  # unknown pass or bad pass options
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
