@@ -195,9 +195,10 @@ def expand_dims(input, axis):  # noqa: A002
 def _squeeze_infer(op, x: Spec, axis) -> Spec:
     if axis is None:
         unknown = [i for i, d in enumerate(x.shape) if d is None]
-        if unknown:  # TensorFlow's result would have an unknown rank, which tfc's types cannot express
+        if unknown:
             raise ValueError(f"squeeze: axis=None on shape {inf.fmt_shape(x.shape)}: whether axes {unknown} "
-                             "are removed depends on sizes known only at run time; pass axis")
+                             "are removed depends on sizes known only at run time, so the result's rank does "
+                             "(TensorFlow's unknown rank; tfc's ranks are static); pass axis")
         return Spec(tuple(d for d in x.shape if d != 1), x.dtype)
     axes = inf.normalize_axes(op, axis, x.ndim)
     for a in axes:
