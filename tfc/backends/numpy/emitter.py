@@ -182,6 +182,8 @@ class Emitter:
         self.unwrapped: set = set()    # inlined integer sums/products not yet wrapped to their width
         self.lazy: set = set()         # counters wrapped once after their loop (see _counters)
         self.donors: dict = {}  # loops.alloc that may take over a variable's array -> its local
+        self.site_operands: list = []  # the op being emitted: its operands (values or names) ...
+        self.site_attrs = None         # ... and the source of its registry attributes (see _site)
 
     # -- names ------------------------------------------------------------------------
     def name(self, v) -> str:
