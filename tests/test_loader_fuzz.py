@@ -250,3 +250,27 @@ def test_fuzz_hostile_artifacts(tmp_path):
             raise AssertionError(f"fuzz case {i} ({kind}, seed {SEED}): {e}\nmanifest: {manifest}\nIR:\n{ir}") from e
         outcomes[kind] = outcomes.get(kind, 0) + 1
     assert sum(outcomes.values()) == N
+
+
+@pytest.mark.parametrize("text", injections("x = 1") + ['{0.__class__} {} {{x}}', "\\ \x00 \u2028 é ﬁ"])
+def test_user_strings_print_as_eagerly_compiled_and_loaded(tmp_path, capsys, text):
+    """A user's own strings (print text, assert message) with quotes, newlines
+    and braces: printed alike by eager, compiled and exported code."""
+    import sys
+
+    def f(x):
+        tfc.print(text, x, text, output_stream=sys.stdout)
+        assert tfc.reduce_all(x > 0.0), text
+        return x + 1.0
+
+    compiled = tfc.compile(f, tfc.TensorSpec((2,)))
+    loaded = tfc.load(tfc.save(compiled, tmp_path / "a"))
+    outputs = []
+    for fn in (f, compiled, loaded):
+        fn(tfc.constant([1.0, 2.0]))
+        outputs.append(capsys.readouterr().out)
+        with pytest.raises(AssertionError) as e:
+            fn(tfc.constant([-1.0, 2.0]))
+        capsys.readouterr()
+        assert str(e.value).endswith(text)
+    assert outputs[0] == outputs[1] == outputs[2] == f"{text} [1 2] {text}\n"
