@@ -310,27 +310,57 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         else:
             g = [zeros_like(o) if og is None else og for o, og in zip(e.outputs, out_grads)]
         e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
-        if getattr(e.op, "seeded", False):
-            # a guarded gradient so far is not a seed: the rule's contribution is added onto it after
-            e.prev = [None if guard is not None or isinstance(p, Guarded) else p
-                      for p in (grads.get(id(x)) for x in e.inputs)]
+        seeded = getattr(e.op, "seeded", False)
+        if seeded:
+            prevs = [grads.get(id(x)) for x in e.inputs]
+            e.prev = [_seed(p) for p in prevs]
             e.totals = ()  # the rule says which (a persistent tape runs it again)
         in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
-        if guard is not None:
-            in_grads = [gx if gx is None else _guard(gx, guard) for gx in in_grads]
-        # a rule given no seed (see above) returned contributions, not totals
-        totals = () if guard is not None else \
-            [k for k in e.totals if not isinstance(grads.get(id(e.inputs[k])), Guarded)]
+        totals = e.totals if seeded else ()
         for k in totals:  # totals first: an input listed twice adds its other gradient onto its total
             if in_grads[k] is not None and e.needs[k]:
-                grads[id(e.inputs[k])] = in_grads[k]
+                grads[id(e.inputs[k])] = _total(prevs[k], e.prev[k], in_grads[k], guard)
         for k, (x, gx, needed) in enumerate(zip(e.inputs, in_grads, e.needs)):
             if gx is not None and needed and k not in totals:
-                accumulate(x, gx)
+                accumulate(x, gx if guard is None else _guard(gx, guard))
     out = [grads.get(id(s)) for s in sources]
     return out if guarded else [_settle(g) for g in out]
+
+
+def _seed(prev):
+    """What a seeded rule adds onto: a guarded gradient so far is -0.0 where
+    it does not exist (an exact identity for the first addition)."""
+    if not isinstance(prev, Guarded):
+        return prev
+    return _where(prev.pred, prev.g, -_zeros_like(prev.g))
+
+
+def _total(prev, seed, total, guard):
+    """The gradient of an input once a seeded rule returned ``total`` (its
+    contributions added onto ``seed``, the form of ``prev``; guarded where the
+    contributions may not exist), ``guard``: the rule's output gradient's."""
+    q = total.pred if isinstance(total, Guarded) else None
+    t = total.g if isinstance(total, Guarded) else total
+    if guard is not None:  # no contribution at all unless guard
+        from tfc.ops.math import logical_and
+
+        t = t if seed is None else _where(guard, t, seed)
+        q = guard if q is None else logical_and(guard, q)
+    if prev is None:
+        return t if q is None else Guarded(t, q)
+    if not isinstance(prev, Guarded) or q is None:
+        return t
+    from tfc.ops.math import logical_or
+
+    return Guarded(t, logical_or(prev.pred, q))
+
+
+def _zeros_like(t):
+    from tfc.ops.creation import zeros_like
+
+    return zeros_like(t)
 
 
 def _guard(g, pred):
@@ -483,6 +513,8 @@ def custom_gradient(f):
             with watcher:
                 y, grad_fn = f(*inputs, **kwargs)
         variables = watcher.watched_variables()
+        for v in variables:  # read while the tapes were suspended: they watch it now, as TensorFlow's
+            watch_accessed(v)
         if variables and "variables" not in inspect.signature(grad_fn).parameters:
             raise TypeError(
                 f"{f.__name__} reads variables {[v.name for v in variables]}, so its gradient "

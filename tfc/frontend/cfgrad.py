@@ -236,9 +236,9 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags
     targets = [res[k] for k in targets_idx]
     grads = tape.gradient(targets, list(sources), output_gradients=list(out_grads), seeds=seeds, guarded=True)
     out = []
-    for g, src in zip(grads, sources):
-        if g is None:
-            out.append((zeros_like(src), False))
+    for g, src, seed in zip(grads, sources, seeds or [None] * len(sources)):
+        if g is None or g is seed:  # nothing flowed to it
+            out.append((zeros_like(src) if g is None else g, False))
         elif isinstance(g, Guarded):
             out.append((_settle(g), g.pred))
         else:
@@ -347,12 +347,10 @@ class CondGrad:
             return out
         sources = [captured[k] for k in want]
         seeds = [entry.prev[k] for k in want]
-        entry.totals = want
 
-        # A value with no gradient so far that one branch may not give one to gets a
-        # guarded gradient: none where that branch runs, as eagerly (not a zero).
-        maybe = [j for j, seed in enumerate(seeds) if seed is None]
-        known = [{}, {}]  # per branch: j -> its Python flag (None: a tensor)
+        # A value that one branch may give no gradient to gets a guarded one:
+        # none where that branch runs, as eagerly (not a zero: see tape.Guarded).
+        known = [{}, {}]  # per branch: j -> did a gradient flow (None: a tensor says)
 
         def branch(b):
             def run():
@@ -361,19 +359,21 @@ class CondGrad:
                 res = _vjp(_region_replay(builder, captured), blocks[b], [], sources, fo, [gs[k] for k in fo],
                            seeds, flags=True)
                 fl = []
-                for j in maybe:
-                    f = res[j][1]
+                for j, (_, f) in enumerate(res):
                     known[b][j] = f if isinstance(f, bool) else None
                     fl.append(convert_to_tensor(np.bool_(f)) if isinstance(f, bool) else reshape(f, ()))
                 return (*[g for g, _ in res], *fl)
             return run
 
         res = nest.flatten(builder.cond(pred, branch(0), branch(1)))
-        for k, gk in zip(want, res):
-            out[k] = gk
-        for i, j in enumerate(maybe):
-            if not (known[0][j] is True and known[1][j] is True):
-                out[want[j]] = Guarded(out[want[j]], res[len(want) + i])
+        totals = []
+        for j, k in enumerate(want):
+            flowed = (known[0][j], known[1][j])
+            if flowed == (False, False):  # e.g. a custom gradient's None: no gradient, as eagerly
+                continue
+            out[k] = res[j] if flowed == (True, True) else Guarded(res[j], res[len(want) + j])
+            totals.append(k)
+        entry.totals = totals
         return out
 
 
@@ -466,14 +466,12 @@ class WhileGrad:
         for k, gk in zip(fs, res[1:1 + nf]):
             if entry.needs_grad(k):
                 out[k] = gk
-        ran = None
-        for k, gk in zip(want, res[1 + nf:]):
-            if entry.prev[n + k] is None:  # no gradient where the loop did not run, as eagerly
-                from tfc.ops.math import greater
+        if want:  # no contribution where the loop did not run, as eagerly
+            from tfc.ops.math import greater
 
-                ran = greater(count, 0) if ran is None else ran
-                gk = Guarded(gk, ran)
-            out[n + k] = gk
+            ran = greater(count, 0)
+        for k, gk in zip(want, res[1 + nf:]):
+            out[n + k] = Guarded(gk, ran)
         entry.totals = [n + k for k in want]
         return out
 

@@ -1,0 +1,485 @@
+"""Gradients through compiled control flow against eager ones (issue 15):
+``stop_gradient`` and ``custom_gradient`` inside tensor branches and loops,
+None exactly where eager gives None, no NaN from a path that did not run,
+loops whose shapes are known only at run time.
+
+Each case is a function that computes gradients itself; it runs eagerly (the
+reference) and as a tfc.function with a static and with a None signature,
+whose results must be bit-identical. Where eager gives None because of the
+branch taken at run time, compiled code cannot know it when tracing: it gives
+zeros there (as TensorFlow's tf.function), listed in ``dynamic_none``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import tfc
+
+F32 = np.float32
+
+
+def c(*values):
+    return tfc.constant(np.array(values, F32))
+
+
+def signatures(args):
+    static = [tfc.TensorSpec(tuple(a.shape), a.dtype) for a in args]
+    dynamic = [tfc.TensorSpec((None,) * len(a.shape), a.dtype) for a in args]
+    return {"static": static, "none": dynamic}
+
+
+def check(f, *args, dynamic_none=(), only=None):
+    """f eagerly, then compiled with static and None signatures: the same
+    gradients, bit for bit, and None exactly where eager has None (zeros at
+    the flat positions ``dynamic_none``)."""
+    want = _flat(f(*args))
+    for name, sig in signatures(args).items():
+        if only is not None and name != only:
+            continue
+        got = _flat(tfc.function(f, input_signature=sig)(*args))
+        assert len(got) == len(want), name
+        for k, (g, w) in enumerate(zip(got, want)):
+            if w is None and k in dynamic_none:
+                assert g is not None, (name, k)
+                np.testing.assert_array_equal(g.numpy(), np.zeros(g.shape, g.dtype.as_numpy_dtype), err_msg=name)
+            elif w is None:
+                assert g is None, (name, k, g)
+            else:
+                assert g is not None, (name, k)
+                assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape), (name, k, g, w)
+                np.testing.assert_array_equal(g.numpy(), w.numpy(), err_msg=f"{name}, gradient {k}")
+    return want
+
+
+def _flat(x):
+    if isinstance(x, (list, tuple)):
+        return [y for v in x for y in _flat(v)]
+    return [x]
+
+
+# -- stop_gradient inside tensor control flow -------------------------------------------------
+
+
+def sg_if(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        if tfc.reduce_sum(x) > 0.0:
+            y = tfc.stop_gradient(x)
+        else:
+            y = x
+        loss = tfc.reduce_sum(y * 3.0)
+    return t.gradient(loss, x)
+
+
+def sg_cond(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = tfc.cond(tfc.reduce_sum(x) > 0.0, lambda: tfc.stop_gradient(x) * x, lambda: x * 2.0)
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def sg_both_branches(x, z):
+    # z reaches the result only through stop_gradient: None in every variant
+    with tfc.GradientTape() as t:
+        t.watch([x, z])
+        if tfc.reduce_sum(x) > 0.0:
+            y = x * tfc.stop_gradient(z)
+        else:
+            y = x - tfc.stop_gradient(z * z)
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, [x, z])
+
+
+def sg_while(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        i = tfc.constant(0)
+        while i < 3:
+            y = y * tfc.stop_gradient(y) + x
+            i += 1
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def sg_for_nested(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        for i in tfc.range(tfc.constant(3)):
+            if tfc.reduce_sum(y) > 1.0:
+                y = tfc.stop_gradient(y) * 0.5 + y * 0.25
+            else:
+                y = y * 2.0
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def test_stop_gradient_in_a_taken_branch():
+    # eagerly None (the branch taken cuts x), compiled zeros (a branch might not): before, 3.0
+    check(sg_if, c(2.0, 1.0), dynamic_none=(0,))
+    check(sg_if, c(-2.0, 1.0))
+
+
+def test_stop_gradient_in_cond_loops_and_nesting():
+    for x in (c(2.0, 1.0), c(-2.0, 1.0)):
+        check(sg_cond, x)
+        check(sg_while, x)
+        check(sg_for_nested, x)
+
+
+def test_stop_gradient_in_every_branch_gives_none():
+    got = check(sg_both_branches, c(2.0, 1.0), c(0.5, 3.0))
+    assert got[1] is None
+    check(sg_both_branches, c(-2.0, 1.0), c(0.5, 3.0))
+
+
+def test_stop_gradient_is_an_ir_op():
+    text = tfc.function(sg_if).get_concrete_function(c(1.0)).ir("tensor-raw")
+    assert "tfc.stop_gradient" in text
+
+
+# -- custom_gradient inside tensor control flow -------------------------------------------------
+
+
+@tfc.custom_gradient
+def clip_grad(x):
+    y = tfc.exp(x)
+
+    def grad(dy):
+        return tfc.clip_by_value(dy * y, -1.0, 1.0)  # closes over y, computed in the forward
+
+    return y, grad
+
+
+@tfc.custom_gradient
+def straight_through(x):
+    def grad(dy):
+        return dy  # the gradient of the identity, for a rounding forward
+
+    return tfc.round(x * 4.0) / 4.0, grad
+
+
+@tfc.custom_gradient
+def two_inputs(a, b):
+    def grad(dy):
+        return dy * 10.0, None  # no gradient for b
+
+    return a * b, grad
+
+
+def cg_if(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        if tfc.reduce_sum(x) > 0.0:
+            y = clip_grad(x)
+        else:
+            y = x * x
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def cg_cond(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = tfc.cond(tfc.reduce_sum(x) > 0.0, lambda: straight_through(x) * 3.0, lambda: x)
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def cg_loop(x):
+    # eagerly [1, 1, 1]; compiled it was [3, 3, 3] (the forward ops differentiated)
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        for _ in tfc.range(tfc.constant(3)):
+            y = straight_through(y * 1.5)
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def cg_while_closure(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        i = tfc.constant(0)
+        while i < 2:
+            y = clip_grad(y * 0.5)
+            i += 1
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def cg_several_sources(x, z, w):
+    # w is used only as two_inputs's b (its gradient function gives None): None everywhere
+    with tfc.GradientTape() as t:
+        t.watch([x, z, w])
+        if tfc.reduce_sum(x) > 0.0:
+            y = two_inputs(x, w) + z
+        else:
+            y = two_inputs(x * 2.0, w) - z
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, [x, z, w])
+
+
+def cg_persistent(x):
+    with tfc.GradientTape(persistent=True) as t:
+        t.watch(x)
+        y = tfc.cond(tfc.reduce_sum(x) > 0.0, lambda: straight_through(x * x), lambda: x)
+        loss = tfc.reduce_sum(y)
+        loss2 = tfc.reduce_sum(y * y)
+    return t.gradient(loss, x), t.gradient(loss2, x)
+
+
+def test_custom_gradient_in_branches():
+    for x in (c(0.3, -0.2, 1.1), c(-0.3, -0.2, -1.1)):
+        check(cg_if, x)
+        check(cg_cond, x)
+        check(cg_persistent, x)
+
+
+def test_custom_gradient_in_loops():
+    x = c(0.3, -0.2, 1.1)
+    got = check(cg_loop, x)
+    np.testing.assert_array_equal(got[0].numpy(), [1.5 ** 3] * 3)  # d/dx of three straight-through steps
+    check(cg_while_closure, x)
+
+
+def test_custom_gradient_several_sources_some_unconnected():
+    for x in (c(1.0, 2.0), c(-1.0, -2.0)):
+        got = check(cg_several_sources, x, c(0.5, 0.5), c(3.0, 4.0))
+        assert got[2] is None
+
+
+def test_custom_gradient_with_variables_in_a_branch():
+    v = tfc.Variable(np.array([0.5, -1.5], F32), name="v")
+
+    @tfc.custom_gradient
+    def scaled(x):
+        def grad(dy, variables):
+            return dy * 2.0, [dy * 100.0]  # deliberately not the forward's gradient
+
+        return x * v, grad
+
+    def f(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if tfc.reduce_sum(x) > 0.0:
+                y = scaled(x)
+            else:
+                y = x * v
+            loss = tfc.reduce_sum(y)
+        return t.gradient(loss, [x, v])
+
+    for x in (c(1.0, 2.0), c(-1.0, -2.0)):
+        check(f, x)
+
+
+def test_second_order_through_custom_gradient_and_stop_gradient():
+    def f(x):
+        with tfc.GradientTape() as outer:
+            outer.watch(x)
+            with tfc.GradientTape() as inner:
+                inner.watch(x)
+                if tfc.reduce_sum(x) > 0.0:
+                    y = clip_grad(x) + x * tfc.stop_gradient(x) * x
+                else:
+                    y = x * x * x
+                loss = tfc.reduce_sum(y)
+            g = inner.gradient(loss, x)
+            gg = tfc.reduce_sum(g * g)
+        return g, outer.gradient(gg, x)
+
+    for x in (c(-0.3, 0.1), c(-0.3, -0.1)):
+        check(f, x)
+
+
+def test_custom_gradient_in_a_compiled_call_under_an_eager_tape():
+    cf = tfc.function(cg_forward_only)
+    x = c(0.3, -0.2, 1.1)
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        want = tfc.reduce_sum(cg_forward_only(x))
+    want_g = t.gradient(want, x)
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        got = cf(x)
+    got_g = t.gradient(got, x)
+    np.testing.assert_array_equal(got_g.numpy(), want_g.numpy())
+    np.testing.assert_array_equal(got_g.numpy(), [1.0, 1.0, 1.0])
+
+
+def cg_forward_only(x):
+    y = straight_through(x)
+    if tfc.reduce_sum(x) > 0.0:
+        y = y + tfc.stop_gradient(x) * x
+    return tfc.reduce_sum(straight_through(y * 0.0 + x)) + tfc.reduce_sum(y) * 0.0
+
+
+def test_loaded_custom_gradient_raises_instead_of_differentiating_the_forward(tmp_path):
+    conc = tfc.function(lambda x: tfc.reduce_sum(straight_through(x))).get_concrete_function(c(0.3, 0.6))
+    loaded = tfc.load(tfc.save(conc, str(tmp_path / "st")))
+    x = c(0.3, 0.6)
+    np.testing.assert_array_equal(loaded(x).numpy(), conc(x).numpy())  # the forward runs
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = loaded(x)
+    with pytest.raises(NotImplementedError, match="custom_gradient.*not saved"):
+        t.gradient(y, x)
+
+
+# -- no contribution from a path that did not run ---------------------------------------------
+
+
+def inf_while(x, n):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        e = tfc.exp(x * 1000.0)  # inf
+        y = x
+        i = tfc.constant(0)
+        while i < n:
+            y = y * e
+            i += 1
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def inf_for(x, n):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        e = tfc.exp(x * 1000.0)
+        y = x
+        for _ in tfc.range(n):
+            y = y + tfc.sqrt(e)
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def inf_if(x, n):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        e = tfc.exp(x * 1000.0)
+        if n > 0:
+            y = x * e
+        else:
+            y = x
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def inf_nested_cond(x, n):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        e = tfc.exp(x * 1000.0)
+        if n > 0:
+            if n > 5:
+                y = x * e
+            else:
+                y = x * 3.0
+        else:
+            y = x
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+@pytest.mark.parametrize("f", [inf_while, inf_for, inf_if, inf_nested_cond])
+def test_untaken_path_adds_no_nan(f):
+    x = c(1.0, 2.0)
+    got = check(f, x, tfc.constant(0))
+    assert not np.isnan(got[0].numpy()).any()
+    check(f, c(-1.0, -2.0), tfc.constant(2))  # taken: the same bits as eager (inf and NaN included)
+    check(inf_nested_cond, x, tfc.constant(1))
+
+
+# -- loops with run-time shapes ---------------------------------------------------------------
+
+
+def loop_sin(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        for _ in tfc.range(tfc.constant(3)):
+            y = tfc.sin(y) * x
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def loop_shrinks(x):
+    # a loop variable from (None, 3) to (1, 3): TensorFlow accepts it
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        i = tfc.constant(0)
+        while i < 3:
+            y = tfc.reduce_sum(y * y, axis=0, keepdims=True) * 0.5
+            i += 1
+        loss = tfc.reduce_sum(y)
+    return t.gradient(loss, x)
+
+
+def loop_grows(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = tfc.while_loop(lambda i, y: i < 2, lambda i, y: (i + 1, tfc.concat([y, y * x[0]], 0)),
+                           [tfc.constant(0), x])[1]
+        loss = tfc.reduce_sum(y * y)
+    return t.gradient(loss, x)
+
+
+def loop_second_order(x):
+    with tfc.GradientTape() as outer:
+        outer.watch(x)
+        with tfc.GradientTape() as inner:
+            inner.watch(x)
+            y = x
+            i = tfc.constant(0)
+            while i < 2:
+                y = tfc.sin(y) * x
+                i += 1
+            loss = tfc.reduce_sum(y)
+        g = inner.gradient(loss, x)
+        gg = tfc.reduce_sum(g * g)
+    return outer.gradient(gg, x)
+
+
+def test_loops_with_unknown_dimensions():
+    x2 = tfc.constant(np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], F32))
+    check(loop_sin, x2)
+    check(loop_shrinks, x2, only="none")  # (2, 3) to (1, 3) is an error, as in TensorFlow
+    check(loop_grows, c(0.5, -1.5))
+    check(loop_second_order, c(0.5, -1.5, 2.0))
+
+
+def test_a_known_dimension_that_changes_is_still_an_error():
+    @tfc.function
+    def f(x):
+        y = x
+        i = tfc.constant(0)
+        while i < 2:
+            y = tfc.concat([y, y], 0)
+            i += 1
+        return y
+
+    with pytest.raises(ValueError, match="changes shape in the tensor loop"):
+        f(c(1.0, 2.0))
+
+
+def test_zero_trip_loop_gradient_is_finite_for_inf_inputs():
+    x = tfc.constant(np.array([math.inf, 1.0], F32))
+
+    def f(x, n):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            e = x * x
+            y = x
+            for _ in tfc.range(n):
+                y = y * e
+            loss = tfc.reduce_sum(y)
+        return t.gradient(loss, x)
+
+    got = check(f, x, tfc.constant(0))
+    np.testing.assert_array_equal(got[0].numpy(), [1.0, 1.0])
