@@ -500,4 +500,22 @@ def generate(seed: int, index: int, grad: bool = False) -> Program:
     if rng.random() < 0.3:
         outputs = outputs + [f"x{int(rng.integers(n))}"]
     none_dims = [[bool(rng.random() < 0.8) for _ in s] for s in shapes]
+    if rng.random() < 0.05:
+        # a statement that fails eagerly (at run time, with None dimensions): every
+        # variant must fail too; its result is returned, so no variant may drop it
+        blocks.insert(int(rng.integers(len(blocks) + 1)), [_invalid(rng, shapes)])
+        outputs = outputs + ["bad"]
     return Program(seed, index, dtype, shapes, values, blocks, outputs, g, none_dims)
+
+
+def _invalid(rng, shapes) -> str:
+    i = int(rng.integers(len(shapes)))
+    s = shapes[i]
+    kinds = ["reshape"] + (["gather"] if s else []) + (["broadcast"] if s and s[-1] > 1 else [])
+    k = kinds[int(rng.integers(len(kinds)))]
+    if k == "gather":
+        a = int(rng.integers(len(s)))
+        return f"bad = tfc.gather(x{i}, [{s[a] + int(rng.integers(0, 3))}], axis={a})"
+    if k == "broadcast":
+        return f"bad = x{i} + tfc.ones([{s[-1] + 1}])"
+    return f"bad = tfc.reshape(x{i}, [{math.prod(s) + 1}])"

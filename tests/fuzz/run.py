@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -153,10 +154,10 @@ def compare(p: Program, want, got) -> tuple | None:
     return None
 
 
-def check(tfc, p: Program, variants, workdir: str, blocks=None):
-    """([(variant, class, detail)], whether eager raised) for program ``p`` (its body ``blocks``)."""
+def check(tfc, p: Program, variants, workdir: str):
+    """([(variant, class, detail)], whether eager raised) for program ``p``."""
     try:
-        mod = _import(p.source(blocks), workdir, p.name)
+        mod = _import(p.source(), workdir, p.name)
     except Exception as e:  # a generator bug, not a tfc finding
         return [("import", "generator", _error(e))], True
 
@@ -175,17 +176,33 @@ def check(tfc, p: Program, variants, workdir: str, blocks=None):
     return found, isinstance(want, BaseException)
 
 
-def minimize(tfc, p: Program, variant: str, cls: str, workdir: str) -> list:
-    """The smallest body (by dropping whole statements) that still shows ``cls`` in ``variant``."""
-    blocks = list(p.blocks)
+def minimize(tfc, p: Program, variant: str, cls: str, workdir: str) -> Program:
+    """A smaller program that still shows ``cls`` in ``variant``: statements, results
+    and gradient sources dropped, tape options turned off, while the finding persists."""
+    def shows(q):
+        return any(v == variant and c == cls for v, c, _ in check(tfc, q, [variant], workdir)[0])
+
+    def candidates(q):
+        for i in range(len(q.blocks) - 1, -1, -1):
+            yield dataclasses.replace(q, blocks=q.blocks[:i] + q.blocks[i + 1:])
+        for i in range(len(q.outputs) if len(q.outputs) > 1 else 0):
+            yield dataclasses.replace(q, outputs=q.outputs[:i] + q.outputs[i + 1:])
+        if q.grad:
+            srcs = q.grad["sources"]
+            for i in range(len(srcs) if len(srcs) > 1 else 0):
+                yield dataclasses.replace(q, grad={**q.grad, "sources": srcs[:i] + srcs[i + 1:]})
+            for flag in ("persistent", "second_order", "unconnected"):
+                if q.grad[flag]:
+                    yield dataclasses.replace(q, grad={**q.grad, flag: False})
+
     changed = True
     while changed:
         changed = False
-        for i in range(len(blocks) - 1, -1, -1):
-            trial = blocks[:i] + blocks[i + 1:]
-            if any(v == variant and c == cls for v, c, _ in check(tfc, p, [variant], workdir, trial)[0]):
-                blocks, changed = trial, True
-    return blocks
+        for q in candidates(p):
+            if shows(q):
+                p, changed = q, True
+                break
+    return p
 
 
 def _inputs_repr(p: Program) -> str:
@@ -211,7 +228,7 @@ def _worker(job):
                        "detail": detail, "inputs": _inputs_repr(p)}
                 if minimized[cls] < max_min and cls != "generator":
                     minimized[cls] += 1
-                    rec["source"] = p.source(minimize(tfc, p, v, cls, workdir))
+                    rec["source"] = minimize(tfc, p, v, cls, workdir).source()
                 else:
                     rec["source"] = p.source()
                 records.append(rec)
