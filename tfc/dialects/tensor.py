@@ -737,6 +737,32 @@ def dialect() -> Dialect:
     return Dialect("tfc", FIXED_OPS + FUSED_OPS + [op_class(n) for n in sorted(REGISTRY)], [RefType])
 
 
+def _lex_utf8_strings() -> None:
+    """xDSL lexes a string literal whose escapes make non-ASCII bytes as a bytes
+    literal even when they are UTF-8 (its own printer writes "é" as
+    "\\C3\\A9"): a location, print format or assert message with such a
+    character did not parse back (an artifact saved from /home/josé failed to
+    load). Such literals are strings, as in MLIR."""
+    from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+
+    lex = MLIRLexer._lex_string_literal
+
+    def lex_string_literal(self, start_pos):
+        token = lex(self, start_pos)
+        if token.kind is MLIRTokenKind.BYTES_LIT:
+            try:
+                token.span.bytes_contents.decode()
+            except UnicodeDecodeError:
+                return token
+            return type(token)(MLIRTokenKind.STRING_LIT, token.span)
+        return token
+
+    MLIRLexer._lex_string_literal = lex_string_literal
+
+
+_lex_utf8_strings()
+
+
 def context():
     """An xDSL Context with builtin, func, arith, math (fused bodies) and tfc loaded."""
     from xdsl.context import Context
