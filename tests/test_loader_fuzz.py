@@ -254,13 +254,13 @@ def test_fuzz_hostile_artifacts(tmp_path):
 
 @pytest.mark.parametrize("text", injections("x = 1") + ['{0.__class__} {} {{x}}', "\\ \x00 \u2028 é ﬁ"])
 def test_user_strings_print_as_eagerly_compiled_and_loaded(tmp_path, capsys, text):
-    """A user's own strings (print text, assert message) with quotes, newlines
+    """A user's own strings (print text, tfc.Assert data) with quotes, newlines
     and braces: printed alike by eager, compiled and exported code."""
     import sys
 
     def f(x):
         tfc.print(text, x, text, output_stream=sys.stdout)
-        assert tfc.reduce_all(x > 0.0), text
+        tfc.Assert(tfc.reduce_all(x > 0.0), [text])
         return x + 1.0
 
     compiled = tfc.compile(f, tfc.TensorSpec((2,)))
