@@ -160,6 +160,21 @@ def test_strings_run_no_code(base, tmp_path, capfd, field):
         check(path, baseline, sentinel)
 
 
+@pytest.mark.parametrize("filename", ["/home/josé/model.py", "/tmp/ﬁ\u2028.py", 'a "quoted"\nname\\.py',
+                                      "C:\\Users\\x\\m.py", "\U0001F600.py"])
+def test_locations_with_any_characters_load(base, filename):
+    """A location is the user's file name, whatever it holds: loads and runs."""
+    path, (ir, manifest, weights), baseline = base
+    edited = ir.replace(f"loc({mlir_string(__file__)}", f"loc({mlir_string(filename)}")
+    assert edited != ir
+    rewrite(path, edited, manifest, weights)
+    loaded = tfc.load(path)
+    np.testing.assert_array_equal(loaded(X)["y"].numpy(), baseline["y"].numpy())
+    from tfc.dialects.tensor import loc_str
+
+    assert any(loc_str(op).startswith(f"{filename}:") for op in loaded.concrete_function.module.walk())
+
+
 def test_format_with_attribute_access_is_refused(base):
     path, (ir, manifest, weights), _ = base
     rewrite(path, ir.replace('"sum: {}\\0A"', '"{0.__class__.__mro__}"'), manifest, weights)
