@@ -83,6 +83,9 @@ SAMPLES = {
     "max_pool2d_grad_grad": lambda: _conv.max_pool2d_grad_grad(IMG, IMG, 2, 2),
     "avg_pool2d": lambda: _conv.avg_pool2d(IMG, 2, 2, padding="SAME"),
     "avg_pool2d_grad": lambda: _conv.avg_pool2d_grad((5, 5), POOLED, 2, 2),
+    "conv2d_backprop_input_like": lambda: _conv.conv2d_backprop_input_like(IMG, FILT, OUT, padding="VALID"),
+    "conv2d_backprop_filter_like": lambda: _conv.conv2d_backprop_filter_like(IMG, OUT, FILT, padding="VALID"),
+    "avg_pool2d_grad_like": lambda: _conv.avg_pool2d_grad_like(IMG, POOLED, 2, 2),
     "dropout_mask": lambda: _conv.dropout_mask(F23, 0.5, seed=1),
     "tensor_array_write": lambda: _cf.tensor_array_write(F23, tfc.constant(3), F23[0], grow=True),
     # state lists: flat values, then a table of shapes (_LIST_SHAPES: a 1x1 state, then a 1x2 one)

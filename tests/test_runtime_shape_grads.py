@@ -17,6 +17,7 @@ import pytest
 
 import tfc
 from helpers import check_grad
+from tfc.ops.conv import avg_pool2d_grad_like, conv2d_backprop_filter_like, conv2d_backprop_input_like
 from tfc.ops.shapes import gather_grad_like, reshape_like, split_like, tile_grad_like, unbroadcast_like
 
 F32 = tfc.float32
@@ -156,6 +157,13 @@ SHAPE_CASES = {
     "tensordot": (lambda x, w: tfc.tensordot(x, w, 1), [(None, 3), (3, 4)], [((2, 3), (3, 4)), ((0, 3), (3, 4))]),
     "tensordot axes": (lambda x, w: tfc.tensordot(x, w, [[0, 2], [1, 0]]), [(2, 3, 4), (None, 2, None)],
                        [((2, 3, 4), (4, 2, 5)), ((2, 3, 4), (4, 2, 1))]),
+    "conv2d": (lambda x, w: tfc.nn.conv2d(x, w, 1, "SAME"), [(None, None, None, 3), (None, None, 3, 2)],
+               [((2, 5, 4, 3), (3, 3, 3, 2)), ((1, 2, 2, 3), (1, 2, 3, 2))]),
+    "conv2d strided": (lambda x, w: tfc.nn.conv2d(x, w, 2, "VALID", dilations=1), [(None, None, None, 2), (2, 2, 2, 1)],
+                       [((1, 5, 5, 2), (2, 2, 2, 1)), ((2, 2, 3, 2), (2, 2, 2, 1))]),
+    "avg_pool": (lambda x: tfc.nn.avg_pool2d(x, 2, 2, "SAME"), [(None, None, None, 2)],
+                 [((2, 5, 3, 2),), ((1, 1, 1, 2),)]),
+    "max_pool": (lambda x: tfc.nn.max_pool2d(x, 2, 1, "VALID"), [(None, None, None, 1)], [((1, 3, 4, 1),)]),
     "pad": (lambda x: tfc.pad(x, [[1, 2], [0, 1]]), [(None, None)], [((2, 3),), ((0, 1),)]),
     "pad no after": (lambda x: tfc.pad(x, [[2, 0]], constant_values=1.0), [(None,)], [((3,),), ((0,),)]),
 }
@@ -212,6 +220,10 @@ def test_shape_op_grads_second_order():
     check(lambda x: tfc.tile(tfc.sin(x), [2, 2]) * tfc.reshape(x, [1, -1])[:, :1], [(None, None)], [((2, 3),)],
           order=2)
     check(lambda x: tfc.gather(tfc.sin(x), [1, 0, 1], axis=1) * x[:, :1], [(None, None)], [((2, 3),)], order=2)
+    check(lambda x, w: tfc.sin(tfc.nn.conv2d(x, w, 2, "SAME")), [(None, None, None, 2), (None, None, 2, 2)],
+          [((1, 4, 3, 2), (2, 3, 2, 2))], order=2)
+    check(lambda x: tfc.sin(tfc.nn.avg_pool2d(x * x, 2, 1, "SAME")), [(None, None, None, 1)], [((1, 3, 3, 1),)],
+          order=2)
 
 
 def test_sparse_cross_entropy_with_unknown_number_of_classes():
@@ -278,6 +290,9 @@ def _second(f, like):
     return first
 
 
+_W = tfc.constant(np.random.default_rng(3).uniform(-1, 1, (3, 3, 3, 2)))
+_X = tfc.constant(np.random.default_rng(4).uniform(-1, 1, (2, 3, 4, 3)))
+
 RUNTIME_OPS = {
     "unbroadcast_like": (lambda g, like: unbroadcast_like(g * g, like), [(3, 1, 4), (1, 4)]),
     "unbroadcast_like lead": (lambda g, like: unbroadcast_like(g * g, like), [(2, 3), (3,)]),
@@ -285,6 +300,12 @@ RUNTIME_OPS = {
     "split_like": (lambda x, a: tfc.concat([p * p for p in split_like(x * x, [a, a, a], 0)], 0) * x,
                    [(6,), (2,)]),
     "tile_grad_like": (lambda g, like: tile_grad_like(g * g, like, [2, 3]), [(4, 6), (2, 2)]),
+    "conv2d_backprop_input_like": (lambda g, like: conv2d_backprop_input_like(like, _W, g * g, 2, "SAME"),
+                                   [(1, 2, 2, 2), (1, 3, 4, 3)]),
+    "conv2d_backprop_filter_like": (lambda g, like: conv2d_backprop_filter_like(_X, g * g, like, 1, "VALID"),
+                                    [(2, 2, 3, 2), (2, 2, 3, 2)]),
+    "avg_pool2d_grad_like": (lambda g, like: avg_pool2d_grad_like(like, g * g, 2, 2, "SAME"),
+                             [(1, 2, 2, 2), (1, 3, 4, 2)]),
     "gather_grad_like": (lambda g, like: gather_grad_like(g * g, tfc.constant([2, 0, 2, 1]), like, 1),
                          [(2, 4), (2, 3)]),
 }

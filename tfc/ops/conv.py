@@ -157,12 +157,22 @@ def _conv2d_infer(op, x: Spec, w: Spec, strides, padding, dilations) -> Spec:
     return Spec((x.shape[0], ho, wo, w.shape[3]), x.dtype)
 
 
-def _static_hw(e, t, what):
-    hw = tuple(t.shape[1:3]) if what == "input" else tuple(t.shape[:2])
-    if None in hw:
-        raise NotImplementedError(
-            f"gradient of {e.op.name}: needs a static {what} height and width, got shape {inf.fmt_shape(t.shape)}")
-    return hw
+def _backprop_input(e, x, w, g):
+    """conv2d_backprop_input to ``x``'s height and width (those of ``x`` itself
+    when they are known only at run time)."""
+    a = e.attrs
+    if None in tuple(x.shape[1:3]):
+        return conv2d_backprop_input_like(x, w, g, a["strides"], a["padding"], a["dilations"])
+    return conv2d_backprop_input(tuple(x.shape[1:3]), w, g, a["strides"], a["padding"], a["dilations"])
+
+
+def _backprop_filter(e, x, w, g):
+    """conv2d_backprop_filter to ``w``'s height and width (those of ``w`` itself
+    when they are known only at run time)."""
+    a = e.attrs
+    if None in tuple(w.shape[:2]):
+        return conv2d_backprop_filter_like(x, g, w, a["strides"], a["padding"], a["dilations"])
+    return conv2d_backprop_filter(x, tuple(w.shape[:2]), g, a["strides"], a["padding"], a["dilations"])
 
 
 def _conv2d_grad(e, g):
@@ -170,9 +180,9 @@ def _conv2d_grad(e, g):
     a = e.attrs
     gx = gw = None
     if e.needs_grad(0):
-        gx = conv2d_backprop_input(_static_hw(e, x, "input"), w, g, a["strides"], a["padding"], a["dilations"])
+        gx = _backprop_input(e, x, w, g)
     if e.needs_grad(1):
-        gw = conv2d_backprop_filter(x, _static_hw(e, w, "filters"), g, a["strides"], a["padding"], a["dilations"])
+        gw = _backprop_filter(e, x, w, g)
     return [gx, gw]
 
 
@@ -217,14 +227,15 @@ def _bp_input_infer(op, w: Spec, g: Spec, input_hw, strides, padding, dilations)
 
 def _bp_input_grad(e, gg):
     # dx = A_w^T g is linear in w and in g: d/dg = A_w gg, d/dw = filter grad of (gg, g).
-    w, g = e.inputs
+    k = len(e.inputs) - 2  # conv2d_backprop_input_like's first input only gives a shape
+    w, g = e.inputs[k:]
     a = e.attrs
     gw = gg_ = None
-    if e.needs_grad(0):
-        gw = conv2d_backprop_filter(gg, _static_hw(e, w, "filters"), g, a["strides"], a["padding"], a["dilations"])
-    if e.needs_grad(1):
+    if e.needs_grad(k):
+        gw = _backprop_filter(e, gg, w, g)
+    if e.needs_grad(k + 1):
         gg_ = conv2d(gg, w, a["strides"], a["padding"], a["dilations"])
-    return [gw, gg_]
+    return [None] * k + [gw, gg_]
 
 
 @declare(kernel=_bp_input_kernel, infer=_bp_input_infer, grad=_bp_input_grad,
@@ -237,6 +248,15 @@ def conv2d_backprop_input(input_hw, filters, out_backprop, strides=1, padding="V
         hw = hw[1:3]
     return (filters, out_backprop), {"input_hw": hw, **_conv_attrs("conv2d_backprop_input", strides, padding,
                                                                      dilations)}
+
+
+@declare(kernel=lambda like, w, g, **a: _bp_input_kernel(w, g, like.shape[1:3], **a),
+         infer=lambda op, like, w, g, **a: _bp_input_infer(op, w, g, tuple(like.shape[1:3]), **a),
+         grad=_bp_input_grad, attrs=_CONV_ATTRS)
+def conv2d_backprop_input_like(like, filters, out_backprop, strides=1, padding="VALID", dilations=1):
+    """conv2d_backprop_input for an input of ``like``'s height and width (known
+    only at run time)."""
+    return (like, filters, out_backprop), _conv_attrs("conv2d_backprop_input_like", strides, padding, dilations)
 
 
 # -- conv2d_backprop_filter ----------------------------------------------------------------
@@ -267,14 +287,14 @@ def _bp_filter_infer(op, x: Spec, g: Spec, filter_hw, strides, padding, dilation
 
 def _bp_filter_grad(e, gw):
     # dw = B(x, g) is bilinear, <gw, B(x, g)> = <conv2d(x, gw), g>.
-    x, g = e.inputs
+    x, g = e.inputs[:2]  # (conv2d_backprop_filter_like's last input only gives a shape)
     a = e.attrs
     gx = gg = None
     if e.needs_grad(0):
-        gx = conv2d_backprop_input(_static_hw(e, x, "input"), gw, g, a["strides"], a["padding"], a["dilations"])
+        gx = _backprop_input(e, x, gw, g)
     if e.needs_grad(1):
         gg = conv2d(x, gw, a["strides"], a["padding"], a["dilations"])
-    return [gx, gg]
+    return [gx, gg] + [None] * (len(e.inputs) - 2)
 
 
 @declare(kernel=_bp_filter_kernel, infer=_bp_filter_infer, grad=_bp_filter_grad,
@@ -287,6 +307,15 @@ def conv2d_backprop_filter(input, filter_hw, out_backprop, strides=1, padding="V
         hw = hw[:2]
     return (input, out_backprop), {"filter_hw": hw, **_conv_attrs("conv2d_backprop_filter", strides, padding,
                                                                    dilations)}
+
+
+@declare(kernel=lambda x, g, like, **a: _bp_filter_kernel(x, g, like.shape[:2], **a),
+         infer=lambda op, x, g, like, **a: _bp_filter_infer(op, x, g, tuple(like.shape[:2]), **a),
+         grad=_bp_filter_grad, attrs=_CONV_ATTRS)
+def conv2d_backprop_filter_like(input, out_backprop, like, strides=1, padding="VALID", dilations=1):  # noqa: A002
+    """conv2d_backprop_filter for filters of ``like``'s height and width (known
+    only at run time)."""
+    return (input, out_backprop, like), _conv_attrs("conv2d_backprop_filter_like", strides, padding, dilations)
 
 
 # -- pooling ----------------------------------------------------------------------------
@@ -431,7 +460,9 @@ def _avg_pool_kernel(x, ksize, strides, padding):
 
 def _avg_pool_grad(e, g):
     x = e.inputs[0]
-    return [avg_pool2d_grad(_static_hw(e, x, "input"), g, **e.attrs)]
+    if None in tuple(x.shape[1:3]):
+        return [avg_pool2d_grad_like(x, g, **e.attrs)]
+    return [avg_pool2d_grad(tuple(x.shape[1:3]), g, **e.attrs)]
 
 
 @declare(kernel=_avg_pool_kernel, infer=_pool_infer, grad=_avg_pool_grad, attrs=_POOL_ATTRS,
@@ -464,8 +495,8 @@ def _avg_grad_infer(op, g: Spec, input_hw, ksize, strides, padding) -> Spec:
 
 
 def _avg_grad_grad(e, gg):
-    a = e.attrs
-    return [avg_pool2d(gg, a["ksize"], a["strides"], a["padding"])]
+    a = e.attrs  # (avg_pool2d_grad_like's first input only gives a shape)
+    return [None] * (len(e.inputs) - 1) + [avg_pool2d(gg, a["ksize"], a["strides"], a["padding"])]
 
 
 @declare(kernel=_avg_grad_kernel, infer=_avg_grad_infer, grad=_avg_grad_grad,
@@ -477,6 +508,15 @@ def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
     if len(hw) == 4:
         hw = hw[1:3]
     return (grad,), {"input_hw": hw, **_pool_attrs("avg_pool2d_grad", ksize, strides, padding)}
+
+
+@declare(kernel=lambda like, g, **a: _avg_grad_kernel(g, like.shape[1:3], **a),
+         infer=lambda op, like, g, **a: _avg_grad_infer(op, g, tuple(like.shape[1:3]), **a),
+         grad=_avg_grad_grad, attrs=_POOL_ATTRS)
+def avg_pool2d_grad_like(like, grad, ksize, strides, padding="VALID"):
+    """avg_pool2d_grad for an input of ``like``'s height and width (known only at
+    run time)."""
+    return (like, grad), _pool_attrs("avg_pool2d_grad_like", ksize, strides, padding)
 
 
 # -- dropout ------------------------------------------------------------------------------
