@@ -41,6 +41,8 @@ SAMPLES = {
     "slice_grad_like": _slice_grad_like,
     "broadcast_like": lambda: shapes.broadcast_like(F23[0], F23),
     "count_along": lambda: shapes.count_along(F23, (0, 1)),
+    "pad_grad_like": lambda: shapes.pad_grad_like(tfc.pad(F23, [[1, 0], [2, 1]], mode="REFLECT"), F23, (1, 0, 2, 1),
+                                                  "REFLECT"),
     "range_along": lambda: shapes.range_along(F23, -1, tfc.int32),
     "unbroadcast_like": lambda: shapes.unbroadcast_like(F23, F23[:1, :]),
     "reshape_like": lambda: shapes.reshape_like(F23, F32),

@@ -18,7 +18,7 @@ import pytest
 import tfc
 from helpers import check_grad
 from tfc.ops.conv import avg_pool2d_grad_like, conv2d_backprop_filter_like, conv2d_backprop_input_like
-from tfc.ops.shapes import gather_grad_like, reshape_like, split_like, tile_grad_like, unbroadcast_like
+from tfc.ops.shapes import gather_grad_like, pad_grad_like, reshape_like, split_like, tile_grad_like, unbroadcast_like
 
 F32 = tfc.float32
 
@@ -165,6 +165,10 @@ SHAPE_CASES = {
                  [((2, 5, 3, 2),), ((1, 1, 1, 2),)]),
     "max_pool": (lambda x: tfc.nn.max_pool2d(x, 2, 1, "VALID"), [(None, None, None, 1)], [((1, 3, 4, 1),)]),
     "pad": (lambda x: tfc.pad(x, [[1, 2], [0, 1]]), [(None, None)], [((2, 3),), ((0, 1),)]),
+    "pad reflect": (lambda x: tfc.pad(x, [[1, 2], [0, 1]], mode="REFLECT"), [(None, None)],
+                    [((3, 2),), ((4, 3),)]),
+    "pad symmetric": (lambda x: tfc.pad(x, [[2, 1], [1, 0]], mode="SYMMETRIC") * 1.5, [(None, 2)],
+                      [((2, 2),), ((3, 2),)]),
     "pad no after": (lambda x: tfc.pad(x, [[2, 0]], constant_values=1.0), [(None,)], [((3,),), ((0,),)]),
 }
 
@@ -222,6 +226,7 @@ def test_shape_op_grads_second_order():
     check(lambda x: tfc.gather(tfc.sin(x), [1, 0, 1], axis=1) * x[:, :1], [(None, None)], [((2, 3),)], order=2)
     check(lambda x, w: tfc.sin(tfc.nn.conv2d(x, w, 2, "SAME")), [(None, None, None, 2), (None, None, 2, 2)],
           [((1, 4, 3, 2), (2, 3, 2, 2))], order=2)
+    check(lambda x: tfc.sin(tfc.pad(x * x, [[2, 1]], mode="REFLECT")), [(None,)], [((4,),)], order=2)
     check(lambda x: tfc.sin(tfc.nn.avg_pool2d(x * x, 2, 1, "SAME")), [(None, None, None, 1)], [((1, 3, 3, 1),)],
           order=2)
 
@@ -239,15 +244,6 @@ def test_tensordot_with_two_unknown_free_sizes_says_so():
                      input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((3, None))])
     with pytest.raises(NotImplementedError, match=r"tensordot of shapes \(\?, 3\) and \(3, \?\) over axes \[1\], \[0\]"):
         f(tfc.constant(np.ones((3, 3), np.float32)), tfc.constant(np.ones((3, 3), np.float32)))
-
-
-def test_pad_mirror_modes_with_unknown_size_say_so():
-    for mode in ("REFLECT", "SYMMETRIC"):
-        f = tfc.function(lambda x: _value_and_grads(lambda x: tfc.pad(x, [[1, 1]], mode=mode), [x]),
-                         input_signature=[tfc.TensorSpec((None,))])
-        with pytest.raises(NotImplementedError, match=f"the gradient of pad in {mode} mode along axis 0 of "
-                                                       r"shape \(\?,\) \(a size known only at run time\)"):
-            f(tfc.constant([1.0, 2.0, 3.0]))
 
 
 # -- forwards that used to fail at trace time, and run-time checks ----------------------------------
@@ -306,6 +302,8 @@ RUNTIME_OPS = {
                                     [(2, 2, 3, 2), (2, 2, 3, 2)]),
     "avg_pool2d_grad_like": (lambda g, like: avg_pool2d_grad_like(like, g * g, 2, 2, "SAME"),
                              [(1, 2, 2, 2), (1, 3, 4, 2)]),
+    "pad_grad_like": (lambda g, like: pad_grad_like(g * g, like, (1, 2, 0, 1), "REFLECT"), [(6, 3), (3, 2)]),
+    "pad_grad_like symmetric": (lambda g, like: pad_grad_like(g * g, like, (2, 1), "SYMMETRIC"), [(6,), (3,)]),
     "gather_grad_like": (lambda g, like: gather_grad_like(g * g, tfc.constant([2, 0, 2, 1]), like, 1),
                          [(2, 4), (2, 3)]),
 }

@@ -606,40 +606,41 @@ def _take_axis(g, axis, start, stop, step=None):
     return basic_getitem(g, key)
 
 
-def _pad_grad(e, g):
-    x = e.inputs[0]
-    mode = e.attrs["mode"]
-    pairs = _pad_pairs(e.attrs["paddings"])
-    for axis, ((lo, hi), d) in enumerate(zip(pairs, x.shape)):
+def _unpad(g, shape, pairs, mode, take, pad_zeros):
+    """The gradient of pad: the center of ``g``, onto which the REFLECT or
+    SYMMETRIC borders fold back. One rule for tensors (tfc ops) and for the
+    arrays of pad_grad_like's kernel (numpy), so the two agree to the bit."""
+    for axis, ((lo, hi), d) in enumerate(zip(pairs, shape)):
         if lo == 0 and hi == 0:
             continue
-        if d is None:  # a size known only at run time: the center ends hi before the end
-            if mode != "CONSTANT":
-                raise NotImplementedError(
-                    f"the gradient of pad in {mode} mode along axis {axis} of shape {inf.fmt_shape(x.shape)} "
-                    "(a size known only at run time) is not implemented; give that size in the input_signature")
-            center = _take_axis(g, axis, lo, -hi if hi else None)
-        else:
-            center = _take_axis(g, axis, lo, lo + d)
+        center = take(g, axis, lo, lo + d)
         if mode != "CONSTANT":
             # The padded borders mirror x: fold their gradients back, reversed, onto the
             # elements they copied (REFLECT skips the edge element, SYMMETRIC repeats it).
             skip = 1 if mode == "REFLECT" else 0
-            zero = [0] * (2 * x.ndim)
+            zero = [(0, 0)] * len(shape)
             if lo:
-                left = _take_axis(g, axis, None, lo)
-                left = _take_axis(left, axis, None, None, -1)
                 p = list(zero)
-                p[2 * axis], p[2 * axis + 1] = skip, d - lo - skip
-                center = center + pad(left, _pad_pairs(p))
+                p[axis] = (skip, d - lo - skip)
+                center = center + pad_zeros(take(take(g, axis, None, lo), axis, None, None, -1), p)
             if hi:
-                right = _take_axis(g, axis, lo + d, None)
-                right = _take_axis(right, axis, None, None, -1)
                 p = list(zero)
-                p[2 * axis], p[2 * axis + 1] = d - hi - skip, skip
-                center = center + pad(right, _pad_pairs(p))
+                p[axis] = (d - hi - skip, skip)
+                center = center + pad_zeros(take(take(g, axis, lo + d, None), axis, None, None, -1), p)
         g = center
-    return [g]
+    return g
+
+
+def _pad_grad(e, g):
+    x = e.inputs[0]
+    mode = e.attrs["mode"]
+    pairs = _pad_pairs(e.attrs["paddings"])
+    if any(d is None and (lo or hi) for (lo, hi), d in zip(pairs, x.shape)):
+        if mode == "CONSTANT":  # the center: from lo to hi before the end
+            key = tuple(slice(lo, -hi if hi else None) for lo, hi in pairs)
+            return [basic_getitem(g, key)]
+        return [pad_grad_like(g, x, e.attrs["paddings"], mode)]  # the folds need the sizes
+    return [_unpad(g, x.shape, pairs, mode, _take_axis, pad)]
 
 
 @declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad,
@@ -660,6 +661,21 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     if not isinstance(mode, str):
         raise TypeError(f"pad: mode must be a string, got {mode!r}")
     return (tensor,), {"paddings": flat, "mode": mode.upper(), "constant_values": constant_values}
+
+
+def _np_take_axis(a, axis, start, stop, step=None):
+    return a[(slice(None),) * axis + (slice(start, stop, step),)]
+
+
+@declare(kernel=lambda g, like, paddings, mode: _unpad(g, like.shape, _pad_pairs(paddings), mode, _np_take_axis,
+                                                       lambda a, p: np.pad(a, p, mode="constant")),
+         infer=lambda op, g, like, paddings, mode: Spec(tuple(like.shape), g.dtype),
+         grad=lambda e, g: [pad(g, _pad_pairs(e.attrs["paddings"]), e.attrs["mode"]), None],
+         attrs={"paddings": "ints", "mode": "str"})
+def pad_grad_like(g, like, paddings, mode):
+    """The gradient of pad (``mode`` REFLECT or SYMMETRIC: borders folded back)
+    for an input of ``like``'s shape, known only at run time."""
+    return (g, like), {"paddings": tuple(int(p) for p in paddings), "mode": mode}
 
 
 # -- gather and its gradient -------------------------------------------------------------------
