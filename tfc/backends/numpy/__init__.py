@@ -37,6 +37,12 @@ class Stages:
         return f
 
 
+def _filename(name: str, what: str = "") -> str:
+    """The pseudo file name of a generated module, for tracebacks: the
+    function's name with what cannot be in a file name (NUL, newlines) replaced."""
+    return "<tfc " + "".join(c if c.isprintable() else "?" for c in name) + what + ">"
+
+
 class Compiled:
     """A loaded generated module: call with (arrays..., Cells...)."""
 
@@ -88,7 +94,7 @@ def compile_module(l1_module, name: str, use_cache: bool = True):
     st = Stages(l1_module)
     source, consts, scratch = emit_function(st.function)
     path = _cache.store(key, source, consts, st.plan, scratch) if key is not None else None
-    return Compiled(name, source, consts, st.plan, scratch, path or f"<tfc {name}>"), st
+    return Compiled(name, source, consts, st.plan, scratch, path or _filename(name)), st
 
 
 def compile_verifying(stages: "Stages", name: str, hook):
@@ -109,7 +115,7 @@ def compile_verifying(stages: "Stages", name: str, hook):
             inv[v3] = len(order)
             order.append(v2s[0])
     source, consts, scratch = emit_function(stages.function, hooks=inv)
-    return Compiled(name, source, consts, stages.plan, scratch, f"<tfc {name} (verify)>", hook), order
+    return Compiled(name, source, consts, stages.plan, scratch, _filename(name, " (verify)"), hook), order
 
 
 def run_loops(module, args, name: str | None = None):
@@ -125,4 +131,4 @@ def run_loops(module, args, name: str | None = None):
     (arena,) = f3.body.block.args[-1].type.get_shape()
     source, consts, scratch = emit_function(f3)
     return Compiled(f3.sym_name.data, source, consts, MemoryPlan(arena_size=arena), scratch,
-                    f"<tfc {f3.sym_name.data}>")(list(args))
+                    _filename(f3.sym_name.data))(list(args))
