@@ -5,7 +5,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.errors import InvalidArgumentError
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, note_user_line
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
@@ -192,13 +192,21 @@ def expand_dims(input, axis):  # noqa: A002
     return (input,), {"axis": int(axis)}
 
 
+def _squeeze_rank_unknown(shape):
+    """Why squeeze(axis=None) cannot be traced on ``shape``, or None."""
+    unknown = [i for i, d in enumerate(shape) if d is None]
+    if unknown:
+        return (f"squeeze: axis=None on shape {inf.fmt_shape(shape)}: whether axes {unknown} are removed depends "
+                "on sizes known only at run time, so the result's rank does (TensorFlow's unknown rank; tfc's "
+                "ranks are static); pass axis")
+    return None
+
+
 def _squeeze_infer(op, x: Spec, axis) -> Spec:
     if axis is None:
-        unknown = [i for i, d in enumerate(x.shape) if d is None]
-        if unknown:
-            raise ValueError(f"squeeze: axis=None on shape {inf.fmt_shape(x.shape)}: whether axes {unknown} "
-                             "are removed depends on sizes known only at run time, so the result's rank does "
-                             "(TensorFlow's unknown rank; tfc's ranks are static); pass axis")
+        why = _squeeze_rank_unknown(x.shape)
+        if why:
+            raise ValueError(why)
         return Spec(tuple(d for d in x.shape if d != 1), x.dtype)
     axes = inf.normalize_axes(op, axis, x.ndim)
     for a in axes:
@@ -220,6 +228,11 @@ def _squeeze_kernel(x, axis):
          grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"})
 def squeeze(input, axis=None):  # noqa: A002
     """Axes of size 1 removed (all of them, or those in ``axis``)."""
+    why = axis is None and isinstance(input, Tensor) and _squeeze_rank_unknown(tuple(input.shape))
+    if why:  # not the user's mistake (TensorFlow traces it): a limit of tfc
+        e = NotImplementedError(why)
+        note_user_line(e)
+        raise e
     return (input,), {"axis": None if axis is None else _ints("squeeze", axis, "axis")}
 
 
