@@ -57,8 +57,8 @@ def main():
 
     print(summary(compiled_step, "huber.train_step"), end="")
     for label, fn in (("eager", huber.step), ("compiled", compiled_step)):
-        loss, wv, bv, seconds = huber.fit(fn, x, y, 100)
-        print(f"{label:9s} w={wv:.4f} b={bv:.4f} loss={loss:.4f}  {seconds * 1e3:7.1f} ms for 100 steps")
+        loss, wv, bv, first, per_step = huber.fit(fn, x, y, 100)
+        print(f"{label:9s} w={wv:.4f} b={bv:.4f} loss={loss:.4f}  {huber.timing(first, per_step)}")
 
     loss_fn = tfc.compile(huber.huber_loss)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 import importlib.util
 import io
 import pathlib
+import re
 import sys
 
 import numpy as np
@@ -88,3 +89,21 @@ def test_demo_runs(capsys, monkeypatch):
     example("demo").main()
     out = capsys.readouterr().out
     assert "eager == compiled: True" in out
+
+
+def test_huber_compiled_step_takes_any_length():
+    m = example("huber")  # gradients through None dimensions: one trace for every data size
+    for n in (50, 120):
+        x, y = (tfc.constant(a) for a in m.make_data(n, seed=n))
+        eager = m.fit(m.step, x, y, 5)[:3]
+        np.testing.assert_allclose(m.fit(m.train_step, x, y, 5)[:3], eager, rtol=1e-5)
+    assert m.train_step.trace_count == 1
+
+
+@pytest.mark.parametrize("name, argv, pattern", [
+    ("huber", ["--steps", "3"], r"compiled .* first step [\d.]+ ms, then [\d.]+ ms per step"),
+    ("collatz", ["--n", "3"], r"compiled [\d.]+ ms for the 3 calls \(after a first call of [\d.]+ ms that traced"),
+])
+def test_example_timings_keep_compile_time_apart(name, argv, pattern, capsys):
+    example(name).main(argv)  # the first call's compile time is never in the steady-state figure
+    assert re.search(pattern, capsys.readouterr().out)
