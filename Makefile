@@ -18,9 +18,10 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# each ends with its counts: pytest's "N passed", lit's "Passed: N"
 test: $(STAMP)
 	$(PY) -m pytest -q tests/
-	$(VENV)/bin/lit -q filecheck/
+	$(VENV)/bin/lit -sv filecheck/
 
 BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder
 
