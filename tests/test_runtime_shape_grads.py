@@ -4,9 +4,10 @@ Each case runs eagerly, then compiled with an input_signature holding None
 dimensions (one trace for every run-time shape) and compiled with the static
 shapes, on run-time shapes that include size-1 dimensions that broadcast and
 size-0 ones: values and gradients must be the same bits, dtypes and shapes.
-The ops added for the run-time paths (unbroadcast_like, reshape_like,
-split_like, tile_grad_like, gather_grad_like) are checked against finite
-differences in float64, to first and second order.
+The ops of the run-time paths (unbroadcast_like, reshape_like, split_like,
+tile_grad_like, gather_grad_like, pad_grad_like and conv2d's and avg_pool2d's
+``_like`` ops) are checked against finite differences in float64, to first and
+second order.
 """
 from __future__ import annotations
 
@@ -20,12 +21,9 @@ from helpers import check_grad
 from tfc.ops.conv import avg_pool2d_grad_like, conv2d_backprop_filter_like, conv2d_backprop_input_like
 from tfc.ops.shapes import gather_grad_like, pad_grad_like, reshape_like, split_like, tile_grad_like, unbroadcast_like
 
-F32 = tfc.float32
-
-
 def _value_and_grads(f, xs, order=1):
     """f(*xs) and the gradients of sum(f(*xs)**2) for the float inputs; with
-    order=2, the gradients of sum(first gradients * weights) instead."""
+    order=2, the gradients of sum(sin(first gradients)) instead."""
     floats = [x for x in xs if x.dtype.is_floating]
     with tfc.GradientTape() as outer:
         for x in floats:
@@ -90,7 +88,7 @@ BROADCASTS = [
 ]
 
 
-@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "maximum", "pow"])
+@pytest.mark.parametrize("op", ["add", "subtract", "multiply", "divide", "mod", "maximum", "pow"])
 @pytest.mark.parametrize("sig,shapes", BROADCASTS[:4])
 def test_binary_broadcast_at_run_time(op, sig, shapes):
     check(getattr(tfc, op), sig, shapes)
