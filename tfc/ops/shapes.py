@@ -210,21 +210,12 @@ def _squeeze_infer(op, x: Spec, axis) -> Spec:
         return Spec(tuple(d for d in x.shape if d != 1), x.dtype)
     axes = inf.normalize_axes(op, axis, x.ndim)
     for a in axes:
-        if x.shape[a] not in (1, None):  # None: checked at run time, as TensorFlow does
+        if x.shape[a] not in (1, None):  # None: checked when the code runs (the error is this one), as in TF
             raise ValueError(f"squeeze: axis {a} of shape {inf.fmt_shape(x.shape)} has size {x.shape[a]}, not 1")
     return Spec(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
 
 
-def _squeeze_kernel(x, axis):
-    if axis is not None:
-        for a in axis:
-            if x.shape[a] != 1:
-                raise InvalidArgumentError(f"squeeze: axis {a % x.ndim} of shape {inf.fmt_shape(x.shape)} has size "
-                                           f"{x.shape[a]}, not 1")
-    return np.squeeze(x, axis)
-
-
-@declare(kernel=_squeeze_kernel, infer=_squeeze_infer,
+@declare(kernel=lambda x, axis: np.squeeze(x, axis), infer=_squeeze_infer,
          grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"})
 def squeeze(input, axis=None):  # noqa: A002
     """Axes of size 1 removed (all of them, or those in ``axis``)."""
