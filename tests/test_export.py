@@ -334,3 +334,25 @@ def test_damaged_artifact_is_an_artifact_error_naming_the_file(artifact, damage,
     with pytest.raises(ArtifactError, match=message) as err:
         tfc.load(artifact)
     assert str(err.value).startswith(artifact)
+
+
+def test_load_compiles_at_once(artifact, monkeypatch):
+    """IR that does not compile is an ArtifactError of the file at load (not an
+    error of a later call); a limit of tfc stays a NotImplementedError, noted
+    with the file."""
+    import tfc.backends.numpy as backend
+
+    def fails(exc):
+        def compile_module(*args, **kwargs):
+            raise exc
+        return compile_module
+
+    monkeypatch.setenv("TFC_CACHE_DIR", "")
+    monkeypatch.setattr(backend, "compile_module", fails(KeyError("x")))
+    with pytest.raises(ArtifactError, match=r"function.mlir does not compile \(KeyError: 'x'\)") as e:
+        tfc.load(artifact)
+    assert str(e.value).startswith(artifact)
+    monkeypatch.setattr(backend, "compile_module", fails(NotImplementedError("conv3d in the numpy backend")))
+    with pytest.raises(NotImplementedError, match="conv3d") as e:
+        tfc.load(artifact)
+    assert e.value.__notes__ == [f"  while loading {artifact}"]

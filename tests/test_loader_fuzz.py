@@ -99,11 +99,14 @@ def injections(code):
 
 def check(path, baseline, sentinel, must_work=False):
     """Load and call: the baseline results or (unless ``must_work``) an
-    ArtifactError naming ``path``."""
+    ArtifactError naming ``path`` (a NotImplementedError noting it)."""
     try:
         got = tfc.load(path)(X)
     except ArtifactError as e:
         assert str(e).startswith(str(path)), e
+        assert not must_work, e
+    except NotImplementedError as e:  # a limit of tfc's, noted with the file
+        assert f"  while loading {path}" in e.__notes__, e
         assert not must_work, e
     else:
         assert got["n"] == baseline["n"]

@@ -413,6 +413,9 @@ class LoadedFunction(Module):
         self._concrete = ConcreteFunction(name, module, module, specs, self._vars, structure, mask, static)
         try:  # compiled now: IR that tfc cannot compile is an error of the file, not of a later call
             self._concrete.compiled
+        except NotImplementedError as e:  # a limit of tfc, not a fault of the file
+            e.add_note(f"  while loading {path}")
+            raise
         except Exception as e:
             raise ArtifactError(f"{path}: {IR_FILE} does not compile ({type(e).__name__}: {e})") from e
 
