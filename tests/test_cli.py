@@ -137,6 +137,15 @@ def test_output_may_name_the_input(good, capsys):
     assert os.listdir(os.path.dirname(good)) == ["good.mlir"]  # no temporary file left
 
 
+def test_output_through_a_symbolic_link_replaces_its_target(good, tmp_path, capsys):
+    target = tmp_path / "target.mlir"
+    target.write_text("old\n")
+    link = tmp_path / "link.mlir"
+    link.symlink_to(target)
+    assert opt_main([good, "-p", "tfc-cse", "-o", str(link)]) == 0
+    assert link.is_symlink() and "tfc.multiply" in target.read_text()
+
+
 @pytest.mark.parametrize("argv, text", [
     (["-p", "tfc-fold"], "func.func @f( {\n"),                                   # parse error
     (["-p", "tfc-fold"], GOOD.replace("-> tensor<3xf32>\n  func", "-> tensor<4xf32>\n  func")),  # verifier

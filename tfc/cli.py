@@ -58,8 +58,10 @@ def main(argv=None) -> int:
 def write_atomically(path: str, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all: into a temporary file in
     the same directory, renamed over ``path`` once complete (so ``-o`` may name
-    the input, and an error never leaves an empty or partial file)."""
-    directory = os.path.dirname(os.path.abspath(path))
+    the input, and an error never leaves an empty or partial file). A symbolic
+    link stays one: its target is replaced."""
+    path = os.path.realpath(path)
+    directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w") as f:
