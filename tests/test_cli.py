@@ -268,3 +268,15 @@ def test_version(capsys):
     r = subprocess.run([sys.executable, "-m", "tfc.cli", "--version"], capture_output=True, text=True,
                        env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT)
     assert r.returncode == 0 and r.stdout == f"tfc {version('tfc')}\n"
+
+
+@pytest.mark.parametrize("attrs", ['keepdims = "no"', "keepdims = [true]", "keepdims = unit"])
+@pytest.mark.parametrize("passes", ["tfc-fuse", "tfc-simplify,tfc-fuse", "tfc-fold,tfc-fuse,tfc-lower-loops"])
+def test_bad_attribute_unverified_is_reported_at_the_op(tmp_path, capsys, attrs, passes):
+    # with --disable-verify a pass meets the bad attribute: the error is still the op's, at its line
+    p = tmp_path / "bad.mlir"
+    p.write_text(_func(f"  %a = tfc.reduce_sum %x {{axis = array<i64: 0>, {attrs}}} : (tensor<6xf32>) -> tensor<f32>\n"
+                       "  %b = tfc.exp %a : (tensor<f32>) -> tensor<f32>\n  func.return %b : tensor<f32>",
+                       result="tensor<f32>"))
+    line = _one_error([str(p), "-p", passes, "--disable-verify"], capsys).replace(str(p), "bad.mlir")
+    assert line.startswith("bad.mlir:2:3: error: tfc.reduce_sum: attribute 'keepdims'"), line

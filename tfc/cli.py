@@ -283,7 +283,13 @@ def opt_main(argv=None, prog="tfc-opt") -> int:
     start = time.perf_counter()
     try:
         driver.data = read_input(driver.args.input_file)
-        driver.run()
+        try:
+            driver.run()
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError) as e:
+            if isinstance(e, PassPreconditionError) or driver.module is None:
+                raise
+            driver.module.verify()  # a pass failed on IR that does not verify (--disable-verify): say where
+            raise
         if driver.args.output_file is not None:
             try:
                 write_atomically(driver.args.output_file, driver.buffer.getvalue())
