@@ -205,13 +205,19 @@ def _make_main_class():
             arg_parser.prog = self.prog
             arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
             arg_parser.epilog = pass_table()
+            helps = {  # xDSL's options, said for tfc (None: hidden; one input and one output format)
+                "--shrink": None, "--print-between-passes": None, "--target": None, "--frontend": None,
+                "--time-passes": "print the wall time of parsing, of each pass and in all to stderr",
+                "--output-file": "write the result to this file (whole, once it is complete; may be the input)",
+                "--passes": "comma-separated list of the passes below, run in order",
+                "--disable-verify": "do not verify the IR after parsing and after each pass",
+                "--version": "print the version",
+            }
             for action in arg_parser._actions:
-                if {"--shrink", "--print-between-passes", "--target"} & set(action.option_strings):
-                    action.help = argparse.SUPPRESS  # --print-ir-after-all; one output format
-                if "--time-passes" in action.option_strings:
-                    action.help = "print the wall time of parsing, of each pass and in all to stderr"
-                if "--output-file" in action.option_strings:
-                    action.help = "write the result to this file (whole, once it is complete; may be the input)"
+                for option in set(action.option_strings) & helps.keys():
+                    action.help = helps[option] or argparse.SUPPRESS
+                if action.dest == "input_file":
+                    action.help = "the IR text to read, whatever its name (default: stdin)"
             arg_parser.add_argument("--print-ir-after-all", action="store_true",
                                     help="print the IR to stderr after every pass")
             arg_parser.add_argument("--list-passes", action="store_true", help="list the tfc passes")

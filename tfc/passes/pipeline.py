@@ -57,8 +57,8 @@ PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _
 
 # name -> one line for `tfc opt --help` and --list-passes
 DESCRIPTIONS = {
-    "tfc-simplify": "algebraic identities: x*1 -> x, x**2 -> x*x, transpose(transpose(x)), ... (L1)",
-    "tfc-fold": "constant folding through the eager kernels (L1)",
+    "tfc-simplify": "algebraic identities: x*1 -> x, x**2 -> x*x, transpose(transpose(x)), ... (L1/L2)",
+    "tfc-fold": "constant folding through the eager kernels (L1/L2)",
     "tfc-cse": "common subexpression elimination; stateful ops are never merged (any level)",
     "tfc-dce": "dead code elimination; stateful ops, assigns, print and assert stay (any level)",
     "tfc-fuse": "fusion L1 -> L2: elementwise chains (and a final reduction) become tfc.fused",
