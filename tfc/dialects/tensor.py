@@ -26,8 +26,8 @@ created it (printed with ``print_debuginfo=True``; parsed back either way).
 from __future__ import annotations
 
 import functools
-
 import inspect
+import re
 from typing import ClassVar
 
 import numpy as np
@@ -36,13 +36,13 @@ from xdsl.dialects.builtin import (
     FileLineColLoc, Float16Type, Float32Type, Float64Type, FloatAttr, IntAttr, IntegerAttr,
     UNKNOWN_LOC, IntegerType, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
 )
-from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.ir import Attribute, Dialect, OpResult, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
     AnyAttr, IRDLOperation, ParamAttrConstraint, ParsePropInAttrDict, VarConstraint, base, irdl_attr_definition,
     irdl_op_definition, lazy_traits_def, operand_def, opt_prop_def, prop_def, region_def,
     result_def, traits_def, var_operand_def, var_result_def,
 )
-from xdsl.parser import Parser
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike, HasParent, IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure,
@@ -276,7 +276,289 @@ def failing_op(module):
     return None
 
 
-class SourceParser(Parser):
+def verify_dominance(root) -> None:
+    """SSA dominance, which xDSL's verify does not check: every operand is
+    defined before its use, in the use's block or in a block around it (a
+    block that dominates it, in a region of several blocks); a module body is a
+    graph region. OpVerifyError at the first op that breaks it."""
+    if (bad := misused_value(root)) is not None:
+        op, v = bad
+        _fail(op, dominance_error(op, v))
+
+
+def misused_value(root):
+    """(op, value) of the first use of a value where its definition does not
+    dominate it, or None."""
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.irdl.dominance import DominanceInfo
+
+    visible: set = set()
+
+    def defs(block):
+        return [*block.args, *(r for op in block.ops for r in op.results)]
+
+    def walk_block(block, extra):
+        graph = isinstance(block.parent_op(), ModuleOp)
+        added = [*extra, *block.args, *(defs(block) if graph else ())]
+        visible.update(added)
+        for op in block.ops:
+            for v in op.operands:
+                if v not in visible:
+                    return op, v
+            for region in op.regions:
+                if (bad := walk_region(region)) is not None:
+                    return bad
+            visible.update(op.results)
+            added.extend(op.results)
+        visible.difference_update(added)
+
+    def walk_region(region):
+        blocks = list(region.blocks)
+        if len(blocks) == 1:
+            return walk_block(blocks[0], ())
+        dom = DominanceInfo(region) if blocks else None
+        for b in blocks:
+            if (bad := walk_block(b, [v for a in blocks if a is not b and dom.dominates(a, b)
+                                      for v in defs(a)])) is not None:
+                return bad
+
+    for region in root.regions:
+        if (bad := walk_region(region)) is not None:
+            return bad
+    return None
+
+
+def dominance_error(op, v, name: str | None = None) -> str:
+    """Why ``op`` may not use ``v`` (``name``: its name in the source text)."""
+    name = name or (f"%{v.name_hint}" if v.name_hint else None)
+    if not isinstance(v, OpResult):
+        block = v.owner
+        name = name or "a block argument"
+    else:
+        block = v.op.parent_block()
+        name = name or f"result {v.index} of {v.op.name} ({loc_str(v.op)})"
+        if v.op.is_ancestor(op):
+            return f"{name} is used by the op that defines it"
+    if block is not None and block.is_ancestor(op):
+        where = f" at {loc_str(v.op)}" if isinstance(v, OpResult) else ""
+        return f"{name} is used before its definition{where}"
+    return f"{name} is used outside the region that defines it"
+
+
+# Where the text of a type or attribute dict that starts at an opening bracket
+# ends: brackets balanced, no string literal or newline inside (else not cached).
+_BRACKETS = re.compile(r'->|[{}\[\]()<>"\n]')
+_OPEN, _CLOSE = "{[(<", "}])>"
+_TYPE_START = re.compile(r"(?:tensor|memref|vector)<")
+_DICT_START = re.compile(r"\{")
+_ARRAY_START = re.compile(r"array<")
+# An SSA name (as xDSL's lexer reads it after %) or a string literal, in an op's text.
+_NAME_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|%(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)')
+_MAX_TEMPLATES = 100_000
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    depth = 0
+    for m in _BRACKETS.finditer(text, start):
+        c = m.group()
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return m.end()
+        elif c != "->":
+            return None
+    return None
+
+
+class _Scope(dict):
+    """The parser's SSA names: xDSL copies them at every region (quadratic in
+    IR with many regions); here a region's names are deleted when it ends."""
+
+    def copy(self):
+        return self
+
+
+class IRParser(Parser):
+    """xDSL's parser, faster on large IR, and strict about SSA dominance.
+
+    Fast path: an op on one line, without regions, whose text differs from an
+    op parsed before only in its SSA names (and its trailing ``loc(...)``) is
+    made like that op (same class, result types, properties, attributes; the
+    operands and results named on this line): parsing depends on the text
+    only, names aside. Other ops parse as in xDSL, with the text of each
+    ``tensor<...>``/``memref<...>`` type and attribute dict parsed once.
+    A parsed module is checked by ``misused_value``: xDSL resolves forward
+    references and never checks that a definition comes before its uses."""
+
+    def __init__(self, ctx, input, name: str = "<unknown>"):
+        super().__init__(ctx, input, name)
+        self.ssa_values = _Scope()
+        self._defined: list[str] = []  # SSA names in definition order, for region scopes
+        self._cache: dict[str, object] = {}
+        self._forward_uses: dict = {}  # name -> span of its first use before its definition
+        self._late: dict = {}  # value -> ("%name", span of that use)
+        self._templates: dict = {}  # op text with names left out -> how to make the op
+        self._resolved: list = []  # (position, tuple index, value, type) per operand of the op parsed now
+        self._results: list = []  # the result list of the op parsed now
+        self._loc_pos = -1  # where the last location was looked for
+
+    def _cached(self, start: re.Pattern, parse):
+        """``parse()``, or the value it gave for the same text before (text that
+        ``start`` matches, up to the bracket that closes it)."""
+        span = self._current_token.span
+        text = span.input.content
+        m = start.match(text, span.start)
+        end = m and _balanced_end(text, m.end() - 1)
+        if end is None:
+            return parse()
+        key = text[span.start:end]
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._resume_from(end)
+            return hit
+        value = parse()
+        if self._current_token.span.start >= end:  # parsed exactly that text
+            self._cache[key] = value
+        return value
+
+    def _parse_optional_builtin_parametrized_type(self):
+        return self._cached(_TYPE_START, super()._parse_optional_builtin_parametrized_type)
+
+    def _parse_optional_builtin_parametrized_attr(self):
+        return self._cached(_ARRAY_START, super()._parse_optional_builtin_parametrized_attr)
+
+    def parse_optional_dictionary_attr_dict(self):
+        return dict(self._cached(_DICT_START, super().parse_optional_dictionary_attr_dict))
+
+    def parse_operation(self):
+        span = self._current_token.span
+        text, start = span.input.content, span.start
+        eol = text.find("\n", start)
+        eol = len(text) if eol < 0 else eol
+        line = text[start:eol]
+        at = line.rfind(" loc(") + 1  # where a trailing location starts (0: none)
+        names = []
+
+        def hole(m):
+            if m.group()[0] == '"':
+                return m.group()
+            names.append(m)
+            return "%"
+
+        stack = self._parser_state.dialect_stack  # resolves op names written without a dialect
+        key = (stack[-1] if stack else None, _NAME_OR_STRING.sub(hole, line[:at - 1] if at else line))
+        template = self._templates.get(key)
+        if template is not None and (op := self._replay(template, names, start, at, eol, span.input)):
+            return op
+        self._resolved = []
+        op = super().parse_operation()
+        after = self._current_token.span.start
+        if (not op.regions and not op.successors and isinstance(op, IRDLOperation)
+                and len(self._templates) < _MAX_TEMPLATES and after >= eol
+                and start + len(text[start:after].rstrip()) <= eol  # the op is this line, the whole line
+                and self._loc_pos == (start + at if at else after)):
+            template = self._template(op, names, start)
+            if template is not None:
+                self._templates[key] = template
+        return op
+
+    def _template(self, op, names, start):
+        """How to make ``op`` again from a line that differs only in its names:
+        for each operand and result, which name on the line it is."""
+        k_of = {start + m.start(): k for k, m in enumerate(names)}
+        of_value = {}
+        for pos, index, value, t in self._resolved:
+            k = k_of.get(pos)
+            if k is None or of_value.setdefault(value, (k, index, t)) != (k, index, t):
+                return None  # one value named twice: which name is which operand is unknown
+        if any(v not in of_value for v in op.operands):
+            return None
+        results = [(k_of.get(span.start), size) for span, size in self._results]
+        if any(k is None for k, _ in results):
+            return None
+        return (type(op), [of_value[v] for v in op.operands], results, [r.type for r in op.results],
+                dict(op.properties), dict(op.attributes))
+
+    def _replay(self, template, names, start, at, eol, input):
+        cls, operands, results, result_types, props, attrs = template
+        location = None
+        if at:
+            self._resume_from(start + at)
+            location = self.parse_optional_location()
+            if location is None or self._current_token.span.start < eol:  # more on the line
+                self._resume_from(start)
+                return None
+        else:
+            self._resume_from(eol)
+        span = functools.partial(Span, input=input)
+        values = [self.resolve_operand(
+            UnresolvedOperand(span(start + names[k].start(), start + names[k].end()), index), t)
+            for k, index, t in operands]
+        op = cls.create(operands=values, result_types=result_types, properties=dict(props),
+                        attributes=dict(attrs))
+        if location is not None:
+            op.location = location
+        i = 0
+        for k, size in results:
+            m = names[k]
+            self._register_ssa_definition(m.group()[1:], op.results[i:i + size],
+                                          span(start + m.start(), start + m.end()))
+            i += size
+        return op
+
+    def _parse_op_result_list(self):
+        self._results = super()._parse_op_result_list()
+        return self._results
+
+    def parse_optional_location(self):
+        self._loc_pos = self._current_token.span.start
+        return super().parse_optional_location()
+
+    def resolve_operand(self, operand, type):
+        self._resolved.append((operand.span.start, operand.index, None, type))
+
+        if operand.operand_name not in self.ssa_values:  # a forward reference: where, for errors
+            self._forward_uses.setdefault(operand.operand_name, operand.span)
+        value = super().resolve_operand(operand, type)
+        self._resolved[-1] = (operand.span.start, operand.index, value, type)
+        return value
+
+    def _register_ssa_definition(self, name, values, span):
+        if name in self.forward_ssa_references:
+            use = self._forward_uses.pop(name)
+            for v in values:
+                self._late[v] = (f"%{name}", use)
+        super()._register_ssa_definition(name, values, span)
+        self._defined.append(name)
+
+    def parse_optional_region(self, arguments=None):
+        mark = len(self._defined)
+        region = super().parse_optional_region(arguments)
+        for name in self._defined[mark:]:
+            del self.ssa_values[name]
+        del self._defined[mark:]
+        return region
+
+    def parse_module(self, allow_implicit_module: bool = True):
+        try:
+            module = super().parse_module(allow_implicit_module)
+        except ParseError as e:
+            if not e.msg.startswith("values used but not defined") or not self.forward_ssa_references:
+                raise
+            name = next(iter(self.forward_ssa_references))  # at its first use, not at the end of the file
+            raise ParseError(self._forward_uses[name], f"%{name} is used but not defined in its scope") from None
+        if (bad := misused_value(module)) is not None:
+            op, v = bad
+            name, use = self._late.get(v, (None, None))
+            if use is None:
+                _fail(op, dominance_error(op, v))
+            raise ParseError(use, dominance_error(op, v, name))
+        return module
+
+
+class SourceParser(IRParser):
     """The parser of IR files (``tfc opt``): an op written without ``loc(...)``
     gets its position in the file, as in mlir-opt, so verifier errors name
     ``file.mlir:line:col``; a file that is not UTF-8 and a dense literal that
@@ -763,18 +1045,26 @@ def _lex_utf8_strings() -> None:
 _lex_utf8_strings()
 
 
+def _math_dialect():
+    from xdsl.dialects.math import Math
+
+    return Math
+
+
 def context():
-    """An xDSL Context with builtin, func, arith, math (fused bodies) and tfc loaded."""
+    """An xDSL Context with builtin, func, arith, math (fused bodies) and tfc.
+    tfc and math load when IR using them is parsed: passes need neither, and
+    loading tfc generates every registry op's class (the first compile's cost)."""
     from xdsl.context import Context
     from xdsl.dialects.arith import Arith
     from xdsl.dialects.builtin import Builtin
     from xdsl.dialects.func import Func
-    from xdsl.dialects.math import Math
 
     ctx = Context()
-    for d in (Builtin, Func, Arith, Math):
+    for d in (Builtin, Func, Arith):
         ctx.load_dialect(d)
-    ctx.load_dialect(dialect())
+    ctx.register_dialect("math", _math_dialect)
+    ctx.register_dialect("tfc", dialect)
     from tfc.dialects.loops import LOOPS
 
     ctx.load_dialect(LOOPS)
@@ -783,7 +1073,7 @@ def context():
 
 def parse_module(text: str, filename: str = "<string>"):
     """Parse (and verify) tfc IR text."""
-    m = Parser(context(), text, filename).parse_module()
+    m = IRParser(context(), text, filename).parse_module()
     m.verify()
     return m
 
