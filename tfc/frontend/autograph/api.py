@@ -40,7 +40,7 @@ def _parse(fn):
     """The ``def`` or ``lambda`` node of ``fn``, with the file's line numbers."""
     code = fn.__code__
     try:
-        lines, first = inspect.findsource(code)
+        lines, first = inspect.findsource(fn)  # not code: its module is found by scanning sys.modules
     except (OSError, TypeError) as e:
         raise transformer.ConversionError(f"cannot convert {fn.__qualname__}: its source is unavailable ({e})")
     if code.co_name == "<lambda>":
