@@ -31,7 +31,7 @@ import zlib
 
 import numpy as np
 
-from tfc.backends.plain_arrays import PICKLED, is_pickled
+from tfc.backends.plain_arrays import refusal
 from tfc.core import dtypes
 from tfc.nn.module import Module
 
@@ -224,9 +224,8 @@ def _reading(fpath):
     except ArtifactError:
         raise
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as e:
-        if is_pickled(e):
-            raise ArtifactError(f"{fpath}: {PICKLED}") from None
-        raise ArtifactError(f"{fpath}: damaged or unreadable ({type(e).__name__}: {e})") from None
+        why = refusal(e) or f"damaged or unreadable ({type(e).__name__}: {e})"
+        raise ArtifactError(f"{fpath}: {why}") from None
 
 
 _DTYPE_NAMES = frozenset(d.name for d in dtypes.ALL)

@@ -1,13 +1,18 @@
 """Files of plain arrays (``.npz``): exported weights, checkpoints, the compile
 cache. tfc writes plain arrays only and reads them with ``allow_pickle=False``;
-a file holding pickled objects is refused with what is wrong with it, never
-numpy's advice to load it with ``allow_pickle=True``."""
+numpy's refusal of pickled data advises loading it with ``allow_pickle=True``:
+``refusal`` says what is wrong with the file instead."""
 
-PICKLED = ("holds pickled Python objects (an object array), which tfc never writes and refuses to "
-           "load (unpickling runs code from the file)")
+# an .npz member that numpy refuses (an object array)
+PICKLED = ("an object array (pickled Python objects), which tfc never writes and refuses to load: "
+           "unpickling would run code from the file")
+# a whole file that is neither .npz nor .npy (numpy takes anything else for a pickle)
+NOT_ARRAYS = "not an .npz archive of arrays (numpy would read it as a pickle, which tfc never loads)"
 
 
-def is_pickled(e: BaseException) -> bool:
-    """Is ``e`` numpy's refusal of pickled data (``allow_pickle=False``)?"""
-    return isinstance(e, ValueError) and "allow_pickle" in str(e)
-
+def refusal(e: BaseException) -> str | None:
+    """What is wrong with the file, where ``e`` is numpy refusing pickled data;
+    None for any other error."""
+    if not isinstance(e, ValueError) or "allow_pickle" not in str(e):
+        return None
+    return PICKLED if "Object arrays" in str(e) else NOT_ARRAYS

@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-from tfc.backends.plain_arrays import PICKLED, is_pickled
+from tfc.backends.plain_arrays import refusal
 from tfc.core.variable import Variable
 from tfc.nn.layers import Layer
 from tfc.nn.module import Module
@@ -243,9 +243,7 @@ def _read(path) -> dict:
     try:
         f = np.load(found, allow_pickle=False)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
-        if is_pickled(e):
-            raise ValueError(f"Checkpoint.restore: {found!r} {PICKLED}") from None
-        raise ValueError(f"Checkpoint.restore: {found!r} is not a tfc checkpoint ({e})") from None
+        raise ValueError(f"Checkpoint.restore: {found!r} is not a tfc checkpoint ({refusal(e) or e})") from None
     if not isinstance(f, np.lib.npyio.NpzFile):
         raise ValueError(f"Checkpoint.restore: {found!r} is a single .npy array, not a tfc checkpoint")
     with f:
@@ -265,7 +263,5 @@ def _member(f, found, key):
     try:
         return f[key]
     except (zipfile.BadZipFile, OSError, EOFError, ValueError, zlib.error) as e:
-        if is_pickled(e):
-            raise ValueError(f"Checkpoint.restore: {key} in {found!r} {PICKLED} (nothing was restored)") from None
-        raise ValueError(f"Checkpoint.restore: cannot read {key} from {found!r} ({e}); the file is damaged "
+        raise ValueError(f"Checkpoint.restore: cannot read {key} from {found!r} ({refusal(e) or e}); the file is damaged "
                          "or not a tfc checkpoint (nothing was restored)") from None

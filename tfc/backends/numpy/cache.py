@@ -113,9 +113,9 @@ def load(key: str):
 
 
 def _drop(d: pathlib.Path, key: str, why: Exception) -> None:
-    from tfc.backends.plain_arrays import PICKLED, is_pickled
+    from tfc.backends.plain_arrays import refusal
 
-    why = PICKLED if is_pickled(why) else why
+    why = refusal(why) or why
     warnings.warn(f"tfc: dropped the damaged compile cache entry {d / key}.py ({why}); recompiling",
                   RuntimeWarning, stacklevel=3)
     for ext in ("py", "json", "npz"):  # .py first: its presence marks an entry
