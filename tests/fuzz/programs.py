@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import numpy as np
 
@@ -93,14 +94,18 @@ class Program:
     def n_inputs(self) -> int:
         return len(self.shapes)
 
-    def source(self, blocks=None) -> str:
-        """The module's source: helpers, then ``prog`` with ``blocks`` (default: all)."""
-        blocks = self.blocks if blocks is None else blocks
+    @property
+    def n_forward(self) -> int:
+        return len(self.outputs)
+
+    def source(self) -> str:
+        """The module's source: the helpers it calls, then ``prog``."""
         args = ", ".join(f"x{i}" for i in range(self.n_inputs))
-        body = [line for b in blocks for line in b]
+        body = [line for b in self.blocks for line in b]
         outs = ", ".join(self.outputs)
-        used = [h for h in HELPERS.split("\n\n\n") if _helper_name(h) in "\n".join(body) or "total" in h]
-        lines = ["import tfc", "", "", "\n\n\n".join(h.strip("\n") for h in used), "", "", f"def prog({args}):"]
+        text = "\n".join(body)
+        used = [h.strip("\n") for h in HELPERS.split("\n\n\n") if _helper_name(h) in ("total", *_CALLS.findall(text))]
+        lines = ["import tfc", "", "", "\n\n\n".join(used), "", "", f"def prog({args}):"]
         g = self.grad
         if g is None:
             lines += ["    " + line for line in body]
@@ -111,8 +116,8 @@ class Program:
         extra = ', unconnected_gradients="zero"' if g["unconnected"] else ""
         ind = "    "
         if g["second_order"]:
-            lines += [f"    with tfc.GradientTape() as t2:",
-                      f"        " + "; ".join(f"t2.watch(x{i})" for i in g["sources"])]
+            lines += ["    with tfc.GradientTape() as t2:",
+                      "        " + "; ".join(f"t2.watch(x{i})" for i in g["sources"])]
             ind = "        "
         lines.append(f"{ind}with tfc.GradientTape(persistent={g['persistent']}) as t:")
         lines.append(f"{ind}    {watch}")
@@ -124,14 +129,14 @@ class Program:
             lines.append(f"{ind}g1 = t.gradient(tfc.reduce_sum({self.outputs[0]}), [{srcs}]{extra})")
             results += ", *g1"
         if g["second_order"]:
-            lines.append(f"        loss2 = total(g)")
+            lines.append("        loss2 = total(g)")
             lines.append(f"    h = t2.gradient(loss2, [{srcs}]{extra})")
             results += ", *h"
         lines.append(f"    return ({results},)")
         return "\n".join(lines) + "\n"
 
-    def n_forward(self) -> int:
-        return len(self.outputs)
+
+_CALLS = re.compile(r"\b(cg_\w+)\(")
 
 
 def _helper_name(h: str) -> str:

@@ -128,7 +128,7 @@ def compare(p: Program, want, got) -> tuple | None:
         return ("compile-fails" if tfc_error else "crash"), _error(got)
     if len(want) != len(got):
         return "wrong-structure", f"eager returned {len(want)} results, the variant {len(got)}"
-    nf = p.n_forward()
+    nf = p.n_forward
     for k, (w, g) in enumerate(zip(want, got)):
         what = "output" if k < nf else "gradient"
         where = f"{what} {k}"
