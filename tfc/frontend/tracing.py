@@ -197,6 +197,8 @@ class FunctionBuilder:
         self.may_create_variables = True  # tfc.Variable(...) allowed while tracing (see Function._trace)
         self.n_inputs = 0
         self.func = func.FuncOp(name, ((), ()), Region(self.entry))
+        self.grad_fns: dict[int, object] = {}  # tfc.custom_gradient key -> its tape op (see custom_gradient)
+        self.subst = None  # while a replayed custom gradient runs: maps the tensors it closed over (cfgrad)
 
     # -- helpers ------------------------------------------------------------
     def _loc(self):
@@ -205,8 +207,6 @@ class FunctionBuilder:
         file, line = user_location()
         return make_loc(file, line)
 
-        self.grad_fns: dict[int, object] = {}  # tfc.custom_gradient key -> its tape op (see custom_gradient)
-        self.subst = None  # while a replayed custom gradient runs: maps the tensors it closed over (cfgrad)
     def _insert(self, op):
         op.location = self._loc()
         self._stack[-1].add_op(op)
@@ -236,6 +236,8 @@ class FunctionBuilder:
         """The SSA value of a tensor: symbolic ones as they are, variables read,
         eager tensors captured as ``tfc.constant``s at the top of the function."""
         if isinstance(t, SymbolicTensor):
+            if self.subst is not None:
+                t = self.subst(t)
             if t._builder is not self:
                 raise ValueError(f"{_where()}: {t._escaped(f'tracing {self.name!r} used')} "
                                  f"(or pass it in as an argument)")
@@ -244,8 +246,6 @@ class FunctionBuilder:
             # the chain _stack, so the value is visible iff its block is open.
             block = t._block
             if block is self.entry:
-            if self.subst is not None:
-                t = self.subst(t)
                 j = 0
             else:
                 j = self._open.get(id(block))
@@ -322,6 +322,8 @@ class FunctionBuilder:
         for i, t in enumerate(tensors):
             if isinstance(t, Variable):
                 tensors[i] = self.read_variable(t)
+            elif self.subst is not None and isinstance(t, SymbolicTensor):
+                tensors[i] = self.subst(t)
         operands = [self.lift(t) for t in tensors]
         specs = [Spec(t.shape, t.dtype) for t in tensors]
         out = op.infer(op, *specs, **attrs)
@@ -330,8 +332,6 @@ class FunctionBuilder:
         ir_op = op_class(op.name).create(
             operands=operands, result_types=[tensor_type(s.shape, s.dtype) for s in outs],
             properties=encode_attrs(op, attrs))
-            elif self.subst is not None and isinstance(t, SymbolicTensor):
-                tensors[i] = self.subst(t)
         self._insert(ir_op)
         block = self._stack[-1]
         results = [SymbolicTensor(r, s.shape, s.dtype, self, block) for r, s in zip(ir_op.results, outs)]
@@ -377,14 +377,6 @@ class FunctionBuilder:
             raise ValueError(f"{_where()}: cannot assign a {v.type} to {var.name} ({ref.type.tensor})")
         self._insert(AssignVariableOp.create(operands=[ref, v]))
 
-    # -- regions ----------------------------------------------------------------
-    def _trace_region(self, fn, arg_types=(), what="a throw-away trace"):
-        """Run ``fn(*block_args)`` into a new block; returns (block, result, captured).
-        ``what`` names the region in errors."""
-        from xdsl.ir import Block
-
-        block = Block(arg_types=list(arg_types))
-        self._kinds[id(block)] = (block, what)
     def custom_gradient(self, op, inputs, outputs, reads=None):
         """The ``outputs`` of a ``tfc.custom_gradient`` function (tape op ``op``)
         called on ``inputs``, through a tfc.custom_gradient op whose key finds
@@ -400,6 +392,14 @@ class FunctionBuilder:
             outs = custom_gradient_call(*inputs, *reads, *outputs, key=key, n_inputs=len(inputs) + len(reads))
         return outs if isinstance(outs, list) else [outs]
 
+    # -- regions ----------------------------------------------------------------
+    def _trace_region(self, fn, arg_types=(), what="a throw-away trace"):
+        """Run ``fn(*block_args)`` into a new block; returns (block, result, captured).
+        ``what`` names the region in errors."""
+        from xdsl.ir import Block
+
+        block = Block(arg_types=list(arg_types))
+        self._kinds[id(block)] = (block, what)
         self._push(block, [])
         self._block_caps[id(block)] = self._captures[-1]
         try:
@@ -445,6 +445,7 @@ class FunctionBuilder:
                     if not any(id(t) in tape._tracked for tape in TAPES):
                         inputs.pop()  # unwatched: no gradient, as eagerly
         record(grad_op, inputs, outputs if len(outputs) > 1 else outputs[0], attrs)
+        grad_op.track(inputs, outputs, attrs)
 
     @staticmethod
     def _expand(leaves, what, partner=None):
