@@ -332,6 +332,81 @@ def test_loaded_custom_gradient_raises_instead_of_differentiating_the_forward(tm
         t.gradient(y, x)
 
 
+def test_custom_gradient_in_nested_branches():
+    # the backward of the inner cond replays the outer branch's replay: the gradient
+    # function's closure is mapped through both replays
+    @tfc.custom_gradient
+    def mul(a, b):
+        def grad(dy):
+            return dy * b * 2.0, dy * a * 3.0
+
+        return a * b, grad
+
+    def f(x, p):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            v = x * 2.0
+            if p > 0.0:
+                v = v * 3.0
+            else:
+                v = v / p
+                if tfc.reduce_sum(x) > 0.0:
+                    v = tfc.maximum(x, v)
+                else:
+                    v = mul(v, v)
+            loss = tfc.reduce_sum(v)
+        return t.gradient(loss, x)
+
+    for x, p in ((c(-1.2, 0.5), -2.0), (c(1.2, 0.5), -2.0), (c(1.2, 0.5), 2.0)):
+        check(f, x, tfc.constant(p, tfc.float32))
+
+
+def test_gradient_with_respect_to_a_branch_output():
+    # the source is the cond's output: tracked where the branch taken computed it from x
+    def reassigned(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if tfc.reduce_max(x) < -1.5:
+                x = tfc.exp(x)
+            else:
+                x = tfc.stop_gradient(x) * 2.0
+            loss = tfc.reduce_sum(x * x)
+        return t.gradient(loss, x)
+
+    def never_tracked(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if tfc.reduce_max(x) < 0.0:
+                y = tfc.round(x)
+            else:
+                y = tfc.stop_gradient(x) * 2.0
+            y = y * 3.0  # computed from an untracked value: untracked too
+            loss = tfc.reduce_sum(y * x)
+        return t.gradient(loss, [x, y])
+
+    def chained(x):
+        # tracked only where the first branch taken keeps x: the second cond inherits that
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if tfc.reduce_min(x) > -1.5:
+                x = tfc.round(x)
+            else:
+                x = tfc.where(x > 0.5, x, x * 2.0)
+            if tfc.reduce_min(x) > 0.0:
+                x = x * 4.0
+            else:
+                x = x - tfc.reduce_mean(x)
+            loss = tfc.reduce_sum(x)
+        return t.gradient(loss, x)
+
+    check(reassigned, c(-2.0, -3.0))
+    check(reassigned, c(2.0, 3.0), dynamic_none=(0,))  # before: the gradient of the branch's output
+    got = check(never_tracked, c(1.0, -2.0))
+    assert got[1] is None
+    check(chained, c(-2.0, -3.0))
+    check(chained, c(0.2, 1.3), dynamic_none=(0,))
+
+
 # -- no contribution from a path that did not run ---------------------------------------------
 
 

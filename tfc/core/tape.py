@@ -99,9 +99,51 @@ def record(op, inputs, outputs, attrs) -> None:
         if entry is None:
             entry = Entry(op, list(inputs), outs, attrs)
         tape._entries.append(entry)
+        flag = _maybe_flag(tape, inputs) if tape._maybe else None
         for o in outs:
             if _is_float(o):
                 tracked[id(o)] = o
+                if flag is not None:
+                    tape._maybe[id(o)] = flag
+
+
+def _maybe_flag(tape, inputs):
+    """None if a surely tracked input reaches the op, else (all its tracked
+    inputs tracked only on some run-time paths) whether any of them is."""
+    flag = False
+    for t in inputs:
+        if id(t) in tape._tracked:
+            f = tape._maybe.get(id(t))
+            if f is None:
+                return None
+            flag = either(flag, f)
+    return flag
+
+
+def either(a, b):
+    """a or b, for Python bools and bool scalar tensors."""
+    if a is True or b is True:
+        return True
+    if a is False or a is b:
+        return b
+    if b is False:
+        return a
+    from tfc.ops.math import logical_or
+
+    return logical_or(a, b)
+
+
+def both(a, b):
+    """a and b, for Python bools and bool scalar tensors."""
+    if a is False or b is False:
+        return False
+    if a is True or a is b:
+        return b
+    if b is True:
+        return a
+    from tfc.ops.math import logical_and
+
+    return logical_and(a, b)
 
 
 def _identity_grad(entry, g):
@@ -153,6 +195,7 @@ class GradientTape:
         self._tracked: dict[int, Tensor] = {}
         self._entries: list[Entry] = []
         self._variables: dict[int, Variable] = {}
+        self._maybe: dict[int, Tensor] = {}  # id(tracked tensor) -> bool tensor: is it tracked at run time
         self._used = False
 
     def __enter__(self):
@@ -204,6 +247,7 @@ class GradientTape:
         self._tracked.clear()
         self._entries.clear()
         self._variables.clear()
+        self._maybe.clear()
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none", seeds=None,
                  guarded=False):
@@ -242,6 +286,12 @@ class GradientTape:
             # even where it is an input of a recorded op
             grads = backprop(self._entries, flat_targets, flat_sources, output_gradients,
                              tracked=self._tracked, seeds=seeds, guarded=guarded)
+            # a source tracked only on some run-time paths (an output of compiled
+            # control flow, see tfc.frontend.cfgrad): no gradient where it is not
+            for k, s in enumerate(flat_sources):
+                if grads[k] is not None and id(s) in self._maybe:
+                    g = _guard(grads[k], self._maybe[id(s)])
+                    grads[k] = g if guarded else _settle(g)
         finally:
             if i >= 0:
                 TAPES.insert(i, self)
@@ -249,6 +299,7 @@ class GradientTape:
         if not self._persistent:
             self._entries = []
             self._tracked = {}
+            self._maybe = {}
         if unconnected_gradients == "zero":
             from tfc.ops.creation import zeros_like
 

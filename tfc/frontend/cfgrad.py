@@ -36,7 +36,7 @@ import numpy as np
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import REGISTRY
-from tfc.core.tape import Guarded
+from tfc.core.tape import Guarded, both, either
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
@@ -105,8 +105,8 @@ class Replay:
         vals = [self.value(v) for v in op.operands]
         n = attrs["n_inputs"]
         cg = self.grad_fns.get(attrs["key"])
-        if cg is None or not TAPES:
-            if cg is None and TAPES:
+        if cg is None:
+            if TAPES:
                 raise NotImplementedError(
                     f"the gradient of a function loaded from an artifact (or built from IR) that calls the "
                     f"tfc.custom_gradient function at {loc_str(op)} is not available: the Python gradient "
@@ -118,6 +118,7 @@ class Replay:
             rebound = _Rebound(cg, self.env)
             ins = vals[:n - len(cg.variables)]  # the inputs, then the variables' values
             reads = vals[len(ins):n]
+            # a new key even untaped (a region's trace): a replay of this replay finds the rebound op
             outs = self.builder.custom_gradient(rebound, ins, vals[n:], reads)
             record(rebound, ins + reads, outs if len(outs) > 1 else outs[0], {})
         for r, t in zip(op.results, outs):
@@ -308,13 +309,48 @@ def _reaches(block, value, targets) -> bool:
     return any(operands[k] in reached for k in targets)
 
 
-def _connected(blocks, t, targets) -> bool:
+def _ssa_of(t):
+    """The SSA value a region uses for ``t`` (a variable's: its reference), or None."""
     if isinstance(t, Variable):  # its reads use its reference (an argument of the function)
         hit = STATE.builder._vars.get(id(t))
-        ssa = None if hit is None else hit[1]
-    else:
-        ssa = getattr(t, "_ssa", None)
+        return None if hit is None else hit[1]
+    return getattr(t, "_ssa", None)
+
+
+def _connected(blocks, t, targets) -> bool:
+    ssa = _ssa_of(t)
     return ssa is None or any(_reaches(b, ssa, targets) for b in blocks)
+
+
+def _tracking(tape, tensors):
+    """(SSA values of the tensors ``tape`` surely tracks, of those it tracks
+    only on some run-time paths, whether it tracks any of the latter)."""
+    sure, maybe, flag = set(), set(), False
+    for t in tensors:
+        ssa = _ssa_of(t)
+        if id(t) not in tape._tracked or ssa is None:
+            continue
+        f = tape._maybe.get(id(t))
+        if f is None:
+            sure.add(ssa)
+        else:
+            maybe.add(ssa)
+            flag = either(flag, f)
+    return sure, maybe, flag
+
+
+def _retrack(tape, outputs, flags) -> None:
+    """Each output tracked as eagerly: ``flags`` says per output whether it is
+    (True, False or a bool tensor: tracked on the run-time paths where it holds)."""
+    for o, f in zip(outputs, flags):
+        if id(o) not in tape._tracked:
+            continue
+        if f is False:
+            del tape._tracked[id(o)]
+        elif f is True:
+            tape._maybe.pop(id(o), None)
+        else:
+            tape._maybe[id(o)] = f
 
 
 def _negative_zeros(t):
@@ -332,6 +368,36 @@ class CondGrad:
 
     name = "tfc.cond"
     seeded = True
+
+    def track(self, inputs, outputs, attrs):
+        """Each tape tracks an output as eagerly: where the branch taken computes
+        it from a tracked value (so the tape may learn the predicate)."""
+        from tfc.ops.math import logical_not
+        from tfc.ops.shapes import reshape
+
+        op = attrs["op"]
+        for tape in TAPES:
+            sure, maybe, flag = _tracking(tape, inputs)
+            if not sure and not maybe:
+                continue
+            branches = []
+            for region in (op.then_region, op.else_region):
+                block = region.block
+                a, b = set(sure), set(maybe)
+                _flow(block, a)
+                _flow(block, b)
+                branches.append([True if v in a else flag if v in b else False for v in block.last_op.operands])
+            pred = None
+            flags = []
+            for t, e in zip(*branches):
+                if t is e:
+                    flags.append(t)
+                    continue
+                if pred is None:
+                    pred = reshape(attrs["pred"], ())
+                    npred = logical_not(pred)
+                flags.append(either(both(pred, t), both(npred, e)))
+            _retrack(tape, outputs, flags)
 
     def grad(self, entry, g):
         builder = STATE.builder
@@ -385,6 +451,31 @@ class WhileGrad:
 
     name = "tfc.while_loop"
     seeded = True
+
+    def track(self, inputs, outputs, attrs):
+        """Each tape tracks an output whose initial value is tracked, or that the
+        body computes from a tracked value (then only if the loop runs, which
+        the trace cannot know: tracked)."""
+        op, n = attrs["op"], attrs["n_init"]
+        body = op.body_region.block
+        yields = body.last_op.operands
+        for tape in TAPES:
+            sure, maybe, flag = _tracking(tape, inputs[n:])
+            init = [tape._maybe.get(id(x), True) if id(x) in tape._tracked else False for x in inputs[:n]]
+            a = sure | {arg for arg, t in zip(body.args, init) if t is True}
+            b = maybe | {arg for arg, t in zip(body.args, init) if t is not True and t is not False}
+            for reached in (a, b):
+                while True:
+                    _flow(body, reached)
+                    new = [arg for arg, y in zip(body.args, yields) if y in reached and arg not in reached]
+                    if not new:
+                        break
+                    reached.update(new)
+            for t in init:
+                if t is not True and t is not False:
+                    flag = either(flag, t)
+            _retrack(tape, outputs, [True if t is True or y in a else either(t, flag) if y in b else t
+                                     for t, y in zip(init, yields)])
 
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of
