@@ -643,7 +643,8 @@ class Emitter:
         for i in range(start, len(lines)):
             if not isinstance(lines[i], _Line):
                 if site is None:
-                    label = op.callee.data if isinstance(op, L.LibraryOp) else op.name
+                    label = op.callee.data if isinstance(op, L.LibraryOp) else \
+                        "fused kernel" if isinstance(op, L.ParallelOp) else op.name
                     names = [x if isinstance(x, str) else self.name(x) for x in self.site_operands]
                     site = (label, loc_str(op), tuple(names), self.site_attrs)
                 lines[i] = _Line(lines[i], site)

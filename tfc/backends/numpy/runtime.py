@@ -1,5 +1,6 @@
 """Run-time support of the generated numpy modules: the arena pool, per-thread
-chunk scratch, the thread pool that runs chunks, library-call conformance."""
+chunk scratch, the thread pool that runs chunks, library-call conformance, and
+errors raised in generated code reported as eager reports them (``located``)."""
 from __future__ import annotations
 
 import os
