@@ -220,6 +220,17 @@ def test_reshape_does_not_sink_through_broadcast_to(shape):
     _same(tfc.function(f, input_signature=[tfc.TensorSpec(shape)])(x), f(x), "gradient")
 
 
+def test_unsorted_segment_sum_with_unknown_sizes():
+    from tfc.ops.shapes import unsorted_segment_sum
+
+    make = lambda rng, shapes: [rng.uniform(0.5, 2.0, shapes[0]).astype(np.float32),  # noqa: E731
+                                rng.integers(-1, 3, shapes[1]).astype(np.int32)]  # -1: dropped
+    check(lambda x, i: unsorted_segment_sum(x, i, 3), [(None, None), (None,)], [((4, 2), (4,)), ((0, 3), (0,))],
+          dtypes=[np.float32, np.int32], make=make)
+    check(lambda x, i: unsorted_segment_sum(x, i, 3), [(None, None, 3), (None, None)], [((2, 2, 3), (2, 2))],
+          dtypes=[np.float32, np.int32], make=make)
+
+
 def test_shape_op_grads_second_order():
     check(lambda x, y: tfc.sin(tfc.concat([x, y * x[:1]], 0)), [(None,), (None,)], [((2,), (3,))], order=2)
     check(lambda x: tfc.tile(tfc.sin(x), [2, 2]) * tfc.reshape(x, [1, -1])[:, :1], [(None, None)], [((2, 3),)],

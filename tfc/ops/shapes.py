@@ -777,7 +777,12 @@ def _segment_sum_grad(e, g):
 
     data, ids = e.inputs
     rows = gather(g, maximum(ids, 0), axis=0)
-    keep = reshape(greater_equal(ids, 0), ids.shape + (1,) * (data.ndim - ids.ndim))
+    keep = greater_equal(ids, 0)
+    if None in tuple(ids.shape):  # no static shape to reshape to: one new axis at a time
+        for _ in range(data.ndim - ids.ndim):
+            keep = expand_dims(keep, -1)
+    else:
+        keep = reshape(keep, ids.shape + (1,) * (data.ndim - ids.ndim))
     return [where(keep, rows, zeros_like(rows)), None]
 
 
