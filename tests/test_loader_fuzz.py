@@ -180,11 +180,24 @@ def test_locations_with_any_characters_load(base, filename):
     assert any(loc_str(op).startswith(f"{filename}:") for op in loaded.concrete_function.module.walk())
 
 
-def test_format_with_attribute_access_is_refused(base):
+@pytest.mark.parametrize("fmt, message", [
+    ("{0.__class__.__mro__}", r"has a field \{0.__class__.__mro__\}"),
+    ("{0[0]}", r"has a field \{0\[0\]\}"),
+    ("{x}", r"has a field \{x\}"),
+    ("{1}", r"has a field \{1\} that is not one of its 1 values"),
+    ("{} {}", r"has a field \{\} that is not one of its 1 values"),
+    ("{} {0}", r"mixes \{\} and numbered fields"),
+    ("{", r"bad format '\{'"),
+])
+def test_formats_other_than_plain_fields_are_refused(base, fmt, message):
+    """A print format from a file is str.format'ted on the values at run time:
+    attribute or item access, names, fields past the values and mixed
+    numbering are refused at load, naming the file and the op's line."""
     path, (ir, manifest, weights), _ = base
-    rewrite(path, ir.replace('"sum: {}\\0A"', '"{0.__class__.__mro__}"'), manifest, weights)
-    with pytest.raises(ArtifactError, match=r"has a field \{0.__class__.__mro__\}"):
+    rewrite(path, ir.replace('"sum: {}\\0A"', mlir_string(fmt)), manifest, weights)
+    with pytest.raises(ArtifactError, match=message) as e:
         tfc.load(path)
+    assert str(e.value).startswith(str(path)) and f"{__file__}:" in str(e.value)
 
 
 def test_backend_ops_in_the_file_are_refused(base):

@@ -98,6 +98,8 @@ def check_format(op, text: str, n: int, what: str) -> None:
         if i is None or i >= n:
             raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} has a field {{{f}}} that is not "
                              f"one of its {n} values")
+    if "" in fields and any(fields):
+        raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} mixes {{}} and numbered fields")
 
 
 def _one_step(op) -> bool:
