@@ -387,7 +387,8 @@ class IRParser(Parser):
     op parsed before only in its SSA names (and its trailing ``loc(...)``) is
     made like that op (same class, result types, properties, attributes; the
     operands and results named on this line): parsing depends on the text
-    only, names aside. Other ops parse as in xDSL, with the text of each
+    only, names aside. So is an op whose first line ends with the ``{`` of its
+    one region (``tfc.fused``, ``loops.parallel``), its region parsed. Other ops parse as in xDSL, with the text of each
     ``tensor<...>``/``memref<...>`` type and attribute dict parsed once.
     A parsed module is checked by ``misused_value``: xDSL resolves forward
     references and never checks that a definition comes before its uses."""
@@ -401,7 +402,8 @@ class IRParser(Parser):
         self._late: dict = {}  # value -> ("%name", span of that use)
         self._templates: dict = {}  # op text with names left out -> how to make the op
         self._resolved: list = []  # (position, tuple index, value, type) per operand of the op parsed now
-        self._results: list = []  # the result list of the op parsed now
+        self._results: list = []  # the result list of each op being parsed
+        self._regions: list = []  # [start, end] of each region of the ops being parsed
         self._loc_pos = -1  # where the last location was looked for
 
     def _cached(self, start: re.Pattern, parse):
@@ -437,8 +439,9 @@ class IRParser(Parser):
         text, start = span.input.content, span.start
         eol = text.find("\n", start)
         eol = len(text) if eol < 0 else eol
-        line = text[start:eol]
-        at = line.rfind(" loc(") + 1  # where a trailing location starts (0: none)
+        line = text[start:eol].rstrip()
+        brace = start + len(line) - 1 if line.endswith("{") else 0  # where its one region starts
+        at = 0 if brace else line.rfind(" loc(") + 1  # where a trailing location starts (0: none)
         names = []
 
         def hole(m):
@@ -448,21 +451,36 @@ class IRParser(Parser):
             return "%"
 
         stack = self._parser_state.dialect_stack  # resolves op names written without a dialect
-        key = (stack[-1] if stack else None, _NAME_OR_STRING.sub(hole, line[:at - 1] if at else line))
-        template = self._templates.get(key)
-        if template is not None and (op := self._replay(template, names, start, at, eol, span.input)):
+        own = line[:brace - start] if brace else line[:at - 1] if at else line
+        key = (stack[-1] if stack else None, bool(brace), _NAME_OR_STRING.sub(hole, own))
+        saved, self._resolved = self._resolved, []
+        self._results.append([])
+        mark = len(self._regions)
+        try:
+            template = self._templates.get(key)
+            if template is not None and (op := self._replay(template, names, start, at, eol, brace, span.input)):
+                return op
+            op = super().parse_operation()
+            if len(self._templates) < _MAX_TEMPLATES and self._reusable(op, text, start, at, eol, brace, mark):
+                template = self._template(op, names, start)
+                if template is not None:
+                    self._templates[key] = template
             return op
-        self._resolved = []
-        op = super().parse_operation()
+        finally:
+            self._resolved = saved
+            self._results.pop()
+            del self._regions[mark:]
+
+    def _reusable(self, op, text, start, at, eol, brace, mark) -> bool:
+        """Is ``op`` all of its line (or, with ``brace``, its line and then one
+        region and perhaps a location)?"""
+        if op.successors or not isinstance(op, IRDLOperation):
+            return False
+        if brace:
+            return len(op.regions) == 1 and len(self._regions) > mark and self._regions[mark] == [brace, self._loc_pos]
         after = self._current_token.span.start
-        if (not op.regions and not op.successors and isinstance(op, IRDLOperation)
-                and len(self._templates) < _MAX_TEMPLATES and after >= eol
-                and start + len(text[start:after].rstrip()) <= eol  # the op is this line, the whole line
-                and self._loc_pos == (start + at if at else after)):
-            template = self._template(op, names, start)
-            if template is not None:
-                self._templates[key] = template
-        return op
+        return (not op.regions and after >= eol and start + len(text[start:after].rstrip()) <= eol
+                and self._loc_pos == (start + at if at else after))
 
     def _template(self, op, names, start):
         """How to make ``op`` again from a line that differs only in its names:
@@ -475,29 +493,39 @@ class IRParser(Parser):
                 return None  # one value named twice: which name is which operand is unknown
         if any(v not in of_value for v in op.operands):
             return None
-        results = [(k_of.get(span.start), size) for span, size in self._results]
+        results = [(k_of.get(span.start), size) for span, size in self._results[-1]]
         if any(k is None for k, _ in results):
             return None
         return (type(op), [of_value[v] for v in op.operands], results, [r.type for r in op.results],
                 dict(op.properties), dict(op.attributes))
 
-    def _replay(self, template, names, start, at, eol, input):
+    def _replay(self, template, names, start, at, eol, brace, input):
         cls, operands, results, result_types, props, attrs = template
-        location = None
-        if at:
-            self._resume_from(start + at)
-            location = self.parse_optional_location()
-            if location is None or self._current_token.span.start < eol:  # more on the line
-                self._resume_from(start)
-                return None
-        else:
-            self._resume_from(eol)
         span = functools.partial(Span, input=input)
-        values = [self.resolve_operand(
-            UnresolvedOperand(span(start + names[k].start(), start + names[k].end()), index), t)
-            for k, index, t in operands]
+
+        def resolve():
+            return [self.resolve_operand(
+                UnresolvedOperand(span(start + names[k].start(), start + names[k].end()), index), t)
+                for k, index, t in operands]
+
+        location, regions = None, ()
+        if brace:
+            self._resume_from(brace)
+            regions = [self.parse_region()]
+            values = resolve()  # after the region, as xDSL's declarative formats do
+            location = self.parse_optional_location()
+        else:
+            if at:
+                self._resume_from(start + at)
+                location = self.parse_optional_location()
+                if location is None or self._current_token.span.start < eol:  # more on the line
+                    self._resume_from(start)
+                    return None
+            else:
+                self._resume_from(eol)
+            values = resolve()
         op = cls.create(operands=values, result_types=result_types, properties=dict(props),
-                        attributes=dict(attrs))
+                        attributes=dict(attrs), regions=regions)
         if location is not None:
             op.location = location
         i = 0
@@ -509,8 +537,8 @@ class IRParser(Parser):
         return op
 
     def _parse_op_result_list(self):
-        self._results = super()._parse_op_result_list()
-        return self._results
+        self._results[-1] = results = super()._parse_op_result_list()
+        return results
 
     def parse_optional_location(self):
         self._loc_pos = self._current_token.span.start
@@ -534,11 +562,14 @@ class IRParser(Parser):
         self._defined.append(name)
 
     def parse_optional_region(self, arguments=None):
+        where = [self._current_token.span.start, None]
+        self._regions.append(where)
         mark = len(self._defined)
         region = super().parse_optional_region(arguments)
         for name in self._defined[mark:]:
             del self.ssa_values[name]
         del self._defined[mark:]
+        where[1] = self._current_token.span.start
         return region
 
     def parse_module(self, allow_implicit_module: bool = True):
