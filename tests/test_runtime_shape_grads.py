@@ -99,6 +99,12 @@ def test_binary_broadcast_at_run_time_higher_rank(sig, shapes):
     check(lambda x, y: tfc.multiply(x, y) - tfc.minimum(x, y) / (y + 1.0), sig, shapes)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_binary_broadcast_at_run_time_other_dtypes(dtype):
+    sig, shapes = BROADCASTS[4]
+    check(lambda x, y: x * y + y, sig, shapes, dtypes=[dtype, dtype])
+
+
 def test_issue_example():
     # d/dx reduce_sum(x * y), x = [1.], y = [1, 2, 3, 4]: [10.], not [1, 2, 3, 4]
     @tfc.function(input_signature=[tfc.TensorSpec((None,)), tfc.TensorSpec((None,))])
