@@ -407,6 +407,20 @@ def test_gradient_with_respect_to_a_branch_output():
     check(chained, c(0.2, 1.3), dynamic_none=(0,))
 
 
+def test_gradient_with_respect_to_a_loop_output():
+    # after a trip, x holds sign(...) (no gradient): eagerly untracked; with no trip, x itself
+    def f(x, n):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            for _ in tfc.range(n):
+                x = tfc.sign(x) * 2.0
+            loss = tfc.reduce_max(x)
+        return t.gradient(loss, x)
+
+    check(f, c(-0.75, 3.0, -0.08), tfc.constant(3), dynamic_none=(0,))  # before: [0, 1, 0]
+    check(f, c(-0.75, 3.0, -0.08), tfc.constant(0))
+
+
 # -- no contribution from a path that did not run ---------------------------------------------
 
 
@@ -527,6 +541,21 @@ def test_loops_with_unknown_dimensions():
     check(loop_shrinks, x2, only="none")  # (2, 3) to (1, 3) is an error, as in TensorFlow
     check(loop_grows, c(0.5, -1.5))
     check(loop_second_order, c(0.5, -1.5, 2.0))
+
+
+def test_a_known_dimension_may_become_unknown():
+    def f(x, y):
+        with tfc.GradientTape() as t:
+            t.watch(y)
+            v = tfc.reduce_min(x, keepdims=True)  # (1,) before the loop; (None,) with y's
+            i = tfc.constant(0)
+            while i < 2:
+                v = tfc.where(v > 0.25, v, y) * y
+                i += 1
+            loss = tfc.reduce_sum(v)
+        return t.gradient(loss, y)
+
+    check(f, c(0.5, -1.0), c(0.3, 0.7, 2.0), only="none")
 
 
 def test_a_known_dimension_that_changes_is_still_an_error():

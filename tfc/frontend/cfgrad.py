@@ -339,6 +339,12 @@ def _tracking(tape, tensors):
     return sure, maybe, flag
 
 
+def _not(p):
+    from tfc.ops.math import logical_not
+
+    return logical_not(p)
+
+
 def _retrack(tape, outputs, flags) -> None:
     """Each output tracked as eagerly: ``flags`` says per output whether it is
     (True, False or a bool tensor: tracked on the run-time paths where it holds)."""
@@ -453,12 +459,14 @@ class WhileGrad:
     seeded = True
 
     def track(self, inputs, outputs, attrs):
-        """Each tape tracks an output whose initial value is tracked, or that the
-        body computes from a tracked value (then only if the loop runs, which
-        the trace cannot know: tracked)."""
+        """Each tape tracks an output as eagerly: if the loop runs, where the
+        body computes it from a tracked value, else where its initial value is
+        (the tape may learn whether the loop runs: its condition on the
+        initial values)."""
         op, n = attrs["op"], attrs["n_init"]
         body = op.body_region.block
         yields = body.last_op.operands
+        ran = None
         for tape in TAPES:
             sure, maybe, flag = _tracking(tape, inputs[n:])
             init = [tape._maybe.get(id(x), True) if id(x) in tape._tracked else False for x in inputs[:n]]
@@ -474,8 +482,29 @@ class WhileGrad:
             for t in init:
                 if t is not True and t is not False:
                     flag = either(flag, t)
-            _retrack(tape, outputs, [True if t is True or y in a else either(t, flag) if y in b else t
-                                     for t, y in zip(init, yields)])
+            flags = []
+            for t, y in zip(init, yields):
+                looped = True if y in a else flag if y in b else False
+                if looped is t:
+                    flags.append(t)
+                    continue
+                if ran is None:
+                    ran = self._runs(op, inputs, n)
+                    stay = True if ran is False else _not(ran)
+                flags.append(either(both(ran, looped), both(stay, t)))
+            _retrack(tape, outputs, flags)
+
+    @staticmethod
+    def _runs(op, inputs, n):
+        """Does the loop run at all? Its condition on the initial values (a bool
+        tensor; False for maximum_iterations=0)."""
+        from tfc.core.tape import tapes_suspended
+        from tfc.ops.shapes import reshape
+
+        if op.max_iterations is not None and op.max_iterations.value.data <= 0:
+            return False
+        with tapes_suspended():
+            return reshape(_region_replay(STATE.builder, inputs[n:]).block(op.cond_region.block, inputs[:n]), ())
 
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of

@@ -482,8 +482,9 @@ def _check_same(name, before, after, line):
             if b.dtype != a.dtype:
                 raise TypeError(f"{_describe(name)} changes dtype in the tensor loop at line {line}: "
                                 f"{b.dtype.name} before, {a.dtype.name} after an iteration")
-            # as TensorFlow: a dimension known before the loop stays; an unknown one may become known
-            if len(b.shape) != len(a.shape) or any(x is not None and x != y for x, y in zip(b.shape, a.shape)):
+            # a known dimension may not become another (an unknown one may become known,
+            # as in TensorFlow, and a known one unknown: the loop variable's is then None)
+            if len(b.shape) != len(a.shape) or any(None not in (x, y) and x != y for x, y in zip(b.shape, a.shape)):
                 raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
                                  f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
         elif isinstance(b, Tensor) != isinstance(a, Tensor):
