@@ -117,6 +117,20 @@ def test_issue_example():
     _same(f(tfc.constant([1.0]), tfc.constant([1.0, 2.0, 3.0, 4.0])), np.array([10.0], np.float32), "gradient")
 
 
+def _grad_ir(f, signature):
+    fn = tfc.function(lambda *xs: _value_and_grads(f, xs), input_signature=[tfc.TensorSpec(s) for s in signature])
+    return fn.get_concrete_function(*[tfc.constant(np.ones([d or 2 for d in s], np.float32)) for s in signature]).ir()
+
+
+def test_run_time_reduction_only_where_a_dimension_can_broadcast():
+    # a batch dimension against a bias (or anything of size 1 there) cannot broadcast: no run-time op
+    assert "unbroadcast_like" not in _grad_ir(lambda x, w, b: tfc.matmul(x, w) + b, [(None, 3), (3, 4), (4,)])
+    assert "unbroadcast_like" not in _grad_ir(lambda x, y: x * y, [(None, 3), (1, 3)])
+    # two run-time sizes against each other: decided when the code runs
+    assert "unbroadcast_like" in _grad_ir(lambda x, y: x * y, [(None,), (None,)])
+    assert "unbroadcast_like" in _grad_ir(lambda x, y: x * y, [(None,), (4,)])
+
+
 def test_where_and_clip_broadcast_at_run_time():
     make = lambda rng, shapes: [rng.uniform(-1, 1, s).astype(np.float32) for s in shapes]  # noqa: E731
     check(lambda c, x, y: tfc.where(c > 0.0, x, y), [(None,), (None, None), (None,)],
