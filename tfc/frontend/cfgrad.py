@@ -378,7 +378,6 @@ class CondGrad:
     def track(self, inputs, outputs, attrs):
         """Each tape tracks an output as eagerly: where the branch taken computes
         it from a tracked value (so the tape may learn the predicate)."""
-        from tfc.ops.math import logical_not
         from tfc.ops.shapes import reshape
 
         op = attrs["op"]
@@ -401,7 +400,7 @@ class CondGrad:
                     continue
                 if pred is None:
                     pred = reshape(attrs["pred"], ())
-                    npred = logical_not(pred)
+                    npred = _not(pred)
                 flags.append(either(both(pred, t), both(npred, e)))
             _retrack(tape, outputs, flags)
 
