@@ -12,6 +12,7 @@ The fuzz is seeded: a few dozen artifacts in CI, more by hand with
 ``TFC_FUZZ_N=2000 pytest tests/test_loader_fuzz.py`` (``TFC_FUZZ_SEED`` picks
 the seed).
 """
+import ast
 import builtins
 import json
 import os
@@ -101,7 +102,8 @@ def check(path, baseline, sentinel, must_work=False):
     """Load and call: the baseline results or (unless ``must_work``) an
     ArtifactError naming ``path`` (a NotImplementedError noting it)."""
     try:
-        got = tfc.load(path)(X)
+        loaded = tfc.load(path)
+        got = loaded(X)
     except ArtifactError as e:
         assert str(e).startswith(str(path)), e
         assert not must_work, e
@@ -111,7 +113,19 @@ def check(path, baseline, sentinel, must_work=False):
     else:
         assert got["n"] == baseline["n"]
         np.testing.assert_array_equal(got["y"].numpy(), baseline["y"].numpy())
+        assert_only_literals(loaded.concrete_function.source)
     assert not sentinel.ran(), "code from the artifact ran"
+
+
+def assert_only_literals(source):
+    """The injected text is in string literals only, also where it would not
+    have run (a branch not taken): no name of it in the code, and every name
+    ASCII (names the emitter made)."""
+    tree = ast.parse(source)
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
+        {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert not names & {"__import__", "open", "x", "y", "a"}, names
+    assert all(n.isascii() for n in names), names
 
 
 @pytest.fixture
@@ -132,9 +146,11 @@ def test_function_name_runs_no_code(base, tmp_path, which):
     sentinel = Sentinel(tmp_path)
     ir, manifest = rename_function(ir, manifest, injections(sentinel.code)[which])
     rewrite(path, ir, manifest, weights)
-    got = tfc.load(path)(X)  # a name is only a name: the function works
+    loaded = tfc.load(path)
+    got = loaded(X)  # a name is only a name: the function works
     np.testing.assert_array_equal(got["y"].numpy(), baseline["y"].numpy())
     assert not sentinel.ran()
+    assert_only_literals(loaded.concrete_function.source)
 
 
 @pytest.mark.parametrize("name", ["c0", "k0", "lib1", "attrs1", "kernel0", "spec0", "views", "np", "rt",
