@@ -105,6 +105,29 @@ def test_binary_broadcast_at_run_time_other_dtypes(dtype):
     check(lambda x, y: x * y + y, sig, shapes, dtypes=[dtype, dtype])
 
 
+def _broadcast_pair(rng, rx, ry):
+    """Random shapes of ranks rx and ry that broadcast together (sizes 0 to 3)."""
+    out = rng.integers(0, 4, max(rx, ry))
+    def one(r):
+        return tuple(int(d) if rng.random() < 0.6 else 1 for d in out[len(out) - r:])
+    return one(rx), one(ry)
+
+
+@pytest.mark.parametrize("rx", range(4))
+@pytest.mark.parametrize("ry", range(4))
+def test_random_broadcasts_at_run_time(rx, ry):
+    # every dimension None: whether each broadcasts is only known when the code runs
+    rng = np.random.default_rng([rx, ry])
+    f = lambda x, y: (x - 0.5) * y  # noqa: E731
+    dynamic = tfc.function(lambda x, y: _value_and_grads(f, [x, y]),
+                           input_signature=[tfc.TensorSpec((None,) * rx), tfc.TensorSpec((None,) * ry)])
+    for _ in range(8):
+        shapes = _broadcast_pair(rng, rx, ry)
+        xs = [tfc.constant(rng.uniform(0.5, 2.0, s).astype(np.float32)) for s in shapes]
+        for k, (g, w) in enumerate(zip(dynamic(*xs), _value_and_grads(f, xs))):
+            _same(g, w, f"shapes {shapes}, output {k}")
+
+
 def test_issue_example():
     # d/dx reduce_sum(x * y), x = [1.], y = [1, 2, 3, 4]: [10.], not [1, 2, 3, 4]
     @tfc.function(input_signature=[tfc.TensorSpec((None,)), tfc.TensorSpec((None,))])
