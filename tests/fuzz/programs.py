@@ -177,6 +177,8 @@ class _Gen:
         return f"v{self.count}"
 
     def const(self) -> str:
+        if self.chance(0.03):  # constants the IR must print and parse exactly
+            return self.pick(['float("inf")', 'float("-inf")', 'float("nan")', "-0.0", "1e-45", "3.4e38"])
         return self.pick(["0.5", "2.0", "-1.5", "3.0", "0.0", "1.0", "0.25"])
 
     # -- expressions: each returns (source, shape) ---------------------------------
