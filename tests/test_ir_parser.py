@@ -169,6 +169,13 @@ def test_lines_that_differ_only_in_names_or_location():
     assert str(e.value.span.get_location()) == "<string>:15:17"
 
 
+def test_a_line_that_declares_names_is_not_a_template():
+    """Two functions whose first lines differ only in their arguments' names."""
+    fn = "  func.func @f(%{0}: tensor<3xf32>) -> tensor<3xf32> {{\n    func.return %{0} : tensor<3xf32>\n  }}\n"
+    text = "".join(f"builtin.module {{\n{fn.format(name)}}}\n" for name in ("a", "b", "0"))
+    same_as_xdsl(text)
+
+
 # -- SSA dominance -----------------------------------------------------------------
 
 HEAD = "func.func @f(%a: tensor<3xf32>, %p: tensor<i1>) -> tensor<3xf32> {\n"

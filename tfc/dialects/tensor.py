@@ -388,8 +388,9 @@ class IRParser(Parser):
     made like that op (same class, result types, properties, attributes; the
     operands and results named on this line): parsing depends on the text
     only, names aside. So is an op whose first line ends with the ``{`` of its
-    one region (``tfc.fused``, ``loops.parallel``), its region parsed. Other ops parse as in xDSL, with the text of each
-    ``tensor<...>``/``memref<...>`` type and attribute dict parsed once.
+    one region (``tfc.fused``, ``loops.parallel``), its region parsed. Other
+    ops parse as in xDSL, with the text of each type and attribute dict
+    (``tensor<...>``, ``{axis = array<i64: 0>}``) parsed once.
     A parsed module is checked by ``misused_value``: xDSL resolves forward
     references and never checks that a definition comes before its uses."""
 
@@ -491,10 +492,11 @@ class IRParser(Parser):
             k = k_of.get(pos)
             if k is None or of_value.setdefault(value, (k, index, t)) != (k, index, t):
                 return None  # one value named twice: which name is which operand is unknown
-        if any(v not in of_value for v in op.operands):
+        if of_value.keys() != set(op.operands):
             return None
         results = [(k_of.get(span.start), size) for span, size in self._results[-1]]
-        if any(k is None for k, _ in results):
+        named = [k for k, _, _ in of_value.values()] + [k for k, _ in results]
+        if sorted(named) != list(range(len(names))):  # another name on the line: func.func's arguments
             return None
         return (type(op), [of_value[v] for v in op.operands], results, [r.type for r in op.results],
                 dict(op.properties), dict(op.attributes))
