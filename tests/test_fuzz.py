@@ -20,7 +20,7 @@ N_GRAD = 60
 # every class a finding can have, except "last-bit" (the documented exception:
 # gradients summed in another order, docs/user-guide.md), which is reported only
 CLASSES = ("wrong-value", "wrong-grad", "none-vs-zeros", "none-vs-value", "value-vs-none",
-           "nan-vs-value", "compile-fails", "crash", "no-error", "wrong-structure", "generator")
+           "nan-vs-value", "compile-fails", "crash", "hang", "no-error", "wrong-structure", "generator")
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +113,7 @@ def _prog(n_forward=1):
     ([np.float32(1)], [np.float32(1), None], "wrong-structure"),
     ([np.float32(1)], ValueError("tfc.concat: ..."), "compile-fails"),
     ([np.float32(1)], TypeError("split: ..."), "crash"),
+    ([np.float32(1)], run.Hang("ran past 60 s"), "hang"),
     (ValueError("eager"), [np.float32(1)], "no-error"),
 ])
 def test_comparison_classifies(want, got, cls):

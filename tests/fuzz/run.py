@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import importlib.util
 import itertools
@@ -24,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -42,7 +44,27 @@ DOCUMENTED_LIMITS = (
     r"squeeze: axis=None on shape .* depends on sizes known only at run time",
 )
 
+TIME_LIMIT_S = 60  # for one program in one variant: far more than any takes
+
 _counter = itertools.count()
+
+
+class Hang(Exception):
+    """A variant ran past TIME_LIMIT_S."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds):
+    def expire(signum, frame):
+        raise Hang(f"ran past {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def _import(source: str, workdir: str, name: str):
@@ -124,6 +146,8 @@ def compare(p: Program, want, got) -> tuple | None:
         limit = any(re.search(r, str(got)) for r in DOCUMENTED_LIMITS)
         if limit and isinstance(got, (NotImplementedError, ValueError)):
             return None
+        if isinstance(got, Hang):
+            return "hang", _error(got)
         tfc_error = isinstance(got, (ValueError, NotImplementedError)) or type(got).__module__.startswith("tfc")
         return ("compile-fails" if tfc_error else "crash"), _error(got)
     if len(want) != len(got):
@@ -167,7 +191,8 @@ def check(tfc, p: Program, variants, workdir: str):
 
     def attempt(variant):
         try:
-            return run_variant(tfc, mod.prog, p, variant, workdir)
+            with _time_limit(TIME_LIMIT_S):
+                return run_variant(tfc, mod.prog, p, variant, workdir)
         except Exception as e:  # noqa: BLE001 (every error is compared)
             return e
 
