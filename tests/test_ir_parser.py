@@ -253,3 +253,11 @@ def test_verify_dominance_of_built_ir():
         T.verify_dominance(_built(True))
     with pytest.raises(T.OpVerifyError, match="used by the op that defines it"):
         T.verify_dominance(_built(False, self_use=True))
+
+
+def test_pipeline_verification_checks_dominance():
+    from tfc.passes.pipeline import run_pipeline
+
+    run_pipeline(_built(False), ("tfc-cse",), verify=True)
+    with pytest.raises(T.OpVerifyError, match="is used before its definition"):
+        run_pipeline(_built(True), ("tfc-cse",), verify=True)

@@ -109,7 +109,7 @@ def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, st
     ``verify`` (default: ``VERIFY_EACH_PASS``). ``timings``, a list, receives
     ``(pass name, seconds)`` per pass."""
     verify = VERIFY_EACH_PASS if verify is None else verify
-    from tfc.dialects.tensor import context
+    from tfc.dialects.tensor import context, verify_dominance
 
     ctx = context()
     for name in passes:
@@ -120,6 +120,7 @@ def run_pipeline(module, passes=DEFAULT_L1, print_ir_after_all: bool = False, st
             timings.append((name, time.perf_counter() - start))
         if verify:
             module.verify()
+            verify_dominance(module)  # which xDSL's verify does not check
         if print_ir_after_all:
             dump_ir(name, module, stream)
     return module
