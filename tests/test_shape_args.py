@@ -72,6 +72,11 @@ def test_tensor_spec_summary_never_negative():
     (lambda: tfc.eye(2, True), TypeError, "eye: num_columns must be an int, got the bool"),
     (lambda: tfc.linspace(0.0, 1.0, 3.5), TypeError, "linspace: num must be an int, got float"),
     (lambda: tfc.zeros("23"), TypeError, "zeros: shape must be a sequence of ints"),
+    (lambda: tfc.unstack(tfc.zeros((2, 3)), num=2.5), TypeError, "unstack: num must be an int, got float"),
+    (lambda: tfc.TensorArray(tfc.float32, size=2.5), TypeError, "TensorArray: size must be an int, got float"),
+    (lambda: tfc.TensorArray(tfc.float32, size=-1), ValueError, "TensorArray: size must be >= 0"),
+    (lambda: tfc.nn.dropout(tfc.ones((2, 3)), 0.5, noise_shape=(2.0, None)), TypeError,
+     r"dropout: noise_shape\[0\] must be an int, got float"),
 ])
 def test_other_size_arguments(call, err, message):
     with pytest.raises(err, match=message):

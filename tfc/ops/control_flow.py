@@ -17,6 +17,7 @@ from tfc.core import dtypes, nest
 from tfc.core.context import STATE
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
+from tfc.core.shape import as_int
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
@@ -408,9 +409,7 @@ class TensorArray:
             if _symbolic(size):
                 raise NotImplementedError("TensorArray: a size known only at run time needs element_shape "
                                           "and dynamic_size=True in compiled code; start with size=0")
-            size = int(size)
-            if size < 0:
-                raise ValueError(f"TensorArray: size must be >= 0, got {size}")
+            size = as_int("TensorArray", size, "size")
             _elements = (None,) * size
         self._elements = tuple(_elements)
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from tfc.core.dtypes import FLOATS
 from tfc.core.registry import Spec, declare, every_row
+from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops.random import _seed_value, generator
@@ -578,7 +579,8 @@ def dropout(x, rate, noise_shape=None, seed=None):
             raise ValueError(f"dropout: noise_shape {noise_shape} must have the rank of x, shape "
                              f"{inf.fmt_shape(x.shape)}")
         # TF: a None entry takes x's dimension.
-        noise_shape = tuple(d if n is None else int(n) for n, d in zip(noise_shape, x.shape))
+        noise_shape = tuple(d if n is None else n for n, d in zip(as_ints("dropout", noise_shape, "noise_shape",
+                                                                           allow_none=True), x.shape))
     from tfc.ops.math import multiply
 
     return multiply(x, dropout_mask(x, rate, noise_shape, seed))

@@ -6,7 +6,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, note_user_line
-from tfc.core.shape import as_ints
+from tfc.core.shape import as_int, as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar
@@ -444,7 +444,7 @@ def _unstack_grad(e, g):
          attrs={"num": "int?", "axis": "int"})
 def unstack(value, num=None, axis=0):
     """The slices of ``value`` along ``axis``, as a list of tensors."""
-    return (value,), {"num": None if num is None else int(num), "axis": int(axis)}
+    return (value,), {"num": None if num is None else as_int("unstack", num, "num"), "axis": int(axis)}
 
 
 def _split_sizes(op, dim, num, sizes):
@@ -791,7 +791,7 @@ def _segment_sum_grad(e, g):
 def unsorted_segment_sum(data, segment_ids, num_segments):
     """out[k] = sum of data[i...] over the positions where segment_ids[i...] == k
     (a scatter-add; the gradient of gather). Negative ids are dropped."""
-    return (data, segment_ids), {"num_segments": int(num_segments)}
+    return (data, segment_ids), {"num_segments": as_int("unsorted_segment_sum", num_segments, "num_segments")}
 
 
 # -- one_hot ------------------------------------------------------------------------------
