@@ -26,6 +26,7 @@ created it (printed with ``print_debuginfo=True``; parsed back either way).
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import re
 from typing import ClassVar
@@ -575,6 +576,8 @@ class IRParser(Parser):
         return region
 
     def parse_module(self, allow_implicit_module: bool = True):
+        collecting = gc.isenabled()
+        gc.disable()  # the IR made lives on: collections, which scan it again and again, took 20% of a parse
         try:
             module = super().parse_module(allow_implicit_module)
         except ParseError as e:
@@ -582,6 +585,9 @@ class IRParser(Parser):
                 raise
             name = next(iter(self.forward_ssa_references))  # at its first use, not at the end of the file
             raise ParseError(self._forward_uses[name], f"%{name} is used but not defined in its scope") from None
+        finally:
+            if collecting:
+                gc.enable()
         if (bad := misused_value(module)) is not None:
             op, v = bad
             name, use = self._late.get(v, (None, None))
