@@ -134,6 +134,18 @@ def test_random_programs_parse_as_xdsl_does(seed):
         same_as_xdsl(with_locs)
         same_as_xdsl(renamed(text, rng))
         same_as_xdsl(renamed(with_locs, rng))
+        assert source_locations(text) == op_starts(text)
+
+
+def source_locations(text):
+    """file:line:col of every op, as SourceParser (tfc opt) locates them."""
+    return [T.loc_str(op) for op in T.SourceParser(CTX, text, "r.mlir").parse_module().walk()]
+
+
+def op_starts(text):
+    """Where each op starts: each line that starts with a result or an op name."""
+    return [f"r.mlir:{i}:{len(line) - len(line.lstrip()) + 1}" for i, line in enumerate(text.splitlines(), 1)
+            if re.match(r"\s*[%a-z]", line)]
 
 
 def test_lines_that_differ_only_in_names_or_location():
