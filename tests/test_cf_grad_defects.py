@@ -421,6 +421,39 @@ def test_gradient_with_respect_to_a_loop_output():
     check(f, c(-0.75, 3.0, -0.08), tfc.constant(0))
 
 
+def test_gradient_with_respect_to_a_result_used_inside_is_an_error():
+    # eagerly d/dx1 includes x0 = x1 / x0 in the last trip (the same tensor); compiled code
+    # has the loop's result, whose uses inside the loop it cannot see: an error, not a wrong value
+    def loop(x0, x1):
+        with tfc.GradientTape() as t:
+            t.watch(x1)
+            i = tfc.constant(0)
+            while i < 2:
+                x1 = x1 * tfc.reduce_sum(x1)
+                x0 = x1 / x0
+                i += 1
+            loss = x1 + x0
+        return t.gradient(loss, x1)
+
+    def branch(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if x > 0.0:
+                a = x * 2.0
+                b = a * a
+            else:
+                a = x
+                b = x
+            loss = a + b
+        return t.gradient(loss, a)
+
+    assert loop(c(-1.19)[0], c(-0.04)[0]) is not None
+    with pytest.raises(NotImplementedError, match="also uses to compute its other results"):
+        tfc.function(loop)(c(-1.19)[0], c(-0.04)[0])
+    with pytest.raises(NotImplementedError, match="tfc.cond .* there returns"):
+        tfc.function(branch)(c(1.5)[0])
+
+
 # -- no contribution from a path that did not run ---------------------------------------------
 
 

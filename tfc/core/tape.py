@@ -324,6 +324,11 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
     reach = {id(s) for s in sources if tracked is None or id(s) in tracked}
     useful = []
     for e in entries:
+        check = getattr(e.op, "check_source", None)  # compiled control flow: see cfgrad
+        if check is not None:
+            for k, o in enumerate(e.outputs):
+                if id(o) in reach:
+                    check(e, k)
         if any(id(t) in reach for t in e.inputs):
             useful.append(e)
             for o in e.outputs:

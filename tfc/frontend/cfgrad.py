@@ -359,6 +359,25 @@ def _retrack(tape, outputs, flags) -> None:
             tape._maybe[id(o)] = f
 
 
+def _check_source(op, blocks, k, what):
+    """A gradient with respect to result ``k`` of a region op: eagerly it
+    includes the uses of that value inside the branch (or the loop's last
+    trip) that compute the other results; compiled code has only its uses
+    after the op, so that case is an error rather than a wrong value."""
+    from tfc.dialects.tensor import loc_str
+
+    for block in blocks:
+        yields = block.last_op.operands
+        reached = {yields[k]}
+        _flow(block, reached)
+        if any(j != k and v in reached and _float_ssa(v) for j, v in enumerate(yields)):
+            raise NotImplementedError(
+                f"{loc_str(op)}: the gradient with respect to a value that {what} there returns and also uses "
+                f"to compute its other results is not implemented in compiled code (eagerly it includes those "
+                f"uses); take the gradient with respect to a tensor computed before it, or with respect to "
+                f"tfc.identity of the value after it")
+
+
 def _negative_zeros(t):
     """-0.0 everywhere: adding onto it leaves any value as it is, -0.0 included."""
     from tfc.ops.creation import zeros_like
@@ -403,6 +422,10 @@ class CondGrad:
                     npred = _not(pred)
                 flags.append(either(both(pred, t), both(npred, e)))
             _retrack(tape, outputs, flags)
+
+    def check_source(self, entry, k):
+        op = entry.attrs["op"]
+        _check_source(op, (op.then_region.block, op.else_region.block), k, "the tfc.cond (or tensor `if`)")
 
     def grad(self, entry, g):
         builder = STATE.builder
@@ -504,6 +527,10 @@ class WhileGrad:
             return False
         with tapes_suspended():
             return reshape(_region_replay(STATE.builder, inputs[n:]).block(op.cond_region.block, inputs[:n]), ())
+
+    def check_source(self, entry, k):
+        op = entry.attrs["op"]
+        _check_source(op, (op.body_region.block,), k, "the tfc.while_loop (or tensor loop)")
 
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of
