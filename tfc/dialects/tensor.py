@@ -346,13 +346,14 @@ def dominance_error(op, v, name: str | None = None) -> str:
     return f"{name} is used outside the region that defines it"
 
 
-# Where the text of a type or attribute dict that starts at an opening bracket
-# ends: brackets balanced, no string literal or newline inside (else not cached).
-_BRACKETS = re.compile(r'->|[{}\[\]()<>"\n]')
-_OPEN, _CLOSE = "{[(<", "}])>"
+# Where the text of a type, attribute dict or location that starts at an opening
+# bracket ends: brackets balanced (in strings too), on one line (else not cached).
+_BRACKETS = re.compile(r'->|"(?:[^"\\\n]|\\.)*"|[{}\[\]()<>"\n]')
+_OPEN, _CLOSE = set("{[(<"), set("}])>")
 _TYPE_START = re.compile(r"(?:tensor|memref|vector)<")
 _DICT_START = re.compile(r"\{")
 _ARRAY_START = re.compile(r"array<")
+_LOC_START = re.compile(r"loc\(")
 # An SSA name (as xDSL's lexer reads it after %) or a string literal, in an op's text.
 _NAME_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|%(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)')
 _MAX_TEMPLATES = 100_000
@@ -368,9 +369,9 @@ def _balanced_end(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return m.end()
-        elif c != "->":
+        elif c in ('"', "\n"):  # a string that does not end on the line, or the line's end
             return None
-    return None
+    return None  # "->" and strings are skipped
 
 
 class _Scope(dict):
@@ -390,8 +391,8 @@ class IRParser(Parser):
     operands and results named on this line): parsing depends on the text
     only, names aside. So is an op whose first line ends with the ``{`` of its
     one region (``tfc.fused``, ``loops.parallel``), its region parsed. Other
-    ops parse as in xDSL, with the text of each type and attribute dict
-    (``tensor<...>``, ``{axis = array<i64: 0>}``) parsed once.
+    ops parse as in xDSL, with the text of each type, attribute dict and
+    location (``tensor<...>``, ``{axis = array<i64: 0>}``, ``loc(...)``) parsed once.
     A parsed module is checked by ``misused_value``: xDSL resolves forward
     references and never checks that a definition comes before its uses."""
 
@@ -545,7 +546,7 @@ class IRParser(Parser):
 
     def parse_optional_location(self):
         self._loc_pos = self._current_token.span.start
-        return super().parse_optional_location()
+        return self._cached(_LOC_START, super().parse_optional_location)
 
     def resolve_operand(self, operand, type):
         self._resolved.append((operand.span.start, operand.index, None, type))
