@@ -13,7 +13,7 @@ import pytest
 from tests.fuzz import run
 from tests.fuzz.programs import Program, generate
 
-SEED = 15
+SEED = 17
 N_FORWARD = 30
 N_GRAD = 60
 
