@@ -307,39 +307,41 @@ def test_input_signature_skips_self_and_spreads_over_star_args():
 
 
 # -- variables created inside a tfc.function (TensorFlow's singleton rule) ----------
+# TensorFlow traces a function that made variables a second time, and a variable made
+# again there is an error: compiled code cannot make one anew on each call as Python does.
+
+SINGLETON = "tfc.function only supports singleton tfc.Variables created on the first call"
 
 
-def test_variable_made_on_the_first_trace_is_made_once():
+def test_variable_made_on_every_call_is_an_error_at_the_first_call():
     @tfc.function
     def count(x):
-        v = tfc.Variable(1.0)  # first trace only: later calls reuse it, as tf.function does
+        v = tfc.Variable(1.0)  # Python makes a fresh one per call: 2.0 every time
         v.assign_add(x)
         return v.read_value()
 
-    total = 1.0  # the plain-Python model: one variable, accumulated over calls
-    for step in [1.0, 2.5, -0.5]:
-        total += step
-        assert count(tfc.constant(step)).numpy() == total
-    assert count.trace_count == 1
+    for _ in range(2):  # no trace is kept: the next call fails alike
+        with pytest.raises(ValueError, match=SINGLETON) as info:
+            count(tfc.constant(1.0))
+        assert any(f"{__file__}:" in n and " in count" in n for n in info.value.__notes__)  # the Variable line
+    assert count.trace_count == 0
 
 
-@pytest.mark.parametrize("retrace", [
-    lambda f: f(tfc.constant([1.0, 2.0])),  # a new shape
-    lambda f: f(tfc.constant(1, tfc.int32)),  # a new dtype
-    lambda f: f.get_concrete_function(tfc.TensorSpec((None,))),
-])
-def test_variable_made_on_a_later_trace_is_an_error(retrace):
+def test_variable_made_on_a_later_trace_is_an_error():
+    made = {}
+
     @tfc.function
     def f(x):
-        v = tfc.Variable(0.0)
-        v.assign_add(tfc.reduce_sum(tfc.cast(x, tfc.float32)))
-        return v.read_value()
+        if x.shape not in made:  # once per shape: the first trace's variable is made once
+            made[x.shape] = tfc.Variable(0.0)
+        made[x.shape].assign_add(tfc.reduce_sum(x))
+        return made[x.shape].read_value()
 
-    assert f(tfc.constant(2.0)).numpy() == 2.0
-    with pytest.raises(ValueError, match="tfc.Variable created while f is traced again.*first trace only") as info:
-        retrace(f)
-    assert any(f"{__file__}:" in n and " in f" in n for n in info.value.__notes__)  # the Variable(...) line
-    assert f(tfc.constant(2.0)).numpy() == 4.0  # the first trace still runs, with its variable
+    assert [f(tfc.constant(2.0)).numpy() for _ in range(2)] == [2.0, 4.0]  # plain Python gives the same
+    for retrace in (lambda: f(tfc.constant([1.0, 2.0])), lambda: f.get_concrete_function(tfc.TensorSpec((None,)))):
+        with pytest.raises(ValueError, match=SINGLETON):
+            retrace()
+    assert f(tfc.constant(2.0)).numpy() == 6.0  # the first trace still runs, with its variable
     assert f.trace_count == 1
 
 
@@ -356,7 +358,7 @@ def test_variable_guarded_by_the_caller_survives_retraces():
             self.w.assign_add(1.0)
             return x * self.w
 
-    m = Scale()
+    m = Scale()  # the values TensorFlow gives for the same tf.Module
     np.testing.assert_allclose(m(tfc.constant([1.0, 2.0])).numpy(), [4.0, 8.0])
     np.testing.assert_allclose(m(tfc.constant([[1.0]])).numpy(), [[5.0]])  # retraced, no new variable
     assert m.w.numpy() == 5.0
@@ -371,6 +373,5 @@ def test_variable_made_by_an_inlined_function_counts_for_the_caller():
     def outer(x):
         return inner(x) * 2.0
 
-    assert outer(tfc.constant(1.0)).numpy() == 4.0
-    with pytest.raises(ValueError, match="while outer is traced again"):
-        outer(tfc.constant([1.0]))
+    with pytest.raises(ValueError, match=f"{SINGLETON}: outer makes"):
+        outer(tfc.constant(1.0))

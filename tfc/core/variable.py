@@ -25,15 +25,18 @@ class Variable(Tensor):
         if callable(initial_value):
             initial_value = initial_value()
         builder = STATE.builder
-        if builder is not None and not getattr(builder, "may_create_variables", True):
-            e = ValueError(
-                f"tfc.Variable created while {builder.name} is traced again: a tfc.function may create "
-                "variables on its first trace only (its compiled code reuses them on every later call, as "
-                "TensorFlow's tf.function does), and a later trace would make new ones. Create the variable "
-                "once: outside the function (e.g. in a tfc.Module's __init__), or guarded "
-                "(if self.v is None: self.v = tfc.Variable(...))")
-            note_user_line(e)
-            raise e
+        if builder is not None:
+            if not getattr(builder, "may_create_variables", True):
+                e = ValueError(
+                    f"tfc.function only supports singleton tfc.Variables created on the first call: {builder.name} "
+                    "makes a tfc.Variable on a later trace (tracing again, as TensorFlow does, to check that the "
+                    "first call's variables are made once; or tracing for new shapes or dtypes). Its compiled code "
+                    "would not make it anew on each call as Python does. Make sure the tfc.Variable is only "
+                    "created once (if self.v is None: self.v = tfc.Variable(...)) or created outside the "
+                    "function (e.g. in a tfc.Module's __init__)")
+                note_user_line(e)
+                raise e
+            getattr(builder, "created_variables", []).append(self)
         value = constant(initial_value, dtype)
         if builder is not None:
             from tfc.frontend.tracing import SymbolicTensor

@@ -388,15 +388,15 @@ class Function:
             if not self._depth:
                 self._recursed_at = None
 
-    def _trace(self, bound, named, leaves) -> "ConcreteFunction":
+    def _trace(self, bound, named, leaves, may_create_variables=None) -> "ConcreteFunction":
         from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
         if self.target != "cpu":
             raise NotImplementedError(f"tfc.function target={self.target!r} is not implemented yet; use 'cpu'")
         builder = FunctionBuilder(getattr(self.python_function, "__name__", "main").replace("<", "").replace(">", ""))
-        # variables are made on the first trace only: later calls run the compiled code,
-        # which reuses them, so a later trace that makes new ones would diverge (as in TensorFlow)
-        builder.may_create_variables = not self._traces
+        # variables are made on the first trace only: the compiled code reuses them on
+        # later calls, so one made on every call (as Python would) is an error (TensorFlow's rule)
+        builder.may_create_variables = not self._traces if may_create_variables is None else may_create_variables
         new_leaves = []
         specs = []
         for path, x in leaves:
@@ -420,6 +420,8 @@ class Function:
             out = self._call_traced(call_args, call_kwargs)
         if builder.conversion_error is not None:  # raised in a tensor branch, then caught
             raise builder.conversion_error
+        if builder.created_variables:  # trace again, as TensorFlow does: no variable may be made anew
+            return self._trace(bound, named, leaves, may_create_variables=False)
         return ConcreteFunction.from_trace(builder, specs, out, self)
 
 

@@ -195,6 +195,7 @@ class FunctionBuilder:
         self._vars: dict[int, tuple] = {}  # id(variable) -> (variable, block arg)
         self.variables: list[Variable] = []
         self.may_create_variables = True  # tfc.Variable(...) allowed while tracing (see Function._trace)
+        self.created_variables: list[Variable] = []  # those made while tracing
         self.n_inputs = 0
         self.func = func.FuncOp(name, ((), ()), Region(self.entry))
         self.grad_fns: dict[int, object] = {}  # tfc.custom_gradient key -> its tape op (see custom_gradient)
