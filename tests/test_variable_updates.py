@@ -74,8 +74,9 @@ def test_variable_from_a_traced_tensor_is_a_clear_error_and_concrete_ones_work()
     np.testing.assert_allclose(out.numpy(), layer(tfc.ones([1, 4])).numpy(), rtol=1e-6)
 
 
-# assign's dtype rule is TensorFlow's (pywrap_tensor.cc IsCompatible): ints to any
-# int, ints and floats to any float; never floats to ints, nor bools to or from numbers
+# assign's dtype rule (TensorFlow's IsCompatible, pywrap_tensor.cc): ints to any int, ints
+# and floats to any float; never floats to ints, nor bools to or from numbers. TensorFlow
+# 2.21 force-casts numpy arrays (1.5 into an int variable is 1); tfc refuses those too.
 REFUSED = [  # (variable's initial value, value assigned)
     ([1, 2], np.array([1.5, 2.0])),  # float64 array into int32: would truncate
     ([1, 2], np.array([1.0, 2.0], np.float32)),  # even when integral
@@ -106,7 +107,7 @@ def test_assign_in_a_function_refuses_the_same(init, value):
         tfc.function(lambda: v.assign(value))()
 
 
-ACCEPTED = [  # converted as TensorFlow does, checked against numpy
+ACCEPTED = [  # converted (as TensorFlow 2.21 does), checked against numpy
     ([1.0, 2.0], np.array([3, 4], np.int64)),
     ([1.0, 2.0], np.array([0.1, 4.0], np.float64)),
     ([1.0, 2.0], [3, 4]),  # Python numbers convert

@@ -111,9 +111,9 @@ def promote(*dtypes: DType) -> DType:
 
 def converts_implicitly(src: DType, dst: DType) -> bool:
     """Whether an array of dtype ``src`` converts to ``dst`` without an explicit
-    cast, as in TensorFlow (``IsCompatible`` in pywrap_tensor.cc): ints to any
-    int, ints and floats to any float; never a float to an int, nor a bool to
-    or from a number."""
+    cast: TensorFlow's rule for Python values (``IsCompatible`` in
+    pywrap_tensor.cc): ints to any int, ints and floats to any float; never a
+    float to an int, nor a bool to or from a number."""
     return src == dst or (dst.is_integer and src.is_integer) or (dst.is_floating and src.is_numeric)
 
 

@@ -73,10 +73,12 @@ class Variable(Tensor):
         return np.array(self._value)
 
     def _convert(self, value, method: str) -> Tensor:
-        """``value`` as a tensor of this variable's dtype, as TensorFlow converts:
-        a tensor must have the dtype; a numpy value converts when its dtype
-        does implicitly (ints to floats, float64 to float32, never floats to
-        ints); Python numbers convert unless they would lose a fraction."""
+        """``value`` as a tensor of this variable's dtype: a tensor must have
+        the dtype (as in TensorFlow); a numpy value converts when its dtype does
+        implicitly (ints to floats, float64 to float32), never from a float to
+        an int nor between bools and numbers (TensorFlow force-casts numpy
+        arrays, truncating 1.5 to 1: a wrong value without an error); Python
+        numbers convert unless they would lose a fraction."""
         if isinstance(value, Tensor):
             src = value.dtype
         elif isinstance(value, (np.ndarray, np.generic)):
