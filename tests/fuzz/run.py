@@ -28,7 +28,6 @@ import shutil
 import signal
 import sys
 import tempfile
-import traceback
 
 import numpy as np
 
