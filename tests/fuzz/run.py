@@ -317,9 +317,15 @@ def main(argv=None) -> int:
     bad = set(variants) - set(VARIANTS)
     if bad:
         ap.error(f"unknown variants {sorted(bad)}; known: {', '.join(VARIANTS)}")
-    os.environ.setdefault("TFC_CACHE_DIR", tempfile.mkdtemp(prefix="tfc-fuzz-cache-"))
     os.environ.setdefault("TFC_VERIFY_IR", "1")  # verify the IR after every pass, as the tests do
-    n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize)
+    cache = None if "TFC_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="tfc-fuzz-cache-")
+    if cache:  # a fresh compile cache, removed after
+        os.environ["TFC_CACHE_DIR"] = cache
+    try:
+        n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize)
+    finally:
+        if cache:
+            shutil.rmtree(cache, ignore_errors=True)
     if a.out:
         with open(a.out, "a") as f:
             for r in records:
