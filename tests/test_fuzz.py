@@ -43,7 +43,18 @@ def _report(records, cls):
             f"({best['variant']}): {best['detail']}\ninputs: {best['inputs']}\n{best['source']}")
 
 
-@pytest.mark.parametrize("cls", CLASSES)
+# (batch, class) still broken, naming the defect. strict: the fix fails the test, and
+# then the mark goes.
+XFAIL = {
+}
+
+
+def _classes(batch):
+    return [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=XFAIL[batch, c]))
+            if (batch, c) in XFAIL else c for c in CLASSES]
+
+
+@pytest.mark.parametrize("cls", _classes("forward"))
 def test_forward_programs_agree(forward, cls):
     n, eager_errors, records = forward
     assert n == N_FORWARD and eager_errors < n // 5  # most programs run: the batch tests something
@@ -51,19 +62,17 @@ def test_forward_programs_agree(forward, cls):
     assert not report, report
 
 
-GRAD_XFAIL = {
-    # classes still broken when this test was written, with the defect; a fix makes the
-    # test pass, and strict=True turns that into a failure: then remove the marker.
-}
-
-
-@pytest.mark.parametrize("cls", [pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=GRAD_XFAIL[c]))
-                                 if c in GRAD_XFAIL else c for c in CLASSES])
+@pytest.mark.parametrize("cls", _classes("gradients"))
 def test_gradient_programs_agree(gradients, cls):
     n, eager_errors, records = gradients
     assert n == N_GRAD and eager_errors < n // 5
     report = _report(records, cls)
     assert not report, report
+
+
+def test_every_finding_class_is_tested(forward, gradients):
+    found = {r["class"] for r in forward[2] + gradients[2]}
+    assert found <= set(CLASSES) | {"last-bit", "none-vs-zeros-cf"}
 
 
 def test_generator_covers_every_construct():
