@@ -21,7 +21,7 @@ N_GRAD = 60
 # which are reported only: "last-bit" (gradients summed in another order) and
 # "none-vs-zeros-cf" (zeros where eager's None comes from the branch taken at run time)
 CLASSES = ("wrong-value", "wrong-grad", "none-vs-zeros", "none-vs-value", "value-vs-none",
-           "nan-vs-value", "compile-fails", "crash", "hang", "no-error", "wrong-structure", "generator")
+           "nan-vs-value", "compile-fails", "crash", "hang", "no-error", "error-line", "wrong-structure", "generator")
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +105,11 @@ def test_generator_covers_every_construct():
     assert any(1 in s and any(len(t) == len(s) and t != s for t in p.shapes) for p in progs for s in p.shapes)
 
 
+def _noted(e, note):
+    e.add_note(note)
+    return e
+
+
 def _prog(n_forward=1):
     return Program(0, 0, "float32", [()], [np.float32(1)], [], [f"v{i}" for i in range(n_forward)])
 
@@ -126,6 +131,9 @@ def _prog(n_forward=1):
     ([np.float32(1)], TypeError("split: ..."), "crash"),
     ([np.float32(1)], run.Hang("ran past 60 s"), "hang"),
     (ValueError("eager"), [np.float32(1)], "no-error"),
+    (_noted(ValueError("add: shapes"), "at /tmp/prog_1_2_3_4.py:7 in prog"), ValueError("add: shapes"), "error-line"),
+    (_noted(ValueError("add: shapes"), "at /tmp/prog_1_2_3_4.py:7 in prog"),
+     _noted(ValueError("add: shapes"), "at /tmp/prog_1_2_3_4.py:9"), "error-line"),
 ])
 def test_comparison_classifies(want, got, cls):
     p = _prog()
@@ -138,6 +146,7 @@ def test_comparison_classifies(want, got, cls):
     ([np.array([np.nan, 1], np.float32)], [np.array([np.nan, 1], np.float32)]),  # NaN equals NaN
     ([np.float32(1), None], [np.float32(1), None]),
     (ValueError("eager"), TypeError("compiled")),  # both raise
+    (_noted(ValueError("add"), "at /tmp/prog_1_2_3_4.py:7 in prog"), _noted(ValueError("add"), "at /tmp/prog_1_2_3_4.py:7")),
     ([np.float32(1)], NotImplementedError(
         "f.py:3: a for loop over tfc.range with float values and a tensor bound is not supported")),
     ([np.float32(1)], NotImplementedError(

@@ -125,6 +125,12 @@ def _error(e: BaseException) -> str:
     return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300]
 
 
+def _user_lines(e: BaseException) -> set:
+    """The lines of the program's file that an error's message and notes name."""
+    text = "\n".join([str(e), *getattr(e, "__notes__", [])])
+    return {int(n) for n in re.findall(r"prog_\d+_\d+_\d+_\d+\.py:(\d+)", text)}
+
+
 def _rounding(w, g) -> bool:
     """Whether ``g`` differs from ``w`` only as sums added in another order do: the
     documented exception for gradients (docs/user-guide.md), its own class."""
@@ -141,6 +147,11 @@ def compare(p: Program, want, got) -> tuple | None:
     """(class, detail) for the first difference of ``got`` from eager's ``want``."""
     if isinstance(want, BaseException):
         if isinstance(got, BaseException):
+            # the error names the user's line as eager's does (the op is in the message)
+            lines, got_lines = _user_lines(want), _user_lines(got)
+            if lines and not lines & got_lines:
+                return "error-line", (f"eager's error names line {min(lines)}, the variant's "
+                                      f"{sorted(got_lines) or 'none'}: {_error(got)}")
             return None
         return "no-error", f"eager raised {_error(want)}; the variant returned a value"
     if isinstance(got, BaseException):
