@@ -363,3 +363,46 @@ def test_load_compiles_at_once(artifact, monkeypatch):
     with pytest.raises(NotImplementedError, match="conv3d") as e:
         tfc.load(artifact)
     assert e.value.__notes__ == [f"  while loading {artifact}"]
+
+
+# Floats that xDSL's printer writes as hexadecimal bits (inf, NaN, and values
+# with no exact short decimal form): its parser read the bits as the number, so
+# a saved function computed with 2139095040.0 where it had inf.
+HEX_PRINTED = [np.inf, -np.inf, np.nan, 123456789.0, 16777217.0, 1e-45, 3.4e38, -0.0, 1.0000001]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_every_float_constant_survives_print_and_parse(dtype):
+    from tfc.dialects.tensor import numpy_from_dense, parse_module, print_ir
+
+    def f(x):
+        return x * tfc.constant(HEX_PRINTED, dtype=dtype) + tfc.constant(np.inf, dtype=dtype)
+
+    text = print_ir(tfc.function(f).get_concrete_function(tfc.TensorSpec([len(HEX_PRINTED)], dtype)).module)
+    consts = [numpy_from_dense(op.value) for op in parse_module(text).walk() if op.name == "tfc.constant"]
+    want = np.array(HEX_PRINTED, dtype)
+    assert any(c.shape == want.shape and np.array_equal(c, want, equal_nan=True) for c in consts), consts
+    assert any(c.shape == () and c == np.inf for c in consts), consts
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_saved_function_keeps_non_finite_and_hex_printed_constants(tmp_path, dtype):
+    def f(x):
+        y = x * tfc.constant(HEX_PRINTED, dtype=dtype)
+        return tfc.where(y > float("inf"), y, y + float("-inf")), tfc.reduce_sum(x / 0.0)
+
+    c = tfc.compile(tfc.function(f), tfc.TensorSpec([len(HEX_PRINTED)], dtype))
+    x = tfc.constant(np.linspace(-2, 2, len(HEX_PRINTED)), dtype=dtype)
+    loaded = tfc.load(tfc.save(c, str(tmp_path / "a")))
+    for got, want in zip(loaded(x), f(x)):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_hex_float_literal_that_is_not_bits_of_the_type_is_an_error():
+    from tfc.dialects.tensor import parse_module
+
+    for lit in ("-0x7f800000", "0x17f800000"):
+        text = ("func.func @f() -> tensor<f32> {\n"
+                f"  %0 = tfc.constant dense<{lit}> : tensor<f32>\n  func.return %0 : tensor<f32>\n}}\n")
+        with pytest.raises(Exception, match="not the bits of a f32"):
+            parse_module(text)

@@ -33,7 +33,7 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX, ArrayAttr, BoolAttr, BytesAttr, DenseArrayBase, DenseIntOrFPElementsAttr,
+    DYNAMIC_INDEX, AnyFloat, ArrayAttr, BoolAttr, BytesAttr, DenseArrayBase, DenseIntOrFPElementsAttr,
     FileLineColLoc, Float16Type, Float32Type, Float64Type, FloatAttr, IntAttr, IntegerAttr,
     UNKNOWN_LOC, IntegerType, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
 )
@@ -382,6 +382,19 @@ class _Scope(dict):
         return self
 
 
+class _FloatBits(Parser._TensorLiteralElement):
+    """A hexadecimal tensor literal element: the bits of a float, or an integer."""
+
+    def to_type(self, parser, type):
+        if not isinstance(type, AnyFloat):
+            return super().to_type(parser, type)
+        size = type.compile_time_size
+        if self.is_negative or self.value >= 1 << 8 * size:
+            parser.raise_error(f"hexadecimal float literal {self.span.text} is not the bits of a {type}",
+                               at_position=self.span)
+        return type.unpack(self.value.to_bytes(size, "little"), 1)[0]
+
+
 class IRParser(Parser):
     """xDSL's parser, faster on large IR, and strict about SSA dominance.
 
@@ -408,6 +421,16 @@ class IRParser(Parser):
         self._results: list = []  # the result list of each op being parsed
         self._regions: list = []  # [start, end] of each region of the ops being parsed
         self._loc_pos = -1  # where the last location was looked for
+
+    def _parse_tensor_literal_element(self):
+        """A hexadecimal element of a tensor literal is read as MLIR reads it:
+        for a float type, its bits (xDSL's printer writes inf, NaN and floats
+        it cannot write exactly in decimal so, and its parser took the bits
+        for the number: ``dense<0x7f800000>`` came back as 2139095040.0)."""
+        el = super()._parse_tensor_literal_element()
+        if el.span.text.lstrip("-").startswith(("0x", "0X")):
+            return _FloatBits(el.is_negative, el.value, el.span)
+        return el
 
     def _cached(self, start: re.Pattern, parse):
         """``parse()``, or the value it gave for the same text before (text that
