@@ -76,9 +76,7 @@ def _add(a, b):
     if isinstance(a, Guarded) and isinstance(b, Guarded):
         if a.pred is b.pred:
             return Guarded(a.g + b.g, a.pred)
-        from tfc.ops.math import logical_or
-
-        return Guarded(_where(a.pred, _where(b.pred, a.g + b.g, a.g), b.g), logical_or(a.pred, b.pred))
+        return Guarded(_where(a.pred, _where(b.pred, a.g + b.g, a.g), b.g), either(a.pred, b.pred))
     if isinstance(a, Guarded):
         return _where(a.pred, a.g + b, b)
     if isinstance(b, Guarded):
@@ -400,17 +398,13 @@ def _total(prev, seed, total, guard):
     q = total.pred if isinstance(total, Guarded) else None
     t = total.g if isinstance(total, Guarded) else total
     if guard is not None:  # no contribution at all unless guard
-        from tfc.ops.math import logical_and
-
         t = t if seed is None else _where(guard, t, seed)
-        q = guard if q is None else logical_and(guard, q)
+        q = guard if q is None else both(guard, q)
     if prev is None:
         return t if q is None else Guarded(t, q)
     if not isinstance(prev, Guarded) or q is None:
         return t
-    from tfc.ops.math import logical_or
-
-    return Guarded(t, logical_or(prev.pred, q))
+    return Guarded(t, either(prev.pred, q))
 
 
 def _zeros_like(t):
@@ -420,11 +414,7 @@ def _zeros_like(t):
 
 
 def _guard(g, pred):
-    if isinstance(g, Guarded):
-        from tfc.ops.math import logical_and
-
-        return Guarded(g.g, logical_and(pred, g.pred))
-    return Guarded(g, pred)
+    return Guarded(g.g, both(pred, g.pred)) if isinstance(g, Guarded) else Guarded(g, pred)
 
 
 # -- functional forms -----------------------------------------------------------
