@@ -243,7 +243,7 @@ def _push_grad_infer(op, g: Spec, flat: Spec, value: Spec) -> list:
 
 
 def _push_grad_kernel(g, flat, value):
-    return [g[:flat.size].copy(), g[flat.size:].reshape(value.shape)]
+    return [g[:flat.size].copy(), g[flat.size:].reshape(value.shape).copy()]  # copies: no views of g
 
 
 @declare(kernel=_push_grad_kernel, infer=_push_grad_infer, grad=_no_grad)
@@ -280,7 +280,7 @@ def _list_get_infer(op, flat: Spec, shapes: Spec, index: Spec, like: Spec) -> Sp
 def _list_get_kernel(flat, shapes, index, like):
     i = int(index)
     start, stop = _segment(shapes, i)
-    return flat[start:stop].reshape(tuple(shapes[i]))
+    return flat[start:stop].reshape(tuple(shapes[i])).copy()  # not a view: compiled code may write into it
 
 
 def _segment(shapes, i):
