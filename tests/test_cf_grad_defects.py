@@ -508,6 +508,25 @@ def inf_nested_cond(x, n):
     return t.gradient(loss, x)
 
 
+def test_second_order_through_an_untaken_branch_adds_no_nan():
+    # sqrt'(0) is inf: the first gradient's untaken contribution is selected away, and
+    # the gradient of that selection reaches only the operand chosen
+    def f(x):
+        with tfc.GradientTape() as outer:
+            outer.watch(x)
+            with tfc.GradientTape() as inner:
+                inner.watch(x)
+                v = tfc.sqrt(x - x)
+                y = tfc.cond(tfc.reduce_sum(x) < 3.0, lambda: tfc.square(x), lambda: v / x)
+                loss = tfc.reduce_sum(y)
+            g = inner.gradient(loss, x)
+            gg = tfc.reduce_sum(g)
+        return g, outer.gradient(gg, x)
+
+    got = check(f, tfc.constant(0.63, tfc.float64))
+    assert got[1].numpy() == 2.0
+
+
 @pytest.mark.parametrize("f", [inf_while, inf_for, inf_if, inf_nested_cond])
 def test_untaken_path_adds_no_nan(f):
     x = c(1.0, 2.0)

@@ -95,6 +95,7 @@ SAMPLES = {
     "state_list_get": lambda: _cf.state_list_get(F23[0], _LIST_SHAPES, tfc.constant(1), F23[:1, :2]),
     "state_list_get_grad": lambda: _cf.state_list_get_grad(F23[:1, :2], F23[0], _LIST_SHAPES, tfc.constant(1)),
     "state_list_push_grad": lambda: _cf.state_list_push_grad(F23[0], F23[0, :1], F23[0, 1:]),
+    "guarded_select": lambda: _cf.guarded_select(tfc.constant(False), F23, F23 * 2.0),
 }
 
 _LIST_SHAPES = tfc.constant(np.array([[1, 1], [1, 2]], np.int64))

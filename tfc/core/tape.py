@@ -57,9 +57,9 @@ class Guarded:
 
 
 def _where(pred, a, b):
-    from tfc.ops.math import where
+    from tfc.ops.control_flow import guarded_select
 
-    return where(pred, a, b)
+    return guarded_select(pred, a, b)
 
 
 def _settle(g):

@@ -210,6 +210,36 @@ def custom_gradient_call(*values, key=0, n_inputs=0):
     return values, {"key": int(key), "n_inputs": int(n_inputs)}
 
 
+def _select_infer(op, pred: Spec, a: Spec, b: Spec) -> Spec:
+    if pred.dtype != dtypes.bool_ or pred.shape not in ((), (1,)):
+        raise TypeError(f"guarded_select: the predicate must be a scalar bool tensor, got {pred}")
+    if a.dtype != b.dtype or len(a.shape) != len(b.shape) or \
+            any(None not in (x, y) and x != y for x, y in zip(a.shape, b.shape)):
+        raise TypeError(f"guarded_select: a and b must have one type, got {a} and {b}")
+    return Spec(tuple(x if x is not None else y for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
+def _select_kernel(pred, a, b):
+    return np.copy(a if pred.reshape(-1)[0] else b)
+
+
+def _select_grad(e, g):
+    from tfc.core.tape import Guarded
+    from tfc.ops.math import logical_not
+
+    pred = e.inputs[0]
+    return [None, Guarded(g, pred) if e.needs_grad(1) else None,
+            Guarded(g, logical_not(pred)) if e.needs_grad(2) else None]
+
+
+@declare(kernel=_select_kernel, infer=_select_infer, grad=_select_grad)
+def guarded_select(pred, a, b):
+    """``a`` if the bool scalar ``pred`` holds, else ``b``: how a tape adds a
+    gradient that exists only on some run-time paths. Its gradient reaches
+    only the operand chosen, guarded the same way (no 0 * inf from the other)."""
+    return (pred, a, b), {}
+
+
 # -- state lists ------------------------------------------------------------------------------
 #
 # The gradient of a tfc.while_loop keeps the loop variables' state at the start
