@@ -147,6 +147,9 @@ def test_comparison_classifies(want, got, cls):
     ([np.float32(1), None], [np.float32(1), None]),
     (ValueError("eager"), TypeError("compiled")),  # both raise
     (_noted(ValueError("add"), "at /tmp/prog_1_2_3_4.py:7 in prog"), _noted(ValueError("add"), "at /tmp/prog_1_2_3_4.py:7")),
+    (_noted(ValueError("add"), "at /tmp/prog_1_2_3_4.py:7 in prog"),  # fails first on a documented limit
+     NotImplementedError("prog_1_2_3_4.py:3: squeeze: axis=None on shape (?, 1): whether axes [0] are removed "
+                         "depends on sizes known only at run time")),
     ([np.float32(1)], NotImplementedError(
         "f.py:3: a for loop over tfc.range with float values and a tensor bound is not supported")),
     ([np.float32(1)], NotImplementedError(
