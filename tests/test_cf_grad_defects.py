@@ -421,6 +421,24 @@ def test_gradient_with_respect_to_a_loop_output():
     check(f, c(-0.75, 3.0, -0.08), tfc.constant(0))
 
 
+def test_gradient_with_respect_to_a_branch_output_after_a_loop_that_runs():
+    # the loop over tfc.range(1) surely runs: x is then stop_gradient's, untracked
+    def f(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            if tfc.reduce_min(x) < 2.0:
+                for _ in tfc.range(1):
+                    x = tfc.stop_gradient(x)
+                x = tfc.maximum(x, 1.0)
+            else:
+                x = x + x
+            loss = tfc.reduce_sum(tfc.tile(x, [2]))
+        return t.gradient(loss, x)
+
+    check(f, c(-0.4), dynamic_none=(0,))  # before: 2.0
+    check(f, c(2.5))
+
+
 def test_gradient_with_respect_to_a_result_used_inside_is_an_error():
     # eagerly d/dx1 includes x0 = x1 / x0 in the last trip (the same tensor); compiled code
     # has the loop's result, whose uses inside the loop it cannot see: an error, not a wrong value

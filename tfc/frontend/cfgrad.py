@@ -295,7 +295,36 @@ def _flow(block, reached) -> None:
                 if not new:
                     break
                 add(new)
-            add(r for r, v, y in zip(op.results, op.inits, body.last_op.operands) if v in reached or y in reached)
+            runs = _runs_statically(op)  # a loop that surely runs: its results are the body's
+            add(r for r, v, y in zip(op.results, op.inits, body.last_op.operands)
+                if (v in reached and runs is not True) or y in reached)
+
+
+def _runs_statically(op):
+    """Does the tfc.while ``op`` run at least once, by its condition on constant
+    initial values (a loop over tfc.range of Python ints)? True, False or None
+    (known only at run time)."""
+    from tfc.dialects.tensor import ConditionOp, ConstantOp, RegistryOp
+
+    if op.max_iterations is not None and op.max_iterations.value.data <= 0:
+        return False
+    block = op.cond_region.block
+    env = {a: v.owner.numpy() for a, v in zip(block.args, op.inits) if isinstance(v.owner, ConstantOp)}
+
+    def value(v):
+        return env.get(v, v.owner.numpy() if isinstance(v.owner, ConstantOp) else None)
+
+    for inner in block.ops:
+        if isinstance(inner, ConditionOp):
+            c = value(inner.cond)
+            return None if c is None else bool(c)
+        vals = [value(v) for v in inner.operands]
+        if not isinstance(inner, RegistryOp) or inner.OPDEF.stateful or any(v is None for v in vals):
+            continue
+        out = inner.OPDEF.kernel(*vals, **inner.attr_values)
+        for r, x in zip(inner.results, out if isinstance(out, list) else [out]):
+            env[r] = np.asarray(x)
+    return None
 
 
 def _reaches(block, value, targets) -> bool:
@@ -512,19 +541,20 @@ class WhileGrad:
                     continue
                 if ran is None:
                     ran = self._runs(op, inputs, n)
-                    stay = True if ran is False else _not(ran)
+                    stay = not ran if isinstance(ran, bool) else _not(ran)
                 flags.append(either(both(ran, looped), both(stay, t)))
             _retrack(tape, outputs, flags)
 
     @staticmethod
     def _runs(op, inputs, n):
         """Does the loop run at all? Its condition on the initial values (a bool
-        tensor; False for maximum_iterations=0)."""
+        tensor, or a Python bool where that is known when tracing)."""
         from tfc.core.tape import tapes_suspended
         from tfc.ops.shapes import reshape
 
-        if op.max_iterations is not None and op.max_iterations.value.data <= 0:
-            return False
+        runs = _runs_statically(op)
+        if runs is not None:
+            return runs
         with tapes_suspended():
             return reshape(_region_replay(STATE.builder, inputs[n:]).block(op.cond_region.block, inputs[:n]), ())
 
