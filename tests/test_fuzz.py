@@ -114,6 +114,15 @@ def _prog(n_forward=1):
     return Program(0, 0, "float32", [()], [np.float32(1)], [], [f"v{i}" for i in range(n_forward)])
 
 
+def test_second_order_rounding_near_zero_is_last_bit():
+    """Second-order terms that cancel to about 0 keep the rounding of terms about 1."""
+    want, got = [np.float32(1), np.array([0, 8.5e-9], np.float32)], [np.float32(1), np.array([0, 2.1e-9], np.float32)]
+    p = _prog()
+    assert run.compare(p, want, got)[0] == "wrong-grad"
+    p.grad = {"sources": [0], "persistent": False, "second_order": True, "unconnected": False}
+    assert run.compare(p, want, got)[0] == "last-bit"
+
+
 @pytest.mark.parametrize("want, got, cls", [
     ([np.float32(1), None], [np.float32(1), np.zeros((), np.float32)], "none-vs-zeros"),
     ([np.float32(1), None], [np.float32(1), np.zeros((), np.float32)], "none-vs-zeros-cf"),
@@ -135,15 +144,6 @@ def _prog(n_forward=1):
     (_noted(ValueError("add: shapes"), "at /tmp/prog_1_2_3_4.py:7 in prog"),
      _noted(ValueError("add: shapes"), "at /tmp/prog_1_2_3_4.py:9"), "error-line"),
 ])
-def test_second_order_rounding_near_zero_is_last_bit():
-    """Second-order terms that cancel to about 0 keep the rounding of terms about 1."""
-    want, got = [np.float32(1), np.array([0, 8.5e-9], np.float32)], [np.float32(1), np.array([0, 2.1e-9], np.float32)]
-    p = _prog()
-    assert run.compare(p, want, got)[0] == "wrong-grad"
-    p.grad = {"sources": [0], "persistent": False, "second_order": True, "unconnected": False}
-    assert run.compare(p, want, got)[0] == "last-bit"
-
-
 def test_comparison_classifies(want, got, cls):
     p = _prog()
     if cls.endswith("-cf"):
