@@ -146,6 +146,8 @@ def test_second_order_rounding_near_zero_is_last_bit():
 ])
 def test_comparison_classifies(want, got, cls):
     p = _prog()
+    p.grad = {"sources": [0], "persistent": False, "second_order": False, "unconnected": False}
+    p.blocks = [["if x1 > 0.0:", "    v0 = tfc.round(x1)"]]  # x0, the source, unused: None is certain
     if cls.endswith("-cf"):
         p.blocks = [["if x0 > 0.0:", "    v0 = tfc.round(x0)"]]
     assert run.compare(p, want, got)[0] == cls

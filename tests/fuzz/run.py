@@ -174,7 +174,9 @@ def compare(p: Program, want, got) -> tuple | None:
                 continue
             if w is None:
                 zeros = isinstance(g, np.ndarray) and not np.any(g)
-                if zeros and _CONTROL_FLOW.search("\n".join(line for b in p.blocks for line in b)):
+                body = "\n".join(line for b in p.blocks for line in b)
+                src = f"x{p.grad['sources'][(k - nf) % len(p.grad['sources'])]}" if p.grad else ""
+                if zeros and _CONTROL_FLOW.search(body) and re.search(rf"\b{src}\b", body):
                     # eager None perhaps only through the branch taken or a loop that did
                     # not run: compiled code gives zeros there (documented, as TensorFlow)
                     return "none-vs-zeros-cf", f"{where}: eager None, variant {g!r}"
