@@ -545,6 +545,33 @@ def test_second_order_through_an_untaken_branch_adds_no_nan():
     assert got[1].numpy() == 2.0
 
 
+def test_outputs_without_a_gradient_add_nothing():
+    # v2 (from log(0) = -inf) is carried by the loop but not used after it: eagerly its
+    # ops get no gradient; a zero for it would be 0 * inf = NaN at log's gradient
+    def loop(x, n):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            v1, v2 = x * 2.0, tfc.log(x)
+            for _ in tfc.range(n):
+                v1 = v1 * 1.5
+                v2 = v2 + 1.0
+            loss = tfc.reduce_sum(v1)
+        return t.gradient(loss, x)
+
+    def branch(x, n):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            a = tfc.log(x)
+            v1, v2 = tfc.cond(n > 0, lambda: (x * 3.0, a * 2.0), lambda: (x, a))
+            loss = tfc.reduce_sum(v1)
+        return t.gradient(loss, x)
+
+    for n in (0, 2):
+        for f in (loop, branch):
+            got = check(f, c(0.0, 1.0), tfc.constant(n))
+            assert not np.isnan(got[0].numpy()).any()
+
+
 @pytest.mark.parametrize("f", [inf_while, inf_for, inf_if, inf_nested_cond])
 def test_untaken_path_adds_no_nan(f):
     x = c(1.0, 2.0)

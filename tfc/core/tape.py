@@ -22,7 +22,7 @@ from tfc.core.variable import Variable
 class Entry:
     """One recorded op application; gradient rules read its fields."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "needs", "prev", "totals")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "needs", "prev", "totals", "missing")
 
     def __init__(self, op, inputs, outputs, attrs):
         self.op = op
@@ -32,6 +32,7 @@ class Entry:
         self.needs = None  # per input: is its gradient wanted? (set by backprop)
         self.prev = None  # per input: its gradient so far (set by backprop)
         self.totals = ()  # inputs whose gradient from the rule includes ``prev`` (set by the rule)
+        self.missing = None  # per output: had it no gradient (zeros given instead)? (set by backprop)
 
     def needs_grad(self, i: int) -> bool:
         """Rules may skip computing the gradient of input ``i`` when this is False."""
@@ -362,6 +363,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         if len(e.outputs) == 1:
             g = out_grads[0]
         else:
+            e.missing = [og is None for og in out_grads]
             g = [zeros_like(o) if og is None else og for o, og in zip(e.outputs, out_grads)]
         e.needs = [id(x) in reach and _is_float(x) for x in e.inputs]
         seeded = getattr(e.op, "seeded", False)

@@ -461,7 +461,9 @@ class CondGrad:
         op, pred = entry.attrs["op"], entry.attrs["pred"]
         gs = g if isinstance(g, list) else [g]
         captured = entry.inputs
-        fo = [k for k, o in enumerate(entry.outputs) if _floating(o)]
+        # outputs with a gradient (the zeros given for the others would make 0 * inf NaN)
+        missing = entry.missing or [False] * len(entry.outputs)
+        fo = [k for k, o in enumerate(entry.outputs) if _floating(o) and not missing[k]]
         blocks = (op.then_region.block, op.else_region.block)
         want = [k for k, x in enumerate(captured)
                 if entry.needs_grad(k) and _floating(x) and _connected(blocks, x, fo)]
@@ -575,7 +577,18 @@ class WhileGrad:
         init, captured = entry.inputs[:n], entry.inputs[n:]
         specs = [spec_of(r.type) for r in op.results]
         gs = g if isinstance(g, list) else [g]
-        fs = [k for k in range(n) if specs[k].dtype.is_floating]
+        # loop variables a gradient flows back through: those of the outputs that have
+        # one, and those the body computes them from (the zeros given for the others
+        # would make 0 * inf NaN)
+        missing = entry.missing or [False] * n
+        fs = {k for k in range(n) if specs[k].dtype.is_floating and not missing[k]}
+        while True:
+            more = {j for j in range(n) if j not in fs and specs[j].dtype.is_floating
+                    and _reaches(op.body_region.block, op.body_region.block.args[j], sorted(fs))}
+            if not more:
+                break
+            fs |= more
+        fs = sorted(fs)
         body, cond = op.body_region.block, op.cond_region.block
         want = [k for k, x in enumerate(captured)
                 if entry.needs_grad(n + k) and _floating(x) and _connected([body], x, fs)]
@@ -639,13 +652,12 @@ class WhileGrad:
         caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else _negative_zeros(captured[k])
                  for k in want]
         res = builder.while_loop(bw_cond, bw_body, [count - 1, *[gs[k] for k in fs], *caps0], limit)
+        from tfc.ops.math import greater
+
+        ran = greater(count, 0)  # where not, the captured values and outputs without one get no gradient
         for k, gk in zip(fs, res[1:1 + nf]):
             if entry.needs_grad(k):
-                out[k] = gk
-        if want:  # no contribution where the loop did not run, as eagerly
-            from tfc.ops.math import greater
-
-            ran = greater(count, 0)
+                out[k] = Guarded(gk, ran) if missing[k] else gk
         for k, gk in zip(want, res[1 + nf:]):
             out[n + k] = Guarded(gk, ran)
         entry.totals = [n + k for k in want]
