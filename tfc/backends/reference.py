@@ -12,8 +12,9 @@ from tfc.core.errors import AssertionFailedError
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
-    RegistryOp, WhileOp, YieldOp, loc_str, spec_of,
+    RegistryOp, WhileOp, YieldOp, loc_str,
 )
+from tfc.dialects.evaluate import conform, run_registry_op
 
 
 class Cell:
@@ -23,34 +24,6 @@ class Cell:
 
     def __init__(self, value):
         self.value = value
-
-
-def _conform(op, value, t):
-    spec = spec_of(t)
-    if not isinstance(value, np.ndarray):
-        value = np.asarray(value)
-    want = spec.dtype.as_numpy_dtype
-    if value.dtype != want:
-        value = value.astype(want)
-    if len(value.shape) != len(spec.shape) or any(
-            d is not None and d != v for d, v in zip(spec.shape, value.shape)):
-        raise AssertionError(f"{loc_str(op)}: {op.name} produced shape {value.shape}, its type says {t}")
-    return value
-
-
-def run_registry_op(op: RegistryOp, env: dict) -> None:
-    """Run a generated registry op with its eager kernel; results go into ``env``."""
-    opdef = op.OPDEF
-    vals = [env[v] for v in op.operands]
-    attrs = op.attr_values
-    try:
-        out = opdef.eager_kernel(*vals, **attrs)  # as eager runs it (quiet ops silence warnings)
-    except Exception as e:
-        e.add_note(f"while running {op.name} at {loc_str(op)}")
-        raise
-    outs = [out] if len(op.results) == 1 else list(out)
-    for r, v in zip(op.results, outs):
-        env[r] = _conform(op, v, r.type)
 
 
 class Executor:
@@ -89,7 +62,7 @@ class Executor:
             from tfc.backends.vectorized import run_fused
 
             for r, v in zip(op.outs, run_fused(op, [env[v] for v in op.inputs])):
-                env[r] = _conform(op, v, r.type)
+                env[r] = conform(op, v, r.type)
         elif isinstance(op, ConstantOp):
             v = self._consts.get(id(op))
             if v is None:
@@ -103,7 +76,7 @@ class Executor:
             taken = op.then_region if bool(np.asarray(env[op.pred]).reshape(())) else op.else_region
             outs = self.run_block(taken.block, [], env)
             for r, v in zip(op.results, outs):
-                env[r] = _conform(op, v, r.type)
+                env[r] = conform(op, v, r.type)
         elif isinstance(op, WhileOp):
             vals = [env[v] for v in op.inits]
             limit = None if op.max_iterations is None else op.max_iterations.value.data
@@ -114,7 +87,7 @@ class Executor:
                 vals = self.run_block(op.body_region.block, vals, env)
                 n += 1
             for r, v in zip(op.results, vals):
-                env[r] = _conform(op, v, r.type)
+                env[r] = conform(op, v, r.type)
         elif isinstance(op, PrintOp):
             write_print(op.format.data, [env[v] for v in op.values],
                         None if op.stream is None else op.stream.data,
@@ -146,7 +119,7 @@ def write_print(fmt: str, values, stream=None, summarize=None) -> None:
     """What a compiled ``tfc.print`` writes: as eager tfc.print (stream "stderr"
     or stdout; ``summarize`` entries per axis end) or as a converted ``print``."""
     if summarize is None:
-        from tfc.frontend.tracing import format_value
+        from tfc.core.tensor import _format_value as format_value
     else:
         from functools import partial
 
@@ -158,7 +131,7 @@ def write_print(fmt: str, values, stream=None, summarize=None) -> None:
 
 def assertion_failed(where: str, message: str, *data) -> AssertionFailedError:
     """The error a failed compiled assert raises."""
-    from tfc.frontend.tracing import format_value
+    from tfc.core.tensor import _format_value as format_value
 
     msg = message.format(*(format_value(np.asarray(v)) for v in data))
     return AssertionFailedError(f"{where}: assertion failed: {msg}")

@@ -18,6 +18,7 @@ class Tensor:
     """An n-dimensional array of one dtype. Immutable; ops return new tensors."""
 
     __slots__ = ("_value", "__weakref__")
+    symbolic = False  # True for the tensors of a function being traced (tfc.frontend.tracing)
     __array_priority__ = 1000  # ndarray (op) Tensor defers to Tensor's reflected operator
 
     def __init__(self, value):

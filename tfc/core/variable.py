@@ -38,14 +38,11 @@ class Variable(Tensor):
                 raise e
             getattr(builder, "created_variables", []).append(self)
         value = constant(initial_value, dtype)
-        if builder is not None:
-            from tfc.frontend.tracing import SymbolicTensor
-
-            if isinstance(value, SymbolicTensor):
-                raise ValueError(
-                    f"tfc.Variable: the initial value is a tensor of the function being traced ({value.spec}); a "
-                    "tfc.function cannot make variables from its own tensors. Create the variable outside the "
-                    "function (e.g. in a tfc.Module's __init__) and assign to it inside.")
+        if value.symbolic:
+            raise ValueError(
+                f"tfc.Variable: the initial value is a tensor of the function being traced ({value.spec}); a "
+                "tfc.function cannot make variables from its own tensors. Create the variable outside the "
+                "function (e.g. in a tfc.Module's __init__) and assign to it inside.")
         if not isinstance(value._value, np.ndarray) or value._value.base is not None or not value._value.flags.writeable:
             value = wrap(np.array(value._value))
         self._value = value._value

@@ -70,6 +70,7 @@ class SymbolicTensor(Tensor):
     block (region) that defines it: it may be used only while that block is open."""
 
     __slots__ = ("_ssa", "_shape", "_dtype", "_builder", "_block")
+    symbolic = True
 
     def __init__(self, ssa, shape, dtype, builder, block):
         self._ssa = ssa

@@ -13,6 +13,7 @@ from xdsl.ir import BlockArgument
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from tfc.dialects.evaluate import run_registry_op
 from tfc.dialects.tensor import ConstantOp, RegistryOp, spec_of
 from tfc.passes.pipeline import require_tensor_ir
 
@@ -31,8 +32,6 @@ def _size(t) -> int | None:
 
 def try_fold(op) -> bool:
     """Fold one op in place; True if it was replaced."""
-    from tfc.backends.reference import run_registry_op
-
     if not isinstance(op, RegistryOp) or op.OPDEF.stateful:
         return False
     constant = all(isinstance(o.owner, ConstantOp) for o in op.operands)
