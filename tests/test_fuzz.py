@@ -115,12 +115,16 @@ def _prog(n_forward=1):
 
 
 def test_second_order_rounding_near_zero_is_last_bit():
-    """Second-order terms that cancel to about 0 keep the rounding of terms about 1."""
-    want, got = [np.float32(1), np.array([0, 8.5e-9], np.float32)], [np.float32(1), np.array([0, 2.1e-9], np.float32)]
-    p = _prog()
-    assert run.compare(p, want, got)[0] == "wrong-grad"
-    p.grad = {"sources": [0], "persistent": False, "second_order": True, "unconnected": False}
-    assert run.compare(p, want, got)[0] == "last-bit"
+    """Second-order terms that cancel to about 0 keep the rounding of terms about 1, and
+    rounding grows through chains such as exp(exp(x))."""
+    for w, g in [(np.array([0, 8.5e-9], np.float32), np.array([0, 2.1e-9], np.float32)),
+                 (np.array([29423.771967132165]), np.array([29423.77196713166]))]:
+        want, got = [np.float32(1), w], [np.float32(1), g]
+        p = _prog()
+        assert run.compare(p, want, got)[0] == "wrong-grad"
+        p.grad = {"sources": [0], "persistent": False, "second_order": True, "unconnected": False}
+        assert run.compare(p, want, got)[0] == "last-bit"
+        assert run.compare(p, want, [np.float32(1), g + 1e-3])[0] == "wrong-grad"
 
 
 @pytest.mark.parametrize("want, got, cls", [

@@ -375,6 +375,8 @@ class _Gen:
             if not self.second_order:
                 kinds.append("while")
         k = self.pick(kinds)
+        if k in ("if", "while", "for") and not self._rebindable():
+            k = "assign"
         return getattr(self, "st_" + k)(depth)
 
     def st_assign(self, depth):
@@ -395,9 +397,14 @@ class _Gen:
             lines.append(f"{t} = {self.same_shape(t)}")
         return lines
 
-    def _targets(self):
+    def _rebindable(self):
         # with gradients the inputs keep their names: the tape's sources are the inputs
-        names = [n for n in self.env if not (self.grad and n.startswith("x"))] or list(self.env)
+        # (a name rebound by a loop that runs zero times is one tensor eagerly and two
+        # compiled, so a gradient with respect to it differs, in TensorFlow too)
+        return [n for n in self.env if not (self.grad and n.startswith("x"))]
+
+    def _targets(self):
+        names = self._rebindable()
         k = min(len(names), self.pick([1, 1, 2]))
         return [names[i] for i in self.rng.choice(len(names), size=k, replace=False)]
 
