@@ -53,8 +53,32 @@ def in_a_loop(x, y):
     return s
 
 
+def pad_reflect(x, y):
+    return tfc.pad(x, [[3, 0]], mode="REFLECT") + y  # line: pad_reflect
+
+
+def pad_symmetric(x, y):
+    return tfc.pad(x, [[4, 0]], mode="SYMMETRIC") + y  # line: pad_symmetric
+
+
+def sigmoid_xent(labels, logits):
+    return tfc.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)  # line: sigmoid_xent
+
+
+def sparse_xent(logits, labels):
+    return tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)  # line: sparse_xent
+
+
+IV = tfc.TensorSpec((None,), tfc.int32)
 CASES = [
     (add, [V, V], [ones(3), ones(4)]),
+    # numpy accepts these (pad reflects again, the kernels broadcast): eager's
+    # inference must run on the run-time shapes
+    (pad_reflect, [V, V], [ones(3), ones(1)]),
+    (pad_symmetric, [V, V], [ones(3), ones(1)]),
+    (sigmoid_xent, [M, M], [ones(1, 3), ones(5, 3)]),
+    (sparse_xent, [M, IV], [ones(5, 3), np.zeros(1, np.int32)]),
+    (sparse_xent, [M, IV], [ones(1, 3), np.zeros(5, np.int32)]),
     (reshape, [V, V], [ones(5), ones(1)]),
     (matmul, [M, M], [ones(2, 3), ones(4, 2)]),
     (exp_then_add, [V, V], [ones(3), ones(4)]),
@@ -143,5 +167,72 @@ def test_results_are_unchanged_when_nothing_fails():
             good = [ones(2, 3), ones(3, 2)]
         if fn is in_a_branch:
             good = [ones(2, 3), ones(2, 3)]
+        if fn in (pad_reflect, pad_symmetric):
+            good = [np.arange(5, dtype=F32), ones(1)]
+        if fn is sigmoid_xent:
+            good = [ones(5, 3) / 2, np.linspace(-2, 2, 15, dtype=F32).reshape(5, 3)]
+        if fn is sparse_xent:
+            good = [np.linspace(-2, 2, 15, dtype=F32).reshape(5, 3), np.array([0, 2, 1, 1, 0], np.int32)]
         want = fn(*[tfc.constant(a) for a in good]).numpy()
         np.testing.assert_array_equal(tfc.function(fn, input_signature=sig)(*good).numpy(), want)
+
+
+def mismatching(*shapes_and_dtypes):
+    return [np.ones(s, F32) if isinstance(s, tuple) else s for s in shapes_and_dtypes]
+
+
+# Registry ops whose inference compares dims, each on run-time shapes it refuses
+# (the signature: every dim None, so nothing could be checked when tracing)
+MISMATCHED = [
+    ("concat", lambda x, y: tfc.concat([x, y], axis=1), [(2, 3), (3, 3)]),
+    ("stack", lambda x, y: tfc.stack([x, y]), [(3,), (4,)]),
+    ("matmul", lambda x, y: tfc.matmul(x, y), [(2, 3), (4, 2)]),
+    ("matmul batch", lambda x, y: tfc.matmul(x, y), [(2, 2, 3), (3, 3, 2)]),
+    ("matmul transposed", lambda x, y: tfc.matmul(x, y, transpose_a=True), [(2, 3), (3, 2)]),
+    ("pad REFLECT", lambda x: tfc.pad(x, [[0, 3]], mode="REFLECT"), [(3,)]),
+    ("pad SYMMETRIC 2-d", lambda x: tfc.pad(x, [[0, 0], [4, 0]], mode="SYMMETRIC"), [(2, 3)]),
+    ("sigmoid xent", lambda y, x: tfc.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=x), [(1, 3), (5, 3)]),
+    ("sigmoid xent rank", lambda y, x: tfc.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=x), [(3, 1), (3, 3)]),
+    ("sparse xent", lambda x, y: tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [(5, 3), np.zeros(1, np.int32)]),
+    ("sparse xent logits", lambda x, y: tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x),
+     [(1, 3), np.zeros(5, np.int32)]),
+    ("where", lambda c, x, y: tfc.where(c, x, y), [np.ones(3, bool), (4,), (3,)]),
+    ("clip_by_value", lambda x, lo: tfc.clip_by_value(x, lo, 1.0), [(3,), (4,)]),
+    ("reshape", lambda x: tfc.reshape(x, [2, 3]), [(5,)]),
+    ("squeeze", lambda x: tfc.squeeze(x, axis=0), [(2, 3)]),
+    ("broadcast_to", lambda x: tfc.broadcast_to(x, [3]), [(2,)]),
+    ("split", lambda x: tfc.split(x, 2)[0], [(3,)]),
+    ("split sizes", lambda x: tfc.split(x, [1, 1])[0], [(3,)]),
+    ("conv2d channels", lambda x, w: tfc.nn.conv2d(x, w, 1, "VALID"), [(1, 5, 5, 2), (3, 3, 3, 4)]),
+    ("conv2d window", lambda x, w: tfc.nn.conv2d(x, w, 1, "VALID"), [(1, 2, 2, 1), (3, 3, 1, 1)]),
+    ("max_pool2d", lambda x: tfc.nn.max_pool2d(x, 3, 1, "VALID"), [(1, 2, 2, 1)]),
+    ("avg_pool2d", lambda x: tfc.nn.avg_pool2d(x, 3, 1, "VALID"), [(1, 2, 2, 1)]),
+    ("getitem", lambda x: x[5], [(3,)]),
+    ("getitem negative", lambda x: x[-5], [(3,)]),
+    ("gather axis", lambda x, i: tfc.gather(x, i, axis=1), [(3, 2), np.array([2], np.int32)]),
+]
+
+
+@pytest.mark.parametrize("fn, args", [c[1:] for c in MISMATCHED], ids=[c[0] for c in MISMATCHED])
+def test_ops_check_run_time_shapes_as_eager(fn, args):
+    """Compiled with every dim unknown, each op refuses the run-time shapes
+    eager refuses, with eager's error: no value where eager raises."""
+    args = mismatching(*args)
+    with pytest.raises(Exception) as eager:
+        fn(*[tfc.constant(a) for a in args])
+    sig = [tfc.TensorSpec((None,) * a.ndim, tfc.as_dtype(a.dtype)) for a in args]
+    with pytest.raises(Exception) as compiled:
+        tfc.function(fn, input_signature=sig)(*args)
+    assert type(compiled.value) is type(eager.value)
+    assert str(compiled.value) == str(eager.value)
+
+
+def test_static_shapes_generate_no_run_time_check():
+    """Inference checked static shapes when tracing: their code has no check."""
+    sig = [tfc.TensorSpec((5, 3)), tfc.TensorSpec((5,), tfc.int32)]
+    static = tfc.function(sparse_xent, input_signature=sig).get_concrete_function(*sig)
+    assert "shape_check" not in static.source
+    sig = [M, IV]
+    dynamic = tfc.function(sparse_xent, input_signature=sig).get_concrete_function(*sig)
+    assert "shape_check" in dynamic.source

@@ -10,7 +10,9 @@ of a readable Python module.
   registry's ``reduce_*`` kernel (eager's summation order), into the buffer;
 - 0-d values are numpy scalars of their dtype (float32 rounds as float32,
   int32 wraps), with Python operators and statements for control flow;
-- ``loops.library``: the registry kernel (``np.matmul(..., out=view)`` for matmul).
+- ``loops.library``: the registry kernel (``np.matmul(..., out=view)`` for matmul),
+  after eager's shape inference on the run-time shapes where the operands have
+  dims unknown when compiling (``rt.shape_check``).
 
 The module defines ``build(K)`` (K: the constant arrays) returning
 ``(views, fn)``: ``views(arena)`` makes every arena view once per arena, and
@@ -41,6 +43,7 @@ from tfc.backends.vectorized import IMPLS, UFUNCS
 from tfc.dialects import loops as L
 from tfc.dialects.fused import flat_period
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
+from tfc.ops import _infer as inf
 
 # working set of one chunk (inputs, outputs, scratch): about a core's L2 (1-2 MiB on
 # current x86 servers). Kernels large enough for the thread pool take four times
@@ -70,6 +73,8 @@ _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.su
 
 # names of build()'s scope, which the generated function must not shadow
 _RESERVED = frozenset({"views", "rt", "np", "R", "K", "build", "_hook", "_SITES"})
+# the inference of elementwise ops whose shape rule is numpy's broadcasting
+_BROADCASTING = frozenset(f.__code__ for f in (inf.unary(None), inf.binary(None), inf.binary_ufunc(None, None)))
 _BUILD_NAME = re.compile(r"[A-Za-z_]+[0-9]+(_[0-9]+)?")  # c0, lib3, reduce2_0, ...
 
 
@@ -1047,12 +1052,14 @@ class Emitter:
         ins = [self.name(v) for v in op.ins]
         if name == "reshape" and not op.outs:  # the registry kernel is np.reshape: a view, no call through it
             self.site_attrs = "{" + ", ".join(f"{a!r}: {_literal(v)}" for a, v in values.items()) + "}"
+            self._shape_check(op, k, self.site_attrs, out, pad)
             r = op.res[0]
             scalar = "" if isinstance(r.type, MemRefType) else "[()]"
             out.append(pad + f"{self.name(r)} = np.reshape({ins[0]}, {_literal(tuple(values['shape']))}){scalar}")
             return
         self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
         self.site_attrs = f"attrs{k}"
+        self._shape_check(op, k, self.site_attrs, out, pad)
         if op.outs:
             if name != "matmul":
                 raise NotImplementedError(f"loops.library {name} with outs")
@@ -1082,6 +1089,24 @@ class Emitter:
             scalar = not isinstance(r.type, MemRefType)
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
+
+    def _shape_check(self, op, k, attrs, out, pad):
+        """Eager's shape inference on the run-time shapes before a library call
+        whose operands have dims unknown when compiling: it ran on ``?`` only,
+        and numpy may accept what eager refuses (pad REFLECT repeats itself,
+        broadcasting labels against logits). Not for ops whose rule is numpy's
+        broadcasting (their kernel raises where eager does), nor on static
+        shapes (inference checked them when tracing)."""
+        from tfc.core.registry import REGISTRY
+
+        name = op.callee.data
+        if REGISTRY[name].infer.__code__ in _BROADCASTING or not any(
+                isinstance(v.type, MemRefType) and any(d < 0 for d in v.type.get_shape()) for v in op.ins):
+            return
+        dts = tuple(dtype_of(L.element_of(v.type)).name for v in op.ins)
+        self.build_lines.append(f"check{k} = rt.shape_check({name!r}, {attrs}, {dts!r})")
+        shapes = [f"{self.name(v)}.shape, " if isinstance(v.type, MemRefType) else "(), " for v in op.ins]
+        out.append(pad + f"check{k}(({''.join(shapes)}))")
 
     @staticmethod
     def _library_rows(op, opdef, attrs):

@@ -190,6 +190,27 @@ def kernel(name: str):
     return REGISTRY[name].kernel
 
 
+def shape_check(name: str, attrs: dict, dtype_names):
+    """``check(shapes)`` for a library call of op ``name`` whose operands have
+    dims unknown when compiling: eager's shape inference on their run-time
+    shapes (raising eager's error, which ``located`` notes at the user's line).
+    The shapes it last accepted pass without inference: a loop or a repeated
+    call pays a tuple comparison."""
+    from tfc.core.registry import Spec
+
+    opdef = REGISTRY[name]
+    dts = [as_dtype(d) for d in dtype_names]
+    last = None
+
+    def check(shapes):
+        nonlocal last
+        if shapes != last:
+            opdef.infer(opdef, *map(Spec, shapes, dts), **attrs)
+            last = shapes  # (two threads at once at worst both infer)
+
+    return check
+
+
 def as_dtype(name: str):
     from tfc.core import dtypes
 
