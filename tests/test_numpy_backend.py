@@ -768,3 +768,26 @@ def test_row_wise_library_ops_of_a_strided_view_match_eager_bitwise(shape):
 
     for got, want in zip(tfc.function(f)(x), f(x)):
         np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", ["abs", "float", "Exception", "int", "len", "range"])
+def test_a_function_named_after_a_builtin_does_not_shadow_it(name):
+    """Scalar code calls abs() and float(), and the generated function catches
+    Exception: a user's function of that name must not replace them."""
+    ns = {"tfc": tfc}
+    exec(f"def {name}(x, y, z):\n"
+         "    return tfc.cast(tfc.abs(x), tfc.float64) * 0.5 + tfc.cast(tfc.reduce_sum(y + z), tfc.float64)\n", ns)
+    f, V = ns[name], tfc.TensorSpec((None,))
+    g = tfc.function(f, input_signature=[tfc.TensorSpec((), tfc.int32), V, V], autograph=False)
+    args = [np.int32(-5), np.ones(3, np.float32), np.ones(3, np.float32)]
+    _same(g(*args).numpy(), f(*[tfc.constant(a) for a in args]).numpy())
+    with pytest.raises(ValueError, match="cannot be broadcast"):  # caught and reported as eager's
+        g(args[0], args[1], np.ones(4, np.float32))
+
+
+def test_function_names_avoid_every_builtin():
+    import builtins
+
+    from tfc.backends.numpy.emitter import function_name
+
+    assert [n for n in dir(builtins) if function_name(n) == n] == []

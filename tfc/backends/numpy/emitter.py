@@ -29,6 +29,7 @@ naming the user's line, at no cost until something raises.
 """
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 import string
@@ -71,8 +72,10 @@ _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.su
               "arith.andi": "&", "arith.ori": "|", "arith.xori": "^"}
 
 
-# names of build()'s scope, which the generated function must not shadow
-_RESERVED = frozenset({"views", "rt", "np", "R", "K", "build", "_hook", "_SITES"})
+# names the generated code looks up in build()'s scope, the module's and the
+# builtins' (abs, float, ...), which the generated function must not shadow
+_RESERVED = frozenset({"views", "rt", "np", "R", "K", "build", "_hook", "_SITES", "NEEDS_ERRSTATE",
+                       "HAS_VIEWS"}) | frozenset(dir(builtins))
 # the inference of elementwise ops whose shape rule is numpy's broadcasting
 _BROADCASTING = frozenset(f.__code__ for f in (inf.unary(None), inf.binary(None), inf.binary_ufunc(None, None)))
 _BUILD_NAME = re.compile(r"[A-Za-z_]+[0-9]+(_[0-9]+)?")  # c0, lib3, reduce2_0, ...
@@ -80,8 +83,8 @@ _BUILD_NAME = re.compile(r"[A-Za-z_]+[0-9]+(_[0-9]+)?")  # c0, lib3, reduce2_0, 
 
 def function_name(name: str) -> str:
     """A Python identifier for the IR function ``name`` (any string): its ASCII
-    letters, digits and ``_``, prefixed where it could be a keyword or one of
-    the module's own names."""
+    letters, digits and ``_``, prefixed where it could be a keyword, a builtin
+    or one of the module's own names."""
     s = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in name)
     if not s.isidentifier() or keyword.iskeyword(s) or s in _RESERVED or _BUILD_NAME.fullmatch(s):
         s = "fn_" + s
