@@ -92,22 +92,23 @@ def function_name(name: str) -> str:
 
 
 def check_format(op, text: str, n: int, what: str) -> None:
-    """``text.format(*n values)`` as a print or assert formats: plain ``{}`` or
-    ``{i}`` fields within the values only (no attribute or item access), else a
-    ValueError naming the op's location (compiled IR may come from a file)."""
-    auto = 0
+    """``text.format(*n values)`` as a print or assert formats: only what tracing
+    writes (``_template`` in tfc.frontend.tracing): text with ``{{``/``}}``
+    escaped and one plain ``{}`` per value. Anything else is refused with a
+    ValueError naming the op's location (compiled IR may come from a file):
+    str.format evaluates an index, a conversion or a format spec (attribute
+    access in nested fields, a width that allocates gigabytes)."""
     try:
-        fields = [f for _, f, _, _ in string.Formatter().parse(text) if f is not None]
+        fields = [(f, c, spec) for _, f, spec, c in string.Formatter().parse(text) if f is not None]
     except ValueError as e:
         raise ValueError(f"{loc_str(op)}: {op.name}: bad {what} {text!r}: {e}") from None
-    for f in fields:
-        i = auto if f == "" else int(f) if f.isdecimal() and f.isascii() else None
-        auto += f == ""
-        if i is None or i >= n:
-            raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} has a field {{{f}}} that is not "
-                             f"one of its {n} values")
-    if "" in fields and any(fields):
-        raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} mixes {{}} and numbered fields")
+    for f, conv, spec in fields:
+        if f or conv is not None or spec:
+            field = f + ("" if conv is None else "!" + conv) + (":" + spec if spec else "")
+            raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} has a field {{{field}}}, "
+                             "not a plain {}")
+    if len(fields) != n:
+        raise ValueError(f"{loc_str(op)}: {op.name}: {what} {text!r} has {len(fields)} fields for its {n} values")
 
 
 def _one_step(op) -> bool:
