@@ -234,6 +234,37 @@ def test_backend_ops_in_the_file_are_refused(base):
         tfc.load(path)
 
 
+def test_a_huge_dense_literal_is_refused_before_it_is_expanded(base):
+    """A line of IR must not make the parser expand a splat into 2^64
+    elements (or 4 GB): refused by size, naming the file and line."""
+    path, (ir, manifest, weights), _ = base
+    ir = ir.replace("%0 = tfc.constant dense<-1.000000e+03> : tensor<f32>",
+                    "%9 = tfc.constant dense<2.0> : tensor<4000000000x4000000000xf32>\n"
+                    "    %0 = tfc.constant dense<-1.000000e+03> : tensor<f32>")
+    rewrite(path, ir, manifest, weights)
+    with pytest.raises(ArtifactError, match=r"(?s)function.mlir:3:\d+\n.*dense literal of 16,000,000,000,000,000,000 "
+                                            r"elements \(64,000,000,000,000,000,000 B\) is over the limit"):
+        tfc.load(path)
+
+
+@pytest.mark.parametrize("where", ["parse", "compile"])
+def test_an_error_without_a_message_still_says_what_failed(base, monkeypatch, where):
+    """A MemoryError has no message: the ArtifactError names it."""
+    path = base[0]
+
+    def fail(*args, **kwargs):
+        raise MemoryError()
+
+    if where == "parse":
+        monkeypatch.setattr("tfc.dialects.tensor.parse_module", fail)
+    else:
+        monkeypatch.setattr("tfc.backends.numpy.emitter.emit_function", fail)
+    with pytest.raises(ArtifactError) as e:
+        tfc.load(path)
+    assert str(e.value) == f"{path}: function.mlir " + {
+        "parse": "does not parse or verify: MemoryError", "compile": "does not compile (MemoryError)"}[where]
+
+
 # -- the fuzz ---------------------------------------------------------------------------
 
 PIECES = ['"', "'", '"""', "'''", "\\", "\n", "\r", "\t", "\x00", "#", "{", "}", "{}", "{0}", "{{", "}}",

@@ -20,11 +20,6 @@ commands:
   --version                         print tfc's version
 """
 
-# A dense literal bigger than this (in bytes once expanded) is refused before
-# the parser expands it: `dense<1.0> : tensor<100000x100000xf32>` is one line.
-MAX_DENSE_BYTES = 1 << 30
-
-
 def version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -122,22 +117,6 @@ def _make_main_class():
 
     from tfc.dialects.tensor import SourceParser
 
-    class Parser(SourceParser):
-        def parse_dense_int_or_fp_elements_attr(self, type):
-            self._dense_start = self._current_token.span
-            return super().parse_dense_int_or_fp_elements_attr(type)
-
-        def _parse_dense_literal_type(self):
-            t = super()._parse_dense_literal_type()
-            n = 1
-            for d in t.get_shape():
-                n *= d
-            size = n * getattr(t.element_type, "compile_time_size", 8)
-            if size > MAX_DENSE_BYTES:  # refused before xDSL expands a splat to every element
-                raise ParseError(self._dense_start, f"dense literal of {n:,} elements ({size:,} B) is "
-                                 f"over the limit of {MAX_DENSE_BYTES:,} B")
-            return t
-
     class TfcOptMain(xDSLOptMain):
         version_format = f"tfc {version()} (xDSL {{xdsl_version}})"
 
@@ -173,7 +152,7 @@ def _make_main_class():
         def register_all_frontends(self):
             def parse_mlir(stream):
                 start = time.perf_counter()
-                parser = Parser(self.ctx, stream.read(), self.get_input_name())
+                parser = SourceParser(self.ctx, stream.read(), self.get_input_name())
                 try:
                     # kept: opt_main looks in it for the op of an xDSL verifier error
                     self.module = parser.parse_module(not self.args.no_implicit_module)

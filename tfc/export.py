@@ -330,6 +330,15 @@ def load(path) -> "LoadedFunction":
     return LoadedFunction(m, ir_text, weights, path)
 
 
+def _said(e: Exception, typed: bool = False) -> str:
+    """What ``e`` says (after its class if ``typed``), never empty: a
+    MemoryError has no message."""
+    text = str(e)
+    if not text:
+        return type(e).__name__
+    return f"{type(e).__name__}: {text}" if typed else text
+
+
 def _check_ops(module, path):
     """The IR holds tensor-level (L1) ops only, as tfc.save writes: the
     backend's own ops (loops, arith outside a fused body) are not for files."""
@@ -373,7 +382,7 @@ class LoadedFunction(Module):
         try:
             module = parse_module(ir_text, os.path.join(path, IR_FILE))
         except Exception as e:
-            raise ArtifactError(f"{path}: {IR_FILE} does not parse or verify: {e}") from None
+            raise ArtifactError(f"{path}: {IR_FILE} does not parse or verify: {_said(e)}") from None
         _check_ops(module, path)
         funcs = {op.sym_name.data: op for op in module.walk() if isinstance(op, func.FuncOp)}
         name = manifest["name"]
@@ -416,7 +425,7 @@ class LoadedFunction(Module):
             e.add_note(f"  while loading {path}")
             raise
         except Exception as e:
-            raise ArtifactError(f"{path}: {IR_FILE} does not compile ({type(e).__name__}: {e})") from e
+            raise ArtifactError(f"{path}: {IR_FILE} does not compile ({_said(e, typed=True)})") from e
 
     # Checkpoint paths: the exported variables at their paths (Module walks this).
     def _tracked_attributes(self):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import gc
 import inspect
+import math
 import re
 from typing import ClassVar
 
@@ -395,6 +396,11 @@ class _FloatBits(Parser._TensorLiteralElement):
         return type.unpack(self.value.to_bytes(size, "little"), 1)[0]
 
 
+# A dense literal bigger than this (in bytes once expanded) is refused before
+# the parser expands it: `dense<1.0> : tensor<100000x100000xf32>` is one line.
+MAX_DENSE_BYTES = 1 << 30
+
+
 class IRParser(Parser):
     """xDSL's parser, faster on large IR, and strict about SSA dominance.
 
@@ -421,6 +427,19 @@ class IRParser(Parser):
         self._results: list = []  # the result list of each op being parsed
         self._regions: list = []  # [start, end] of each region of the ops being parsed
         self._loc_pos = -1  # where the last location was looked for
+
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        self._dense_start = self._current_token.span
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _parse_dense_literal_type(self):
+        t = super()._parse_dense_literal_type()
+        n = math.prod(t.get_shape())
+        size = n * getattr(t.element_type, "compile_time_size", 8)
+        if size > MAX_DENSE_BYTES:  # refused before xDSL expands a splat to every element
+            raise ParseError(self._dense_start, f"dense literal of {n:,} elements ({size:,} B) is "
+                             f"over the limit of {MAX_DENSE_BYTES:,} B")
+        return t
 
     def _parse_tensor_literal_element(self):
         """A hexadecimal element of a tensor literal is read as MLIR reads it:
