@@ -684,3 +684,124 @@ def test_zero_trip_loop_gradient_is_finite_for_inf_inputs():
 
     got = check(f, x, tfc.constant(0))
     np.testing.assert_array_equal(got[0].numpy(), [1.0, 1.0])
+
+
+# -- a result that is, on the path taken, a value from before the op -------------------------
+
+
+def test_gradient_with_respect_to_a_result_passed_through_unchanged():
+    # eagerly the result *is* the value from before (a branch not rebinding it, a loop
+    # running zero times, a body returning a captured value): its uses before count too
+    def branch(x, p):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = x * 2.0
+            z = y * 3.0
+            if p > 0.0:
+                y = tfc.sin(y)
+            loss = tfc.reduce_sum(z * y)
+        return t.gradient(loss, y)
+
+    def zero_trips(x1, x2):  # fuzz 90731/304: before, None
+        with tfc.GradientTape() as t:
+            t.watch(x1)
+            x2 = tfc.where(x2 > 0.0, x2, x1)
+            i = tfc.constant(0)
+            while i < 0:
+                x1 = tfc.minimum(x2, x1)
+                i = i + 1
+            loss = tfc.reduce_sum(x2)
+        return t.gradient(loss, x1)
+
+    def trips(x, w, n):
+        with tfc.GradientTape() as t:
+            t.watch([x, w])
+            y = x * 3.0
+            v = w * 2.0
+            z = y * v
+            for _ in tfc.range(n):
+                y = tfc.exp(y)
+                v = w
+            loss = tfc.reduce_sum(y * x) + tfc.reduce_sum(v * w) + tfc.reduce_sum(z)
+        return t.gradient(loss, [y, v])
+
+    x = c(0.5, -1.5)
+    check(branch, x, tfc.constant(-1.0))
+    check(branch, x, tfc.constant(1.0))
+    got = check(zero_trips, c(-0.74), c(-1.04))
+    assert got[0] is not None
+    check(trips, x, c(0.25, 2.0), tfc.constant(0))
+    check(trips, x, c(0.25, 2.0), tfc.constant(2))
+
+
+def test_gradient_with_respect_to_a_loop_result_passed_through_a_branch_is_an_error():
+    # fuzz 424242/335: the `if` returns x0, the loop's result, which its body used for x1
+    def f(x0, x1):
+        with tfc.GradientTape() as t:
+            t.watch(x0)
+            i = tfc.constant(0)
+            while i < 1:
+                x0 = x0 - x0
+                x1 = x1 * x0
+                i = i + 1
+            if tfc.reduce_min(x1) < 0.0:
+                x0 = x0 * 2.0
+            loss = tfc.reduce_sum(x1)
+        return t.gradient(loss, x0)
+
+    assert f(c(1.4)[0], c(-1.76)[0]) is not None
+    for sig in signatures([c(1.4)[0], c(-1.76)[0]]).values():  # before: None
+        with pytest.raises(NotImplementedError, match="tfc.while_loop .* there returns and also uses"):
+            tfc.function(f, input_signature=sig)(c(1.4)[0], c(-1.76)[0])
+
+
+def test_second_order_through_a_loop_of_a_function_infinite_at_its_input():
+    # fuzz 424242/39: the history loop's last state (sqrt(0)) has no gradient, and
+    # state_list_get's template none either: a zero for them made 0 * inf NaN (eager: -inf)
+    def f(x):
+        with tfc.GradientTape() as outer:
+            outer.watch(x)
+            with tfc.GradientTape() as inner:
+                inner.watch(x)
+                y = x - x
+                v = y
+                for _ in tfc.range(1):
+                    v = tfc.sqrt(v)
+                loss = tfc.reduce_sum(v)
+            g = inner.gradient(loss, y)
+            gg = tfc.reduce_sum(g)
+        return g, outer.gradient(gg, y)
+
+    got = check(f, tfc.constant(np.array([0.36]), tfc.float64))
+    assert got[1].numpy()[0] == -math.inf  # before: NaN
+
+
+def test_fuzz_findings_of_constant_trip_loops_and_carried_values():
+    # fuzz 90731/9: tfc.range(2) surely runs, so x is ceil's, untracked: None (before: zeros)
+    def ceil_loop(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            for _ in tfc.range(2):
+                x = tfc.ceil(x)
+            x = tfc.square(x)
+            loss = tfc.reduce_sum(x / x)
+        return t.gradient(loss, x)
+
+    # fuzz 90731/241: v3 (cos(inf) = NaN) is carried but not used after: no gradient
+    # flows through it (before: 0 * NaN into x0's)
+    def carried_nan(x0, x1):
+        with tfc.GradientTape() as t:
+            t.watch([x0, x1])
+            v2 = x1 * x1
+            v3 = x0 * 0.5
+            i = tfc.constant(0)
+            while i < 3:
+                v2 = v2 * 2.0
+                v3 = tfc.cos(v3)
+                i = i + 1
+            loss = tfc.reduce_sum(x1 / x0) + v2
+        return t.gradient(loss, x0)
+
+    assert check(ceil_loop, c(-0.24))[0] is None
+    got = check(carried_nan, tfc.constant(np.array([[0.82, math.inf]])), tfc.constant(-0.34, tfc.float64))
+    assert not np.isnan(got[0].numpy()).any()

@@ -281,16 +281,28 @@ class GradientTape:
         # Our own backward ops are not recorded here; outer tapes do record them.
         i = self._pop()
         try:
+            aliases = _aliases(self._entries, flat_sources)
+            extra = [v for found in aliases.values() for _, v in found]
             # a source the tape never tracked gets no gradient (as in eager TensorFlow),
             # even where it is an input of a recorded op
-            grads = backprop(self._entries, flat_targets, flat_sources, output_gradients,
-                             tracked=self._tracked, seeds=seeds, guarded=guarded)
-            # a source tracked only on some run-time paths (an output of compiled
-            # control flow, see tfc.frontend.cfgrad): no gradient where it is not
-            for k, s in enumerate(flat_sources):
-                if grads[k] is not None and id(s) in self._maybe:
-                    g = _guard(grads[k], self._maybe[id(s)])
-                    grads[k] = g if guarded else _settle(g)
+            raw = backprop(self._entries, flat_targets, flat_sources + extra, output_gradients,
+                           tracked=self._tracked, guarded=True,
+                           seeds=None if seeds is None else list(seeds) + [None] * len(extra))
+            by_id = {}
+            for s, g in zip(flat_sources + extra, raw):
+                # a source tracked only on some run-time paths (an output of compiled
+                # control flow, see tfc.frontend.cfgrad): no gradient where it is not
+                by_id[id(s)] = g if g is None or id(s) not in self._maybe else _guard(g, self._maybe[id(s)])
+
+            def resolve(s):
+                g = by_id[id(s)]
+                for pred, v in aliases.get(id(s), ()):
+                    g = _choose(pred, resolve(v), g)
+                return g
+
+            grads = [resolve(s) for s in flat_sources]
+            if not guarded:
+                grads = [_settle(g) for g in grads]
         finally:
             if i >= 0:
                 TAPES.insert(i, self)
@@ -304,6 +316,48 @@ class GradientTape:
 
             grads = [zeros_like(s) if g is None else g for g, s in zip(grads, flat_sources)]
         return nest.pack_sequence_as(sources, grads)
+
+
+def _aliases(entries, sources) -> dict:
+    """id(source) -> [(pred, tensor)] for the sources (and, in turn, those
+    tensors) that are outputs of compiled control flow which, where ``pred``
+    holds at run time, returns ``tensor`` unchanged (a branch passing a value
+    through, a loop that runs zero times): eagerly the source then *is* that
+    tensor, so its gradient is that tensor's, uses before the op included."""
+    made = {}
+    for e in entries:
+        if getattr(e.op, "aliases", None) is not None:
+            for k, o in enumerate(e.outputs):
+                made.setdefault(id(o), (e, k))
+    out, todo = {}, list(sources)
+    while todo:
+        s = todo.pop()
+        hit = made.get(id(s))
+        if hit is None or id(s) in out:
+            continue
+        found = out[id(s)] = hit[0].op.aliases(hit[0], hit[1])
+        todo += [v for _, v in found]
+    return out
+
+
+def _choose(pred, a, b):
+    """The gradient ``a`` where ``pred`` holds, else ``b`` (None: none there)."""
+    if pred is True or pred is False:
+        return a if pred else b
+    if a is None and b is None:
+        return None
+    from tfc.ops.math import logical_not
+
+    npred = logical_not(pred)
+    if a is None:
+        return _guard(b, npred)
+    if b is None:
+        return _guard(a, pred)
+    ga, pa = (a.g, a.pred) if isinstance(a, Guarded) else (a, True)
+    gb, pb = (b.g, b.pred) if isinstance(b, Guarded) else (b, True)
+    flows = either(both(pred, pa), both(npred, pb))
+    g = _where(pred, ga, gb)
+    return g if flows is True else Guarded(g, flows)
 
 
 def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None, guarded=False) -> list:
@@ -346,7 +400,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         if id(t) not in reach:
             continue
         g = output_gradients[k] if output_gradients is not None else None
-        accumulate(t, ones_like(t) if g is None else convert_to_tensor(g, t.dtype))
+        accumulate(t, ones_like(t) if g is None else g if isinstance(g, Guarded) else convert_to_tensor(g, t.dtype))
     for e in reversed(useful):
         out_grads = [grads.get(id(o)) for o in e.outputs]
         if all(g is None for g in out_grads):

@@ -206,7 +206,7 @@ class _Rebound:
 def _region_replay(builder, captured, nested=True):
     """A Replay for the regions of a traced op: captured tensors map to the very
     objects the tape tracks, variables are read again (in the backward code)."""
-    env = {t._ssa: t for t in captured if not isinstance(t, Variable) and hasattr(t, "_ssa")}
+    env = _outer(captured)
     refs = {arg: var for var, arg in builder._vars.values()}
 
     def read(ref):
@@ -407,6 +407,11 @@ def _check_source(op, blocks, k, what):
                 f"tfc.identity of the value after it")
 
 
+def _outer(captured) -> dict:
+    """SSA value -> the captured tensor a region uses it for."""
+    return {t._ssa: t for t in captured if not isinstance(t, Variable) and getattr(t, "_ssa", None) is not None}
+
+
 def _negative_zeros(t):
     """-0.0 everywhere: adding onto it leaves any value as it is, -0.0 included."""
     from tfc.ops.creation import zeros_like
@@ -455,6 +460,21 @@ class CondGrad:
     def check_source(self, entry, k):
         op = entry.attrs["op"]
         _check_source(op, (op.then_region.block, op.else_region.block), k, "the tfc.cond (or tensor `if`)")
+
+    def aliases(self, entry, k):
+        """[(pred, tensor)]: output ``k`` is ``tensor``, captured, where a branch
+        taken (``pred``) returns it unchanged (see tape._aliases)."""
+        from tfc.ops.shapes import reshape
+
+        op = entry.attrs["op"]
+        outer = _outer(entry.inputs)
+        found = []
+        for region, taken in ((op.then_region, True), (op.else_region, False)):
+            t = outer.get(region.block.last_op.operands[k])
+            if t is not None:
+                pred = reshape(entry.attrs["pred"], ())
+                found.append((pred if taken else _not(pred), t))
+        return found
 
     def grad(self, entry, g):
         builder = STATE.builder
@@ -564,6 +584,22 @@ class WhileGrad:
         op = entry.attrs["op"]
         _check_source(op, (op.body_region.block,), k, "the tfc.while_loop (or tensor loop)")
 
+    def aliases(self, entry, k):
+        """[(pred, tensor)]: output ``k`` is its initial value where the loop does
+        not run (or always, where the body returns it unchanged), and a captured
+        tensor the body returns unchanged where it runs (see tape._aliases)."""
+        op, n = entry.attrs["op"], entry.attrs["n_init"]
+        body = op.body_region.block
+        y = body.last_op.operands[k]
+        if y is body.args[k]:
+            return [(True, entry.inputs[k])]
+        ran = self._runs(op, entry.inputs, n)
+        found = [(not ran if isinstance(ran, bool) else _not(ran), entry.inputs[k])]
+        t = _outer(entry.inputs[n:]).get(y)
+        if t is not None:
+            found.append((ran, t))
+        return found
+
     def grad(self, entry, g):
         from tfc.dialects.tensor import spec_of
         from tfc.core.dtypes import int64
@@ -641,11 +677,25 @@ class WhileGrad:
             return greater_equal(j, 0)
 
         def bw_body(j, *acc):
+            from tfc.ops.math import less
+
             state = states(j)
             srcs = [state[k] for k in fs] + sources_caps
-            grads = _vjp(_region_replay(builder, captured), body, state, srcs, fs, acc[:nf],
-                         [None] * nf + list(acc[nf:]))
-            return (j - 1, *grads)
+            outs = list(acc[:nf])
+            if any(missing[k] for k in fs):
+                # the last trip's results that are outputs without a gradient get none
+                # (a zero would make 0 * inf NaN), the earlier trips' the next trip's
+                later = less(j, count - 1)
+                outs = [Guarded(a, later) if missing[k] else a for a, k in zip(outs, fs)]
+            res = _vjp(_region_replay(builder, captured), body, state, srcs, fs, outs,
+                       [None] * nf + list(acc[nf:]), flags=True)
+            for k, (_, f) in zip(want, res[nf:]):
+                flowed[k] = f is not False
+            return (j - 1, *[g for g, _ in res])
+
+        # a captured value no gradient reaches in the body (an operand without
+        # one, such as state_list_get's template) gets none, as eagerly
+        flowed = {}
 
         # the captured values' accumulators start from their gradients so far
         # (-0.0 where none: an exact identity for the first addition)
@@ -659,8 +709,9 @@ class WhileGrad:
             if entry.needs_grad(k):
                 out[k] = Guarded(gk, ran) if missing[k] else gk
         for k, gk in zip(want, res[1 + nf:]):
-            out[n + k] = Guarded(gk, ran)
-        entry.totals = [n + k for k in want]
+            if flowed[k]:
+                out[n + k] = Guarded(gk, ran)
+        entry.totals = [n + k for k in want if flowed[k]]
         return out
 
 
