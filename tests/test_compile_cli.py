@@ -455,3 +455,22 @@ def mixed(x, y):
     assert "planned peak memory" not in blocks["total"]
     assert "(x[0])" in blocks["mixed"] and "16 B fresh per call" in blocks["mixed"]
     assert "(static buffers only)" in blocks["mixed"]
+
+
+def test_export_never_replaces_a_directory_of_the_users(tmp_path):
+    """-o naming the model's own directory, or a user's subdirectory named
+    like a function, is refused and left untouched (it used to be deleted)."""
+    model = write(tmp_path, MODEL)
+    check_error([model, "--function", "dense", "-o", str(tmp_path)], 1,
+                f"{tmp_path} is a directory that is not a tfc export")
+    assert sorted(os.listdir(tmp_path)) == ["model.py"]
+    out = tmp_path / "out"
+    (out / "total").mkdir(parents=True)
+    (out / "total" / "mine.txt").write_text("precious")
+    check_error([model, "-o", str(out)], 1, "total is a directory that is not a tfc export")
+    assert sorted(os.listdir(out)) == ["total"] and sorted(os.listdir(tmp_path)) == ["model.py", "out"]
+    assert (out / "total" / "mine.txt").read_text() == "precious"
+    (out / "total" / "mine.txt").unlink()  # an empty one may be used
+    assert run([model, "-o", str(out)])[0] == 0
+    assert sorted(os.listdir(out)) == ["dense", "total"]
+    assert run([model, "-o", str(out)])[0] == 0  # and an earlier export replaced

@@ -406,3 +406,50 @@ def test_hex_float_literal_that_is_not_bits_of_the_type_is_an_error():
                 f"  %0 = tfc.constant dense<{lit}> : tensor<f32>\n  func.return %0 : tensor<f32>\n}}\n")
         with pytest.raises(Exception, match="not the bits of a f32"):
             parse_module(text)
+
+
+def _small():
+    return tfc.compile(lambda x: x * 2.0, tfc.TensorSpec((3,)))
+
+
+def test_save_refuses_a_directory_that_is_not_an_export(tmp_path):
+    dest = tmp_path / "proj"
+    dest.mkdir()
+    (dest / "model.py").write_text("precious")
+    with pytest.raises(FileExistsError, match="proj is a directory that is not a tfc export"):
+        tfc.save(_small(), str(dest))
+    assert sorted(os.listdir(dest)) == ["model.py"] and (dest / "model.py").read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["proj"]  # no staging directory left behind
+    tfc.save(_small(), str(dest / "sub"))  # an export beside the user's files is fine
+    (dest / "sub" / "notes.txt").write_text("mine")  # an export the user added to is theirs
+    with pytest.raises(FileExistsError):
+        tfc.save(_small(), str(dest / "sub"))
+    assert (dest / "sub" / "notes.txt").read_text() == "mine"
+
+
+def test_save_replaces_an_empty_directory_or_an_earlier_export(tmp_path):
+    dest = tmp_path / "a"
+    dest.mkdir()
+    tfc.save(_small(), str(dest))
+    tfc.save(_small(), str(dest))
+    assert sorted(os.listdir(dest)) == ["function.mlir", "manifest.json", "weights.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["a"]
+
+
+def test_saved_directory_has_the_mode_of_a_plain_mkdir(tmp_path):
+    old = os.umask(0o022)
+    try:
+        tfc.save(_small(), str(tmp_path / "a"))
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "a").st_mode & 0o777 == 0o755
+
+
+def test_save_through_a_link_to_a_directory_keeps_the_link(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink("real", tmp_path / "link")
+    for _ in range(2):  # into the empty directory, then over the export
+        tfc.save(_small(), str(tmp_path / "link"))
+        assert os.path.islink(tmp_path / "link") and sorted(os.listdir(tmp_path)) == ["link", "real"]
+        assert "manifest.json" in os.listdir(tmp_path / "real")
+    tfc.load(str(tmp_path / "link"))

@@ -282,9 +282,8 @@ def export(compiled, output: str) -> None:
     function) or ``output/NAME``: all are written beside ``output`` first and
     moved in once every one succeeded, so a failure leaves nothing half-written."""
     import shutil
-    import tempfile
 
-    from tfc.export import _replace_dir
+    from tfc.export import _check_replaceable, _replace_dir, make_dir_beside
 
     if len(compiled) == 1:  # tfc.save itself writes beside output and moves it in
         (target, conc), = compiled
@@ -292,17 +291,21 @@ def export(compiled, output: str) -> None:
         return
     if os.path.exists(output) and not os.path.isdir(output):
         raise CliError(f"cannot write {output}: it exists and is not a directory")
-    parent = os.path.dirname(os.path.abspath(output))
-    os.makedirs(parent, exist_ok=True)
-    stage = tempfile.mkdtemp(prefix=".tfc-compile-", dir=parent)
+    real = os.path.realpath(output)  # a link to a directory: written through the link
+    try:
+        for target, _ in compiled:  # all checked before any is replaced
+            _check_replaceable(os.path.join(output, target.name))
+        stage = make_dir_beside(real, ".tfc-compile-")
+    except OSError as e:
+        raise CliError(f"cannot write {output}: {e.strerror or e}") from None
     try:
         for target, conc in compiled:
             _save(conc, os.path.join(stage, target.name), target)
-        if not os.path.exists(output):
-            os.rename(stage, output)
+        if not os.path.exists(real):
+            os.rename(stage, real)
         else:
             for target, _ in compiled:
-                _replace_dir(os.path.join(stage, target.name), os.path.join(output, target.name))
+                _replace_dir(os.path.join(stage, target.name), os.path.join(real, target.name))
     except OSError as e:
         raise CliError(f"cannot write {output}: {e.strerror or e}") from None
     finally:

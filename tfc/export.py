@@ -176,11 +176,11 @@ def save(compiled, path, root=None) -> str:
         "sha256": _digest(ir_text, weights),
     }
     path = os.fspath(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
+    target = os.path.realpath(path)  # a link to a directory: replaced through the link
+    _check_replaceable(path)  # before writing anything
     # written whole beside ``path``, then moved in: a crash or a full disk never
     # leaves a half artifact (nor half replaces an earlier one) at ``path``
-    tmp = tempfile.mkdtemp(prefix=".tfc-save-", dir=parent)
+    tmp = make_dir_beside(target, ".tfc-save-")
     try:
         with open(os.path.join(tmp, IR_FILE), "w") as f:
             f.write(ir_text)
@@ -188,20 +188,59 @@ def save(compiled, path, root=None) -> str:
         with open(os.path.join(tmp, MANIFEST), "w") as f:
             json.dump(manifest, f, indent=1)
             f.write("\n")
-        _replace_dir(tmp, path)
+        _replace_dir(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
-def _replace_dir(new: str, path: str) -> None:
-    """Move directory ``new`` to ``path``, replacing an earlier artifact there
-    (moved aside first, then deleted: ``path`` is always whole)."""
-    if not os.path.exists(path):
-        os.rename(new, path)
+def make_dir_beside(path: str, prefix: str) -> str:
+    """A new empty directory in ``path``'s directory (created if need be), to
+    be renamed to ``path``: with the mode a plain mkdir gives (mkdtemp's 0700
+    would stay on the export)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)
+    return tmp
+
+
+def _is_export(path: str) -> bool:
+    """``path`` is a directory tfc.save wrote: its manifest says so and it
+    holds nothing but an export's files."""
+    try:
+        entries = list(os.scandir(path))
+        with open(os.path.join(path, MANIFEST), "rb") as f:
+            m = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return (isinstance(m, dict) and m.get("format") == "tfc-function"
+            and all(e.name in (MANIFEST, IR_FILE, WEIGHTS_FILE) and e.is_file(follow_symlinks=False)
+                    for e in entries))
+
+
+def _check_replaceable(path: str) -> None:
+    """Raise FileExistsError unless ``path`` is free for an export: absent, an
+    empty directory, or an earlier export (never a directory of the user's)."""
+    if not os.path.lexists(path):
         return
     if not os.path.isdir(path):
-        raise FileExistsError(f"tfc.save: {path} exists and is not a directory")
+        raise FileExistsError(f"{path} exists and is not a directory")
+    if os.listdir(path) and not _is_export(path):
+        raise FileExistsError(f"{path} is a directory that is not a tfc export (it holds other files); "
+                              "not replacing it: remove it or choose another path")
+
+
+def _replace_dir(new: str, path: str) -> None:
+    """Move directory ``new`` to ``path``, replacing an empty directory or an
+    earlier artifact there (moved aside first, then deleted: ``path`` is always
+    whole); anything else at ``path`` is refused and left as it is."""
+    _check_replaceable(path)
+    if not os.path.exists(path) or not os.listdir(path):
+        os.replace(new, path)  # rename(2) replaces an empty directory
+        return
     old = tempfile.mkdtemp(prefix=".tfc-old-", dir=os.path.dirname(os.path.abspath(path)))
     os.rmdir(old)
     os.rename(path, old)
