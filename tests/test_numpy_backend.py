@@ -791,3 +791,55 @@ def test_function_names_avoid_every_builtin():
     from tfc.backends.numpy.emitter import function_name
 
     assert [n for n in dir(builtins) if function_name(n) == n] == []
+
+
+def _plant(cache_dir, code):
+    """Append ``code`` to the cache's one module entry, its hash recomputed
+    (the SHA-256 is unkeyed: whoever can write the directory can do this)."""
+    import json
+
+    from tfc.backends.numpy import cache
+
+    (py,) = cache_dir.glob("*.py")
+    meta_path = py.with_suffix(".json")
+    source = py.read_bytes() + b"\n" + code.encode() + b"\n"
+    meta = json.loads(meta_path.read_text())
+    meta.pop("sha256")
+    npz = py.with_suffix(".npz").read_bytes() if meta["n_consts"] else b""
+    meta["sha256"] = cache._digest(source, npz, meta)
+    py.write_bytes(source)
+    meta_path.write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("how", ["writable by others", "owned by another user"])
+def test_disk_cache_directory_others_can_write_is_not_used(tmp_path, monkeypatch, how):
+    """An entry is Python a hit runs: a directory others can write (or that
+    another user owns) is not used, with one warning, so a planted entry
+    never runs; tfc makes its own directory 0700."""
+    import builtins
+
+    from tfc.backends.numpy import cache
+
+    d = tmp_path / "new" / "cache"
+    monkeypatch.setenv("TFC_CACHE_DIR", str(d))
+    monkeypatch.setattr(cache, "_REFUSED", set())
+
+    def run(k):
+        return tfc.function(lambda x: x * 2.0 + k)(np.ones(3, np.float32)).numpy()
+
+    want = run(1.0)
+    assert d.stat().st_mode & 0o777 == 0o700 and len(list(d.glob("*.py"))) == 1
+    _plant(d, "__import__('builtins').__dict__.__setitem__('TFC_PLANTED', 1)")
+    if how == "writable by others":
+        d.chmod(0o777)
+    else:
+        if os.getuid() != 0:
+            pytest.skip("changing a directory's owner needs root")
+        os.chown(d, 12345, -1)
+    with pytest.warns(RuntimeWarning, match="not using the compile cache .*" + (
+            "others can write it" if how == "writable by others" else "owned by uid 12345")) as rec:
+        _same(run(1.0), want)
+        run(2.0)  # another function: no second warning
+    assert len([r for r in rec if "compile cache" in str(r.message)]) == 1
+    assert not hasattr(builtins, "TFC_PLANTED")
+    assert len(list(d.glob("*.py"))) == 1  # nothing written there either

@@ -4,7 +4,10 @@ the same program loads the module instead of compiling it. Directory:
 ``$TFC_CACHE_DIR``, default ``~/.cache/tfc``; ``TFC_CACHE_DIR=""`` disables it.
 Each entry: ``<key>.py`` (the module), ``<key>.npz`` (its constants) and
 ``<key>.json`` (the memory plan, and a SHA-256 of the whole entry: a damaged
-entry is dropped and recompiled, never run)."""
+entry is dropped and recompiled, never run). An entry is Python that a hit
+runs, so, as ssh and pip do, the directory is used only if this user owns it
+and no one else can write it (tfc creates it 0700); else tfc warns once and
+compiles without the cache."""
 from __future__ import annotations
 
 import functools
@@ -13,6 +16,7 @@ import io
 import json
 import os
 import pathlib
+import stat
 import tempfile
 import warnings
 
@@ -22,10 +26,34 @@ from tfc.passes.plan_memory import MemoryPlan
 
 
 def cache_dir():
+    """The cache directory, created if missing; None when disabled, when it
+    cannot be created (a read-only disk only costs compiles) or when it is
+    not private to this user (with a warning, once)."""
     d = os.environ.get("TFC_CACHE_DIR")
-    if d is None:
-        return pathlib.Path.home() / ".cache" / "tfc"
-    return pathlib.Path(d) if d else None
+    if d == "":
+        return None
+    path = pathlib.Path.home() / ".cache" / "tfc" if d is None else pathlib.Path(d)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.stat()
+    except OSError:
+        return None
+    why = None
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        why = f"it is owned by uid {st.st_uid}, not by this user (uid {os.getuid()})"
+    elif hasattr(os, "getuid") and st.st_mode & 0o022:
+        why = f"others can write it (mode {stat.S_IMODE(st.st_mode):04o})"
+    if why is None:
+        return path
+    if str(path) not in _REFUSED:
+        _REFUSED.add(str(path))
+        warnings.warn(f"tfc: not using the compile cache {path}: {why}; anyone who can write it could run code "
+                      "in this process. Compiling without it (make it yours, mode 0700, to use it)",
+                      RuntimeWarning, stacklevel=2)
+    return None
+
+
+_REFUSED: set = set()  # directories warned about
 
 
 @functools.lru_cache(maxsize=1)
@@ -69,8 +97,9 @@ def _digest(source: bytes, npz: bytes, meta: dict) -> str:
 
 def store(key: str, source: str, consts, plan: MemoryPlan, scratch: int) -> str | None:
     d = cache_dir()
+    if d is None:
+        return None
     try:
-        d.mkdir(parents=True, exist_ok=True)
         npz = b""
         if consts:
             buf = io.BytesIO()
@@ -91,6 +120,8 @@ def load(key: str):
     (truncated, overwritten, half deleted) is dropped, with a warning, so this
     process recompiles and rewrites it."""
     d = cache_dir()
+    if d is None:
+        return None
     py = d / f"{key}.py"
     if not py.is_file():
         return None
