@@ -280,3 +280,57 @@ def test_bad_attribute_unverified_is_reported_at_the_op(tmp_path, capsys, attrs,
                        result="tensor<f32>"))
     line = _one_error([str(p), "-p", passes, "--disable-verify"], capsys).replace(str(p), "bad.mlir")
     assert line.startswith("bad.mlir:2:3: error: tfc.reduce_sum: attribute 'keepdims'"), line
+
+
+# -- -o: what it names ---------------------------------------------------------------------
+
+
+def _opt_subprocess(argv, **kw):
+    return subprocess.run([sys.executable, "-m", "tfc.cli", "opt", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": ROOT}, **kw)
+
+
+def test_output_to_a_fifo_or_device_is_written_into_not_replaced(good, tmp_path, capsys):
+    import stat
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()), daemon=True)
+    reader.start()
+    assert opt_main([good, "-o", str(fifo)]) == 0
+    reader.join(10)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and "tfc.multiply" in got[0]
+    if os.getuid() == 0:  # a device node: only root makes one
+        null = tmp_path / "null"
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        assert opt_main([good, "-o", str(null)]) == 0
+        assert stat.S_ISCHR(os.stat(null).st_mode)
+    assert sorted(os.listdir(tmp_path)) == sorted(["good.mlir", "fifo"] + ["null"] * (os.getuid() == 0))
+
+
+def test_dash_is_stdin_and_stdout_and_dev_stdout_a_pipe(good, tmp_path):
+    for argv in (["-", "-o", "-"], ["-o", "/dev/stdout"]):
+        r = _opt_subprocess(argv, input=GOOD, cwd=tmp_path)
+        assert r.returncode == 0 and "tfc.multiply" in r.stdout, r.stderr
+    assert os.listdir(tmp_path) == ["good.mlir"]  # no file named "-"
+    r = _opt_subprocess(["-"], input="func.func @f( {\n", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr.startswith("stdin:1:"), r.stderr
+
+
+def test_output_keeps_the_files_mode_and_owner_and_refuses_one_not_writable(good, tmp_path, capsys,
+                                                                           monkeypatch):
+    out = tmp_path / "out.mlir"
+    out.write_text("old\n")
+    os.chmod(out, 0o640)
+    if os.getuid() == 0:
+        os.chown(out, 65534, 65534)
+    assert opt_main([good, "-o", str(out)]) == 0
+    st = os.stat(out)
+    assert "tfc.multiply" in out.read_text() and st.st_mode & 0o777 == 0o640
+    if os.getuid() == 0:
+        assert (st.st_uid, st.st_gid) == (65534, 65534)
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as for a mode-444 file of a user
+    assert _one_error([good, "-o", str(out)], capsys) == f"{out}: error: cannot write it: Permission denied"
+    assert "tfc.multiply" in out.read_text() and sorted(os.listdir(tmp_path)) == ["good.mlir", "out.mlir"]

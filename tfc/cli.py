@@ -4,8 +4,10 @@
 otherwise), without a traceback. An output file is written whole or not at all."""
 from __future__ import annotations
 
+import errno
 import io
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -54,20 +56,38 @@ def write_atomically(path: str, text: str) -> None:
     """Write ``text`` to ``path`` whole or not at all: into a temporary file in
     the same directory, renamed over ``path`` once complete (so ``-o`` may name
     the input, and an error never leaves an empty or partial file). A symbolic
-    link stays one: its target is replaced."""
+    link stays one: its target is replaced. A file keeps its mode and owner
+    (where the process may set them); one the user may not write is refused.
+    Anything but a regular file (a device, a FIFO, /dev/stdout) is written
+    directly: renaming over it would replace the node."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):  # before realpath: /dev/stdout -> pipe:[N]
+        with open(path, "w") as f:
+            f.write(text)
+        return
     path = os.path.realpath(path)
+    if st is not None and not os.access(path, os.W_OK):  # the rename would ignore the file's mode
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
     directory = os.path.dirname(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
-        try:
-            mode = os.stat(path).st_mode & 0o7777  # an existing file keeps its permissions
-        except FileNotFoundError:
+        if st is None:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-        os.chmod(tmp, mode)
+        else:
+            mode = st.st_mode & 0o7777
+            if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+                try:
+                    os.chown(tmp, st.st_uid, st.st_gid)
+                except PermissionError:  # only root may give a file away
+                    pass
+        os.chmod(tmp, mode)  # after chown, which clears set-id bits
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -94,8 +114,8 @@ class _InputError(Exception):
 
 
 def read_input(path) -> bytes:
-    """All of the input (stdin for None), read before anything is written."""
-    if path is None:
+    """All of the input (stdin for None or ``-``), read before anything is written."""
+    if path in (None, "-"):
         return sys.stdin.buffer.read()
     try:
         with open(path, "rb") as f:
@@ -201,8 +221,11 @@ def _make_main_class():
                                     help="print the IR to stderr after every pass")
             arg_parser.add_argument("--list-passes", action="store_true", help="list the tfc passes")
 
+        def get_input_name(self):
+            return "stdin" if self.args.input_file in (None, "-") else self.args.input_file
+
         def prepare_output(self):
-            if self.args.output_file is None:
+            if self.args.output_file in (None, "-"):
                 return sys.stdout
             self.buffer = _Buffer()  # written to the file by opt_main once everything succeeded
             return self.buffer
@@ -275,7 +298,7 @@ def opt_main(argv=None, prog="tfc-opt") -> int:
                 raise
             driver.module.verify()  # a pass failed on IR that does not verify (--disable-verify): say where
             raise
-        if driver.args.output_file is not None:
+        if driver.args.output_file not in (None, "-"):
             try:
                 write_atomically(driver.args.output_file, driver.buffer.getvalue())
             except OSError as e:
