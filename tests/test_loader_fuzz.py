@@ -265,6 +265,51 @@ def test_an_error_without_a_message_still_says_what_failed(base, monkeypatch, wh
         "parse": "does not parse or verify: MemoryError", "compile": "does not compile (MemoryError)"}[where]
 
 
+@pytest.mark.parametrize("depth, message", [(150, "outputs nested deeper than 100 levels"),
+                                            (50000, r"damaged or unreadable \(RecursionError")])
+def test_deeply_nested_outputs_are_an_artifact_error(base, depth, message):
+    """Nesting past what json or the decoder recurse into: an ArtifactError
+    naming the manifest, not a RecursionError."""
+    path, (ir, manifest, weights), _ = base
+    rewrite(path, ir, dict(manifest, outputs="OUT"), weights)  # the hash recomputed
+    mpath = os.path.join(path, "manifest.json")
+    text = open(mpath).read().replace('"OUT"', '{"list": [' * depth + '{"tensor": true}' + "]}" * depth)
+    with open(mpath, "w") as f:
+        f.write(text)
+    with pytest.raises(ArtifactError, match="manifest.json: " + message) as e:
+        tfc.load(path)
+    assert str(e.value).startswith(str(path))
+
+
+def test_saving_outputs_nested_too_deeply_is_refused(tmp_path):
+    def f(x):
+        out = x
+        for _ in range(101):
+            out = [out]
+        return out
+
+    c = tfc.compile(f, tfc.TensorSpec((2,)))
+    with pytest.raises(TypeError, match="nested deeper than 100 levels"):
+        tfc.save(c, tmp_path / "a")
+
+
+@pytest.mark.parametrize("attr", ["7 : i64", "{a = 1}", "[\"const_0\"]"])
+def test_a_weight_key_that_is_not_a_string_is_an_artifact_error(tmp_path, attr):
+    w = np.arange(300, dtype=np.float32)
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 300))])
+    def f(x):
+        return x + tfc.constant(w)
+
+    path = tfc.save(tfc.compile(f), tmp_path / "a")
+    ir, manifest, weights = files(path)
+    assert 'tfc.weight = "const_0"' in ir
+    rewrite(path, ir.replace('tfc.weight = "const_0"', f"tfc.weight = {attr}"), manifest, weights)
+    with pytest.raises(ArtifactError, match=r"function.mlir: the constant at .*test_loader_fuzz.py:\d+ has "
+                                            r"tfc.weight = .*, not a string naming a weight"):
+        tfc.load(path)
+
+
 # -- the fuzz ---------------------------------------------------------------------------
 
 PIECES = ['"', "'", '"""', "'''", "\\", "\n", "\r", "\t", "\x00", "#", "{", "}", "{}", "{0}", "{{", "}}",

@@ -56,18 +56,26 @@ def _digest(ir_text: str, weights: dict) -> str:
 # -- output structure <-> JSON -----------------------------------------------------------
 
 
-def _encode_structure(s, mask_it, static_it):
+# outputs nested deeper are not exported (nor loaded: a manifest is read by
+# recursion, and hostile nesting must be an ArtifactError, not a RecursionError)
+MAX_NESTING = 100
+
+
+def _encode_structure(s, mask_it, static_it, depth=0):
     from tfc.core import nest
 
+    if depth > MAX_NESTING:
+        raise TypeError(f"tfc.save: outputs nested deeper than {MAX_NESTING} levels cannot be exported")
     if isinstance(s, dict):
         items = sorted(s.items(), key=lambda kv: repr(kv[0]))  # nest.flatten's order
         for k, _ in items:
             if not isinstance(k, str):
                 raise TypeError(f"tfc.save: output dict keys must be strings to export, got {k!r}")
-        enc = {k: _encode_structure(v, mask_it, static_it) for k, v in items}
+        enc = {k: _encode_structure(v, mask_it, static_it, depth + 1) for k, v in items}
         return {"dict": [[k, enc[k]] for k in s]}  # the user's key order
     if isinstance(s, (list, tuple)):
-        return {"list" if isinstance(s, list) else "tuple": [_encode_structure(x, mask_it, static_it) for x in s]}
+        return {"list" if isinstance(s, list) else "tuple": [_encode_structure(x, mask_it, static_it, depth + 1)
+                                                             for x in s]}
     is_tensor, value = next(mask_it), next(static_it)
     if is_tensor:
         return {"tensor": True}
@@ -77,9 +85,11 @@ def _encode_structure(s, mask_it, static_it):
     return {"value": value}
 
 
-def _decode_structure(d, mask, static, where):
+def _decode_structure(d, mask, static, where, depth=0):
     """(structure with placeholder leaves, mask, static) as ConcreteFunction keeps
     them; ``where`` (the manifest's path) names it in errors."""
+    if depth > MAX_NESTING:
+        raise ArtifactError(f"{where}: outputs nested deeper than {MAX_NESTING} levels")
     bad = ArtifactError(f"{where}: bad output entry {d!r}")
     if not isinstance(d, dict) or len(d) != 1:
         raise bad
@@ -87,13 +97,14 @@ def _decode_structure(d, mask, static, where):
         if not isinstance(d["dict"], list) or not all(
                 isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], str) for kv in d["dict"]):
             raise bad
-        dec = {k: _decode_structure(v, mask, static, where) for k, v in sorted(d["dict"], key=lambda kv: repr(kv[0]))}
+        dec = {k: _decode_structure(v, mask, static, where, depth + 1)
+               for k, v in sorted(d["dict"], key=lambda kv: repr(kv[0]))}
         return {k: dec[k] for k, _ in d["dict"]}
     if "list" in d or "tuple" in d:
         items = d.get("list", d.get("tuple"))
         if not isinstance(items, list):
             raise bad
-        items = [_decode_structure(x, mask, static, where) for x in items]
+        items = [_decode_structure(x, mask, static, where, depth + 1) for x in items]
         return items if "list" in d else tuple(items)
     if d.get("tensor") is True:
         mask.append(True)
@@ -262,7 +273,7 @@ def _reading(fpath):
         yield
     except ArtifactError:
         raise
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zlib.error) as e:
+    except (OSError, EOFError, ValueError, RecursionError, zipfile.BadZipFile, zlib.error) as e:  # (json nesting)
         why = refusal(e) or f"damaged or unreadable ({type(e).__name__}: {e})"
         raise ArtifactError(f"{fpath}: {why}") from None
 
@@ -414,9 +425,10 @@ class LoadedFunction(Module):
         super().__init__(name=manifest["name"])
         from tfc.core.registry import Spec
         from tfc.core.variable import Variable
-        from tfc.dialects.tensor import ConstantOp, RefType, dense_from_numpy, parse_module, spec_of
+        from tfc.dialects.tensor import ConstantOp, RefType, dense_from_numpy, loc_str, parse_module, spec_of
         from tfc.frontend.function import ConcreteFunction
         from xdsl.dialects import func
+        from xdsl.dialects.builtin import StringAttr
 
         try:
             module = parse_module(ir_text, os.path.join(path, IR_FILE))
@@ -437,7 +449,11 @@ class LoadedFunction(Module):
                                 f"manifest ({', '.join(want)})")
         for op in module.walk():
             if isinstance(op, ConstantOp) and "tfc.weight" in op.attributes:
-                key = op.attributes["tfc.weight"].data
+                key = op.attributes["tfc.weight"]
+                if not isinstance(key, StringAttr):
+                    raise ArtifactError(f"{path}: {IR_FILE}: the constant at {loc_str(op)} has tfc.weight = "
+                                        f"{key}, not a string naming a weight")
+                key = key.data
                 if key not in weights:
                     raise ArtifactError(f"{path}: the IR names weight {key!r}, which the manifest lacks")
                 value = weights[key]
