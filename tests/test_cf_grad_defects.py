@@ -805,3 +805,50 @@ def test_fuzz_findings_of_constant_trip_loops_and_carried_values():
     assert check(ceil_loop, c(-0.24))[0] is None
     got = check(carried_nan, tfc.constant(np.array([[0.82, math.inf]])), tfc.constant(-0.34, tfc.float64))
     assert not np.isnan(got[0].numpy()).any()
+
+
+def test_gradient_with_respect_to_a_result_a_nested_op_may_pass_through_is_an_error():
+    # which value the result is depends on paths inside the branch or loop: an error,
+    # not a gradient without the uses before (before: 5 where eager has 10 for p > 0 > q)
+    def nested(x, p, q):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = x * 2.0
+            u = y * 5.0
+            if p > 0.0:
+                if q > 0.0:
+                    y = tfc.sin(y)
+            loss = tfc.reduce_sum(u * y)
+        return t.gradient(loss, y)
+
+    def swap(x, n):  # after one trip a is b's value from before the loop
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            a, b = x * 2.0, x * 3.0
+            u = a * 5.0
+            for _ in tfc.range(n):
+                a, b = b, a
+            loss = tfc.reduce_sum(a * b) + tfc.reduce_sum(u)
+        return t.gradient(loss, a)
+
+    x = c(0.5, -1.5)
+    with pytest.raises(NotImplementedError, match="tfc.cond .* may return unchanged from before it"):
+        tfc.function(nested)(x, tfc.constant(1.0), tfc.constant(-1.0))
+    with pytest.raises(NotImplementedError, match="tfc.while_loop .* or from another loop variable"):
+        tfc.function(swap)(x, tfc.constant(1))
+
+
+def test_gradient_with_respect_to_a_passed_through_result_a_branch_also_uses():
+    # the branch returns y unchanged and computes w from it: eagerly y is the value
+    # from before, so its gradient includes w's (before: the "also uses" error)
+    def f(x, p):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = x * 2.0
+            u = y * 5.0
+            y, w = tfc.cond(p > 0.0, lambda: (y, y * 2.0), lambda: (tfc.sin(y), y))
+            loss = tfc.reduce_sum(u * y) + tfc.reduce_sum(w)
+        return t.gradient(loss, [y, w])
+
+    for p in (-1.0, 1.0):
+        check(f, c(0.5, -1.5), tfc.constant(p))

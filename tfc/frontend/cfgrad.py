@@ -397,6 +397,8 @@ def _check_source(op, blocks, k, what):
 
     for block in blocks:
         yields = block.last_op.operands
+        if not _defined_in(block, yields[k]):
+            continue  # a value from before: eagerly the source is that value (see aliases)
         reached = {yields[k]}
         _flow(block, reached)
         if any(j != k and v in reached and _float_ssa(v) for j, v in enumerate(yields)):
@@ -405,6 +407,47 @@ def _check_source(op, blocks, k, what):
                 f"to compute its other results is not implemented in compiled code (eagerly it includes those "
                 f"uses); take the gradient with respect to a tensor computed before it, or with respect to "
                 f"tfc.identity of the value after it")
+
+
+def _nested_pass(block, y) -> bool:
+    """Is ``y`` (which ``block`` yields) the result of a branch or loop nested
+    in it that may return a value from before it unchanged?"""
+    from tfc.dialects.tensor import CondOp, WhileOp
+
+    op = y.owner
+    if not isinstance(op, (CondOp, WhileOp)) or not _defined_in(block, y):
+        return False
+    k = list(op.results).index(y)
+    if isinstance(op, CondOp):
+        regions = (op.then_region, op.else_region)
+    elif _runs_statically(op) is not True:
+        return True
+    else:
+        regions = (op.body_region,)
+    for region in regions:
+        b = region.block
+        z = b.last_op.operands[k]
+        if not _defined_in(b, z) or _nested_pass(b, z):
+            return True
+    return False
+
+
+def _defined_in(block, v) -> bool:
+    """Is the SSA value ``v`` the result of an op of ``block`` (not an argument
+    of it, nor a value from outside)?"""
+    from xdsl.ir import Operation
+
+    return isinstance(v.owner, Operation) and v.owner.parent_block() is block
+
+
+def _pass_error(op, what):
+    from tfc.dialects.tensor import loc_str
+
+    return NotImplementedError(
+        f"{loc_str(op)}: the gradient with respect to a value that {what} there may return unchanged from "
+        f"before it through a nested branch or loop, or from another loop variable, is not implemented in "
+        f"compiled code (eagerly it is that value, its uses before included); take the gradient with "
+        f"respect to tfc.identity of the value after it")
 
 
 def _outer(captured) -> dict:
@@ -470,10 +513,13 @@ class CondGrad:
         outer = _outer(entry.inputs)
         found = []
         for region, taken in ((op.then_region, True), (op.else_region, False)):
-            t = outer.get(region.block.last_op.operands[k])
+            y = region.block.last_op.operands[k]
+            t = outer.get(y)
             if t is not None:
                 pred = reshape(entry.attrs["pred"], ())
                 found.append((pred if taken else _not(pred), t))
+            elif _nested_pass(region.block, y):
+                raise _pass_error(op, "the tfc.cond (or tensor `if`)")
         return found
 
     def grad(self, entry, g):
@@ -593,6 +639,8 @@ class WhileGrad:
         y = body.last_op.operands[k]
         if y is body.args[k]:
             return [(True, entry.inputs[k])]
+        if y in body.args or _nested_pass(body, y):  # another variable's value from before the trip
+            raise _pass_error(op, "the tfc.while_loop (or tensor loop)")
         ran = self._runs(op, entry.inputs, n)
         found = [(not ran if isinstance(ran, bool) else _not(ran), entry.inputs[k])]
         t = _outer(entry.inputs[n:]).get(y)
