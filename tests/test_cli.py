@@ -221,8 +221,9 @@ def test_bad_input_is_one_error_at_the_place(tmp_path, capsys, text, where, mess
 def test_a_pass_on_ir_of_the_wrong_level_says_what_it_needs(good, capsys, passes):
     second = passes.split(",")[1]
     line = _one_error([good, "-p", passes], capsys)
+    fix = "it is run once" if second == "tfc-lower-loops" else f"run {second} before tfc-lower-loops"
     assert line == (f"{good}: error: {second} expects tensor IR (L1 or L2); @f is already lowered to loops "
-                    f"(L3): run {second} before tfc-lower-loops")
+                    f"(L3): {fix}")
 
 
 @pytest.mark.parametrize("passes", ["tfc-lower-loops", "tfc-fuse,tfc-lower-loops,tfc-dce,tfc-cse",
@@ -334,3 +335,50 @@ def test_output_keeps_the_files_mode_and_owner_and_refuses_one_not_writable(good
     monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as for a mode-444 file of a user
     assert _one_error([good, "-o", str(out)], capsys) == f"{out}: error: cannot write it: Permission denied"
     assert "tfc.multiply" in out.read_text() and sorted(os.listdir(tmp_path)) == ["good.mlir", "out.mlir"]
+
+
+# -- inputs a pass or the parser cannot take: one line, no traceback ------------------------
+
+
+@pytest.mark.parametrize("elt", ["i72", "i128", "ui128", "f80"])
+def test_dense_literal_of_an_element_type_tfc_lacks_is_one_error(tmp_path, capsys, elt):
+    p = tmp_path / "t.mlir"
+    p.write_text(f"func.func @f() -> tensor<2x{elt}> {{\n  %0 = tfc.constant dense<0> : tensor<2x{elt}>\n"
+                 f"  func.return %0 : tensor<2x{elt}>\n}}\n")
+    assert _one_error([str(p)], capsys) == (f"{p}:2:26: error: dense literal of tensor<2x{elt}>: tfc does not "
+                                            "support its element type (supported: f16, f32, f64, i8, i32, i64, i1)")
+
+
+def test_lower_loops_on_an_op_that_is_not_tensor_ir_is_one_error(tmp_path, capsys):
+    p = tmp_path / "f.mlir"
+    p.write_text("func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  %c = arith.constant 1.0 : f32\n"
+                 "  func.return %a : tensor<f32>\n}\n")
+    assert _one_error([str(p), "-p", "tfc-lower-loops"], capsys) == \
+        f"{p}: error: tfc-lower-loops: op arith.constant at {p}:2:3 is not tensor IR"
+    p.write_text('"builtin.module"() ({\n  "func.func"() <{sym_name = "f", function_type = (tensor<f32>) -> '
+                 'tensor<f32>}> ({\n  ^bb0(%a: tensor<f32>):\n    %0 = "tfc.fused"(%a) <{shape = array<i64>, '
+                 'broadcast = [array<i64>]}> ({\n    ^bb0(%1: f32):\n      %2 = "math.exp"(%1) : (f32) -> f32\n'
+                 '    }) : (tensor<f32>) -> tensor<f32>\n    "func.return"(%0) : (tensor<f32>) -> ()\n  }) : () -> ()\n'
+                 '}) : () -> ()\n')
+    assert _one_error([str(p), "-p", "tfc-lower-loops", "--disable-verify"], capsys) == \
+        f"{p}: error: tfc-lower-loops: tfc.fused at {p}:4:5 has a body without its terminator tfc.fused_yield"
+
+
+@pytest.mark.parametrize("text", ["", "// only a comment\n\n"])
+def test_empty_input_is_an_empty_module(tmp_path, capsys, text):
+    p = tmp_path / "e.mlir"
+    p.write_text(text)
+    assert opt_main([str(p), "-p", "tfc-fold"]) == 0
+    assert capsys.readouterr().out == "builtin.module {\n}\n\n"
+
+
+def test_opt_short_version_flag(capsys):
+    assert main(["opt", "-V"]) == 0
+    assert capsys.readouterr().out.startswith("tfc ")
+
+
+def test_syntax_highlight_only_on_a_terminal(good, tmp_path, capsys):
+    out = tmp_path / "out.mlir"
+    assert opt_main([good, "--syntax-highlight", "-o", str(out)]) == 0
+    assert opt_main([good, "--syntax-highlight"]) == 0  # captured stdout: not a terminal
+    assert "\x1b" not in out.read_text() and "\x1b" not in capsys.readouterr().out

@@ -474,3 +474,24 @@ def test_export_never_replaces_a_directory_of_the_users(tmp_path):
     assert run([model, "-o", str(out)])[0] == 0
     assert sorted(os.listdir(out)) == ["dense", "total"]
     assert run([model, "-o", str(out)])[0] == 0  # and an earlier export replaced
+
+
+def test_stage_not_available_is_refused_before_the_model_runs(tmp_path):
+    p = write(tmp_path, "import os\nos.mkdir(os.path.join(os.path.dirname(__file__), 'ran'))\n" + MODEL)
+    check_error([p, "--emit", "gpu"], 2, "stage 'gpu' is not available yet")
+    assert not (tmp_path / "ran").exists()
+
+
+def test_the_models_prints_go_to_stderr_not_into_the_emitted_ir(tmp_path):
+    p = write(tmp_path, MODEL.replace("def dense(x):\n", "def dense(x):\n    print('tracing')\n")
+              + "\nprint('importing')\n")
+    code, out, err = run([p, "--function", "dense", "--emit", "tensor"])
+    assert code == 0 and out.startswith("builtin.module") and "importing" not in out and "tracing" not in out
+    assert "importing" in err and "tracing" in err
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version_flag(flag, capsys):
+    from tfc.cli import version
+
+    assert compile_main([flag]) == 0 and capsys.readouterr().out == f"tfc {version()}\n"

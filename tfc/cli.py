@@ -131,11 +131,24 @@ def read_input(path) -> bytes:
 def _make_main_class():
     import argparse
 
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.parser import MLIRTokenKind
     from xdsl.passes import PassPipeline
     from xdsl.utils.exceptions import ParseError, VerifyException
     from xdsl.xdsl_opt_main import xDSLOptMain
 
+    from tfc.core import dtypes
     from tfc.dialects.tensor import SourceParser
+
+    class Parser(SourceParser):
+        def parse_dense_int_or_fp_elements_attr(self, type):
+            start = self._current_token.span
+            try:
+                return super().parse_dense_int_or_fp_elements_attr(type)
+            except NotImplementedError:  # xDSL cannot pack the elements (i72, i128, f80)
+                literal = start.input.content[start.start:self._current_token.span.start].split(":")[-1]
+                raise ParseError(start, f"dense literal of {literal.strip()}: tfc does not support its "
+                                 f"element type (supported: {', '.join(dtypes._BY_IR)})") from None
 
     class TfcOptMain(xDSLOptMain):
         version_format = f"tfc {version()} (xDSL {{xdsl_version}})"
@@ -172,10 +185,13 @@ def _make_main_class():
         def register_all_frontends(self):
             def parse_mlir(stream):
                 start = time.perf_counter()
-                parser = SourceParser(self.ctx, stream.read(), self.get_input_name())
+                parser = Parser(self.ctx, stream.read(), self.get_input_name())
                 try:
                     # kept: opt_main looks in it for the op of an xDSL verifier error
-                    self.module = parser.parse_module(not self.args.no_implicit_module)
+                    if parser._current_token.kind == MLIRTokenKind.EOF and not self.args.no_implicit_module:
+                        self.module = ModuleOp([])  # nothing but comments: an empty module, as in MLIR
+                    else:
+                        self.module = parser.parse_module(not self.args.no_implicit_module)
                 except VerifyException as e:  # an attribute refusing its value: `2 : i1`
                     raise ParseError(parser._current_token.span, str(e)) from None
                 except RecursionError:
@@ -213,6 +229,9 @@ def _make_main_class():
                 "--version": "print the version",
             }
             for action in arg_parser._actions:
+                if "--version" in action.option_strings:  # -V too, as for tfc and tfc compile
+                    action.option_strings.insert(0, "-V")
+                    arg_parser._option_string_actions["-V"] = action
                 for option in set(action.option_strings) & helps.keys():
                     action.help = helps[option] or argparse.SUPPRESS
                 if action.dest == "input_file":
@@ -225,6 +244,8 @@ def _make_main_class():
             return "stdin" if self.args.input_file in (None, "-") else self.args.input_file
 
         def prepare_output(self):
+            if self.args.output_file not in (None, "-") or not sys.stdout.isatty():
+                self.args.syntax_highlight = False  # ANSI codes are for a terminal, not a file or pipe
             if self.args.output_file in (None, "-"):
                 return sys.stdout
             self.buffer = _Buffer()  # written to the file by opt_main once everything succeeded

@@ -9,6 +9,7 @@ lines, 1 for everything else. No traceback is shown.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import linecache
 import os
 import sys
@@ -100,7 +101,8 @@ def load_model(path: str) -> types.ModuleType:
         sys.path.insert(0, directory)
     sys.modules[name] = module
     try:
-        exec(code, module.__dict__)
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is for --emit's text: the model's print()s go aside
+            exec(code, module.__dict__)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # SystemExit too: a model file must not end the compiler
@@ -222,10 +224,12 @@ class Progress:
 
 
 def _parser():
+    from tfc.cli import version
     from tfc.compiler import STAGES, TARGETS
 
     p = argparse.ArgumentParser(prog=PROG, description="Compile the functions of MODEL.py that carry an "
                                 "input signature (@tfc.function(input_signature=[...])).")
+    p.add_argument("-V", "--version", action="version", version=f"tfc {version()}", help="print the version")
     p.add_argument("model", metavar="MODEL.py")
     p.add_argument("--function", metavar="NAME", help="compile only this function")
     p.add_argument("--target", default="cpu", help=f"{' | '.join(TARGETS)} (default cpu)")
@@ -241,11 +245,17 @@ def _parser():
 
 
 def _check_options(args):
-    from tfc.compiler import STAGES, check_target, resolve_passes, setup
+    from tfc.compiler import STAGES, StageNotAvailable, check_stage, check_target, resolve_passes, setup
 
     setup()  # first: what it imports is the first compile's one-time cost, shown in its summary
-    if args.emit != "summary" and args.emit not in STAGES:
-        raise CliError(f"unknown stage {args.emit!r} for --emit; stages: summary, {', '.join(STAGES)}", code=2)
+    if args.emit != "summary":
+        try:
+            check_stage(args.emit)
+        except ValueError:
+            raise CliError(f"unknown stage {args.emit!r} for --emit; stages: summary, {', '.join(STAGES)}",
+                           code=2) from None
+        except StageNotAvailable as e:
+            raise CliError(str(e), code=2) from None
     try:
         args.pass_names = resolve_passes(args.passes)
     except ValueError as e:
@@ -259,16 +269,15 @@ def _check_options(args):
 
 
 def _compile_one(target, args, out):
-    from tfc.compiler import StageNotAvailable, compile, emit, summary
+    from tfc.compiler import compile, emit, summary
 
     name = target.name
     try:
         with Progress(f"compiling {name}"):
-            conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
-                           quantize=args.quantize, print_ir_after_all=args.print_ir_after_all)
+            with contextlib.redirect_stdout(sys.stderr):  # the model's print() while tracing
+                conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
+                               quantize=args.quantize, print_ir_after_all=args.print_ir_after_all)
             text = summary(conc, name) if args.emit == "summary" else emit(conc, args.emit)
-    except StageNotAvailable as e:
-        raise CliError(str(e), code=2) from None
     except KeyboardInterrupt:
         raise
     except Exception as e:

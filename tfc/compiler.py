@@ -34,15 +34,20 @@ class StageNotAvailable(NotImplementedError):
     pass
 
 
-def emit(conc, stage: str) -> str:
-    """The text of ``stage`` for a compiled function."""
+def check_stage(stage: str) -> None:
+    """ValueError for an unknown stage, StageNotAvailable for one not built yet
+    (tfc compile checks before it imports the model)."""
     if stage not in STAGES:
         raise ValueError(f"unknown stage {stage!r}; stages: summary, {', '.join(STAGES)}")
-    get = STAGES[stage]
-    if get is None:
+    if STAGES[stage] is None:
         raise StageNotAvailable(f"stage {stage!r} is not available yet in this build of tfc "
                                 f"(available: {', '.join(s for s, g in STAGES.items() if g)})")
-    return get(conc)
+
+
+def emit(conc, stage: str) -> str:
+    """The text of ``stage`` for a compiled function."""
+    check_stage(stage)
+    return STAGES[stage](conc)
 
 
 def resolve_passes(passes) -> tuple:

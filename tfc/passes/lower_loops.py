@@ -29,11 +29,11 @@ from tfc.dialects import loops as L
 from tfc.dialects.fused import FusedOp, FusedYieldOp
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
-    RegistryOp, WhileOp, YieldOp, spec_of,
+    RegistryOp, WhileOp, YieldOp, loc_str, spec_of,
 )
 from tfc.passes.bufferize import Bufferization, functions
 from tfc.passes.plan_memory import plan
-from tfc.passes.pipeline import require_tensor_ir
+from tfc.passes.pipeline import PassPreconditionError, require_tensor_ir
 
 
 def convert_type(t):
@@ -157,8 +157,10 @@ class _Lowering:
             elif isinstance(op, AssertOp):
                 self.emit(b3, L.AssertOp.create(operands=[vm[op.cond]] + [vm[v] for v in op.data],
                                                 properties={"message": op.message}), op)
-            else:
+            elif op.name.startswith("tfc."):
                 raise NotImplementedError(f"lowering {op.name} to the loops dialect")
+            else:  # arith/math belong inside a tfc.fused body (tfc opt input)
+                raise PassPreconditionError(f"tfc-lower-loops: op {op.name} at {loc_str(op)} is not tensor IR")
 
     def fused(self, op: FusedOp, b3):
         vm = self.vm
@@ -172,7 +174,9 @@ class _Lowering:
                     return
                 new = inner.clone(value_mapper=mapper)
                 self.emit(b3, new, inner)
-            raise AssertionError("fused body without terminator")
+            # verified IR has one; tfc opt --disable-verify passes any
+            raise PassPreconditionError(f"tfc-lower-loops: tfc.fused at {loc_str(op)} has a body without "
+                                        f"its terminator {FusedYieldOp.name}")
         outs = [self.buffer_for(r, b3, op) for r in op.outs]
         new_body = Block(arg_types=[a.type for a in body.args])
         mapper = dict(zip(body.args, new_body.args))

@@ -93,7 +93,8 @@ def require_tensor_ir(pass_name: str, module) -> None:
         if isinstance(f, func.FuncOp) and any(isinstance(t, MemRefType) for t in f.function_type.inputs):
             raise PassPreconditionError(
                 f"{pass_name} expects tensor IR (L1 or L2); @{f.sym_name.data} is already lowered to "
-                f"loops (L3): run {pass_name} before tfc-lower-loops")
+                f"loops (L3): " + ("it is run once" if pass_name == "tfc-lower-loops"
+                                   else f"run {pass_name} before tfc-lower-loops"))
 
 
 def get_pass(name: str):
