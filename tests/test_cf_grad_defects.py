@@ -852,3 +852,18 @@ def test_gradient_with_respect_to_a_passed_through_result_a_branch_also_uses():
 
     for p in (-1.0, 1.0):
         check(f, c(0.5, -1.5), tfc.constant(p))
+
+
+def test_an_untracked_result_reached_from_the_value_before_gets_none():
+    # fuzz 90731/209 (sources rebound): tfc.range(1) surely runs, so y is round's, untracked;
+    # its initial value (which a zero-trip loop would pass through) is tracked: still None
+    def f(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = x * 2.0
+            for _ in tfc.range(1):
+                y = tfc.round(y)
+            loss = tfc.reduce_sum(y * x)
+        return t.gradient(loss, y)
+
+    assert check(f, c(0.3, -1.4))[0] is None

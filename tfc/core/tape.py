@@ -290,6 +290,8 @@ class GradientTape:
                            seeds=None if seeds is None else list(seeds) + [None] * len(extra))
             by_id = {}
             for s, g in zip(flat_sources + extra, raw):
+                if id(s) not in self._tracked:  # reached from another source, still none
+                    g = None
                 # a source tracked only on some run-time paths (an output of compiled
                 # control flow, see tfc.frontend.cfgrad): no gradient where it is not
                 by_id[id(s)] = g if g is None or id(s) not in self._maybe else _guard(g, self._maybe[id(s)])
