@@ -409,3 +409,22 @@ def test_user_strings_print_as_eagerly_compiled_and_loaded(tmp_path, capsys, tex
         capsys.readouterr()
         assert str(e.value).endswith(text)
     assert outputs[0] == outputs[1] == outputs[2] == f"{text} [1 2] {text}\n"
+
+
+@pytest.mark.parametrize("sep,end", [("{}", "}\n"), ("{", "{0}"), (" } ", "{{\n")])
+def test_print_separators_and_ends_with_braces_print_as_eagerly(tmp_path, capsys, sep, end):
+    """tfc.print's sep and end are literal text in compiled code too (they were
+    pasted into the format unescaped)."""
+    import sys
+
+    def f(x):
+        tfc.print(x, "a{b}", x, sep=sep, end=end, output_stream=sys.stdout)
+        return x
+
+    compiled = tfc.compile(f, tfc.TensorSpec((2,)))
+    loaded = tfc.load(tfc.save(compiled, tmp_path / "a"))
+    outputs = []
+    for fn in (f, compiled, loaded):
+        fn(tfc.constant([1.0, 2.0]))
+        outputs.append(capsys.readouterr().out)
+    assert outputs[0] == outputs[1] == outputs[2] == f"[1 2]{sep}a{{b}}{sep}[1 2]{end}".replace("{{b}}", "{b}")

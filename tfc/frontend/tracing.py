@@ -627,8 +627,8 @@ class FunctionBuilder:
                 parts.append("{}")
                 values.append(self.lift(x))
             else:
-                parts.append(str(x).replace("{", "{{").replace("}", "}}"))
-        return sep.join(parts), values
+                parts.append(_literal_text(str(x)))
+        return _literal_text(sep).join(parts), values
 
     def print_(self, values, sep=" ", end="\n", stream=None, summarize=None):
         """A tfc.print op: prints the items (tensors at run time) when the function
@@ -640,7 +640,7 @@ class FunctionBuilder:
         if isinstance(values, (Tensor, str)) or not isinstance(values, (list, tuple)):
             values = [values]
         fmt, vals = self._template(values, sep)
-        props = {"format": StringAttr(fmt + end)}
+        props = {"format": StringAttr(fmt + _literal_text(end))}
         if stream is not None:
             if stream not in ("stdout", "stderr"):
                 raise ValueError(f"{_where()}: tfc.print: stream must be 'stdout' or 'stderr', got {stream!r}")
@@ -676,6 +676,11 @@ class FunctionBuilder:
         self.func.function_type = FunctionType.from_lists(
             [a.type for a in self.entry.args], [v.type for v in values])
         return self.func
+
+
+def _literal_text(s: str) -> str:
+    """``s`` as literal text of a str.format template (print and assert formats)."""
+    return s.replace("{", "{{").replace("}", "}}")
 
 
 def format_value(arr) -> str:
