@@ -44,6 +44,7 @@ SAMPLES = {
     "pad_grad_like": lambda: shapes.pad_grad_like(tfc.pad(F23, [[1, 0], [2, 1]], mode="REFLECT"), F23, (1, 0, 2, 1),
                                                   "REFLECT"),
     "range_along": lambda: shapes.range_along(F23, -1, tfc.int32),
+    "wrap_index": lambda: shapes.wrap_index(tfc.constant([0, -1, 2], tfc.int32), F23, 1),
     "unbroadcast_like": lambda: shapes.unbroadcast_like(F23, F23[:1, :]),
     "reshape_like": lambda: shapes.reshape_like(F23, F32),
     "split_like": lambda: shapes.split_like(F23, [F23[:, :1], F23[:, 1:]], 1),

@@ -236,3 +236,25 @@ def test_static_shapes_generate_no_run_time_check():
     sig = [M, IV]
     dynamic = tfc.function(sparse_xent, input_signature=sig).get_concrete_function(*sig)
     assert "shape_check" in dynamic.source
+
+
+@pytest.mark.parametrize("index", [-4, 3, 7, [0, -4], [3]])
+@pytest.mark.parametrize("shape", [[None], [3]])
+def test_out_of_range_tensor_index_is_getitem_index_error_naming_the_users_index(index, shape):
+    """x[i] with a tensor index outside [-n, n): eager's IndexError, naming the
+    index the user wrote (compiled code gathered with the wrapped index, and
+    raised gather's error naming that)."""
+    x = np.arange(3, dtype=np.float32)
+    i = np.array(index, np.int32)
+
+    def f(x, i):
+        return x[i]
+
+    with pytest.raises(IndexError) as eager:
+        f(tfc.constant(x), tfc.constant(i))
+    compiled = tfc.function(f, input_signature=[tfc.TensorSpec(shape), tfc.TensorSpec(i.shape, tfc.int32)])
+    with pytest.raises(IndexError) as got:
+        compiled(x, i)
+    assert str(eager.value).split(": ", 1)[1] in str(got.value)
+    for ok in (np.full(i.shape, -3, np.int32), np.full(i.shape, 2, np.int32)):  # in range: as eagerly
+        np.testing.assert_array_equal(compiled(x, ok).numpy(), f(tfc.constant(x), tfc.constant(ok)).numpy())

@@ -853,24 +853,38 @@ def _as_index_tensor(k) -> Tensor:
     return convert_to_tensor(a if isinstance(k, np.ndarray) or a.size == 0 else k)
 
 
-def _wrap_negative(idx: Tensor, y, axis) -> Tensor:
-    """Python-style negative indices into ``y``'s ``axis`` made non-negative
-    (gather takes [0, n))."""
-    n = y.shape[axis]
-    symbolic = _is_symbolic(idx)
-    v = None if symbolic else idx.numpy()
-    if symbolic or (n is None and v.size and v.min() < 0):  # wrapped when the code runs
-        from tfc.ops.math import add, cast, less, where
+def _wrap_index_kernel(idx, like, axis):
+    n = like.shape[axis]
+    bad = idx[(idx < -n) | (idx >= n)]
+    if bad.size:
+        raise IndexError(f"getitem: index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
+    return np.where(idx < 0, idx + n, idx).astype(idx.dtype)
 
-        size = n if n is not None else cast(count_along(y, (axis,)), idx.dtype)
-        return where(less(idx, 0), add(idx, size), idx)
-    if v.size and n is not None:
-        bad = v[(v < -n) | (v >= n)]
-        if bad.size:
-            raise IndexError(f"getitem: index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
-        if v.min() < 0:
-            return convert_to_tensor(np.where(v < 0, v + n, v).astype(v.dtype))
+
+def _wrap_index_infer(op, idx: Spec, like: Spec, axis) -> Spec:
+    if not idx.dtype.is_integer:
+        raise TypeError(f"wrap_index: indices must be integers, got {idx.dtype.name}")
+    inf.normalize_axis(op, axis, like.ndim)
     return idx
+
+
+@declare(kernel=_wrap_index_kernel, infer=_wrap_index_infer, grad=lambda e, g: [None, None],
+         attrs={"axis": "int"})
+def wrap_index(indices, like, axis):
+    """Python-style indices into ``like``'s ``axis`` made non-negative (gather
+    takes [0, n)); an index outside [-n, n) is getitem's IndexError, naming it,
+    also where n or the indices are known only when the code runs."""
+    return (indices, like), {"axis": int(axis)}
+
+
+def _wrap_negative(idx: Tensor, y, axis) -> Tensor:
+    if _is_symbolic(idx) or y.shape[axis] is None:  # checked and wrapped when the code runs
+        return wrap_index(idx, y, axis)
+    v = idx.numpy()
+    if not v.size:
+        return idx
+    w = _wrap_index_kernel(v, y, axis)  # only the size of y's axis is read
+    return idx if v.min() >= 0 else convert_to_tensor(w)
 
 
 def getitem(tensor, key):
