@@ -93,6 +93,26 @@ class KernelIndexing:
         """Does reduced output ``k`` keep the reduced axes (as size 1)?"""
         return len(self.outs[k].type.get_shape()) == len(self.iteration_shape)
 
+    def verify_broadcast(self, in_shapes) -> None:
+        """Each input (of shape ``in_shapes[i]``) has a map ``broadcast[i]`` that
+        names, per dim, a distinct iteration dim of its size or -1 (size 1)."""
+        shape = self.iteration_shape
+        n = len(shape)
+        maps = self.broadcast.data
+        if len(maps) != len(in_shapes) or not all(isinstance(m, DenseArrayBase) for m in maps):
+            _fail(self, f"broadcast needs one array<i64> per input ({len(in_shapes)}), got {len(maps)}")
+        for i, (s, m) in enumerate(zip(in_shapes, self.broadcast_maps)):
+            if len(m) != len(s):
+                _fail(self, f"broadcast[{i}] has {len(m)} entries for an input of rank {len(s)}")
+            used = [d for d in m if d >= 0]
+            if len(set(used)) != len(used) or any(d < -1 or d >= n for d in m):
+                _fail(self, f"broadcast[{i}] = {list(m)} must name distinct iteration dims in [0, {n}) or -1")
+            for j, (d, size) in enumerate(zip(m, s)):
+                want = 1 if d < 0 else shape[d]
+                if size != want:
+                    _fail(self, f"input {i} dim {j} has size {size}, expected {want} "
+                          f"(iteration shape {list(shape)}, broadcast {list(m)})")
+
     def verify_indexing(self, out_shapes, yielded_types, out_types) -> None:
         """Checks shared by tfc.fused and loops.parallel: the reduction kinds and
         axes, and each output's element type and shape."""
@@ -171,24 +191,9 @@ class FusedOp(KernelIndexing, IRDLOperation):
 
     def verify_(self) -> None:
         shape = self.iteration_shape
-        n = len(shape)
         if any(d < 0 for d in shape):
             _fail(self, f"the iteration shape must be static, got {list(shape)}")
-        maps = self.broadcast.data
-        if len(maps) != len(self.inputs) or not all(isinstance(m, DenseArrayBase) for m in maps):
-            _fail(self, f"broadcast needs one array<i64> per input ({len(self.inputs)}), got {len(maps)}")
-        for i, (v, m) in enumerate(zip(self.inputs, self.broadcast_maps)):
-            s = spec_of(v.type).shape
-            if len(m) != len(s):
-                _fail(self, f"broadcast[{i}] has {len(m)} entries for an input of rank {len(s)}")
-            used = [d for d in m if d >= 0]
-            if len(set(used)) != len(used) or any(d < -1 or d >= n for d in m):
-                _fail(self, f"broadcast[{i}] = {list(m)} must name distinct iteration dims in [0, {n}) or -1")
-            for j, (d, size) in enumerate(zip(m, s)):
-                want = 1 if d < 0 else shape[d]
-                if size != want:
-                    _fail(self, f"input {i} dim {j} has size {size}, expected {want} "
-                          f"(iteration shape {list(shape)}, broadcast {list(m)})")
+        self.verify_broadcast([spec_of(v.type).shape for v in self.inputs])
         block = self.body.block
         if len(block.args) != len(self.inputs):
             _fail(self, f"the body takes {len(block.args)} arguments for {len(self.inputs)} inputs")

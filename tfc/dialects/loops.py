@@ -187,15 +187,7 @@ class ParallelOp(KernelIndexing, IRDLOperation):
         super().__init__(operands=[list(ins), list(outs)], properties=props, regions=[body])
 
     def verify_(self):
-        shape = self.iteration_shape
-        maps = self.broadcast_maps
-        if len(maps) != len(self.ins):
-            _fail(self, f"broadcast needs one map per input ({len(self.ins)}), got {len(maps)}")
-        for i, (v, m) in enumerate(zip(self.ins, maps)):
-            s = shape_of(v.type)
-            if len(m) != len(s) or any((1 if d < 0 else shape[d]) != n for d, n in zip(m, s)):
-                _fail(self, f"input {i} of shape {list(s)} does not fit broadcast {list(m)} "
-                      f"of iteration shape {list(shape)}")
+        self.verify_broadcast([shape_of(v.type) for v in self.ins])
         block = self.body.block
         if [a.type for a in block.args] != [element_of(v.type) for v in self.ins]:
             _fail(self, "the body takes one argument per input, of its element type")
