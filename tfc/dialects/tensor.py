@@ -45,6 +45,7 @@ from xdsl.irdl import (
     result_def, traits_def, var_operand_def, var_result_def,
 )
 from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser.core import ForwardDeclaredValue
 from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike, HasParent, IsTerminator, MemoryReadEffect, MemoryWriteEffect, Pure,
@@ -290,22 +291,22 @@ def verify_dominance(root) -> None:
 
 def misused_value(root):
     """(op, value) of the first use of a value where its definition does not
-    dominate it, or None."""
+    dominate it, or None. As in MLIR, uses in a block that no path from its
+    region's entry reaches are not checked."""
     from xdsl.dialects.builtin import ModuleOp
-    from xdsl.irdl.dominance import DominanceInfo
 
     visible: set = set()
 
     def defs(block):
         return [*block.args, *(r for op in block.ops for r in op.results)]
 
-    def walk_block(block, extra):
-        graph = isinstance(block.parent_op(), ModuleOp)
+    def walk_block(block, extra, reached=True):
+        graph = not reached or isinstance(block.parent_op(), ModuleOp)
         added = [*extra, *block.args, *(defs(block) if graph else ())]
         visible.update(added)
         for op in block.ops:
             for v in op.operands:
-                if v not in visible:
+                if v not in visible and reached:
                     return op, v
             for region in op.regions:
                 if (bad := walk_region(region)) is not None:
@@ -318,10 +319,13 @@ def misused_value(root):
         blocks = list(region.blocks)
         if len(blocks) == 1:
             return walk_block(blocks[0], ())
-        dom = DominanceInfo(region) if blocks else None
+        dom = _dominators(blocks) if blocks else {}
         for b in blocks:
-            if (bad := walk_block(b, [v for a in blocks if a is not b and dom.dominates(a, b)
-                                      for v in defs(a)])) is not None:
+            if b in dom:
+                extra = [v for a in dom[b] if a is not b for v in defs(a)]
+            else:  # unreachable: any value of the region, in any order
+                extra = [v for a in blocks if a is not b for v in defs(a)]
+            if (bad := walk_block(b, extra, b in dom)) is not None:
                 return bad
 
     for region in root.regions:
@@ -330,9 +334,40 @@ def misused_value(root):
     return None
 
 
+def _dominators(blocks) -> dict:
+    """Per block that a path from the entry ``blocks[0]`` reaches, the blocks that
+    dominate it. Unlike xDSL's DominanceInfo, unreachable predecessors do not
+    count (a block after a return would cut its successor off from the entry)."""
+    succ = {b: (b.last_op.successors if b.last_op is not None else ()) for b in blocks}
+    entry = blocks[0]
+    reached, todo = {entry}, [entry]
+    while todo:
+        for s in succ[todo.pop()]:
+            if s not in reached:
+                reached.add(s)
+                todo.append(s)
+    preds = {b: [] for b in reached}
+    for b in reached:
+        for s in succ[b]:
+            preds[s].append(b)
+    dom = {b: set(reached) for b in reached}
+    dom[entry] = {entry}
+    changed = True
+    while changed:
+        changed = False
+        for b in blocks:
+            if b in reached and b is not entry:
+                new = {b}.union(set.intersection(*(dom[p] for p in preds[b])))
+                if new != dom[b]:
+                    dom[b], changed = new, True
+    return dom
+
+
 def dominance_error(op, v, name: str | None = None) -> str:
     """Why ``op`` may not use ``v`` (``name``: its name in the source text)."""
     name = name or (f"%{v.name_hint}" if v.name_hint else None)
+    if isinstance(v, ForwardDeclaredValue):  # the parser's: defined in a region of the op that uses it
+        return f"{name} is used outside the region that defines it"
     if not isinstance(v, OpResult):
         block = v.owner
         name = name or "a block argument"
@@ -344,20 +379,29 @@ def dominance_error(op, v, name: str | None = None) -> str:
     if block is not None and block.is_ancestor(op):
         where = f" at {loc_str(v.op)}" if isinstance(v, OpResult) else ""
         return f"{name} is used before its definition{where}"
+    user = op.parent_block()
+    while user is not None and block is not None and user.parent is not block.parent:
+        user = user.parent_block()
+    if user is not None:
+        return f"{name} is used in a block that its definition does not dominate"
     return f"{name} is used outside the region that defines it"
 
 
 # Where the text of a type, attribute dict or location that starts at an opening
-# bracket ends: brackets balanced (in strings too), on one line (else not cached).
-_BRACKETS = re.compile(r'->|"(?:[^"\\\n]|\\.)*"|[{}\[\]()<>"\n]')
+# bracket ends: brackets balanced (in strings too), on one line, no comment
+# (else not cached); the ">" of "->" and ">=" (affine_set) closes nothing.
+_BRACKETS = re.compile(r'->|>=|//|"(?:[^"\\\n]|\\.)*"|[{}\[\]()<>"\n]')
 _OPEN, _CLOSE = set("{[(<"), set("}])>")
 _TYPE_START = re.compile(r"(?:tensor|memref|vector)<")
 _DICT_START = re.compile(r"\{")
 _ARRAY_START = re.compile(r"array<")
 _LOC_START = re.compile(r"loc\(")
-# An SSA name (as xDSL's lexer reads it after %) or a string literal, in an op's text.
-_NAME_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|%(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)')
+# An SSA name (as xDSL's lexer reads it after %), a string literal or a comment, in an op's text.
+_NAME_OR_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|//|%(?:[0-9]+|[a-zA-Z$._-][a-zA-Z0-9$._-]*)')
 _MAX_TEMPLATES = 100_000
+# A longer line (many ops on one line: a one-line file, CR line ends) is parsed
+# as xDSL does: its text, scanned for each op on it, made parsing quadratic.
+_MAX_LINE = 4096
 
 
 def _balanced_end(text: str, start: int) -> int | None:
@@ -370,9 +414,9 @@ def _balanced_end(text: str, start: int) -> int | None:
             depth -= 1
             if depth == 0:
                 return m.end()
-        elif c in ('"', "\n"):  # a string that does not end on the line, or the line's end
+        elif c in ('"', "\n", "//"):  # a string that does not end on the line, the line's end, a comment
             return None
-    return None  # "->" and strings are skipped
+    return None  # "->", ">=" and strings are skipped
 
 
 class _Scope(dict):
@@ -407,8 +451,9 @@ class IRParser(Parser):
     Fast path: an op on one line, without regions, whose text differs from an
     op parsed before only in its SSA names (and its trailing ``loc(...)``) is
     made like that op (same class, result types, properties, attributes; the
-    operands and results named on this line): parsing depends on the text
-    only, names aside. So is an op whose first line ends with the ``{`` of its
+    operands and results named on this line): parsing depends on the text and
+    the dialect stack only, names aside. A line with a comment, or too long
+    (many ops on it), never takes this path. So is an op whose first line ends with the ``{`` of its
     one region (``tfc.fused``, ``loops.parallel``), its region parsed. Other
     ops parse as in xDSL, with the text of each type, attribute dict and
     location (``tensor<...>``, ``{axis = array<i64: 0>}``, ``loc(...)``) parsed once.
@@ -427,6 +472,10 @@ class IRParser(Parser):
         self._results: list = []  # the result list of each op being parsed
         self._regions: list = []  # [start, end] of each region of the ops being parsed
         self._loc_pos = -1  # where the last location was looked for
+        self._line = (0, -1)  # [from, eol): text with no line end, found for the last op
+        self._block = None  # the innermost block being parsed
+        self._open: set = set()  # the blocks being parsed
+        self._cross: dict = {}  # (value, block) -> span of its first use there, from a closed block
 
     def parse_dense_int_or_fp_elements_attr(self, type):
         self._dense_start = self._current_token.span
@@ -466,7 +515,8 @@ class IRParser(Parser):
             self._resume_from(end)
             return hit
         value = parse()
-        if self._current_token.span.start >= end:  # parsed exactly that text
+        after = self._current_token.span.start
+        if after >= end and text[end:after].isspace() or after == end:  # parsed exactly that text
             self._cache[key] = value
         return value
 
@@ -482,31 +532,43 @@ class IRParser(Parser):
     def parse_operation(self):
         span = self._current_token.span
         text, start = span.input.content, span.start
-        eol = text.find("\n", start)
-        eol = len(text) if eol < 0 else eol
-        line = text[start:eol].rstrip()
-        brace = start + len(line) - 1 if line.endswith("{") else 0  # where its one region starts
-        at = 0 if brace else line.rfind(" loc(") + 1  # where a trailing location starts (0: none)
-        names = []
+        if not self._line[0] <= start <= self._line[1]:
+            eol = text.find("\n", start)
+            self._line = (start, len(text) if eol < 0 else eol)
+        eol = self._line[1]
+        names, key, brace, at = [], None, 0, 0
+        if eol - start <= _MAX_LINE:
+            line = text[start:eol].rstrip()
+            brace = start + len(line) - 1 if line.endswith("{") else 0  # where its one region starts
+            at = 0 if brace else line.rfind(" loc(") + 1  # where a trailing location starts (0: none)
+            comment = False
 
-        def hole(m):
-            if m.group()[0] == '"':
-                return m.group()
-            names.append(m)
-            return "%"
+            def hole(m):
+                nonlocal comment
+                g = m.group()
+                if g[0] == '"':
+                    return g
+                if g == "//":
+                    comment = True
+                    return g
+                names.append(m)
+                return "%"
 
-        stack = self._parser_state.dialect_stack  # resolves op names written without a dialect
-        own = line[:brace - start] if brace else line[:at - 1] if at else line
-        key = (stack[-1] if stack else None, bool(brace), _NAME_OR_STRING.sub(hole, own))
+            own = line[:brace - start] if brace else line[:at - 1] if at else line
+            # the whole stack: xDSL resolves an op name without a dialect in each dialect on it
+            key = (tuple(self._parser_state.dialect_stack), bool(brace), _NAME_OR_STRING.sub(hole, own))
+            if comment:  # a "{" or "loc(" found on the line may be a comment's
+                key = None
         saved, self._resolved = self._resolved, []
         self._results.append([])
         mark = len(self._regions)
         try:
-            template = self._templates.get(key)
+            template = self._templates.get(key) if key is not None else None
             if template is not None and (op := self._replay(template, names, start, at, eol, brace, span.input)):
                 return op
             op = super().parse_operation()
-            if len(self._templates) < _MAX_TEMPLATES and self._reusable(op, text, start, at, eol, brace, mark):
+            if (key is not None and len(self._templates) < _MAX_TEMPLATES
+                    and self._reusable(op, text, start, at, eol, brace, mark)):
                 template = self._template(op, names, start)
                 if template is not None:
                     self._templates[key] = template
@@ -569,6 +631,7 @@ class IRParser(Parser):
                     return None
             else:
                 self._resume_from(eol)
+                location = self.parse_optional_location()  # on a later line
             values = resolve()
         op = cls.create(operands=values, result_types=result_types, properties=dict(props),
                         attributes=dict(attrs), regions=regions)
@@ -597,15 +660,35 @@ class IRParser(Parser):
             self._forward_uses.setdefault(operand.operand_name, operand.span)
         value = super().resolve_operand(operand, type)
         self._resolved[-1] = (operand.span.start, operand.index, value, type)
+        if not isinstance(value, ForwardDeclaredValue):
+            block = value.op.parent if isinstance(value, OpResult) else value.owner
+            if block is not self._block and block not in self._open:
+                # from another block of a region: where, should that block not dominate this one
+                self._cross.setdefault((value, self._block), operand.span)
         return value
 
     def _register_ssa_definition(self, name, values, span):
         if name in self.forward_ssa_references:
             use = self._forward_uses.pop(name)
-            for v in values:
+            for v in (*values, *self.forward_ssa_references[name].values()):
+                # a forward value stays an operand of an op whose own region defines the name
                 self._late[v] = (f"%{name}", use)
         super()._register_ssa_definition(name, values, span)
+        if values and values[0].name_hint == "":
+            # xDSL drops a "_<digits>" suffix: %_5 leaves "", which xDSL itself
+            # refuses when it sets the hint again (passes' replace_all_uses_with)
+            for v in values:
+                v.name_hint = None
         self._defined.append(name)
+
+    def _parse_block_body(self, block):
+        outer, self._block = self._block, block
+        self._open.add(block)
+        try:
+            super()._parse_block_body(block)
+        finally:
+            self._open.discard(block)
+            self._block = outer
 
     def parse_optional_region(self, arguments=None):
         where = [self._current_token.span.start, None]
@@ -634,6 +717,8 @@ class IRParser(Parser):
         if (bad := misused_value(module)) is not None:
             op, v = bad
             name, use = self._late.get(v, (None, None))
+            if use is None and (use := self._cross.get((v, op.parent_block()))) is not None:
+                name = use.text
             if use is None:
                 _fail(op, dominance_error(op, v))
             raise ParseError(use, dominance_error(op, v, name))
@@ -654,14 +739,17 @@ class SourceParser(IRParser):
                 raise ParseError(Span(e.start, e.end, Input(input, name)),
                                  f"not UTF-8 text (byte {input[e.start]:#04x})") from None
         super().__init__(ctx, input, name)
-        self._line, self._line_pos = 1, 0  # lines counted up to _line_pos: ops come in text order
+        # lines counted up to _line_pos (ops come in text order), and where the last starts
+        self._lines, self._line_pos, self._line_start = 1, 0, 0
 
     def parse_operation(self):
         span = self._current_token.span
         text = span.input.content
-        self._line += text.count("\n", self._line_pos, span.start)
+        if n := text.count("\n", self._line_pos, span.start):
+            self._lines += n
+            self._line_start = text.rfind("\n", self._line_pos, span.start) + 1
         self._line_pos = span.start
-        line, col = self._line, span.start - span.input.get_start_of_line(span.start) + 1
+        line, col = self._lines, span.start - self._line_start + 1
         op = super().parse_operation()
         if op.location is UNKNOWN_LOC:  # the default: no loc(...) written
             op.location = make_loc(span.input.name, line, col)
