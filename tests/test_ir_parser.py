@@ -393,6 +393,17 @@ def test_dominance_in_blocks():
     assert str(e.value.span.get_location()) == "u.mlir:14:23"
 
 
+def test_a_block_labelled_twice_after_a_use_is_a_parse_error():
+    from xdsl.dialects.cf import Cf
+
+    ctx = T.context()
+    ctx.load_dialect(Cf)
+    text = "func.func @f() {\n  cf.br ^bb2\n^bb2:\n  func.return\n^bb2:\n  func.return\n}\n"
+    with pytest.raises(ParseError, match="re-declaration of block 'bb2'") as e:
+        T.IRParser(ctx, text, "u.mlir").parse_module()
+    assert str(e.value.span.get_location()) == "u.mlir:5:1"
+
+
 class _Scanned:
     """_NAME_OR_STRING, counting the characters the parser scans with it."""
 

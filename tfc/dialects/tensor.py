@@ -681,6 +681,14 @@ class IRParser(Parser):
                 v.name_hint = None
         self._defined.append(name)
 
+    def _parse_block(self):
+        # xDSL records no label for a block used before it: a second label was a KeyError
+        tok = self._current_token
+        name = tok.text[1:]
+        if self.blocks.get(name, (None, 0))[1] is None and name not in self.forward_block_references:
+            raise ParseError(tok.span, f"re-declaration of block '{name}'")
+        return super()._parse_block()
+
     def _parse_block_body(self, block):
         outer, self._block = self._block, block
         self._open.add(block)
