@@ -553,3 +553,27 @@ def test_reduce_prod_gradient_is_product_of_the_others_with_zeros(values):
         np.testing.assert_allclose(g.numpy(), want, rtol=1e-5)
         if values.count(0.0) < 2:  # documented: with two zeros the second derivative is 0
             np.testing.assert_allclose(g2.numpy(), want2, rtol=1e-5)
+
+
+def test_gradients_are_freed_when_dropped_without_garbage_collection():
+    """tape.gradient leaves no reference cycle holding gradients or the tape's
+    values: a training step's arrays are freed as soon as the user drops them,
+    so numpy reuses their memory (a cycle through a recursive closure kept them
+    until the next collection and made every eager step allocate afresh)."""
+    import gc
+    import weakref
+
+    w = tfc.Variable(np.ones((4, 3), np.float32))
+    b = tfc.Variable(np.zeros(3, np.float32))
+    x = tfc.constant(np.arange(8, dtype=np.float32).reshape(2, 4))
+    gc.collect()
+    gc.disable()
+    try:
+        with tfc.GradientTape() as tape:
+            loss = tfc.reduce_sum(tfc.nn.relu(tfc.matmul(x, w) + b) ** 2)
+        grads = tape.gradient(loss, [w, b])
+        refs = [weakref.ref(g) for g in grads] + [weakref.ref(loss)]
+        del tape, loss, grads
+        assert [r() for r in refs] == [None] * len(refs)
+    finally:
+        gc.enable()

@@ -295,14 +295,7 @@ class GradientTape:
                 # a source tracked only on some run-time paths (an output of compiled
                 # control flow, see tfc.frontend.cfgrad): no gradient where it is not
                 by_id[id(s)] = g if g is None or id(s) not in self._maybe else _guard(g, self._maybe[id(s)])
-
-            def resolve(s):
-                g = by_id[id(s)]
-                for pred, v in aliases.get(id(s), ()):
-                    g = _choose(pred, resolve(v), g)
-                return g
-
-            grads = [resolve(s) for s in flat_sources]
+            grads = [_resolve(s, by_id, aliases) for s in flat_sources]
             if not guarded:
                 grads = [_settle(g) for g in grads]
         finally:
@@ -340,6 +333,17 @@ def _aliases(entries, sources) -> dict:
         found = out[id(s)] = hit[0].op.aliases(hit[0], hit[1])
         todo += [v for _, v in found]
     return out
+
+
+def _resolve(s, by_id, aliases):
+    """The gradient of source ``s``: its own, or on the run-time paths where it
+    is an alias (see ``_aliases``), that tensor's. (A module function, not a
+    closure over ``by_id``: a recursive closure is a reference cycle, which
+    kept every gradient array alive until the next garbage collection.)"""
+    g = by_id[id(s)]
+    for pred, v in aliases.get(id(s), ()):
+        g = _choose(pred, _resolve(v, by_id, aliases), g)
+    return g
 
 
 def _choose(pred, a, b):
