@@ -398,17 +398,13 @@ def test_user_strings_print_as_eagerly_compiled_and_loaded(tmp_path, capsys, tex
         tfc.Assert(tfc.reduce_all(x > 0.0), [text])
         return x + 1.0
 
-    compiled = tfc.compile(f, tfc.TensorSpec((2,)))
-    loaded = tfc.load(tfc.save(compiled, tmp_path / "a"))
-    outputs = []
-    for fn in (f, compiled, loaded):
-        fn(tfc.constant([1.0, 2.0]))
-        outputs.append(capsys.readouterr().out)
+    fns = eager_compiled_and_loaded(f, tmp_path)
+    for fn in fns:
         with pytest.raises(AssertionError) as e:
             fn(tfc.constant([-1.0, 2.0]))
-        capsys.readouterr()
         assert str(e.value).endswith(text)
-    assert outputs[0] == outputs[1] == outputs[2] == f"{text} [1 2] {text}\n"
+    capsys.readouterr()
+    assert printed_by_each(fns, capsys) == [f"{text} [1 2] {text}\n"] * 3
 
 
 @pytest.mark.parametrize("sep,end", [("{}", "}\n"), ("{", "{0}"), (" } ", "{{\n")])
@@ -421,10 +417,19 @@ def test_print_separators_and_ends_with_braces_print_as_eagerly(tmp_path, capsys
         tfc.print(x, "a{b}", x, sep=sep, end=end, output_stream=sys.stdout)
         return x
 
+    assert printed_by_each(eager_compiled_and_loaded(f, tmp_path), capsys) == [f"[1 2]{sep}a{{b}}{sep}[1 2]{end}"] * 3
+
+
+def eager_compiled_and_loaded(f, tmp_path):
+    """``f`` itself, compiled for a (2,) float32 input, and that saved and loaded."""
     compiled = tfc.compile(f, tfc.TensorSpec((2,)))
-    loaded = tfc.load(tfc.save(compiled, tmp_path / "a"))
+    return f, compiled, tfc.load(tfc.save(compiled, tmp_path / "a"))
+
+
+def printed_by_each(fns, capsys):
+    """What each of ``fns`` prints to stdout for [1, 2]."""
     outputs = []
-    for fn in (f, compiled, loaded):
+    for fn in fns:
         fn(tfc.constant([1.0, 2.0]))
         outputs.append(capsys.readouterr().out)
-    assert outputs[0] == outputs[1] == outputs[2] == f"[1 2]{sep}a{{b}}{sep}[1 2]{end}".replace("{{b}}", "{b}")
+    return outputs
