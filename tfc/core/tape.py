@@ -286,7 +286,7 @@ class GradientTape:
             # a source the tape never tracked gets no gradient (as in eager TensorFlow),
             # even where it is an input of a recorded op
             raw = backprop(self._entries, flat_targets, flat_sources + extra, output_gradients,
-                           tracked=self._tracked, guarded=True,
+                           tracked=self._tracked,
                            seeds=None if seeds is None else list(seeds) + [None] * len(extra))
             by_id = {}
             for s, g in zip(flat_sources + extra, raw):
@@ -366,7 +366,7 @@ def _choose(pred, a, b):
     return g if flows is True else Guarded(g, flows)
 
 
-def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None, guarded=False) -> list:
+def backprop(entries, targets, sources, output_gradients=None, tracked=None, seeds=None) -> list:
     """Reverse-mode sweep over recorded ``entries`` from ``targets`` to
     ``sources`` (those in ``tracked``, when given; ``seeds``: their gradients
     so far, which contributions are added onto).
@@ -376,7 +376,8 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
     so far for its inputs in ``entry.prev`` and may return, for the inputs it lists in
     ``entry.totals``, the new totals: the additions then happen in eager's
     order. A rule may return a ``Guarded`` gradient; the gradients of an op
-    whose output gradient is guarded are guarded too (see ``Guarded``)."""
+    whose output gradient is guarded are guarded too (see ``Guarded``), and so
+    are the gradients returned: ``GradientTape.gradient`` settles them."""
     from tfc.ops.creation import ones_like, zeros_like
 
     # Only ops on a path from a (tracked) source matter.
@@ -441,8 +442,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         for k, (x, gx, needed) in enumerate(zip(e.inputs, in_grads, e.needs)):
             if gx is not None and needed and k not in totals:
                 accumulate(x, gx if guard is None else _guard(gx, guard))
-    out = [grads.get(id(s)) for s in sources]
-    return out if guarded else [_settle(g) for g in out]
+    return [grads.get(id(s)) for s in sources]
 
 
 def _seed(prev):
@@ -450,7 +450,7 @@ def _seed(prev):
     it does not exist (an exact identity for the first addition)."""
     if not isinstance(prev, Guarded):
         return prev
-    return _where(prev.pred, prev.g, -_zeros_like(prev.g))
+    return _where(prev.pred, prev.g, negative_zeros(prev.g))
 
 
 def _total(prev, seed, total, guard):
@@ -469,10 +469,11 @@ def _total(prev, seed, total, guard):
     return Guarded(t, either(prev.pred, q))
 
 
-def _zeros_like(t):
+def negative_zeros(t):
+    """-0.0 everywhere: adding onto it leaves any value as it is, -0.0 included."""
     from tfc.ops.creation import zeros_like
 
-    return zeros_like(t)
+    return -zeros_like(t)
 
 
 def _guard(g, pred):

@@ -26,7 +26,7 @@ class Variable(Tensor):
             initial_value = initial_value()
         builder = STATE.builder
         if builder is not None:
-            if not getattr(builder, "may_create_variables", True):
+            if not builder.may_create_variables:
                 e = ValueError(
                     f"tfc.function only supports singleton tfc.Variables created on the first call: {builder.name} "
                     "makes a tfc.Variable on a later trace (tracing again, as TensorFlow does, to check that the "
@@ -36,7 +36,7 @@ class Variable(Tensor):
                     "function (e.g. in a tfc.Module's __init__)")
                 note_user_line(e)
                 raise e
-            getattr(builder, "created_variables", []).append(self)
+            builder.created_variables.append(self)
         value = constant(initial_value, dtype)
         if value.symbolic:
             raise ValueError(

@@ -36,7 +36,7 @@ import numpy as np
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import REGISTRY
-from tfc.core.tape import Guarded, both, either
+from tfc.core.tape import Guarded, both, either, negative_zeros
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
@@ -304,6 +304,7 @@ def _runs_statically(op):
     """Does the tfc.while ``op`` run at least once, by its condition on constant
     initial values (a loop over tfc.range of Python ints)? True, False or None
     (known only at run time)."""
+    from tfc.dialects.evaluate import run_registry_op
     from tfc.dialects.tensor import ConditionOp, ConstantOp, RegistryOp
 
     if op.max_iterations is not None and op.max_iterations.value.data <= 0:
@@ -311,19 +312,16 @@ def _runs_statically(op):
     block = op.cond_region.block
     env = {a: v.owner.numpy() for a, v in zip(block.args, op.inits) if isinstance(v.owner, ConstantOp)}
 
-    def value(v):
-        return env.get(v, v.owner.numpy() if isinstance(v.owner, ConstantOp) else None)
+    def known(v):
+        if v not in env and isinstance(v.owner, ConstantOp):
+            env[v] = v.owner.numpy()
+        return v in env
 
     for inner in block.ops:
         if isinstance(inner, ConditionOp):
-            c = value(inner.cond)
-            return None if c is None else bool(c)
-        vals = [value(v) for v in inner.operands]
-        if not isinstance(inner, RegistryOp) or inner.OPDEF.stateful or any(v is None for v in vals):
-            continue
-        out = inner.OPDEF.kernel(*vals, **inner.attr_values)
-        for r, x in zip(inner.results, out if isinstance(out, list) else [out]):
-            env[r] = np.asarray(x)
+            return bool(env[inner.cond]) if known(inner.cond) else None
+        if isinstance(inner, RegistryOp) and not inner.OPDEF.stateful and all(map(known, inner.operands)):
+            run_registry_op(inner, env)
     return None
 
 
@@ -382,6 +380,7 @@ def _retrack(tape, outputs, flags) -> None:
             continue
         if f is False:
             del tape._tracked[id(o)]
+            tape._maybe.pop(id(o), None)  # ids are reused once o is freed
         elif f is True:
             tape._maybe.pop(id(o), None)
         else:
@@ -453,13 +452,6 @@ def _pass_error(op, what):
 def _outer(captured) -> dict:
     """SSA value -> the captured tensor a region uses it for."""
     return {t._ssa: t for t in captured if not isinstance(t, Variable) and getattr(t, "_ssa", None) is not None}
-
-
-def _negative_zeros(t):
-    """-0.0 everywhere: adding onto it leaves any value as it is, -0.0 included."""
-    from tfc.ops.creation import zeros_like
-
-    return -zeros_like(t)
 
 
 class CondGrad:
@@ -747,7 +739,7 @@ class WhileGrad:
 
         # the captured values' accumulators start from their gradients so far
         # (-0.0 where none: an exact identity for the first addition)
-        caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else _negative_zeros(captured[k])
+        caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else negative_zeros(captured[k])
                  for k in want]
         res = builder.while_loop(bw_cond, bw_body, [count - 1, *[gs[k] for k in fs], *caps0], limit)
         from tfc.ops.math import greater
@@ -831,7 +823,7 @@ class CallGrad:
         seeds = []
         for p, x in zip(at, [entry.inputs[k] for k in fi] + [snaps[k] for k in fv]):
             prev = entry.prev[p] if distinct and p is not None else None
-            seeds.append(prev if prev is not None else _negative_zeros(x))
+            seeds.append(prev if prev is not None else negative_zeros(x))
         res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds))
         out = [None] * len(entry.inputs)
         for p, gp, ok in zip(at, res, connected):
@@ -897,7 +889,7 @@ def backward_function(conc):
                                                                    conc.variables[k].dtype) for k in fv])]
         # the forward block's argument of each source (a variable's: its reference)
         connected = [_reaches(block, block.args[k], fo) for k in fi + [n + k for k in fv]]
-        grads = _vjp(Replay(builder, {}, read, assign, grad_fns=getattr(conc, "grad_fns", {})), block, xs, sources,
+        grads = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
                      fo, gs, seeds)
     bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
     conc._backward = (bwd, fo, fi, fv, connected)

@@ -445,6 +445,7 @@ class ConcreteFunction:
         self._stages = None    # its L2/L3 modules and memory plan, made on demand
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
+        self.grad_fns = {}  # its custom gradients, by key (set from the trace; a loaded function has none)
 
     @classmethod
     def from_trace(cls, builder, specs, out, function=None):
@@ -461,7 +462,7 @@ class ConcreteFunction:
         if VERIFY_EACH_PASS:
             raw.verify()
         conc = cls(builder.name, None, raw, specs, list(builder.variables), out, mask, static)
-        conc.grad_fns = builder.grad_fns  # its custom gradients, by key (a loaded function has none)
+        conc.grad_fns = builder.grad_fns
         conc.verify = bool(getattr(function, "verify", False))
         return conc
 
