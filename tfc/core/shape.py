@@ -8,6 +8,7 @@ import operator
 import numpy as np
 
 from tfc.core.registry import note_user_line
+from tfc.core.tensor import Tensor
 
 
 def _fail(cls, message):
@@ -35,8 +36,8 @@ def as_int(op_name: str, value, what: str, minimum: int | None = 0, allow_none: 
 def as_ints(op_name: str, value, what: str = "shape", minimum: int | None = 0, allow_none: bool = False) -> tuple:
     """A tuple of ints from a sequence, a single int, or an eager integer tensor
     of rank <= 1 (``tf.zeros(tf.shape(x))``)."""
-    from tfc.core.tensor import Tensor
-
+    if type(value) is tuple and all(type(d) is int and (minimum is None or d >= minimum) for d in value):
+        return value  # the common case, on every eager call that takes a shape: nothing to convert
     if isinstance(value, Tensor):
         if not value.dtype.is_integer or value.ndim > 1:
             raise _fail(TypeError, f"{op_name}: {what} must be a 1-d integer tensor, got "

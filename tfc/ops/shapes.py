@@ -266,7 +266,7 @@ def _index_attr(key) -> tuple:
 
 
 def _is_symbolic(t) -> bool:
-    return type(t) is not Tensor and not hasattr(t, "assign")
+    return getattr(t, "symbolic", False)
 
 
 def _numpy_index(index) -> tuple:
@@ -881,10 +881,9 @@ def _wrap_negative(idx: Tensor, y, axis) -> Tensor:
     if _is_symbolic(idx) or y.shape[axis] is None:  # checked and wrapped when the code runs
         return wrap_index(idx, y, axis)
     v = idx.numpy()
-    if not v.size:
+    if not v.size or v.min() >= 0 and v.max() < y.shape[axis]:
         return idx
-    w = _wrap_index_kernel(v, y, axis)  # only the size of y's axis is read
-    return idx if v.min() >= 0 else convert_to_tensor(w)
+    return convert_to_tensor(_wrap_index_kernel(v, y, axis))  # raises getitem's IndexError if out of range
 
 
 def getitem(tensor, key):

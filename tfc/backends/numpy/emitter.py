@@ -1059,7 +1059,7 @@ class Emitter:
             self._shape_check(op, k, self.site_attrs, out, pad)
             r = op.res[0]
             scalar = "" if isinstance(r.type, MemRefType) else "[()]"
-            out.append(pad + f"{self.name(r)} = np.reshape({ins[0]}, {_literal(tuple(values['shape']))}){scalar}")
+            out.append(pad + f"{self.name(r)} = np.reshape({ins[0]}, {tuple(int(d) for d in values['shape'])!r}){scalar}")
             return
         self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
         self.site_attrs = f"attrs{k}"
