@@ -76,7 +76,7 @@ LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
 # the passes that keep tensor IR (L1, or L2 after tfc-fuse): what an L1 pass
 # list (tfc.compile's passes=, tfc compile --passes) may hold; the stages after
 # it (fused, loops) run their own passes
-TENSOR_PASSES = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce", "tfc-fuse")
+TENSOR_PASSES = DEFAULT_L1 + ("tfc-fuse",)
 
 
 class PassPreconditionError(ValueError):
