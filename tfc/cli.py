@@ -137,18 +137,7 @@ def _make_main_class():
     from xdsl.utils.exceptions import ParseError, VerifyException
     from xdsl.xdsl_opt_main import xDSLOptMain
 
-    from tfc.core import dtypes
     from tfc.dialects.tensor import SourceParser
-
-    class Parser(SourceParser):
-        def parse_dense_int_or_fp_elements_attr(self, type):
-            start = self._current_token.span
-            try:
-                return super().parse_dense_int_or_fp_elements_attr(type)
-            except NotImplementedError:  # xDSL cannot pack the elements (i72, i128, f80)
-                literal = start.input.content[start.start:self._current_token.span.start].split(":")[-1]
-                raise ParseError(start, f"dense literal of {literal.strip()}: tfc does not support its "
-                                 f"element type (supported: {', '.join(dtypes._BY_IR)})") from None
 
     class TfcOptMain(xDSLOptMain):
         version_format = f"tfc {version()} (xDSL {{xdsl_version}})"
@@ -185,7 +174,7 @@ def _make_main_class():
         def register_all_frontends(self):
             def parse_mlir(stream):
                 start = time.perf_counter()
-                parser = Parser(self.ctx, stream.read(), self.get_input_name())
+                parser = SourceParser(self.ctx, stream.read(), self.get_input_name())
                 try:
                     # kept: opt_main looks in it for the op of an xDSL verifier error
                     if parser._current_token.kind == MLIRTokenKind.EOF and not self.args.no_implicit_module:

@@ -773,6 +773,10 @@ class SourceParser(IRParser):
             if e.msg.startswith(("Shape mismatch in dense literal", "Expected at least one element")):
                 raise ParseError(start, e.msg) from None
             raise
+        except NotImplementedError:  # xDSL cannot pack the elements (i72, i128, f80)
+            literal = start.input.content[start.start:self._current_token.span.start].split(":")[-1]
+            raise ParseError(start, f"dense literal of {literal.strip()}: tfc does not support its "
+                             f"element type (supported: {', '.join(dtypes._BY_IR)})") from None
 
 
 def types_compatible(a: Spec, b: Spec) -> bool:
