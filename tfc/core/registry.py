@@ -18,7 +18,16 @@ The declaration also names
   dimension alone (softmax along a later axis), ``rows(ranks, **attrs)`` says
   whether these attributes do, for inputs of these ranks: a backend may then
   run the kernel on chunks of rows (cache-sized, on several threads) and get
-  the whole call's bits.
+  the whole call's bits;
+- ``expand``: for composite ops (softmax, the cross-entropies), the op written
+  with other registry ops, ``expand(b, *operands, **attrs)`` where ``b.<op>(...)``
+  emits registry op ``<op>`` into the IR and returns its value(s): the
+  ``tfc-expand`` pass replaces the op by it before fusion, so its pieces fuse
+  with their neighbours. The eager kernel computes the same bits;
+- ``lower``: the op's backend-independent lowering to the loops dialect (L3),
+  called by ``tfc-lower-loops`` to write its results into planned buffers
+  (see ``tfc/passes/lower_loops.py``); an op with neither ``scalar`` nor
+  ``lower`` stays a ``loops.library`` call of its kernel.
 """
 from __future__ import annotations
 
@@ -61,10 +70,11 @@ class OpDef:
 
     __slots__ = (
         "name", "kernel", "infer", "grad", "attrs", "promote", "quiet",
-        "stateful", "scalar", "rows", "api", "eager_kernel", "__weakref__",
+        "stateful", "scalar", "rows", "expand", "lower", "api", "eager_kernel", "__weakref__",
     )
 
-    def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows=None):
+    def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows=None,
+                 expand=None, lower=None):
         self.name = name
         self.kernel = kernel
         self.infer = infer
@@ -75,6 +85,8 @@ class OpDef:
         self.stateful = stateful
         self.scalar = scalar
         self.rows = rows
+        self.expand = expand
+        self.lower = lower
         self.api = None
         # What run_eager calls: the kernel, with numpy's floating-point warnings
         # off for quiet ops (errstate's decorator form costs half its with-block).
@@ -119,6 +131,8 @@ def declare(
     stateful: bool = False,
     scalar: Callable | None = None,
     rows: Callable | None = None,
+    expand: Callable | None = None,
+    lower: Callable | None = None,
     name: str | None = None,
 ):
     """Declare a primitive op; decorates the function that packs its arguments.
@@ -136,7 +150,7 @@ def declare(
         op_name = name or pack.__name__
         if op_name in REGISTRY:
             raise ValueError(f"op {op_name!r} is declared twice")
-        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows)
+        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows, expand, lower)
         REGISTRY[op_name] = op
 
         @functools.wraps(pack)
