@@ -6,8 +6,11 @@ A function at this level (``func.func``) takes its tensor arguments as
 variables as ``!tfc.ref<...>``, and, last, the arena ``%arena : memref<Nxi8>``.
 Every buffer is either a ``loops.view`` of the arena at the offset the memory
 plan chose, a ``loops.alloc`` (a buffer that outlives the call: a result or a
-variable's new value), a ``loops.constant`` (read-only) or the result of a
-``loops.library`` call (a registry kernel that allocates its own result).
+variable's new value), a ``loops.constant`` (read-only), the result of a
+``loops.library`` call (a registry kernel that allocates its own result), or an
+explicit alias of one of these: ``loops.subview`` and ``loops.transpose_view``
+(strided views, their layout in the memref type as MLIR's ``strided<...>``)
+and ``loops.reshape`` (a contiguous buffer seen with another shape).
 
 A backend maps each op to its target: the numpy backend emits one Python
 function, a GPU backend would launch one kernel per ``loops.parallel`` with the
@@ -16,10 +19,10 @@ arena in device memory, and run control flow on 0-d scalars on the host.
 from __future__ import annotations
 
 from xdsl.dialects.builtin import (
-    ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, DictionaryAttr, IntegerAttr, MemRefType,
-    StringAttr, i64,
+    ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, DictionaryAttr, IndexType, IntegerAttr, MemRefType,
+    NoneAttr, StridedLayoutAttr, StringAttr, i64,
 )
-from xdsl.ir import Dialect
+from xdsl.ir import Block, Dialect
 from xdsl.irdl import (
     AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, irdl_op_definition,
     lazy_traits_def, operand_def, opt_prop_def, prop_def, region_def, result_def, traits_def,
@@ -40,6 +43,46 @@ def shape_of(t) -> tuple:
 
 def element_of(t):
     return t.element_type if isinstance(t, MemRefType) else t
+
+
+def row_major(shape) -> tuple:
+    """Element strides of a contiguous (identity layout) buffer of ``shape``."""
+    strides, n = [], 1
+    for d in reversed(tuple(shape)):
+        strides.append(n)
+        n *= max(int(d), 1)
+    return tuple(reversed(strides))
+
+
+def layout_of(t) -> tuple[tuple, int]:
+    """(element strides, element offset) of a memref type: row-major and 0 for
+    the identity layout, else its ``strided<[...], offset: k>`` (static only)."""
+    lay = t.layout
+    if isinstance(lay, NoneAttr):
+        return row_major(t.get_shape()), 0
+    if not isinstance(lay, StridedLayoutAttr):
+        raise NotImplementedError(f"memref layout {lay} in the loops dialect (only strided layouts)")
+    strides = lay.get_strides()
+    if any(x is None for x in strides) or isinstance(lay.offset, NoneAttr):
+        raise NotImplementedError(f"memref layout {lay} with dynamic strides or offset")
+    return tuple(int(x) for x in strides), int(lay.offset.data)
+
+
+def is_contiguous(t) -> bool:
+    """Row-major and dense (any offset): its elements in order are one range."""
+    if isinstance(t.layout, NoneAttr):
+        return True
+    strides, _ = layout_of(t)
+    want = row_major(t.get_shape())
+    return all(d == 1 or a == b for d, a, b in zip(t.get_shape(), strides, want))
+
+
+def strided_type(element_type, shape, strides, offset):
+    """A memref type with a strided layout (identity where that is what it is)."""
+    shape = [int(d) for d in shape]
+    if offset == 0 and all(d == 1 or a == b for d, a, b in zip(shape, strides, row_major(shape))):
+        return MemRefType(element_type, shape)
+    return MemRefType(element_type, shape, StridedLayoutAttr([int(x) for x in strides], int(offset)))
 
 
 # -- buffers ------------------------------------------------------------------------
@@ -134,6 +177,304 @@ class CopyOp(IRDLOperation):
             _fail(self, f"copies a {self.source.type} into a {self.dest.type}")
 
 
+# -- aliases: views of a buffer (no data moves) ------------------------------------------
+
+
+def _ints_of(attr) -> tuple:
+    return tuple(int(x) for x in attr.get_values())
+
+
+def subview_layout(source_type, offsets, sizes, strides):
+    """(result shape before rank reduction, its element strides, its offset) of
+    ``loops.subview`` on a buffer of ``source_type``."""
+    base, off = layout_of(source_type)
+    if any(n == 0 for n in sizes):  # an empty view reads nothing: its start may be anywhere
+        offsets = [0] * len(offsets)
+    return (tuple(sizes), tuple(b * s for b, s in zip(base, strides)),
+            off + sum(b * o for b, o in zip(base, offsets)))
+
+
+def kept_dims(sizes, result_shape):
+    """The dims of ``sizes`` that a rank-reducing subview keeps, or None where
+    ``result_shape`` is not ``sizes`` without some unit dims. (Which of several
+    unit dims is dropped changes no element: each is matched in order.)"""
+    kept, j = [], 0
+    for i, n in enumerate(sizes):
+        if j < len(result_shape) and result_shape[j] == n:
+            kept.append(i)
+            j += 1
+        elif n != 1:
+            return None
+    return kept if j == len(result_shape) else None
+
+
+@irdl_op_definition
+class SubviewOp(IRDLOperation):
+    """``%v = loops.subview %b [2, 0][3, 4][2, -1] : memref<8x4xf32> -> memref<3x4xf32, strided<[8, -1], offset: 19>>``
+
+    MLIR's ``memref.subview`` with static offsets, sizes and strides (in
+    elements, per dim of the source; a negative stride reads backwards):
+    element ``[i, j]`` of the view is element ``[o0 + i*s0, o1 + j*s1]`` of the
+    source. Every element it names is in bounds (checked by the verifier). The
+    result may drop unit dims of ``sizes`` (a rank-reducing subview: an integer
+    index). The result aliases the source; its type carries the strided layout.
+    """
+
+    name = "loops.subview"
+    source = operand_def(MemRefType)
+    static_offsets = prop_def(DenseArrayBase)
+    static_sizes = prop_def(DenseArrayBase)
+    static_strides = prop_def(DenseArrayBase)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+
+    def __init__(self, source, offsets, sizes, strides, result_type=None):
+        offsets, sizes, strides = ([int(x) for x in v] for v in (offsets, sizes, strides))
+        if result_type is None:
+            shape, st, off = subview_layout(source.type, offsets, sizes, strides)
+            result_type = strided_type(source.type.element_type, shape, st, off)
+        super().__init__(operands=[source], result_types=[result_type],
+                         properties={"static_offsets": ints_attr(offsets), "static_sizes": ints_attr(sizes),
+                                     "static_strides": ints_attr(strides)})
+
+    @property
+    def offsets(self) -> tuple:
+        return _ints_of(self.static_offsets)
+
+    @property
+    def sizes(self) -> tuple:
+        return _ints_of(self.static_sizes)
+
+    @property
+    def strides(self) -> tuple:
+        return _ints_of(self.static_strides)
+
+    def kept(self) -> list:
+        """The dims of ``sizes`` the result keeps (see kept_dims)."""
+        return kept_dims(self.sizes, tuple(self.result.type.get_shape()))
+
+    def verify_(self):
+        src = self.source.type
+        shape = src.get_shape()
+        offs, sizes, strides = self.offsets, self.sizes, self.strides
+        if not len(offs) == len(sizes) == len(strides) == len(shape):
+            _fail(self, f"needs one offset, size and stride per dim of {src}")
+        if any(d < 0 for d in shape):
+            _fail(self, "takes a buffer of static shape")
+        for d, (o, n, s, dim) in enumerate(zip(offs, sizes, strides, shape)):
+            if n < 0:
+                _fail(self, f"size {n} of dim {d} is negative")
+            if n and not (0 <= o < dim and 0 <= o + (n - 1) * s < dim):
+                _fail(self, f"dim {d}: offset {o}, size {n}, stride {s} leave the {dim} elements of {src}")
+        if self.result.type.element_type != src.element_type:
+            _fail(self, "keeps the element type")
+        kept = self.kept()
+        if kept is None:
+            _fail(self, f"result {self.result.type} is not the sizes {list(sizes)} (less unit dims)")
+        _, st, off = subview_layout(src, offs, sizes, strides)
+        got_st, got_off = layout_of(self.result.type)
+        rshape = self.result.type.get_shape()
+        n_elems = 1
+        for n in sizes:
+            n_elems *= n
+        if (n_elems and got_off != off) or any(rshape[j] != 1 and got_st[j] != st[i] for j, i in enumerate(kept)):
+            want = strided_type(src.element_type, [sizes[i] for i in kept], [st[i] for i in kept], off)
+            _fail(self, f"result type {self.result.type} is not the view's layout, {want}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        for vals in (self.offsets, self.sizes, self.strides):
+            printer.print_string(" [" + ", ".join(str(x) for x in vals) + "]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        lists = []
+        for _ in range(3):
+            lists.append(parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_integer))
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        rt = parser.parse_type()
+        op = cls(parser.resolve_operand(src, st), *lists, result_type=rt)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class TransposeViewOp(IRDLOperation):
+    """``%t = loops.transpose_view %b {permutation = array<i64: 1, 0>} : memref<3x4xf32>
+    -> memref<4x3xf32, strided<[1, 4]>>`` (MLIR's ``memref.transpose``): dim ``d``
+    of the view is dim ``permutation[d]`` of the source; an alias."""
+
+    name = "loops.transpose_view"
+    source = operand_def(MemRefType)
+    permutation = prop_def(DenseArrayBase)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source, permutation):
+        perm = [int(p) for p in permutation]
+        st, off = layout_of(source.type)
+        shape = source.type.get_shape()
+        rt = strided_type(source.type.element_type, [shape[p] for p in perm], [st[p] for p in perm], off)
+        super().__init__(operands=[source], result_types=[rt], properties={"permutation": ints_attr(perm)})
+
+    def verify_(self):
+        perm = _ints_of(self.permutation)
+        src = self.source.type
+        if sorted(perm) != list(range(src.get_num_dims())):
+            _fail(self, f"permutation {list(perm)} is not one of the {src.get_num_dims()} dims of {src}")
+        st, off = layout_of(src)
+        shape = src.get_shape()
+        want = strided_type(src.element_type, [shape[p] for p in perm], [st[p] for p in perm], off)
+        if self.result.type != want:
+            _fail(self, f"result type {self.result.type} is not the transposed view, {want}")
+
+
+@irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """``%r = loops.reshape %b : memref<3x4xf32> -> memref<12xf32>``: the elements
+    of a contiguous buffer, in the same (row-major) order, seen with another
+    shape (reshape, expand_dims, squeeze); an alias. The source must be dense and
+    row-major (identity layout, or a strided one that is, at any offset), so
+    the alias needs no copy on any backend."""
+
+    name = "loops.reshape"
+    source = operand_def(MemRefType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source, shape):
+        _, off = layout_of(source.type)
+        rt = strided_type(source.type.element_type, shape, row_major(shape), off)
+        super().__init__(operands=[source], result_types=[rt])
+
+    def verify_(self):
+        src, res = self.source.type, self.result.type
+        if src.element_type != res.element_type:
+            _fail(self, "keeps the element type")
+        if not is_contiguous(src):
+            _fail(self, f"needs a contiguous source, not a {src} (copy it first)")
+        if not is_contiguous(res) or layout_of(res)[1] != layout_of(src)[1]:
+            _fail(self, f"result {res} must be contiguous at the source's offset")
+        n = m = 1
+        for d in src.get_shape():
+            n *= d
+        for d in res.get_shape():
+            m *= d
+        if n != m or min(list(src.get_shape()) + list(res.get_shape()) + [0]) < 0:
+            _fail(self, f"{src} and {res} must have the same static number of elements")
+
+
+# -- indexed reads inside loops.parallel ------------------------------------------------
+
+
+@irdl_op_definition
+class IndexOp(IRDLOperation):
+    """``%i = loops.index 0 : index``: inside a ``loops.parallel`` body, the
+    iteration index along dim ``dim`` of its ``shape``."""
+
+    name = "loops.index"
+    dim = prop_def(IntegerAttr)
+    result = result_def(IndexType)
+    traits = traits_def(Pure())
+
+    def __init__(self, dim: int):
+        super().__init__(properties={"dim": IntegerAttr(int(dim), i64)}, result_types=[IndexType()])
+
+    def verify_(self):
+        par = self.parent_op()
+        if not isinstance(par, ParallelOp):
+            _fail(self, "must be in the body of a loops.parallel")
+        if not 0 <= self.dim.value.data < len(par.iteration_shape):
+            _fail(self, f"dim {self.dim.value.data} is not one of the {len(par.iteration_shape)} loop dims")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.dim.value.data}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : index")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        d = parser.parse_integer()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parser.parse_type()
+        op = cls(d)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class LoadAtOp(IRDLOperation):
+    """``%v = loops.load_at %b[%i, %j] : memref<4x3xf32> -> f32``: inside a
+    ``loops.parallel`` body, the element of ``%b`` (a buffer defined outside the
+    loop: a captured buffer, see ``ParallelOp.captured``) at computed ``index``
+    values. The indices must be in bounds: the lowering clamps or checks them
+    before (reading out of bounds is undefined on every backend)."""
+
+    name = "loops.load_at"
+    source = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(self, source, indices):
+        super().__init__(operands=[source, list(indices)], result_types=[source.type.element_type])
+
+    def verify_(self):
+        if len(self.indices) != self.source.type.get_num_dims():
+            _fail(self, f"needs {self.source.type.get_num_dims()} indices for {self.source.type}")
+        if self.result.type != self.source.type.element_type:
+            _fail(self, "yields the buffer's element type")
+        par = self.parent_op()
+        if not isinstance(par, ParallelOp):
+            _fail(self, "must be in the body of a loops.parallel")
+        owner = self.source.owner
+        where = owner.parent_op() if isinstance(owner, Block) else owner
+        while where is not None:
+            if where is par:
+                _fail(self, "reads a buffer defined outside the loops.parallel")
+            where = where.parent_op()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        src = parser.parse_unresolved_operand()
+        idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        st = parser.parse_type()
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        op = cls(parser.resolve_operand(src, st), [parser.resolve_operand(i, IndexType()) for i in idx])
+        op.attributes.update(attrs)
+        return op
+
+
+
 # -- computation ---------------------------------------------------------------------
 
 
@@ -185,6 +526,16 @@ class ParallelOp(KernelIndexing, IRDLOperation):
         props = {"shape": ints_attr(shape), "broadcast": ArrayAttr([ints_attr(m) for m in broadcast]),
                  **reduce_props(reduce, reduce_axes)}
         super().__init__(operands=[list(ins), list(outs)], properties=props, regions=[body])
+
+    def captured(self) -> list:
+        """Buffers defined outside this op that its body reads with
+        ``loops.load_at``, in order of first use: a backend passes them to the
+        kernel as parameters after ``ins`` and ``outs``."""
+        seen = {}
+        for op in self.body.walk():
+            if isinstance(op, LoadAtOp):
+                seen.setdefault(op.source, None)
+        return list(seen)
 
     def verify_(self):
         self.verify_broadcast([shape_of(v.type) for v in self.ins])
@@ -367,7 +718,8 @@ class AssertOp(IRDLOperation):
     assembly_format = "$cond (`,` $data^)? attr-dict `:` type($cond) (`,` type($data)^)?"
 
 
-LOOPS_OPS = [ViewOp, AllocOp, ConstantOp, LoadOp, CopyOp, YieldOp, ParallelOp, LibraryOp, ConditionOp,
-             IfOp, WhileOp, ReadVariableOp, AssignVariableOp, PrintOp, AssertOp]
+LOOPS_OPS = [ViewOp, AllocOp, ConstantOp, LoadOp, CopyOp, SubviewOp, TransposeViewOp, ReshapeOp, IndexOp,
+             LoadAtOp, YieldOp, ParallelOp, LibraryOp, ConditionOp, IfOp, WhileOp, ReadVariableOp,
+             AssignVariableOp, PrintOp, AssertOp]
 
 LOOPS = Dialect("loops", LOOPS_OPS, [])
