@@ -47,7 +47,8 @@ def specialize(module: ModuleOp, shapes) -> ModuleOp:
     """A new module: ``module``'s one function specialized to ``shapes``, one
     entry per function argument: a tuple of ints (None for a dimension left
     dynamic) for a tensor argument, None for a ``!tfc.ref`` variable argument
-    (variables keep their types). ``module`` itself is not changed.
+    (variables keep their types); or one entry per tensor argument only.
+    ``module`` itself is not changed.
 
     ValueError if a shape does not fit its argument's type (rank, static
     dimensions); an op that refuses its operands' new shapes raises eager's
@@ -64,9 +65,13 @@ def specialize_in_place(module: ModuleOp, shapes, verify_errors: bool = False) -
     f = _the_function(module)
     block = f.body.block
     shapes = list(shapes)
+    tensors = [not isinstance(a.type, RefType) for a in block.args]
+    if len(shapes) == sum(tensors) != len(block.args):  # one shape per tensor argument: refs keep theirs
+        given = iter(shapes)
+        shapes = [next(given) if t else None for t in tensors]
     if len(shapes) != len(block.args):
-        raise ValueError(f"specialize: @{f.sym_name.data} takes {len(block.args)} arguments, "
-                         f"got {len(shapes)} shapes")
+        raise ValueError(f"specialize: @{f.sym_name.data} takes {len(block.args)} arguments "
+                         f"({sum(tensors)} tensors), got {len(shapes)} shapes")
     for i, (arg, shape) in enumerate(zip(list(block.args), shapes)):
         if isinstance(arg.type, RefType):
             if shape is not None and tuple(shape) != spec_of(arg.type).shape:
@@ -406,6 +411,4 @@ class SpecializePass(ModulePass):
         if len(got) != len(tensors):
             raise ValueError(f"tfc-specialize: @{f.sym_name.data} takes {len(tensors)} tensor arguments, "
                              f"shapes={self.shapes!r} gives {len(got)}")
-        given = iter(got)
-        shapes = [None if isinstance(a.type, RefType) else next(given) for a in f.body.block.args]
-        specialize_in_place(op, shapes, verify_errors=True)
+        specialize_in_place(op, got, verify_errors=True)
