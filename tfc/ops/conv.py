@@ -7,6 +7,8 @@ elementwise update per window tap on a strided view.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tfc.core.dtypes import FLOATS
@@ -14,7 +16,7 @@ from tfc.core.registry import Spec, declare, every_row
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
-from tfc.ops.random import _seed_value, generator
+from tfc.ops.random import _seed_value, draw_words, keep_from_words
 
 _PADDINGS = ("VALID", "SAME")
 
@@ -525,9 +527,8 @@ def avg_pool2d_grad_like(like, grad, ksize, strides, padding="VALID"):
 # An explicit seed gives the same mask on every call, eager or compiled, because
 # the mask comes from this op's kernel alone; without one, tfc.random's global stream.
 def _mask_kernel(x, rate, noise_shape, seed):
-    shape = x.shape if noise_shape is None else noise_shape
-    rng = generator(seed)
-    keep = rng.random(shape) >= rate
+    shape = tuple(x.shape if noise_shape is None else noise_shape)
+    keep = keep_from_words(draw_words(seed, math.prod(shape)), rate).reshape(shape)
     return keep * np.asarray(1.0 / (1.0 - rate), dtype=x.dtype)
 
 
@@ -550,7 +551,11 @@ def _mask_infer(op, x: Spec, rate, noise_shape, seed) -> Spec:
 def dropout_mask(x, rate, noise_shape=None, seed=None):
     """A random mask for dropout of ``x``: 0 with probability ``rate``, else
     1/(1 - rate); shaped ``noise_shape`` (broadcastable to x) or like x. Only x's
-    shape and dtype are read. Not differentiable (a sample)."""
+    shape and dtype are read. Not differentiable (a sample).
+
+    Element i (row-major) of the mask reads word i of the draw (Philox4x32-10
+    blocks as in ``tfc.random.uniform``: seeded, key = seed and counter base 0;
+    else the global stream) and is kept iff word >= ceil(rate * 2^32)."""
     return (x,), {"rate": float(rate), "noise_shape": None if noise_shape is None else tuple(noise_shape),
                   "seed": _seed_value("dropout_mask", seed)}
 

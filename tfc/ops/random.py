@@ -1,10 +1,24 @@
-"""Random tensors: stateful ops (never folded or merged).
+"""Random tensors from a counter-based generator: Philox4x32-10.
 
-An op with a ``seed`` gives the same values on every call (a fresh Philox
-generator keyed by the seed); without one, values come from the global stream,
-which ``set_seed`` restarts. The global seed does not change seeded ops.
+Every random op (``uniform``, ``normal``, ``dropout_mask`` in tfc.ops.conv) is a
+pure function of (key, counter base, element index): element ``i`` of a draw
+reads fixed 32-bit words of the Philox4x32-10 blocks ``base + j``, so the values
+do not depend on the backend, on chunking or on threads, and a GPU kernel can
+compute each element alone (docs/random.md has the layouts).
+
+An op with a ``seed`` uses key = seed (low word, high word) and counter base 0,
+so it gives the same values on every call. Without one it draws from the global
+stream: a key from ``set_seed`` (OS entropy until then) and a 64-bit block
+counter that each draw advances by the blocks it used; ``set_seed`` restarts it,
+so ``set_seed(s)`` reproduces a run. The global seed does not change seeded ops.
+Compiled code calls these same kernels (random ops stay ``loops.library``
+calls), so eager and compiled draws give the same values.
 """
 from __future__ import annotations
+
+import math
+import secrets
+import threading
 
 import numpy as np
 
@@ -13,17 +27,265 @@ from tfc.core.registry import Spec, declare
 from tfc.core.tensor import Tensor
 from tfc.ops.creation import as_shape
 
-_GLOBAL = [np.random.Generator(np.random.Philox())]  # seeded from OS entropy until set_seed
+# -- Philox4x32-10 (Salmon et al., SC'11; the Random123 reference) ----------------------
+
+PHILOX_M = (0xD2511F53, 0xCD9E8D57)  # round multipliers
+PHILOX_W = (0x9E3779B9, 0xBB67AE85)  # key bumps (golden ratio, sqrt(3) - 1)
+ROUNDS = 10
+_MASK32 = 0xFFFFFFFF
+_MASK64 = (1 << 64) - 1
+_MCOL = np.array([[PHILOX_M[0]], [PHILOX_M[1]]], np.uint64)
+_CHUNK = 16384  # blocks per pass: the round temporaries stay in cache
+# The counter's third word is 0; its fourth names the source, so a seeded op and
+# the global stream with the same seed do not share words.
+SEEDED, GLOBAL = 0, 1
+
+
+def _round_keys(key, rounds):
+    """The key of each round, (2, 1) uint64 columns (k0 + r*W0, k1 + r*W1 mod 2^32)."""
+    k0, k1 = key
+    return [np.array([[(k0 + r * PHILOX_W[0]) & _MASK32], [(k1 + r * PHILOX_W[1]) & _MASK32]], np.uint64)
+            for r in range(rounds)]
+
+
+_M32, _S32 = np.uint64(_MASK32), np.uint64(32)
+
+
+def _philox_into(a, b, keys, out, p):
+    """Philox rounds over n counters held in uint64 words: ``a`` = (c0, c2) and
+    ``b`` = (c1, c3), each (2, n), both overwritten; ``p`` a (2, n) scratch; the
+    result goes to ``out`` (n, 4) uint32.
+
+    A round is (hi0, lo0) = M0*c0, (hi1, lo1) = M1*c2 (32x32 -> 64-bit products
+    split into their high and low words), then c = (hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0)."""
+    np.bitwise_xor(b, keys[0], out=b)  # b carries c1 ^ k0, c3 ^ k1 into each round
+    for r in range(len(keys)):
+        np.multiply(a, _MCOL, out=p)
+        np.right_shift(p[::-1], _S32, out=a)  # [::-1]: c0 takes M1*c2's high word
+        np.bitwise_xor(a, b, out=a)
+        np.bitwise_and(p[::-1], _M32, out=b)
+        if r + 1 < len(keys):
+            np.bitwise_xor(b, keys[r + 1], out=b)
+    out[:, 0::2] = a.T
+    out[:, 1::2] = b.T
+
+
+def philox4x32(counters, key, rounds=ROUNDS) -> np.ndarray:
+    """Philox4x32-``rounds`` of each counter: ``counters`` (..., 4) of 32-bit
+    words, ``key`` (k0, k1) -> (..., 4) uint32 (the Random123 word order)."""
+    c = np.asarray(counters, np.uint64)
+    if c.shape[-1:] != (4,) or (c > _MASK32).any():
+        raise ValueError("philox4x32: counters must be (..., 4) words below 2**32")
+    flat = c.reshape(-1, 4)
+    out = np.empty(flat.shape, np.uint32)
+    keys = _round_keys(tuple(int(k) & _MASK32 for k in key), rounds)
+    _philox_into(flat[:, 0::2].T.copy(), flat[:, 1::2].T.copy(), keys, out, np.empty((2, flat.shape[0]), np.uint64))
+    return out.reshape(c.shape)
+
+
+def random_words(key, base, nwords, stream=SEEDED) -> np.ndarray:
+    """Words 0..nwords-1 of a draw, uint32: word ``k`` is word ``k % 4`` of
+    Philox4x32-10(key, counter (lo32(base + k//4), hi32(base + k//4), 0, stream)),
+    the block index taken modulo 2^64."""
+    nblocks = -(-nwords // 4)
+    out = np.empty((nblocks, 4), np.uint32)
+    keys = _round_keys(key, ROUNDS)
+    n = min(nblocks, _CHUNK)
+    a, b, p = (np.empty((2, n), np.uint64) for _ in range(3))
+    idx = np.empty(n, np.uint64)
+    for s in range(0, nblocks, _CHUNK):
+        e = min(nblocks, s + _CHUNK)
+        m = e - s
+        i = idx[:m]
+        i[:] = np.arange(m, dtype=np.uint64)
+        i += np.uint64((base + s) & _MASK64)  # wraps modulo 2^64
+        np.bitwise_and(i, _M32, out=a[0, :m])
+        a[1, :m] = 0
+        np.right_shift(i, _S32, out=b[0, :m])
+        b[1, :m] = stream
+        _philox_into(a[:, :m], b[:, :m], keys, out[s:e], p[:, :m])
+    return out.reshape(-1)[:nwords]
+
+
+def seed_key(seed) -> tuple:
+    """The Philox key of a seed in [0, 2^64): (low 32 bits, high 32 bits). A
+    negative value is the seed's two's complement (an i64 attribute holds seeds
+    of 2^63 and above that way)."""
+    seed = int(seed) & _MASK64
+    return seed & _MASK32, seed >> 32
+
+
+# -- words -> values ------------------------------------------------------------------------
+
+_2_M24, _2_M32, _2_M53 = 2.0 ** -24, 2.0 ** -32, 2.0 ** -53
+
+
+def _pairs64(w):
+    """53-bit integers from word pairs (first word high): (w0 << 32 | w1) >> 11."""
+    w = w.reshape(-1, 2).astype(np.uint64)
+    return ((w[:, 0] << np.uint64(32)) | w[:, 1]) >> np.uint64(11)
+
+
+def _unit_words(dtype) -> int:
+    return 2 if dtype == dtypes.float64 else 1
+
+
+def uniform_from_words(w, dtype, minval, maxval) -> np.ndarray:
+    """Floats in [minval, maxval) from a draw's words: u = (w >> 8) * 2^-24 (one
+    word an element) for float16/float32, u = ((w0 << 32 | w1) >> 11) * 2^-53
+    (two) for float64; then minval + u * (maxval - minval) in float64 (a product
+    and a sum, each rounded: no fused multiply-add), rounded once to ``dtype`` and
+    kept below maxval (rounding to a narrow float can land on it)."""
+    np_dt = dtype.as_numpy_dtype
+    if dtype == dtypes.float64:
+        u = _pairs64(w).astype(np.float64) * _2_M53
+    else:
+        u = (w >> np.uint32(8)).astype(np.float32) * np.float32(_2_M24)  # exact
+        if minval == 0 and maxval == 1 and dtype == dtypes.float32:
+            return u  # the general formula gives these same values
+        u = u.astype(np.float64)
+    lo, hi = float(minval), float(maxval)
+    out = (u * (hi - lo) + lo).astype(np_dt, copy=False)
+    return np.minimum(out, np.nextafter(np_dt.type(hi), np_dt.type(lo)), out=out)
+
+
+def _int_words(span) -> int:
+    return 2 if span <= 1 << 32 else 4
+
+
+def integers_from_words(w, dtype, minval, maxval) -> np.ndarray:
+    """Integers in [minval, maxval): with span s = maxval - minval (at most 2^64),
+    r = the element's words as one integer (first word high; 2 words if s <= 2^32,
+    else 4) and the result minval + floor(r * s / 2^bits(r)), the multiply-shift
+    method without rejection: each value has probability within s / 2^64 of 1/s
+    (exact when s is a power of two), and every element takes the same words."""
+    lo, span = int(minval), int(maxval) - int(minval)
+    k = _int_words(span)
+    r = w.reshape(-1, k).astype(np.uint64)
+    s_limbs = [(span >> (32 * j)) & _MASK32 for j in range((span.bit_length() + 31) // 32)]
+    # Schoolbook product of 32-bit limbs (least significant first), carries in uint64.
+    acc = [np.zeros(r.shape[0], np.uint64) for _ in range(k + len(s_limbs) + 1)]
+    m32, sh = np.uint64(_MASK32), np.uint64(32)
+    for i in range(k):
+        ri = r[:, k - 1 - i]
+        for j, sj in enumerate(s_limbs):
+            if sj:
+                t = ri * np.uint64(sj)
+                acc[i + j] += t & m32
+                acc[i + j + 1] += t >> sh
+    for i in range(len(acc) - 1):
+        acc[i + 1] += acc[i] >> sh
+        acc[i] &= m32
+    top = acc[k] | (acc[k + 1] << sh)  # floor(r * s / 2^(32k)) < s <= 2^64
+    top += np.uint64(lo & _MASK64)  # modulo 2^64: the int64 value's bits
+    return top.view(np.int64).astype(dtype.as_numpy_dtype)
+
+
+def normal_from_words(w, dtype, mean, stddev) -> np.ndarray:
+    """Normals by Box-Muller: a pair of uniforms u1 in (0, 1], u2 in [0, 1) gives
+    r = sqrt(-2 ln u1) and the elements 2p, 2p+1 = r cos(2 pi u2), r sin(2 pi u2).
+    float16/float32: u1 = (w0 + 1) * 2^-32, u2 = w1 * 2^-32 from the words 2p, 2p+1;
+    float64: u1, u2 from the 53-bit pairs (words 4p..4p+1, 4p+2..4p+3), u1 with
+    one added. All in float64, then z * stddev + mean rounded once to ``dtype``."""
+    if dtype == dtypes.float64:
+        x = _pairs64(w).reshape(-1, 2).astype(np.float64)
+        u1 = (x[:, 0] + 1.0) * _2_M53
+        theta = x[:, 1] * (_2_M53 * 2 * np.pi)
+    else:
+        x = w.reshape(-1, 2).astype(np.float64)
+        u1 = (x[:, 0] + 1.0) * _2_M32
+        theta = x[:, 1] * (_2_M32 * 2 * np.pi)
+    r = np.sqrt(-2.0 * np.log(u1))
+    z = np.empty((r.shape[0], 2))
+    np.multiply(r, np.cos(theta), out=z[:, 0])
+    np.multiply(r, np.sin(theta), out=z[:, 1])
+    z = z.reshape(-1)
+    if stddev != 1 or mean != 0:
+        z = z * float(stddev) + float(mean)
+    return z.astype(dtype.as_numpy_dtype, copy=False)
+
+
+def keep_from_words(w, rate) -> np.ndarray:
+    """Dropout's keep decision: element i is kept iff word i >= ceil(rate * 2^32)
+    (an integer threshold: keeps with probability 1 - rate up to 2^-32)."""
+    t = math.ceil(float(rate) * 2.0 ** 32)
+    return np.zeros(w.shape, bool) if t > _MASK32 else w >= np.uint32(t)
+
+
+# -- keys and counters --------------------------------------------------------------------
+
+
+class Stream:
+    """A Philox key and a 64-bit block counter: each draw takes the next blocks.
+
+    The global stream is one of these; ``generator(seed)`` gives a private one
+    (initializers draw from it with numpy Generator-style methods, in float64)."""
+
+    def __init__(self, key, counter=0, stream=GLOBAL):
+        self.key = key
+        self.counter = counter
+        self.stream = stream
+        self._lock = threading.Lock()
+
+    def take(self, nblocks) -> int:
+        """Reserve ``nblocks`` blocks; returns the draw's counter base."""
+        with self._lock:
+            base = self.counter
+            self.counter = (base + nblocks) & _MASK64
+        return base
+
+    def words(self, nwords) -> np.ndarray:
+        return random_words(self.key, self.take(-(-nwords // 4)), nwords, self.stream)
+
+    def random(self, size=None) -> np.ndarray:
+        shape = _np_shape(size)
+        return uniform_from_words(self.words(2 * math.prod(shape)), dtypes.float64, 0.0, 1.0).reshape(shape)
+
+    def uniform(self, low=0.0, high=1.0, size=None) -> np.ndarray:
+        shape = _np_shape(size)
+        return uniform_from_words(self.words(2 * math.prod(shape)), dtypes.float64, low, high).reshape(shape)
+
+    def standard_normal(self, size=None) -> np.ndarray:
+        return self.normal(0.0, 1.0, size)
+
+    def normal(self, loc=0.0, scale=1.0, size=None) -> np.ndarray:
+        shape = _np_shape(size)
+        n = math.prod(shape)
+        w = self.words(4 * -(-n // 2))
+        return normal_from_words(w, dtypes.float64, loc, scale)[:n].reshape(shape)
+
+    def integers(self, low, high, size=None, dtype=np.int64) -> np.ndarray:
+        shape = _np_shape(size)
+        dt = dtypes.as_dtype(np.dtype(dtype))
+        w = self.words(_int_words(high - low) * math.prod(shape))
+        return integers_from_words(w, dt, low, high).reshape(shape)
+
+
+def _np_shape(size):
+    return () if size is None else (tuple(size) if isinstance(size, (tuple, list)) else (int(size),))
+
+
+_GLOBAL = [Stream(seed_key(secrets.randbits(64)))]  # OS entropy until set_seed
 
 
 def set_seed(seed) -> None:
-    """Restart the global random stream from ``seed`` (None: fresh OS entropy)."""
-    _GLOBAL[0] = np.random.Generator(np.random.Philox(None if seed is None else _seed_value("set_seed", seed)))
+    """Restart the global random stream: key from ``seed`` (None: fresh OS
+    entropy), block counter 0."""
+    seed = secrets.randbits(64) if seed is None else _seed_value("set_seed", seed)
+    _GLOBAL[0] = Stream(seed_key(seed))
 
 
-def generator(seed=None) -> np.random.Generator:
-    """The generator for a draw: a fresh one keyed by ``seed``, else the global stream."""
-    return _GLOBAL[0] if seed is None else np.random.Generator(np.random.Philox(seed))
+def generator(seed=None) -> Stream:
+    """The stream for a draw: a fresh one keyed by ``seed`` (counter 0), else the global stream."""
+    return _GLOBAL[0] if seed is None else Stream(seed_key(seed), stream=SEEDED)
+
+
+def draw_words(seed, nwords) -> np.ndarray:
+    """The words of one op's draw: seeded, key = seed at counter base 0; else the
+    global stream's next blocks."""
+    if seed is None:
+        return _GLOBAL[0].words(nwords)
+    return random_words(seed_key(seed), 0, nwords, SEEDED)
 
 
 def _seed_value(op_name, seed):
@@ -31,8 +293,8 @@ def _seed_value(op_name, seed):
         return None
     if isinstance(seed, Tensor):
         seed = seed.numpy().item()
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0:
-        raise TypeError(f"{op_name}: seed must be a non-negative int or None, got {seed!r}")
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or not 0 <= seed <= _MASK64:
+        raise TypeError(f"{op_name}: seed must be a non-negative int below 2**64 or None, got {seed!r}")
     return int(seed)
 
 
@@ -46,6 +308,18 @@ def _scalar(op_name, v, what):
     return v.item() if isinstance(v, np.generic) else v
 
 
+# -- ops --------------------------------------------------------------------------------------
+
+
+def _int_bound(what, v, dtype):
+    """An integer bound as an int; the op's attribute is a float64, so the bound
+    must be an integer that float64 holds exactly (2**63 is, 2**63 - 1 is not)."""
+    if not float(v).is_integer() or int(float(v)) != v:
+        raise ValueError(f"uniform: {what} {v!r} for integer dtype {dtype.name} must be an integer that "
+                         "float64 represents exactly (the op stores its bounds as f64 attributes)")
+    return int(v)
+
+
 def _uniform_infer(op, shape, dtype, minval, maxval, seed) -> Spec:
     if dtype.is_bool:
         raise TypeError("uniform: dtype bool is not supported; expected a float or integer dtype")
@@ -54,25 +328,38 @@ def _uniform_infer(op, shape, dtype, minval, maxval, seed) -> Spec:
     hi = 1 if maxval is None else maxval
     if not minval < hi:
         raise ValueError(f"uniform: minval {minval} must be less than maxval {hi}")
+    if dtype.is_integer:
+        lo, hi = _int_bound("minval", minval, dtype), _int_bound("maxval", maxval, dtype)
+        info = np.iinfo(dtype.as_numpy_dtype)
+        if lo < info.min or hi > info.max + 1:
+            raise ValueError(f"uniform: [{lo}, {hi}) is outside {dtype.name}'s range "
+                             f"[{info.min}, {info.max + 1})")
     return Spec(shape, dtype)
 
 
 def _uniform_kernel(shape, dtype, minval, maxval, seed):
-    rng = generator(seed)
-    np_dt = dtype.as_numpy_dtype
+    n = math.prod(shape)
     if dtype.is_integer:
-        return rng.integers(int(minval), int(maxval), size=shape, dtype=np_dt)
-    hi = 1.0 if maxval is None else float(maxval)
-    out = (rng.random(shape) * (hi - minval) + minval).astype(np_dt)
-    # Rounding to a narrow float can land on maxval; keep the interval half-open.
-    return np.minimum(out, np.nextafter(np_dt.type(hi), np_dt.type(minval)))
+        lo, hi = int(minval), int(maxval)
+        return integers_from_words(draw_words(seed, _int_words(hi - lo) * n), dtype, lo, hi).reshape(shape)
+    hi = 1.0 if maxval is None else maxval
+    return uniform_from_words(draw_words(seed, _unit_words(dtype) * n), dtype, minval, hi).reshape(shape)
 
 
 @declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True,
          attrs={"shape": "ints", "dtype": "dtype", "minval": "float", "maxval": "float?", "seed": "seed"})
 def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
     """Values drawn uniformly from [minval, maxval) (maxval defaults to 1 for floats
-    and is required for integer dtypes)."""
+    and is required for integer dtypes).
+
+    Element i (row-major) of a draw with key K and counter base B reads the
+    words of Philox4x32-10(K, (lo32(b), hi32(b), 0, S)) for blocks b = B + j
+    (word k of the draw: block k // 4, word k % 4; S = 0 seeded, 1 the global
+    stream): float16/float32 word i, u = (w >> 8) * 2^-24; float64 words 2i and
+    2i+1, u = ((w0 << 32 | w1) >> 11) * 2^-53; value minval + u*(maxval - minval)
+    in float64 (no FMA), rounded to the dtype and kept below maxval. Integers:
+    words ki..ki+k-1 as r (k = 2 if the span s <= 2^32, else 4), value
+    minval + floor(r*s / 2^(32k)). Seeded: K = (seed mod 2^32, seed >> 32), B = 0."""
     return (), {
         "shape": as_shape("uniform", shape), "dtype": dtypes.as_dtype(dtype),
         "minval": _scalar("uniform", minval, "minval"),
@@ -90,13 +377,24 @@ def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
 
 
 def _normal_kernel(shape, dtype, mean, stddev, seed):
-    return (generator(seed).standard_normal(shape) * stddev + mean).astype(dtype.as_numpy_dtype)
+    n = math.prod(shape)
+    # Words come in whole Box-Muller pairs: 2 words a pair (float64: 4).
+    per_pair = 4 if dtype == dtypes.float64 else 2
+    w = draw_words(seed, per_pair * -(-n // 2))
+    return normal_from_words(w, dtype, mean, stddev)[:n].reshape(shape)
 
 
 @declare(kernel=_normal_kernel, infer=_normal_infer, stateful=True,
          attrs={"shape": "ints", "dtype": "dtype", "mean": "float", "stddev": "float", "seed": "seed"})
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
-    """Values drawn from a normal distribution with ``mean`` and ``stddev``."""
+    """Values drawn from a normal distribution with ``mean`` and ``stddev``.
+
+    Box-Muller on the draw's words (key, counter and word numbering as in
+    ``uniform``): element i belongs to pair p = i // 2 and is r cos(2 pi u2) if
+    i is even, r sin(2 pi u2) if odd, r = sqrt(-2 ln u1). float16/float32: words
+    2p and 2p+1, u1 = (w + 1) * 2^-32, u2 = w * 2^-32; float64: words 4p..4p+3,
+    53-bit u1 (plus 2^-53) and u2 as in ``uniform``. Computed in float64, then
+    z * stddev + mean rounded once to the dtype."""
     return (), {
         "shape": as_shape("normal", shape), "dtype": dtypes.as_dtype(dtype),
         "mean": float(_scalar("normal", mean, "mean")), "stddev": float(_scalar("normal", stddev, "stddev")),
