@@ -441,7 +441,7 @@ def identity(x):
 # -- the summary's memory plan ----------------------------------------------------------------------------
 
 
-def test_summary_says_what_the_memory_plan_leaves_out(tmp_path):
+def test_summary_shows_the_plan_of_a_specialization(tmp_path):
     p = write(tmp_path, MODEL + '''
 @tfc.function(input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((4,))])
 def mixed(x, y):
@@ -451,10 +451,10 @@ def mixed(x, y):
     assert code == 0, err
     blocks = {b.split("(")[0]: b for b in out.split("function ")[1:]}
     assert "planned peak memory" in blocks["dense"] and "memory plan" not in blocks["dense"]
-    assert "not made for values whose shapes are known only at run time (x[0])" in blocks["total"]
-    assert "planned peak memory" not in blocks["total"]
-    assert "(x[0])" in blocks["mixed"] and "16 B fresh per call" in blocks["mixed"]
-    assert "(static buffers only)" in blocks["mixed"]
+    # a function with run-time dimensions is summarized for a specialization (each None dimension 1)
+    assert "specialized for" in blocks["total"] and "shapes [1] (each run-time shape" in blocks["total"]
+    assert "planned peak memory" in blocks["total"] and "memory plan" not in blocks["total"]
+    assert "shapes [1, 3], [4]" in blocks["mixed"] and "(static buffers only)" not in blocks["mixed"]
 
 
 def test_export_never_replaces_a_directory_of_the_users(tmp_path):

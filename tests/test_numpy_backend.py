@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import tfc
-from tfc.backends.numpy import Compiled, Stages, blas, run_loops
+from tfc.backends.numpy import Compiled, blas, run_loops
+from tfc.passes.driver import lower
 from tfc.backends.numpy.emitter import emit_function
 from tfc.backends.reference import run
 from tfc.core.registry import REGISTRY
@@ -31,7 +32,7 @@ def _same(got, want):
 
 
 def _compile_and_run(module, args):
-    st = Stages(module)
+    st = lower(module)
     source, consts, scratch = emit_function(st.function)
     c = Compiled("f", source, consts, st.plan, scratch, "<test>")
     return c(list(args)), st
@@ -231,10 +232,11 @@ def test_verify_names_the_op_and_line(monkeypatch):
     _same(f(x).numpy(), (tfc.sqrt(tfc.exp(tfc.constant(x)) * 2.0) + 1.0).numpy())
     # break the generated code: the divergence is reported at the first wrong value
     conc = f.get_concrete_function(x)
-    src = conc._verify_compiled.source.replace("np.exp(", "np.expm1(")
-    bad = Compiled("f", src, [], conc._verify_compiled.plan, conc._verify_compiled.runtime.scratch_bytes,
-                   "<bad>", lambda i, v: conc._verify_got.__setitem__(i, np.array(v)))
-    conc._verify_compiled = bad
+    verifier = conc.generic.verifier()  # [hooked executable, hook values, L2 values, reference]
+    exe, got = verifier[0], verifier[1]
+    src = exe.source.replace("np.exp(", "np.expm1(")
+    verifier[0] = Compiled("f", src, [], exe.plan, exe.runtime.scratch_bytes, "<bad>",
+                           lambda i, v: got.__setitem__(i, np.array(v)))
     with pytest.raises(AssertionError, match=r"tfc.fused \(.*math.exp.*\) .*test_numpy_backend.py:\d+"):
         f(x)
 
@@ -243,12 +245,12 @@ def test_disk_cache_second_process_does_not_compile(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text(
         "import numpy as np, tfc\n"
-        "import tfc.backends.numpy as nb\n"
+        "import tfc.passes.driver as driver\n"
         "calls = []\n"
-        "orig = nb.Stages.__init__\n"
-        "def spy(self, m):\n"
-        "    calls.append(1); orig(self, m)\n"
-        "nb.Stages.__init__ = spy\n"
+        "orig = driver.lower\n"
+        "def spy(m):\n"
+        "    calls.append(1); return orig(m)\n"
+        "driver.lower = spy\n"
         "@tfc.function\n"
         "def f(x):\n"
         "    return tfc.tanh(x) * 2.0 + tfc.constant(np.arange(4, dtype=np.float32))\n"
@@ -404,15 +406,17 @@ def test_fast_call_path_matches_full_path():
 
 
 def test_concat_of_kernel_results_keeps_them_in_the_arena():
-    # concat always copies: its inputs need no buffer of their own that outlives the call
+    # concat always copies: its inputs need no buffer of their own that outlives the call;
+    # its result (lowered to copy kernels) is the one fresh buffer
     @tfc.function
     def f(x):
         return tfc.concat([tfc.reshape(tfc.exp(x), [-1]), tfc.reshape(tfc.matmul(x, x), [-1])], 0)
 
     x = np.random.default_rng(0).normal(size=(8, 8)).astype(np.float32)
     conc = f.get_concrete_function(x)
-    assert conc.memory_plan.fresh_bytes == 0
-    assert all(b.kind == "arena" for b in conc.memory_plan.buffers)
+    fresh = [b for b in conc.memory_plan.buffers if b.kind == "fresh"]
+    assert [b.shape for b in fresh] == [(128,)] and fresh[0].op.startswith("tfc.concat")
+    assert all(b.kind == "arena" for b in conc.memory_plan.buffers if b not in fresh)
     got = f(x).numpy()
     _same(got, np.concatenate([np.exp(x).ravel(), (x @ x).ravel()]))
     assert not np.shares_memory(got, f(x).numpy())  # a new array per call, not an arena view

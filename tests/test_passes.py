@@ -6,7 +6,7 @@ import pytest
 import tfc
 from tfc.backends.reference import Cell, run
 from tfc.dialects import tensor as T
-from tfc.passes.pipeline import DEFAULT_L1, FUSED, LOOPS, PASSES, run_pipeline
+from tfc.passes.pipeline import DEFAULT_L1, FUSED, LOOPS, NEEDS_OPTIONS, PASSES, run_pipeline
 
 PROGRAM = '''
 func.func @f(%x: tensor<4x3xf32>, %y: tensor<3xf32>, %n: tensor<4x3xi32>, %v: !tfc.ref<tensor<3xf32>>)
@@ -65,7 +65,7 @@ def _count(module, name):
     return sum(1 for op in module.walk() if op.name == name)
 
 
-@pytest.mark.parametrize("passes", [[p] for p in sorted(PASSES)] + [list(DEFAULT_L1)]
+@pytest.mark.parametrize("passes", [[p] for p in sorted(PASSES) if p not in NEEDS_OPTIONS] + [list(DEFAULT_L1)]
                          + [list(DEFAULT_L1 + FUSED + LOOPS)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_differential(passes, seed):

@@ -3,14 +3,17 @@
 ``tfc.compile(f, *args_or_specs)`` is ``tfc.function(f).get_concrete_function(...)``
 with the pass list chosen by the caller and the time of each step recorded
 (``compiled.compile_times``). ``STAGES`` maps each ``--emit`` stage name to how
-its text is obtained from a compiled function; a stage the build does not have
-yet maps to ``None`` (adding a stage is one entry here).
+its text is obtained from a compiled function: the traced IR, the stops of the
+pass pipeline (``tfc.passes.pipeline.STOPS``) and the backends' own outputs; a
+stage the build does not have yet maps to ``None``.
 """
 from __future__ import annotations
 
 import time
 
-TARGETS = ("cpu", "cuda")
+from tfc.backends import targets as _targets
+
+TARGETS = _targets()
 QUANTIZE = (None, "int8")
 
 
@@ -18,16 +21,19 @@ def _ir(stage):
     return lambda conc: conc.ir(stage)
 
 
+def _stages() -> dict:
+    from tfc.passes.pipeline import STOPS
+
+    stages = {"tensor-raw": _ir("tensor-raw")}  # L1 as traced
+    stages.update((stop, _ir(stop)) for stop in STOPS)  # tensor (L1 after the pass list), fused (L2), loops (L3)
+    stages["numpy"] = _ir("numpy")  # the cpu backend's generated module (NumpyBackend.stages)
+    stages["gpu"] = None  # the cuda backend's, once it lands
+    stages["ptx"] = None
+    return stages
+
+
 # --emit STAGE -> conc -> text; None: the stage exists in the design, not in this build yet.
-STAGES = {
-    "tensor-raw": _ir("tensor-raw"),  # L1 as traced
-    "tensor": _ir("tensor"),          # L1 after the pass list
-    "fused": _ir("fused"),            # L2
-    "loops": _ir("loops"),            # L3
-    "numpy": lambda conc: conc.source,  # the generated numpy module
-    "gpu": None,
-    "ptx": None,                      # conc.ptx
-}
+STAGES = _stages()
 
 
 class StageNotAvailable(NotImplementedError):
@@ -69,10 +75,13 @@ def resolve_passes(passes) -> tuple:
 
 
 def check_target(target, quantize=None):
+    """ValueError for an unknown target or quantize mode, NotImplementedError for
+    one not built yet (the backend registry, tfc.backends, says which)."""
     if target not in TARGETS:
         raise ValueError(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
-    if target != "cpu":
-        raise NotImplementedError(f"target {target!r} is not implemented yet; use target='cpu'")
+    from tfc.backends import backend
+
+    backend(target)
     if quantize not in QUANTIZE:
         raise ValueError(f"unknown quantize mode {quantize!r}; modes: int8")
     if quantize is not None:
@@ -90,6 +99,7 @@ def setup() -> float:
         start = time.perf_counter()
         import tfc.backends.numpy.emitter  # noqa: F401
         import tfc.frontend.tracing  # noqa: F401
+        import tfc.passes.driver  # noqa: F401
         from tfc.passes.pipeline import PASSES
 
         for load in PASSES.values():  # each imports its pass's module
@@ -182,13 +192,19 @@ def _memory_rows(conc, module) -> list:
     plan = conc.memory_plan
     planned = (f"{plan.peak:,} B live at most; arena {plan.arena_size:,} B, "
                f"{plan.fresh_bytes:,} B fresh per call, {plan.scratch:,} B scratch per worker")
+    rows = []
+    if conc.dynamic:
+        form = conc.specialization()
+        if form.note is None:  # the stages shown are a specialization's
+            shapes = ", ".join("[" + ", ".join(map(str, s)) + "]" for s in form.shapes)
+            rows.append(("specialized for", f"shapes {shapes} (each run-time shape is compiled on first use)"))
     unknown = _run_time_shapes(module)
     if not unknown:
-        return [("planned peak memory", planned)]
+        return rows + [("planned peak memory", planned)]
     # values sized at run time are allocated as they are made: no plan counts them
     row = ("memory plan", f"not made for values whose shapes are known only at run time "
                           f"({', '.join(unknown)})")
-    return [row, ("planned peak memory", f"{planned} (static buffers only)")] if plan.buffers else [row]
+    return rows + ([row, ("planned peak memory", f"{planned} (static buffers only)")] if plan.buffers else [row])
 
 
 def summary(conc, name=None) -> str:

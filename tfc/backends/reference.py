@@ -8,6 +8,7 @@ import sys
 import numpy as np
 from xdsl.dialects import func
 
+from tfc.core.cell import Cell  # noqa: F401 (its home before tfc.core.cell; tests import it here)
 from tfc.core.errors import AssertionFailedError
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
@@ -15,15 +16,6 @@ from tfc.dialects.tensor import (
     RegistryOp, WhileOp, YieldOp, loc_str,
 )
 from tfc.dialects.evaluate import conform, run_registry_op
-
-
-class Cell:
-    """A variable's storage while a function runs (``!tfc.ref`` arguments)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value):
-        self.value = value
 
 
 class Executor:

@@ -9,13 +9,17 @@ after the call.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import os
+import time
 import warnings
 
 import numpy as np
 
 from tfc.core import dtypes, nest
+from tfc.core.cell import Cell
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import Spec
 from tfc.core.shape import as_ints
@@ -127,10 +131,10 @@ def _fast_key(args):
 
 
 class _Trace:
-    __slots__ = ("desc", "reason")
+    __slots__ = ("desc", "reason", "key")
 
-    def __init__(self, desc, reason):
-        self.desc, self.reason = desc, reason
+    def __init__(self, desc, reason, key=None):
+        self.desc, self.reason, self.key = desc, reason, key
 
 
 class Function:
@@ -164,8 +168,16 @@ class Function:
         return len(self._traces)
 
     def explain(self) -> list[str]:
-        """Why each trace happened, oldest first."""
-        return [t.reason for t in self._traces]
+        """Why each trace happened, oldest first; after the reason of a trace with
+        run-time dimensions, a line per shape specialization made of it (its
+        shapes, when it was made, when it was evicted)."""
+        out = []
+        for t in self._traces:
+            out.append(t.reason)
+            conc = self._cache.get(t.key)
+            if conc is not None:
+                out += ["  " + form.describe() for form in conc.specializations]
+        return out
 
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -317,7 +329,7 @@ class Function:
             reason = self._reason(desc)
             conc = self._trace(bound, named, sig_leaves)
             self._cache[key] = conc
-            self._traces.append(_Trace(desc, reason))
+            self._traces.append(_Trace(desc, reason, key))
             if self.trace_count > RETRACE_WARNING:
                 warnings.warn(
                     f"{self.__name__} has been traced {self.trace_count} times; tracing is slow. "
@@ -391,8 +403,9 @@ class Function:
     def _trace(self, bound, named, leaves, may_create_variables=None) -> "ConcreteFunction":
         from tfc.frontend.tracing import FunctionBuilder, tracing_into
 
-        if self.target != "cpu":
-            raise NotImplementedError(f"tfc.function target={self.target!r} is not implemented yet; use 'cpu'")
+        from tfc.backends import backend
+
+        backend(self.target)  # an unknown or unimplemented target fails before tracing
         builder = FunctionBuilder(getattr(self.python_function, "__name__", "main").replace("<", "").replace(">", ""))
         # variables are made on the first trace only: the compiled code reuses them on
         # later calls, so one made on every call (as Python would) is an error (TensorFlow's rule)
@@ -425,8 +438,178 @@ class Function:
         return ConcreteFunction.from_trace(builder, specs, out, self)
 
 
+# How many shape specializations a compiled function with run-time dimensions
+# keeps (least recently used first out); TFC_SPECIALIZATIONS overrides it.
+SPECIALIZATIONS = max(1, int(os.environ.get("TFC_SPECIALIZATIONS", "") or 8))
+
+
+def _shape_text(shapes) -> str:
+    return ", ".join("[" + ", ".join(str(d) for d in s) + "]" for s in shapes)
+
+
+class _Form:
+    """One compiled form of a ConcreteFunction: an optimized L1 module, the
+    stages the driver lowers it to and the backend's executable, all made on
+    first use. The generic form compiles the module as traced (its shapes may
+    hold run-time dimensions); a specialization compiles it for the concrete
+    ``shapes`` of the tensor arguments."""
+
+    def __init__(self, conc, module, shapes=None, note=None):
+        self.conc = conc
+        self.module = module
+        self.shapes = shapes          # None: the generic form
+        self.note = note              # why a shape key runs the generic form
+        self.made_at = time.time()
+        self.evicted_at = None
+        self._lowered = None
+        self._compiled = None
+        self._runner = None
+        self._verifier = None
+
+    @property
+    def lowered(self):
+        """L2, L3, the plan and the L2 -> L3 value map (tfc.passes.driver)."""
+        if self._lowered is None:
+            from tfc.passes.driver import lower
+
+            self._lowered = lower(self.module)
+        return self._lowered
+
+    @property
+    def compiled(self):
+        """The backend's executable (from its cache when there: nothing lowered)."""
+        if self._compiled is None:
+            be = self.conc.backend
+            key = None
+            if be.caching():
+                from tfc.passes.driver import source_key
+
+                key = source_key(self.module)
+                self._compiled = be.load(key, self.conc.name)
+            if self._compiled is None:
+                low = self.lowered
+                self._compiled = be.compile(low.loops, low.plan, self.conc.name, key)
+        return self._compiled
+
+    def runner(self):
+        """``run(arrays)`` on checked input arrays: the generated function itself,
+        its result wrapped, where a call needs nothing around it (no variables,
+        no verify, one tensor out, no arena); else the general call."""
+        if self._runner is None:
+            conc = self.conc
+            fn = None
+            if not (conc.variables or conc.verify or conc._out_mask != [True]
+                    or nest.is_nested(conc._out_structure)):
+                fn = self.compiled.direct()
+            if fn is None:
+                self._runner = self.call
+            else:
+                def run(arrays):
+                    return wrap(fn(*arrays, ())[0])
+                self._runner = run
+        return self._runner
+
+    def call(self, arrays):
+        """Run on checked input arrays; the results as the traced function's output."""
+        conc = self.conc
+        cells = [Cell(v._value) for v in conc.variables]
+        if conc.verify:
+            results = self.run_verified(arrays, cells)
+        else:
+            results = self.compiled.call(arrays + cells)
+        for v, c in zip(conc.variables, cells):
+            if c.value is not v._value:
+                v._value = c.value
+        it = iter(results)
+        flat = [wrap(next(it)) if m else s for m, s in zip(conc._out_mask, conc._out_static)]
+        return nest.pack_sequence_as(conc._out_structure, flat) if nest.is_nested(conc._out_structure) \
+            else flat[0]
+
+    def verifier(self):
+        """(hooked executable, {hook index: value it saw}, [L2 value by hook index],
+        reference executor of L2), made on first use."""
+        if self._verifier is None:
+            from tfc.backends import reference_executor
+
+            low = self.lowered
+            # A buffer reused in place holds several L2 values in turn, and its hook
+            # would see only the last: only buffers holding one value are compared
+            # (the values written in place are checked through what they feed).
+            holders = {}
+            for v2, v3 in low.value_map.items():
+                holders.setdefault(v3, []).append(v2)
+            hooks, order = {}, []
+            for v3, v2s in holders.items():
+                if len(v2s) == 1:
+                    hooks[v3] = len(order)
+                    order.append(v2s[0])
+            got = {}
+            exe = self.conc.backend.compile_hooked(low.loops, low.plan, self.conc.name, hooks,
+                                                   lambda i, v: got.__setitem__(i, np.array(v)))
+            self._verifier = [exe, got, order, reference_executor(low.fused)]
+        return self._verifier
+
+    def run_verified(self, arrays, cells):
+        """``verify=True``: the reference executor runs the L2 module beside the
+        compiled code; the first value that differs raises, naming its op and line."""
+        from tfc.dialects.tensor import loc_str
+
+        conc = self.conc
+        exe, got, order, ex = self.verifier()
+        got.clear()
+        ref_cells = [Cell(c.value) for c in cells]
+        env_log = {}
+        orig = ex.run_op
+
+        def run_op(op, env):  # keep every value the reference computes
+            orig(op, env)
+            for r in op.results:
+                env_log[r] = env[r]
+
+        ex.run_op = run_op
+        try:
+            ref = ex.call(conc.name, list(arrays) + ref_cells)
+        finally:
+            ex.run_op = orig
+        results = exe.call(arrays + cells)
+        rtol, atol = conc.verify_tolerance
+        for i, v2 in enumerate(order):
+            if i not in got or v2 not in env_log:
+                continue
+            want, have = np.asarray(env_log[v2]), got[i]
+            if not _close(want, have, rtol, atol):
+                op = v2.owner
+                what = op.name
+                if what == "tfc.fused":
+                    what += " (" + ", ".join(sorted({o.name for o in op.body.block.ops} - {"tfc.fused_yield"})) + ")"
+                raise AssertionError(
+                    f"{conc.name}: compiled code diverges from the reference at {what} ({loc_str(op)}): "
+                    f"max abs difference {_maxdiff(want, have)}\nreference: {want!r}\ncompiled: {have!r}")
+        for a, b in zip(ref, results):
+            if not _close(np.asarray(a), np.asarray(b), rtol, atol):
+                raise AssertionError(f"{conc.name}: compiled result differs from the reference: {a!r} vs {b!r}")
+        return results
+
+    def describe(self) -> str:
+        """One line for Function.explain()."""
+        when = time.strftime("%H:%M:%S", time.localtime(self.made_at))
+        line = f"specialization for shapes {_shape_text(self.shapes)}: "
+        line += f"runs the generic form ({self.note})" if self.note else f"made at {when}"
+        if self.evicted_at is not None:
+            line += f"; evicted at {time.strftime('%H:%M:%S', time.localtime(self.evicted_at))}"
+        return line
+
+
 class ConcreteFunction:
-    """One trace of a tfc.function: its IR at each stage, callable."""
+    """One trace of a tfc.function: its IR at each stage, callable.
+
+    A trace whose tensor arguments have dimensions known only at run time
+    (None in the signature) is compiled per concrete shape on first use: the
+    optimized L1 module is specialized to the call's shapes (tfc-specialize,
+    then the default L1 pipeline again), fused, lowered and compiled; the last
+    ``SPECIALIZATIONS`` of them are kept, least recently used out first. A
+    function whose shapes depend on values (not only on its input shapes), and
+    shapes the specialization refuses, run the generic compiled form."""
 
     def __init__(self, name, module, raw_module, input_specs, variables, out_structure, out_tensor_mask,
                  out_static):
@@ -438,14 +621,19 @@ class ConcreteFunction:
         self._out_structure = out_structure
         self._out_mask = out_tensor_mask
         self._out_static = out_static
-        self._executor = None
-        self._fused = None
-        self._compiled = None  # the numpy backend's module (tfc/backends/numpy)
-        self._runner = None    # runner() once made
-        self._stages = None    # its L2/L3 modules and memory plan, made on demand
+        self.target = "cpu"
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
         self.grad_fns = {}  # its custom gradients, by key (set from the trace; a loaded function has none)
+        self.dynamic = any(d is None for s in input_specs for d in s.shape)
+        self._reset_forms()
+
+    def _reset_forms(self):
+        self._generic = None   # _Form of self.module, made on first use
+        self._runner = None    # runner() once made
+        self._by_shapes = collections.OrderedDict()  # shapes -> _Form, least recently used first
+        self.specializations = []  # every _Form made for a shape key, oldest first (explain())
+        self._generic_only = False  # the specialized module still had run-time shapes
 
     @classmethod
     def from_trace(cls, builder, specs, out, function=None):
@@ -464,7 +652,15 @@ class ConcreteFunction:
         conc = cls(builder.name, None, raw, specs, list(builder.variables), out, mask, static)
         conc.grad_fns = builder.grad_fns
         conc.verify = bool(getattr(function, "verify", False))
+        conc.target = getattr(function, "target", "cpu")
         return conc
+
+    @property
+    def backend(self):
+        """The backend of this function's target (tfc.backends)."""
+        from tfc.backends import backend
+
+        return backend(self.target)
 
     @property
     def module(self):
@@ -480,13 +676,6 @@ class ConcreteFunction:
     def structured_input_signature(self):
         return [TensorSpec(s.shape, s.dtype) for s in self.input_specs]
 
-    @property
-    def fused_module(self):
-        """The L2 stage: the optimized L1 module after the fusion pipeline (made on first use)."""
-        if self._fused is None:
-            self._fused = self.stages.fused
-        return self._fused
-
     def with_passes(self, passes, timings=None, **options) -> "ConcreteFunction":
         """A copy whose L1 module is the traced module after ``passes`` (pass
         names; tfc.compile's ``passes=``); ``timings`` and ``options`` go to
@@ -497,22 +686,90 @@ class ConcreteFunction:
 
         new = copy.copy(self)
         new._module = run_pipeline(self.raw_module.clone(), tuple(passes), timings=timings, **options)
-        new._executor = None  # caches of stages derived from self.module
-        new._fused = None
-        new._stages = None
-        new._compiled = None
-        new._runner = None
+        new._reset_forms()
         return new
+
+    # -- compiled forms -------------------------------------------------------------
+    @property
+    def generic(self) -> _Form:
+        """The form compiled from the L1 module as traced (run-time dimensions kept)."""
+        if self._generic is None:
+            self._generic = _Form(self, self.module)
+        return self._generic
+
+    def default_shapes(self) -> tuple:
+        """The shapes a stage of a function with run-time dimensions is shown
+        for when no call chose them: the last call's, else each None dimension 1."""
+        if self._by_shapes:
+            return next(reversed(self._by_shapes))
+        return tuple(tuple(1 if d is None else d for d in s.shape) for s in self.input_specs)
+
+    def _form_for(self, shapes) -> _Form:
+        """The form that runs tensor arguments of ``shapes`` (a tuple of shape
+        tuples), made and cached on first use (least recently used evicted)."""
+        form = self._by_shapes.get(shapes)
+        if form is not None:
+            self._by_shapes.move_to_end(shapes)
+            return form
+        if not self.dynamic:
+            return self.generic
+        for s, spec in zip(shapes, self.input_specs):
+            if len(s) != len(spec.shape) or any(d is not None and d != n for d, n in zip(spec.shape, s)):
+                raise ValueError(f"{self.name}: shapes {_shape_text(shapes)} do not fit the signature "
+                                 f"({', '.join(str(s) for s in self.input_specs)})")
+        form = self._specialize(shapes)
+        self._by_shapes[shapes] = form
+        self.specializations.append(form)
+        while len(self._by_shapes) > SPECIALIZATIONS:
+            _, old = self._by_shapes.popitem(last=False)
+            old.evicted_at = time.time()
+        return form
+
+    def _specialize(self, shapes) -> _Form:
+        generic = self.generic
+        if self._generic_only:
+            form = _Form(self, generic.module, shapes, "its shapes depend on values, not only on the inputs'")
+            form._runner = generic.runner()
+            return form
+        from tfc.passes.driver import run_time_dims, specialize
+
+        try:
+            module = specialize(self.module, shapes)
+        except (ValueError, NotImplementedError) as e:
+            # The generic form runs these shapes: it raises eager's error where eager
+            # raises it (an op the specialization refuses may be in a branch not taken).
+            form = _Form(self, generic.module, shapes, f"{type(e).__name__}: {str(e).splitlines()[0]}")
+            form._runner = generic.runner()
+            return form
+        if run_time_dims(module):
+            self._generic_only = True
+            form = _Form(self, generic.module, shapes, "its shapes depend on values, not only on the inputs'")
+            form._runner = generic.runner()
+            return form
+        return _Form(self, module, shapes)
+
+    def specialization(self, shapes=None) -> _Form:
+        """The form that runs ``shapes`` (default ``default_shapes()``); the
+        generic form of a function without run-time dimensions."""
+        if not self.dynamic:
+            return self.generic
+        shapes = self.default_shapes() if shapes is None else tuple(tuple(int(d) for d in s) for s in shapes)
+        return self._form_for(shapes)
+
+    def _shown(self, shapes=None) -> _Form:
+        return self.specialization(shapes) if self.dynamic else self.generic
 
     @property
     def stages(self):
-        """L2, L3 and the memory plan of the numpy backend (compiled on first use,
-        also when the module itself came from the disk cache)."""
-        if self._stages is None:
-            from tfc.backends.numpy import Stages
+        """L2, L3, the memory plan and the L2 -> L3 value map (``driver.Lowered``)
+        of the generic form, or of ``default_shapes()``'s specialization."""
+        form = self._shown()
+        return (self.generic if form.note else form).lowered
 
-            self._stages = Stages(self.module)
-        return self._stages
+    @property
+    def fused_module(self):
+        """The L2 stage: the optimized L1 module after the fusion pipeline (made on first use)."""
+        return self.stages.fused
 
     @property
     def loops_module(self):
@@ -521,47 +778,72 @@ class ConcreteFunction:
 
     @property
     def compiled(self):
-        """The numpy backend's loaded module (from the disk cache when there)."""
-        if self._compiled is None:
-            from tfc.backends.numpy import compile_module
-
-            self._compiled, st = compile_module(self.module, self.name)
-            if st is not None:
-                self._stages = st
-        return self._compiled
+        """The backend's executable of the generic form (from the disk cache when there)."""
+        return self.generic.compiled
 
     @property
     def source(self) -> str:
-        """The generated Python module that runs this function."""
-        return self.compiled.source
+        """The generated module that runs this function (its specialization to
+        ``default_shapes()`` where it has run-time dimensions)."""
+        form = self._shown()
+        return (self.generic if form.note else form).compiled.source
 
     @property
     def memory_plan(self):
-        """Each buffer with its offset and size, the arena size and the peak."""
-        return self.compiled.plan
+        """Each buffer with its offset and size, the arena size and the peak (of
+        the specialization to ``default_shapes()`` where there are run-time dimensions)."""
+        form = self._shown()
+        return (self.generic if form.note else form).compiled.plan
 
-    def ir(self, stage: str = "tensor", debuginfo: bool = False) -> str:
-        """IR text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced),
-        "fused" (L2) or "loops" (L3)."""
+    @property
+    def memory_plans(self) -> dict:
+        """Shapes -> memory plan of each specialization kept now (compiled ones)."""
+        return {s: f.compiled.plan for s, f in self._by_shapes.items() if not f.note}
+
+    def ir(self, stage: str = "tensor", debuginfo: bool = False, shapes=None) -> str:
+        """Text of a stage: "tensor" (L1, optimized), "tensor-raw" (as traced),
+        "fused" (L2), "loops" (L3), or one of the backend's (``backend.stages``,
+        e.g. "numpy"). For a function with run-time dimensions the fused, loops
+        and backend stages are those of a specialization (``shapes``, default
+        ``default_shapes()``), named in a first comment line."""
         from tfc.dialects.tensor import print_ir
+        from tfc.passes.pipeline import STOPS
 
         if stage == "tensor":
             return print_ir(self.module, debuginfo)
         if stage == "tensor-raw":
             return print_ir(self.raw_module, debuginfo)
-        if stage == "fused":
-            return print_ir(self.fused_module, debuginfo)
-        if stage == "loops":
-            return print_ir(self.loops_module, debuginfo)
-        if stage == "gpu":
-            raise NotImplementedError("IR stage 'gpu': the GPU backend (target='cuda') is not implemented yet")
-        raise ValueError(f"unknown IR stage {stage!r} (available: tensor, tensor-raw, fused, loops)")
+        be = self.backend
+        if stage not in STOPS and stage not in be.stages:
+            if stage in ("gpu", "ptx"):
+                raise NotImplementedError(f"IR stage {stage!r}: the GPU backend (target='cuda') is not "
+                                          "implemented yet")
+            raise ValueError(f"unknown IR stage {stage!r} (available: tensor-raw, {', '.join(STOPS)}, "
+                             f"{', '.join(be.stages)})")
+        form = self._shown(shapes)
+        if form.note:  # these shapes run the generic form
+            form = self.generic
+        if stage in be.stages:
+            text = be.text(form.compiled, stage)
+            comment = "#"
+        else:
+            text = print_ir(form.lowered.fused if stage == "fused" else form.lowered.loops, debuginfo)
+            comment = "//"
+        if not self.dynamic:
+            return text
+        if form.shapes is None:
+            head = f"{comment} the generic form, for every shape ({self._shown(shapes).note})\n"
+        else:
+            head = f"{comment} specialized for shapes {_shape_text(form.shapes)} (signature " \
+                   f"{', '.join(str(s) for s in self.input_specs)})\n"
+        return head + text
 
     @property
     def ptx(self) -> str:
         """The PTX of a function compiled for target="cuda"."""
         raise NotImplementedError("ConcreteFunction.ptx: the PTX backend (target='cuda') is not implemented yet")
 
+    # -- calls ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         leaves = []
         for i, a in enumerate(args):
@@ -585,42 +867,26 @@ class ConcreteFunction:
         return self.runner()(arrays)
 
     def runner(self):
-        """``run(arrays)``: the call on checked input arrays (also Function's fast path)."""
+        """``run(arrays)``: the call on checked input arrays (also Function's fast
+        path); with run-time dimensions, one dict lookup by the arrays' shapes
+        finds the specialization."""
         if self._runner is None:
-            self._runner = self._direct_runner() or self._call_general
+            if not self.dynamic:
+                self._runner = self.generic.runner()
+            else:
+                by_shapes, form_for = self._by_shapes, self._form_for
+                move = by_shapes.move_to_end
+
+                def run(arrays):
+                    shapes = tuple([a.shape for a in arrays])
+                    form = by_shapes.get(shapes)
+                    if form is None:
+                        form = form_for(shapes)
+                    else:
+                        move(shapes)
+                    return (form._runner or form.runner())(arrays)
+                self._runner = run
         return self._runner
-
-    def _direct_runner(self):
-        """The generated function itself, its result wrapped, where a call needs
-        nothing around it: no variables, no verify, one tensor out, no arena, no
-        np.errstate; else None."""
-        if self.variables or self.verify or self._out_mask != [True] or nest.is_nested(self._out_structure):
-            return None
-        c = self.compiled
-        if c.has_views or c.needs_errstate:
-            return None
-        fn = c._fn
-
-        def run(arrays):
-            return wrap(fn(*arrays, ())[0])
-        return run
-
-    def _call_general(self, arrays):
-        """Run on checked input arrays; the results as the traced function's output."""
-        from tfc.backends.reference import Cell
-
-        cells = [Cell(v._value) for v in self.variables]
-        if self.verify:
-            results = self._run_verified(arrays, cells)
-        else:
-            results = self.compiled.call(arrays + cells)
-        for v, c in zip(self.variables, cells):
-            if c.value is not v._value:
-                v._value = c.value
-        it = iter(results)
-        flat = [wrap(next(it)) if m else s for m, s in zip(self._out_mask, self._out_static)]
-        return nest.pack_sequence_as(self._out_structure, flat) if nest.is_nested(self._out_structure) \
-            else flat[0]
 
     def _watched(self, tensors) -> bool:
         from tfc.frontend.cfgrad import watched
@@ -632,56 +898,6 @@ class ConcreteFunction:
         from tfc.frontend.cfgrad import call_recorded
 
         return call_recorded(self, tensors)
-
-    def _run_verified(self, arrays, cells):
-        """``verify=True``: the reference executor runs the L2 module beside the
-        compiled code; the first value that differs raises, naming its op and line."""
-        from tfc.backends.reference import Cell, Executor
-        from tfc.dialects.tensor import loc_str
-
-        if self._executor is None:
-            from tfc.backends.numpy import compile_verifying
-
-            got = {}
-            self._verify_got = got
-            self._verify_compiled, self._verify_order = compile_verifying(
-                self.stages, self.name, lambda i, v: got.__setitem__(i, np.array(v)))
-            self._executor = Executor(self.stages.fused)
-        self._verify_got.clear()
-        ref_cells = [Cell(c.value) for c in cells]
-        env_log = {}
-        ex = self._executor
-        orig = ex.run_op
-
-        def run_op(op, env):  # keep every value the reference computes
-            orig(op, env)
-            for r in op.results:
-                env_log[r] = env[r]
-
-        ex.run_op = run_op
-        try:
-            ref = ex.call(self.name, list(arrays) + ref_cells)
-        finally:
-            ex.run_op = orig
-        results = self._verify_compiled(arrays + cells)
-        rtol, atol = self.verify_tolerance
-        got = self._verify_got
-        for i, v2 in sorted(((i, v) for i, v in enumerate(self._verify_order)), key=lambda p: p[0]):
-            if i not in got or v2 not in env_log:
-                continue
-            want, have = np.asarray(env_log[v2]), got[i]
-            if not _close(want, have, rtol, atol):
-                op = v2.owner
-                what = op.name
-                if what == "tfc.fused":
-                    what += " (" + ", ".join(sorted({o.name for o in op.body.block.ops} - {"tfc.fused_yield"})) + ")"
-                raise AssertionError(
-                    f"{self.name}: compiled code diverges from the reference at {what} ({loc_str(op)}): "
-                    f"max abs difference {_maxdiff(want, have)}\nreference: {want!r}\ncompiled: {have!r}")
-        for a, b in zip(ref, results):
-            if not _close(np.asarray(a), np.asarray(b), rtol, atol):
-                raise AssertionError(f"{self.name}: compiled result differs from the reference: {a!r} vs {b!r}")
-        return results
 
 
 def _close(a, b, rtol, atol) -> bool:

@@ -1,4 +1,6 @@
-"""Pass registry and the default L1 pipeline used by tfc.function."""
+"""Pass registry and the compile pipeline: one list of passes from traced L1
+down to L3, with named stops (``PIPELINE``; the ``--emit`` stages are its stops).
+``tfc/passes/driver.py`` runs it for tfc.function and tfc.compile."""
 from __future__ import annotations
 
 import os
@@ -46,6 +48,11 @@ def _plan_memory():
     return PlanMemoryPass
 
 
+def _specialize():
+    from tfc.passes.specialize import SpecializePass
+    return SpecializePass
+
+
 def _lower_loops():
     from tfc.passes.lower_loops import LowerLoopsPass
     return LowerLoopsPass
@@ -53,7 +60,8 @@ def _lower_loops():
 
 # name -> factory returning the pass class (imported lazily)
 PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse,
-          "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops}
+          "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
+          "tfc-specialize": _specialize}
 
 # name -> one line for `tfc opt --help` and --list-passes
 DESCRIPTIONS = {
@@ -65,7 +73,10 @@ DESCRIPTIONS = {
     "tfc-bufferize": "annotates which values get buffers and which reuse an input in place (L1/L2)",
     "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
     "tfc-lower-loops": "lowering L2 -> L3: memrefs at planned offsets, parallel loops, library calls",
+    "tfc-specialize": "{shapes=\"4x64,2\"}: tensor arguments get these static shapes, result types re-inferred (L1)",
 }
+# passes that take options (no defaults that fit every module): run as NAME{opt=...}
+NEEDS_OPTIONS = ("tfc-specialize",)
 
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
 # L1 -> L2: applied to the optimized L1 module (the "fused" stage)
@@ -73,10 +84,27 @@ FUSED = ("tfc-fuse", "tfc-dce")
 # L2 -> L3: applied to the fused module (the "loops" stage); the analyses of the
 # first two are redone by tfc-lower-loops, they annotate the IR to show it
 LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
+# The whole compile, traced L1 -> L3, as (stop, the passes that end there): the
+# IR after each stop is a stage (``ConcreteFunction.ir(stop)``, ``--emit stop``).
+PIPELINE = (("tensor", DEFAULT_L1), ("fused", FUSED), ("loops", LOOPS))
+STOPS = tuple(stop for stop, _ in PIPELINE)
 # the passes that keep tensor IR (L1, or L2 after tfc-fuse): what an L1 pass
 # list (tfc.compile's passes=, tfc compile --passes) may hold; the stages after
 # it (fused, loops) run their own passes
 TENSOR_PASSES = DEFAULT_L1 + ("tfc-fuse",)
+
+
+def passes_between(after: str | None, stop: str) -> tuple:
+    """The pass names of ``PIPELINE`` that run after stop ``after`` (None: from
+    the traced module) up to and including stop ``stop``."""
+    if stop not in STOPS or (after is not None and after not in STOPS):
+        raise ValueError(f"unknown pipeline stop {stop if stop not in STOPS else after!r}; "
+                         f"stops: {', '.join(STOPS)}")
+    start = 0 if after is None else STOPS.index(after) + 1
+    end = STOPS.index(stop) + 1
+    if start > end:
+        raise ValueError(f"stop {stop!r} comes before {after!r} in the pipeline")
+    return tuple(name for _, names in PIPELINE[start:end] for name in names)
 
 
 class PassPreconditionError(ValueError):

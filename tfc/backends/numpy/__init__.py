@@ -1,6 +1,8 @@
-"""The numpy backend: L1 module -> (fuse) L2 -> (bufferize, plan, lower) L3 ->
-a generated Python module (``emitter.py``), loaded and run with the arena and
-scratch of ``runtime.py``; modules are cached on disk (``cache.py``)."""
+"""The numpy backend (target "cpu"): an L3 module and its memory plan -> a
+generated Python module (``emitter.py``), loaded and run with the arena and
+scratch of ``runtime.py``; modules are cached on disk (``cache.py``), keyed by
+the L1 text they came from (``tfc.passes.driver.source_key``), so a hit skips
+the lowering too. ``NumpyBackend`` is its ``tfc.backends`` interface."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,30 +13,6 @@ import numpy as np
 from tfc.backends.numpy import cache as _cache
 from tfc.backends.numpy.runtime import Runtime
 from tfc.passes.plan_memory import MemoryPlan
-
-
-class Stages:
-    """The L2 and L3 modules of a compile, the L2 -> L3 value map and the plan."""
-
-    def __init__(self, l1_module):
-        from xdsl.dialects.builtin import ModuleOp
-
-        from tfc.passes.lower_loops import lower_function
-        from tfc.passes.pipeline import FUSED, run_pipeline
-
-        self.fused = run_pipeline(l1_module.clone(), FUSED)
-        (f2,) = [op for op in self.fused.ops]
-        f3, self.plan, self.value_map = lower_function(f2)
-        self.loops = ModuleOp([f3])
-        from tfc.passes.pipeline import VERIFY_EACH_PASS
-
-        if VERIFY_EACH_PASS:
-            self.loops.verify()
-
-    @property
-    def function(self):
-        (f,) = list(self.loops.ops)
-        return f
 
 
 def _filename(name: str, what: str = "") -> str:
@@ -63,6 +41,14 @@ class Compiled:
     def __call__(self, args):
         return list(self.call(args))
 
+    def direct(self):
+        """Where a call needs nothing around it (no arena views, no
+        np.errstate): the generated function, called as ``f(*arrays, ())``
+        (its last argument, the arena views, empty); else None."""
+        if self.has_views or self.needs_errstate:
+            return None
+        return self._fn
+
     def call(self, args):
         """The generated function's result tuple; scalar code on Python numbers
         needs neither an arena nor np.errstate (a microsecond per call)."""
@@ -80,42 +66,39 @@ class Compiled:
                 rt.release(views)
 
 
-def compile_module(l1_module, name: str, use_cache: bool = True):
-    """(Compiled, Stages or None): from the disk cache when present (no
-    compilation), else compiled and stored."""
-    key = _cache.key(l1_module) if use_cache else None
-    if key is not None:
-        hit = _cache.load(key)
-        if hit is not None:
-            source, consts, plan, scratch, path = hit
-            return Compiled(name, source, consts, plan, scratch, path), None
+def compile_module(loops, plan: MemoryPlan, name: str, source_key: str | None = None) -> Compiled:
+    """The generated module of an L3 module (one function) and its plan; stored
+    in the disk cache under ``source_key`` when given."""
     from tfc.backends.numpy.emitter import emit_function
 
-    st = Stages(l1_module)
-    source, consts, scratch = emit_function(st.function)
-    path = _cache.store(key, source, consts, st.plan, scratch) if key is not None else None
-    return Compiled(name, source, consts, st.plan, scratch, path or _filename(name)), st
+    (f3,) = list(loops.ops)
+    key = _cache.key(source_key) if source_key is not None else None
+    source, consts, scratch = emit_function(f3)
+    path = _cache.store(key, source, consts, plan, scratch) if key is not None else None
+    return Compiled(name, source, consts, plan, scratch, path or _filename(name))
 
 
-def compile_verifying(stages: "Stages", name: str, hook):
-    """The module of ``stages`` with a hook after every value that maps back to an
-    L2 value (``verify=True``); returns (Compiled, [L2 values by hook index])."""
+def load_cached(source_key: str, name: str) -> Compiled | None:
+    """The module compiled before from the L1 text ``source_key``, from the disk
+    cache (no lowering, no emission), or None."""
+    key = _cache.key(source_key)
+    if key is None:
+        return None
+    hit = _cache.load(key)
+    if hit is None:
+        return None
+    source, consts, plan, scratch, path = hit
+    return Compiled(name, source, consts, plan, scratch, path)
+
+
+def compile_hooked(loops, plan: MemoryPlan, name: str, hooks: dict, hook) -> Compiled:
+    """The module of ``loops`` calling ``hook(i, value)`` after each L3 value
+    ``v`` with ``hooks[v] == i`` (``verify=True``); never cached."""
     from tfc.backends.numpy.emitter import emit_function
 
-    # A buffer reused in place holds several L2 values in turn, and its hook
-    # would see only the last: only buffers holding one value are compared
-    # (the values written in place are checked through what they feed).
-    holders = {}
-    for v2, v3 in stages.value_map.items():
-        holders.setdefault(v3, []).append(v2)
-    inv = {}
-    order = []
-    for v3, v2s in holders.items():
-        if len(v2s) == 1:
-            inv[v3] = len(order)
-            order.append(v2s[0])
-    source, consts, scratch = emit_function(stages.function, hooks=inv)
-    return Compiled(name, source, consts, stages.plan, scratch, _filename(name, " (verify)"), hook), order
+    (f3,) = list(loops.ops)
+    source, consts, scratch = emit_function(f3, hooks=hooks)
+    return Compiled(name, source, consts, plan, scratch, _filename(name, " (verify)"), hook)
 
 
 def run_loops(module, args, name: str | None = None):
@@ -132,3 +115,38 @@ def run_loops(module, args, name: str | None = None):
     source, consts, scratch = emit_function(f3)
     return Compiled(f3.sym_name.data, source, consts, MemoryPlan(arena_size=arena), scratch,
                     _filename(f3.sym_name.data))(list(args))
+
+
+class NumpyBackend:
+    """Target "cpu": the ``tfc.backends`` interface of the numpy backend."""
+
+    target = "cpu"
+    stages = ("numpy",)  # --emit numpy: the generated module
+
+    def __init__(self):
+        from tfc.backends import Numerics
+
+        # eager runs the same numpy kernels in the same order: every family exact
+        self.numerics = Numerics("bit-identical to eager for every op family (the generated code calls the "
+                                 "kernels eager calls, with the same summation order)")
+
+    def caching(self) -> bool:
+        """Whether compiles are cached now (TFC_CACHE_DIR; cache.py)."""
+        return _cache.cache_dir() is not None
+
+    def load(self, source_key: str, name: str):
+        return load_cached(source_key, name)
+
+    def compile(self, loops, plan, name: str, source_key: str | None = None):
+        return compile_module(loops, plan, name, source_key)
+
+    def compile_hooked(self, loops, plan, name: str, hooks: dict, hook):
+        return compile_hooked(loops, plan, name, hooks, hook)
+
+    def run_loops(self, module, args, name: str | None = None):
+        return run_loops(module, args, name)
+
+    def text(self, executable, stage: str) -> str:
+        if stage != "numpy":
+            raise ValueError(f"the numpy backend emits {', '.join(self.stages)}, not {stage!r}")
+        return executable.source

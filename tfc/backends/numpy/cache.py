@@ -1,5 +1,5 @@
 """Disk cache of generated modules, keyed by a hash of the optimized L1 IR
-(with locations) and of the compiler's own source, so a second process running
+(with locations; given by the driver as an opaque text) and of the compiler's own source, so a second process running
 the same program loads the module instead of compiling it. Directory:
 ``$TFC_CACHE_DIR``, default ``~/.cache/tfc``; ``TFC_CACHE_DIR=""`` disables it.
 Each entry: ``<key>.py`` (the module), ``<key>.npz`` (its constants) and
@@ -72,12 +72,13 @@ def compiler_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def key(l1_module) -> str | None:
+def key(source_key: str) -> str | None:
+    """The entry name of a compile identified by ``source_key`` (the L1 text it
+    came from, with locations: ``tfc.passes.driver.source_key``); None when the
+    cache is off."""
     if cache_dir() is None:
         return None
-    from tfc.dialects.tensor import print_ir
-
-    text = print_ir(l1_module, debuginfo=True)
+    text = source_key
     return hashlib.sha256((compiler_hash() + "\n" + text).encode()).hexdigest()[:32]
 
 
