@@ -332,6 +332,71 @@ def test_cond_inside_while_gradient(rng):
     check(f, sig, [np.zeros((0, 2), F32)], static=False)
 
 
+def test_growing_tensor_array_and_loop_state_lists_stay_dynamic(rng):
+    """Values whose shapes depend on the data (a TensorArray that grows, the
+    state lists of a loop's gradient) keep their ? dims; the rest is static."""
+    def ta(x):
+        arr = tfc.TensorArray(tfc.float32, size=0, dynamic_size=True, element_shape=[2])
+        i = tfc.constant(0)
+        while i < 3:
+            arr = arr.write(i, x[0] * tfc.cast(i, tfc.float32))
+            i += 1
+        return arr.stack(), x * 2.0
+
+    spec = check(ta, [tfc.TensorSpec([None, 2])], [rand(rng, 3, 2)], static=False)
+    (f,) = list(spec.ops)
+    assert [spec_of(t).shape for t in f.function_type.outputs] == [(None, 2), (3, 2)]
+
+    def grows(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            i = tfc.constant(0)
+            s = x
+            while i < 3:
+                s = tfc.concat([s, x[:1]], axis=0) * 0.5
+                i += 1
+            z = tfc.reduce_sum(s * s)
+        return t.gradient(z, x)
+
+    conc = tfc.function(grows, input_signature=[tfc.TensorSpec([None, 2])]).get_concrete_function()
+    assert "state_list_push" in op_names(conc.module)
+    check(grows, [tfc.TensorSpec([None, 2])], [rand(rng, 3, 2)], static=False)
+    check(grows, [tfc.TensorSpec([None, 2])], [rand(rng, 1, 2)], static=False)
+
+
+def test_variables_updated_in_a_training_step(rng):
+    """A step that assigns its variables: the assigned values become static,
+    as the variables' types are; the updates are eager's."""
+    w = tfc.Variable(rng.standard_normal((4, 3)).astype(F32))
+    b = tfc.Variable(np.zeros(3, F32))
+
+    def step(x):
+        with tfc.GradientTape() as t:
+            loss = tfc.reduce_mean(tfc.square(tfc.matmul(x, w) + b))
+        gw, gb = t.gradient(loss, [w, b])
+        w.assign_sub(0.1 * gw)
+        b.assign_sub(0.1 * gb)
+        return loss
+
+    sig = [tfc.TensorSpec([None, 4])]
+    conc = tfc.function(step, input_signature=sig).get_concrete_function()
+    x = rand(rng, 6, 4)
+    spec = specialize(conc.module, [(6, 4)])
+    run_pipeline(spec, DEFAULT_L1)
+    assert not dynamic_dims(spec)
+    start = [v.numpy().copy() for v in conc.variables]
+    cells = [Cell(a.copy()) for a in start]
+    (loss,) = reference.run(spec, [x] + cells)
+    cells2 = [Cell(a.copy()) for a in start]
+    (loss2,), _, _ = backend_run(spec, [x] + cells2, conc.name)
+    want = step(tfc.constant(x)).numpy()  # eager: updates w and b
+    same(loss, want, "loss")
+    same(loss2, want, "loss (numpy backend)")
+    for c, c2, v in zip(cells, cells2, conc.variables):
+        same(c.value, v.numpy(), v.name)
+        same(c2.value, v.numpy(), v.name)
+
+
 # -- errors ---------------------------------------------------------------------------------------
 
 

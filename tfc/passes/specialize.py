@@ -62,6 +62,7 @@ def specialize(module: ModuleOp, shapes) -> ModuleOp:
 def specialize_in_place(module: ModuleOp, shapes, verify_errors: bool = False) -> None:
     """``specialize`` on ``module`` itself. With ``verify_errors``, an inference
     error is an OpVerifyError at the op (how ``tfc opt`` reports errors)."""
+    require_tensor_ir("tfc-specialize", module)
     f = _the_function(module)
     block = f.body.block
     shapes = list(shapes)
@@ -404,7 +405,6 @@ class SpecializePass(ModulePass):
     shapes: str = ""
 
     def apply(self, ctx, op) -> None:
-        require_tensor_ir(self.name, op)
         f = _the_function(op)
         tensors = [a for a in f.body.block.args if not isinstance(a.type, RefType)]
         got = parse_shapes(self.shapes)
