@@ -1,15 +1,25 @@
 """Neural-network ops: the softmax family and the cross-entropies. One
 declaration per op; every kernel is numerically stable (no exp of a large
-positive number), and every gradient rule is written with tfc ops."""
+positive number), and every gradient rule is written with tfc ops.
+
+softmax, log_softmax and the sparse cross-entropy are composites: each is
+declared with ``expand=``, the op written with registry ops (reductions over
+its axis and elementwise ops), which the compiler's ``tfc-expand`` pass puts in
+its place so that the pieces fuse with their neighbours. Its eager kernel is
+that expansion run on arrays (tfc/ops/_expand.py), so eager and compiled code
+compute the same numpy operations in the same order. The one piece that is not
+a reduction or elementwise, the logit at each label, is the small primitive
+``pick_along_last``, which also checks the labels."""
 from __future__ import annotations
 
 import numpy as np
 
-from tfc.core.dtypes import FLOATS, INTS
+from tfc.core.dtypes import FLOATS, INTS, NUMERIC
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, every_row, rows_apart
 from tfc.ops import _infer as inf
-from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid
+from tfc.ops._expand import eager_kernel
+from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid, where
 from tfc.ops.reductions import reduce_sum
 from tfc.ops.shapes import expand_dims
 
@@ -24,15 +34,12 @@ def _axis_infer(op, logits: Spec, axis) -> Spec:
     return logits
 
 
-def _softmax_kernel(x, axis):
-    # in C order: numpy's reduction order follows the memory layout, and each
-    # row must be reduced alike in any view and in any chunk of rows (``rows``)
-    x = np.ascontiguousarray(x)
-    if x.size == 0:  # an empty axis has no max; nothing to compute (as in TensorFlow)
-        return np.empty_like(x)
-    z = x - np.max(x, axis=axis, keepdims=True)  # the largest exponent is 0
-    e = np.exp(z)
-    return e / np.sum(e, axis=axis, keepdims=True)
+def _softmax_expand(b, x, axis):
+    # exp(x - max) / sum(exp(x - max)) along the axis: the largest exponent is 0.
+    # Over a zero-size axis the max is -inf and every piece is empty (as TensorFlow).
+    axes = (axis % len(b.shape(x)),)
+    e = b.exp(b.subtract(x, b.reduce_max(x, axis=axes, keepdims=True)))
+    return b.divide(e, b.reduce_sum(e, axis=axes, keepdims=True))
 
 
 def _softmax_grad(e, g):
@@ -41,18 +48,18 @@ def _softmax_grad(e, g):
     return [y * (g - reduce_sum(g * y, axis=e.attrs["axis"], keepdims=True))]
 
 
-@declare(kernel=_softmax_kernel, infer=_axis_infer, grad=_softmax_grad, attrs={"axis": "int"}, rows=rows_apart)
+@declare(kernel=eager_kernel(_softmax_expand), infer=_axis_infer, grad=_softmax_grad, attrs={"axis": "int"},
+         rows=rows_apart, expand=_softmax_expand)
 def softmax(logits, axis=-1):
     """exp(logits) / sum(exp(logits)) along ``axis``, computed without overflow."""
     return (logits,), {"axis": int(axis)}
 
 
-def _log_softmax_kernel(x, axis):
-    x = np.ascontiguousarray(x)  # see _softmax_kernel
-    if x.size == 0:
-        return np.empty_like(x)
-    z = x - np.max(x, axis=axis, keepdims=True)
-    return z - np.log(np.sum(np.exp(z), axis=axis, keepdims=True))
+def _log_softmax_expand(b, x, axis):
+    # z - log(sum(exp(z))) with z = x - max along the axis
+    axes = (axis % len(b.shape(x)),)
+    z = b.subtract(x, b.reduce_max(x, axis=axes, keepdims=True))
+    return b.subtract(z, b.log(b.reduce_sum(b.exp(z), axis=axes, keepdims=True)))
 
 
 def _log_softmax_grad(e, g):
@@ -60,8 +67,8 @@ def _log_softmax_grad(e, g):
     return [g - exp(e.outputs[0]) * reduce_sum(g, axis=e.attrs["axis"], keepdims=True)]
 
 
-@declare(kernel=_log_softmax_kernel, infer=_axis_infer, grad=_log_softmax_grad, attrs={"axis": "int"},
-         rows=rows_apart)
+@declare(kernel=eager_kernel(_log_softmax_expand), infer=_axis_infer, grad=_log_softmax_grad,
+         attrs={"axis": "int"}, rows=rows_apart, expand=_log_softmax_expand)
 def log_softmax(logits, axis=-1):
     """logits - log(sum(exp(logits))) along ``axis``, computed without overflow."""
     return (logits,), {"axis": int(axis)}
@@ -70,9 +77,9 @@ def log_softmax(logits, axis=-1):
 # -- cross-entropies ------------------------------------------------------------
 
 
-def _sparse_xent_infer(op, labels: Spec, logits: Spec) -> Spec:
+def _labels_infer(op, labels: Spec, logits: Spec, logits_dtypes=FLOATS) -> Spec:
     inf.check_dtype(op, labels, INTS, "labels")
-    inf.check_dtype(op, logits, FLOATS, "logits")
+    inf.check_dtype(op, logits, logits_dtypes, "logits")
     if logits.ndim != labels.ndim + 1 or logits.ndim < 1:
         raise ValueError(
             f"{op.name}: logits must have rank one more than labels (logits [..., num_classes], "
@@ -87,8 +94,13 @@ def _sparse_xent_infer(op, labels: Spec, logits: Spec) -> Spec:
     return Spec(tuple(b if a is None else a for a, b in zip(labels.shape, logits.shape[:-1])), logits.dtype)
 
 
-def _sparse_xent_kernel(labels, logits):
-    n = logits.shape[-1]
+def _sparse_xent_infer(op, labels: Spec, logits: Spec) -> Spec:
+    return _labels_infer(op, labels, logits)
+
+
+def _check_labels(labels, n: int) -> None:
+    """The sparse cross-entropy's check: InvalidArgumentError naming the first
+    labels outside [0, n)."""
     bad = (labels < 0) | (labels >= n)
     if np.any(bad):
         raise InvalidArgumentError(
@@ -96,29 +108,66 @@ def _sparse_xent_kernel(labels, logits):
             f"{n} classes, got {labels[bad].ravel()[:5].tolist()}"
             + (" ..." if np.count_nonzero(bad) > 5 else "")
         )
-    log_p = _log_softmax_kernel(logits, -1)
-    return -np.take_along_axis(log_p, labels[..., None].astype(np.intp), axis=-1)[..., 0]
+
+
+def _pick_kernel(x, labels):
+    _check_labels(labels, x.shape[-1])
+    return np.take_along_axis(x, labels[..., None].astype(np.intp), axis=-1)[..., 0]
+
+
+def _classes(labels, x):
+    """The class indices 0..num_classes-1 of ``x`` [..., num_classes], of the
+    labels' dtype (from the run-time size where it is not static)."""
+    from tfc.ops.creation import range as range_
+
+    if x.shape[-1] is None:
+        from tfc.ops.shapes import range_along
+
+        return range_along(x, -1, labels.dtype)
+    return range_(x.shape[-1], dtype=labels.dtype)
+
+
+def _pick_grad(e, g):
+    # g goes to the picked element of each row, 0 elsewhere; labels get no gradient
+    labels, x = e.inputs[1], e.inputs[0]
+    if not e.needs_grad(0):
+        return [None, None]
+    onehot = equal(expand_dims(labels, -1), _classes(labels, x))
+    return [where(onehot, expand_dims(g, -1), cast(0, x.dtype)), None]
+
+
+@declare(kernel=_pick_kernel, infer=lambda op, x, labels: _labels_infer(op, labels, x, NUMERIC),
+         grad=_pick_grad)
+def pick_along_last(x, labels):
+    """``x[..., labels[...]]``: the element of each row of ``x`` [..., n] at its
+    label (``labels`` [...], ints in [0, n)); the sparse cross-entropy's
+    indexing piece, whose label check it makes (its InvalidArgumentError)."""
+    return (x, labels), {}
+
+
+def _sparse_xent_expand(b, labels, logits):
+    # log(sum(exp(z))) - z[label] with z = logits - max (TensorFlow's form); the
+    # max and the sum keep their axis so that they are the softmax's (the
+    # gradient's), which CSE can then share
+    shape = b.shape(labels)
+    axes = (len(b.shape(logits)) - 1,)
+    picked = b.pick_along_last(logits, labels)  # first: eager checks the labels before the work
+    m = b.reduce_max(logits, axis=axes, keepdims=True)
+    s = b.reduce_sum(b.exp(b.subtract(logits, m)), axis=axes, keepdims=True)
+    return b.subtract(b.log(b.reshape(s, shape=shape)), b.subtract(picked, b.reshape(m, shape=shape)))
 
 
 def _sparse_xent_grad(e, g):
     # d loss / d logits = softmax(logits) - onehot(labels); labels get no gradient.
-    from tfc.ops.creation import range as range_
-
     labels, logits = e.inputs
     if not e.needs_grad(1):
         return [None, None]
-    if logits.shape[-1] is None:  # the number of classes is known only at run time
-        from tfc.ops.shapes import range_along
-
-        classes = range_along(logits, -1, labels.dtype)
-    else:
-        classes = range_(logits.shape[-1], dtype=labels.dtype)
-    onehot = cast(equal(expand_dims(labels, -1), classes), logits.dtype)
+    onehot = cast(equal(expand_dims(labels, -1), _classes(labels, logits)), logits.dtype)
     return [None, expand_dims(g, -1) * (softmax(logits) - onehot)]
 
 
-@declare(kernel=_sparse_xent_kernel, infer=_sparse_xent_infer, grad=_sparse_xent_grad,
-         rows=every_row)  # one example per row (labels of rank >= 1)
+@declare(kernel=eager_kernel(_sparse_xent_expand), infer=_sparse_xent_infer, grad=_sparse_xent_grad,
+         rows=every_row, expand=_sparse_xent_expand)  # one example per row (labels of rank >= 1)
 def sparse_softmax_cross_entropy_with_logits(labels, logits):
     """Per-example cross-entropy of integer ``labels`` [...] against the
     unnormalised ``logits`` [..., num_classes]; labels outside [0, num_classes)
@@ -166,4 +215,5 @@ def sigmoid_cross_entropy_with_logits(labels, logits):
     return (labels, logits), {}
 
 
-__all__ = ["softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits"]
+__all__ = ["softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
+           "pick_along_last"]

@@ -1,0 +1,59 @@
+"""The eager side of ``expand=`` (see tfc/core/registry.py): a composite op's
+kernel is its expansion run on arrays, each piece by its registry op's eager
+kernel as ``run_eager`` runs it (inference, the kernel, the result cast to the
+inferred dtype). The compiler's ``tfc-expand`` pass builds the same pieces as
+IR (tfc/passes/expand.py), and the numpy backend computes every piece with its
+eager kernel's bits, so eager and compiled code agree to the bit by
+construction."""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core.registry import REGISTRY, run_eager
+from tfc.core.tensor import wrap
+
+
+class ArrayBuilder:
+    """The builder an ``expand`` function gets in eager mode: ``b.<op>(*arrays,
+    **attrs)`` runs registry op ``<op>`` now and returns its array (a list of
+    them for a multi-result op); ``b.shape(x)`` and ``b.constant(value, dtype)``
+    as in the IR builder (tfc/passes/expand.py). Attribute values are given as
+    the IR decodes them (int lists as tuples); absent ones are None."""
+
+    def shape(self, x) -> tuple:
+        return np.shape(x)
+
+    def constant(self, value, dtype):
+        return np.asarray(value, dtype.as_numpy_dtype)
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name not in REGISTRY:
+            raise AttributeError(f"no registry op named {name!r} to expand into")
+        opdef = REGISTRY[name]
+        names = tuple(opdef.attrs)
+
+        def run(*operands, **attrs):
+            if len(attrs) != len(names):
+                unknown = set(attrs) - set(names)
+                if unknown:
+                    raise TypeError(f"expansion into {name}: unknown attributes {sorted(unknown)}")
+                attrs = {a: attrs.get(a) for a in names}
+            out = run_eager(opdef, [wrap(v if type(v) is np.ndarray else np.asarray(v)) for v in operands], attrs)
+            return [t._value for t in out] if type(out) is list else out._value
+
+        self.__dict__[name] = run  # looked up without __getattr__ from now on
+        return run
+
+
+ARRAYS = ArrayBuilder()
+
+
+def eager_kernel(expand):
+    """The eager kernel of an op declared with ``expand=expand``: the
+    expansion run on arrays."""
+    def kernel(*arrays, **attrs):
+        return expand(ARRAYS, *arrays, **attrs)
+
+    kernel.__name__ = kernel.__qualname__ = f"{expand.__name__}_on_arrays"
+    kernel.__doc__ = f"``{expand.__name__}`` on arrays, each op by its eager kernel."
+    return kernel
