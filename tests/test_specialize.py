@@ -161,6 +161,8 @@ def test_digits_training_step_with_none_batch(rng):
         x, y = rng.random((batch, 64), F32), rng.integers(0, 10, batch).astype(np.int32)
         spec = check(step, sig, [x, y], fuses=True, plans=True)
         assert not {n for n in op_names(spec) if n.endswith("_like")} | (op_names(spec) & {"count_along"})
+        static = tfc.function(step, input_signature=[tfc.TensorSpec(x.shape), tfc.TensorSpec(y.shape, tfc.int32)])
+        assert print_ir(spec) == print_ir(static.get_concrete_function().module)
 
 
 # -- broadcasting, reductions, reshape -------------------------------------------------------------
@@ -235,8 +237,27 @@ def test_slices_concat_and_their_gradients(rng):
 
     sig = [tfc.TensorSpec([None, 4]), tfc.TensorSpec([None, 4])]
     spec = check(f, sig, [rand(rng, 3, 4), rand(rng, 5, 4)])
-    assert not op_names(spec) & {"split_like", "slice_grad_like"}
+    assert not op_names(spec) & {"split_like", "slice_grad_like", "tile_grad_like"}
     check(f, sig, [rand(rng, 1, 4), rand(rng, 0, 4)])
+
+
+@pytest.mark.parametrize("axis, ishape", [(0, (5,)), (1, (2, 3)), (-2, (4,))])
+def test_gather_gradient(axis, ishape, rng):
+    def f(x, i):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            z = tfc.reduce_sum(tfc.sin(tfc.gather(x, i, axis=axis)))
+        return t.gradient(z, x)
+
+    sig = [tfc.TensorSpec([None, None, 2]), tfc.TensorSpec([None] * len(ishape), tfc.int32)]
+    conc = tfc.function(f, input_signature=sig).get_concrete_function()
+    assert "gather_grad_like" in op_names(conc.module)
+    x = rand(rng, 3, 4, 2)
+    n = x.shape[axis]
+    i = rng.integers(0, n, ishape).astype(np.int32)  # repeated indices: their rows add up in order
+    spec = check(f, sig, [x, i])
+    assert "gather_grad_like" not in op_names(spec)
+    check(f, sig, [rand(rng, 0, 4, 2) if axis != 0 else rand(rng, 3, 0, 2), i[..., :0]])
 
 
 def test_class_count_known_only_at_run_time(rng):
@@ -254,6 +275,45 @@ def test_class_count_known_only_at_run_time(rng):
     for n, k in ((5, 3), (2, 11), (0, 4)):
         spec = check(f, sig, [rand(rng, n, k), rng.integers(0, k, n).astype(np.int32)])
         assert not op_names(spec) & {"range_along", "count_along"}
+
+
+def _bcast_grads(x, y):
+    with tfc.GradientTape() as t:
+        t.watch([x, y])
+        z = tfc.reduce_sum(tfc.tanh(x * y + y))
+    return t.gradient(z, [x, y])
+
+
+def _slices_grads(x, y):
+    with tfc.GradientTape() as t:
+        t.watch([x, y])
+        c = tfc.concat([x[1:], y], axis=0)
+        z = tfc.reduce_sum(c * c) + tfc.reduce_sum(tfc.tile(x, [2, 1])) + tfc.reduce_mean(tfc.gather(x, [2, 0, 2]))
+    return [c, *t.gradient(z, [x, y])]
+
+
+def _xent_grads(logits, labels):
+    with tfc.GradientTape() as t:
+        t.watch(logits)
+        loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    return loss, t.gradient(loss, logits)
+
+
+@pytest.mark.parametrize("fn, sig, shapes", [
+    (_bcast_grads, [[None, None], [None, None]], [(3, 1), (3, 4)]),
+    (_bcast_grads, [[None, None], [None, None]], [(3, 5), (1, 5)]),
+    (_slices_grads, [[None, 4], [None, 4]], [(3, 4), (5, 4)]),
+    (_xent_grads, [[None, None], [None]], [(5, 3), (5,)]),
+])
+def test_specialized_gradients_are_the_static_trace(fn, sig, shapes):
+    """After DEFAULT_L1, a gradient traced with None dims and specialized is the
+    IR that a trace with the static shapes gives: nothing is left of the
+    run-time shape computations."""
+    dts = [tfc.int32 if fn is _xent_grads and k == 1 else tfc.float32 for k in range(len(sig))]
+    dynamic = tfc.function(fn, input_signature=[tfc.TensorSpec(s, d) for s, d in zip(sig, dts)])
+    static = tfc.function(fn, input_signature=[tfc.TensorSpec(s, d) for s, d in zip(shapes, dts)])
+    spec = run_pipeline(specialize(dynamic.get_concrete_function().module, shapes), DEFAULT_L1)
+    assert print_ir(spec) == print_ir(static.get_concrete_function().module)
 
 
 # -- control flow ---------------------------------------------------------------------------------

@@ -17,11 +17,16 @@ that gradients emit where shapes are unknown when tracing) become their static
 forms once that shape is known: ``X_like(a, like)`` -> ``X(a, shape=like.shape)``
 where registry op ``X`` is declared as ``X_like`` with a ``shape`` attribute in
 place of ``like`` (reshape, slice_grad), and ``broadcast_like`` ->
-``broadcast_to``, ``unbroadcast_like`` -> the ``reduce_sum`` ops that a static
-trace emits (same sums in the same order, so the same bits), ``split_like`` ->
-``split``, ``count_along`` -> a constant, ``range_along`` -> ``range``. The
-default L1 pipeline then folds and cleans up (tfc-fold, tfc-dce), and fusion
-and memory planning see static IR.
+``broadcast_to``, ``unbroadcast_like``, ``tile_grad_like`` and
+``gather_grad_like`` -> the ops that a static trace of the gradient emits
+(``reduce_sum``; ``reshape`` and ``reduce_sum``; ``transpose`` and
+``unsorted_segment_sum``: the same sums in the same order as their kernels,
+so the same bits), ``split_like`` -> ``split``, ``count_along`` -> a
+constant, ``range_along`` -> ``range``. The default L1 pipeline then folds and
+cleans up (tfc-fold, tfc-dce), and fusion and memory planning see static IR
+(for the gradients above, the same IR as a trace with static shapes).
+``pad_grad_like``, ``wrap_index`` and the pooling and convolution ``_like``
+ops keep their ``like`` operand (library calls either way).
 
 ``SpecializePass`` (``tfc-specialize{shapes="4x64,2"}``) does it in place for
 ``tfc opt`` and lit tests.
@@ -346,7 +351,56 @@ def _range_along(op) -> bool:
     return True
 
 
+def _tile_grad_like(op) -> bool:
+    """tile's gradient as a static trace writes it (and tile_grad_like's kernel
+    computes it): g viewed as (m0, d0, m1, d1, ...), summed over the m axes."""
+    g, like = op.operands
+    shape = _static(like)
+    if shape is None:
+        return False
+    if not shape:  # a 0-d tensor tiles to itself
+        _replace(op, [], [g])
+        return True
+    m = op.attr_values["multiples"]
+    split_shape = tuple(v for pair in zip(m, shape) for v in pair)
+    r = build_op("reshape", [g], {"shape": split_shape})
+    s = build_op("reduce_sum", [r.results[0]], {"axis": tuple(range(0, 2 * len(shape), 2)), "keepdims": False},
+                 result_types=[op.results[0].type])
+    _replace(op, [r, s], [s.results[0]])
+    return True
+
+
+def _gather_grad_like(op) -> bool:
+    """gather's gradient as a static trace writes it: the index axes of g to the
+    front, unsorted_segment_sum into the size of ``like``'s axis (rows added in
+    the order of the indices, as gather_grad_like's kernel adds them), back."""
+    g, indices, like = op.operands
+    lspec = spec_of(like.type)
+    a = op.attr_values["axis"] % max(lspec.ndim, 1)
+    n = lspec.shape[a]
+    if n is None:
+        return False
+    q, rank = spec_of(indices.type).ndim, spec_of(g.type).ndim
+    new_ops, v = [], g
+    perm = [*range(a, a + q), *range(a), *range(a + q, rank)]
+    if perm != sorted(perm):
+        new_ops.append(build_op("transpose", [v], {"perm": tuple(perm)}))
+        v = new_ops[-1].results[0]
+    new_ops.append(build_op("unsorted_segment_sum", [v, indices], {"num_segments": n}))
+    v = new_ops[-1].results[0]
+    back = [*range(1, a + 1), 0, *range(a + 1, spec_of(v.type).ndim)]
+    if back != sorted(back):
+        new_ops.append(build_op("transpose", [v], {"perm": tuple(back)}))
+        v = new_ops[-1].results[0]
+    if v.type != op.results[0].type:  # like's other dims still ?: the static form would say less
+        return False
+    _replace(op, new_ops, [v])
+    return True
+
+
 _STATIC_FORMS = {
+    "tile_grad_like": _tile_grad_like,
+    "gather_grad_like": _gather_grad_like,
     "broadcast_like": _broadcast_like,
     "unbroadcast_like": _unbroadcast_like,
     "split_like": _split_like,
