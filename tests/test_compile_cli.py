@@ -495,3 +495,41 @@ def test_version_flag(flag, capsys):
     from tfc.cli import version
 
     assert compile_main([flag]) == 0 and capsys.readouterr().out == f"tfc {version()}\n"
+
+
+# -- --shape: the specialization a None-signature function's stages show -------------------------
+
+
+def test_emit_loops_of_a_none_signature_shows_a_specialization(tmp_path):
+    p = write(tmp_path, MODEL)
+    code, out, err = run([p, "--function", "total", "--emit", "loops"])
+    assert code == 0, err
+    head, *body = out.splitlines()
+    assert head == "// specialized for shapes [1] (signature float32[?])"
+    assert "memref<1xf32>" in "\n".join(body) and "?" not in "\n".join(body)
+    code, out, err = run([p, "--function", "total", "--emit", "loops", "--shape", "x=7"])
+    assert code == 0, err
+    assert out.splitlines()[0].startswith("// specialized for shapes [7]") and "memref<7xf32>" in out
+    code, out, err = run([p, "--function", "total", "--emit", "numpy", "--shape", "0=0"])
+    assert code == 0, err
+    assert out.startswith("# specialized for shapes [0]")
+    code, out, err = run([p, "--function", "total", "--shape", "x=5"])
+    assert code == 0, err
+    assert "shapes [5] (each run-time shape is compiled on first use)" in out
+
+
+@pytest.mark.parametrize("option, needle", [
+    ("x", "expected NAME=DIMS"),
+    ("x=2xb", "non-negative integers joined by x"),
+    ("x=-1", "non-negative integers joined by x"),
+    ("y=3", "total has no tensor argument 'y' (its tensor arguments: x"),
+    ("x=3x4", "does not fit argument x's shape ?"),
+])
+def test_bad_shape_option(tmp_path, option, needle):
+    p = write(tmp_path, MODEL)
+    check_error([p, "--function", "total", "--shape", option], 2, needle)
+
+
+def test_shape_option_with_no_none_signature_is_an_error(tmp_path):
+    p = write(tmp_path, MODEL)
+    check_error([p, "--function", "dense", "--shape", "x=4x3"], 2, "no function compiled here has a None dimension")

@@ -235,6 +235,10 @@ def _parser():
     p.add_argument("--target", default="cpu", help=f"{' | '.join(TARGETS)} (default cpu)")
     p.add_argument("--emit", default="summary", metavar="STAGE",
                    help=f"what to print: summary (default), or a stage: {', '.join(STAGES)}")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=DxD",
+                   help="for a function with None dimensions: the shape of tensor argument NAME (its name in the "
+                        "IR, or its position from 0) that the fused, loops and numpy stages and the summary are "
+                        "specialized to, as 1x64 (() for a 0-d one); repeatable; the others: each None dimension 1")
     p.add_argument("--passes", default="default", metavar="P1,P2",
                    help="the L1 pass list (default: the standard pipeline; 'none' for none)")
     p.add_argument("--quantize", default=None, metavar="MODE", help="int8 (not implemented yet)")
@@ -244,10 +248,64 @@ def _parser():
     return p
 
 
+def parse_shape_option(text: str) -> tuple:
+    """``NAME=1x64`` -> ``("NAME", (1, 64))``; ``NAME=()`` is a 0-d tensor."""
+    name, sep, dims = text.partition("=")
+    name, dims = name.strip(), dims.strip()
+    if not sep or not name:
+        raise ValueError(f"--shape {text!r}: expected NAME=DIMS, as x=1x64")
+    if dims in ("", "()"):
+        return name, ()
+    try:
+        shape = tuple(int(d) for d in dims.split("x"))
+    except ValueError:
+        shape = None
+    if shape is None or any(d < 0 for d in shape):
+        raise ValueError(f"--shape {text!r}: the dimensions are non-negative integers joined by x, as 1x64")
+    return name, shape
+
+
+def choose_shapes(conc, given: dict) -> tuple:
+    """The shape of each tensor argument of ``conc`` for ``--shape`` options
+    ``given`` (name or position -> shape); the others: each None dimension 1.
+    ValueError naming what does not fit."""
+    from tfc.dialects.tensor import RefType
+
+    (f,) = list(conc.module.ops)
+    args = [a for a in f.body.block.args if not isinstance(a.type, RefType)]
+    names = [a.name_hint or str(i) for i, a in enumerate(args)]
+    if not conc.dynamic:
+        raise ValueError(f"--shape: {conc.name} has no None dimension in its signature "
+                         f"({', '.join(str(s) for s in conc.input_specs)})")
+    shapes = [tuple(1 if d is None else d for d in s.shape) for s in conc.input_specs]
+    for key, shape in given.items():
+        if key in names:
+            i = names.index(key)
+        elif key.isdigit() and int(key) < len(args):
+            i = int(key)
+        else:
+            raise ValueError(f"--shape {key}=...: {conc.name} has no tensor argument {key!r} "
+                             f"(its tensor arguments: {', '.join(names) or 'none'}, or their positions)")
+        spec = conc.input_specs[i].shape
+        if len(shape) != len(spec) or any(d is not None and d != n for d, n in zip(spec, shape)):
+            want = "x".join("?" if d is None else str(d) for d in spec) or "()"
+            raise ValueError(f"--shape {key}={'x'.join(map(str, shape)) or '()'}: does not fit argument "
+                             f"{names[i]}'s shape {want}")
+        shapes[i] = shape
+    return tuple(shapes)
+
+
 def _check_options(args):
     from tfc.compiler import STAGES, StageNotAvailable, check_stage, check_target, resolve_passes, setup
 
     setup()  # first: what it imports is the first compile's one-time cost, shown in its summary
+    args.shapes = {}
+    for text in args.shape:
+        try:
+            name, shape = parse_shape_option(text)
+        except ValueError as e:
+            raise CliError(str(e), code=2) from None
+        args.shapes[name] = shape
     if args.emit != "summary":
         try:
             check_stage(args.emit)
@@ -277,8 +335,15 @@ def _compile_one(target, args, out):
             with contextlib.redirect_stdout(sys.stderr):  # the model's print() while tracing
                 conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
                                quantize=args.quantize, print_ir_after_all=args.print_ir_after_all)
+            if getattr(args, "shapes", None) and conc.dynamic:
+                try:
+                    shapes = choose_shapes(conc, args.shapes)
+                except ValueError as e:
+                    raise CliError(f"cannot compile {name}: {e}", code=2) from None
+                conc.specialization(shapes)  # the last used: what the stages and the summary show
+                args.shapes_used = True
             text = summary(conc, name) if args.emit == "summary" else emit(conc, args.emit)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, CliError):
         raise
     except Exception as e:
         raise CliError(f"cannot compile {name}: {describe_exception(e)}") from None
@@ -343,6 +408,9 @@ def compile_main(argv=None, out=None) -> int:
         module = load_model(args.model)
         targets = find_functions(module, args.model, args.function)
         compiled = [(t, _compile_one(t, args, out)) for t in targets]
+        if args.shapes and not getattr(args, "shapes_used", False):
+            raise CliError("--shape: no function compiled here has a None dimension in its signature "
+                           f"({', '.join(t.name for t in targets)})", code=2)
         if args.output:
             export(compiled, args.output)
             for target, _ in compiled:
