@@ -607,3 +607,46 @@ def test_pass_reports_inference_errors_at_the_op():
         SpecializePass(shapes="3,4").apply(context(), parse_module(text))
     assert e.value.location == "m.py:7"
     assert "tfc.add" in e.value.reason and "(3,)" in e.value.reason and "(4,)" in e.value.reason
+
+
+# -- random programs (the differential fuzzer's generator) -----------------------------------------
+
+
+def _fuzz(seed, n, grad, tmp_path):
+    """For each random program: traced with its None signature, specialized to
+    its inputs' shapes, DEFAULT_L1, run by the reference executor: eager's
+    bits (or eager's error, at the same line). Returns (programs run, eager errors)."""
+    from tests.fuzz import run as fz
+    from tests.fuzz.programs import generate
+
+    documented = {"last-bit", "none-vs-zeros-cf"}  # the fuzzer's documented exceptions
+    errors = 0
+    for index in range(n):
+        p = generate(seed, index, grad=grad)
+        mod = fz._import(p.source(), str(tmp_path), p.name)
+        try:
+            want = fz._flatten(mod.prog(*[tfc.constant(v) for v in p.values]))
+        except Exception as e:  # noqa: BLE001
+            want = e
+            errors += 1
+        try:
+            conc = tfc.function(mod.prog, input_signature=fz._specs(tfc, p, True)).get_concrete_function()
+            spec = run_pipeline(specialize(conc.module, [tuple(s) for s in p.shapes]), DEFAULT_L1)
+            spec.verify()
+            results = iter(reference.run(spec, [np.asarray(v) for v in p.values]))
+            got = [next(results) if m else s for m, s in zip(conc._out_mask, conc._out_static)]
+        except Exception as e:  # noqa: BLE001
+            got = e
+        found = fz.compare(p, want, got)
+        assert found is None or found[0] in documented, f"program {seed}/{index}: {found}\n{p.source()}"
+    return n, errors
+
+
+def test_random_programs(tmp_path):
+    n, errors = _fuzz(17, 25, False, tmp_path)
+    assert errors < n // 4  # most programs run: the batch tests something
+
+
+def test_random_gradient_programs(tmp_path):
+    n, errors = _fuzz(26, 25, True, tmp_path)
+    assert errors < n // 4
