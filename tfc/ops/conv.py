@@ -7,8 +7,6 @@ elementwise update per window tap on a strided view.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from tfc.core.dtypes import FLOATS
@@ -16,7 +14,7 @@ from tfc.core.registry import Spec, declare, every_row
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
-from tfc.ops.random import _seed_value, draw_words, keep_from_words
+from tfc.ops.random import _seed_value, draw, dropout_spec
 
 _PADDINGS = ("VALID", "SAME")
 
@@ -528,8 +526,7 @@ def avg_pool2d_grad_like(like, grad, ksize, strides, padding="VALID"):
 # the mask comes from this op's kernel alone; without one, tfc.random's global stream.
 def _mask_kernel(x, rate, noise_shape, seed):
     shape = tuple(x.shape if noise_shape is None else noise_shape)
-    keep = keep_from_words(draw_words(seed, math.prod(shape)), rate).reshape(shape)
-    return keep * np.asarray(1.0 / (1.0 - rate), dtype=x.dtype)
+    return draw(seed, shape, dropout_spec(rate, x.dtype))
 
 
 def _mask_infer(op, x: Spec, rate, noise_shape, seed) -> Spec:

@@ -35,7 +35,7 @@ ROUNDS = 10
 _MASK32 = 0xFFFFFFFF
 _MASK64 = (1 << 64) - 1
 _MCOL = np.array([[PHILOX_M[0]], [PHILOX_M[1]]], np.uint64)
-_CHUNK = 16384  # blocks per pass: the round temporaries stay in cache
+_CHUNK = 16384  # blocks per pass: the temporaries stay in cache (and few numpy calls)
 # The counter's third word is 0; its fourth names the source, so a seeded op and
 # the global stream with the same seed do not share words.
 SEEDED, GLOBAL = 0, 1
@@ -83,19 +83,21 @@ def philox4x32(counters, key, rounds=ROUNDS) -> np.ndarray:
     return out.reshape(c.shape)
 
 
-def random_words(key, base, nwords, stream=SEEDED) -> np.ndarray:
-    """Words 0..nwords-1 of a draw, uint32: word ``k`` is word ``k % 4`` of
+def _generate(key, base, stream, n, per, convert, dtype) -> np.ndarray:
+    """``n`` values of a draw whose element i reads the words i*per .. i*per+per-1
+    (per in 1, 2, 4); ``convert`` maps words to values (a whole number of blocks
+    in, 4/per values a block out). Word ``k`` is word ``k % 4`` of
     Philox4x32-10(key, counter (lo32(base + k//4), hi32(base + k//4), 0, stream)),
-    the block index taken modulo 2^64."""
-    nblocks = -(-nwords // 4)
-    out = np.empty((nblocks, 4), np.uint32)
+    the block index taken modulo 2^64. Generated and converted a chunk of blocks
+    at a time, so the temporaries stay in cache; chunks do not change the values."""
+    nblocks = -(-n * per // 4)
+    out = np.empty(nblocks * 4 // per, dtype)
     keys = _round_keys(key, ROUNDS)
-    n = min(nblocks, _CHUNK)
-    a, b, p = (np.empty((2, n), np.uint64) for _ in range(3))
-    idx = np.empty(n, np.uint64)
+    m = min(nblocks, _CHUNK)
+    a, b, p = (np.empty((2, m), np.uint64) for _ in range(3))
+    idx, words = np.empty(m, np.uint64), np.empty((m, 4), np.uint32)
     for s in range(0, nblocks, _CHUNK):
-        e = min(nblocks, s + _CHUNK)
-        m = e - s
+        m = min(nblocks - s, _CHUNK)
         i = idx[:m]
         i[:] = np.arange(m, dtype=np.uint64)
         i += np.uint64((base + s) & _MASK64)  # wraps modulo 2^64
@@ -103,8 +105,15 @@ def random_words(key, base, nwords, stream=SEEDED) -> np.ndarray:
         a[1, :m] = 0
         np.right_shift(i, _S32, out=b[0, :m])
         b[1, :m] = stream
-        _philox_into(a[:, :m], b[:, :m], keys, out[s:e], p[:, :m])
-    return out.reshape(-1)[:nwords]
+        _philox_into(a[:, :m], b[:, :m], keys, words[:m], p[:, :m])
+        w = words[:m].reshape(-1)
+        out[s * 4 // per:(s + m) * 4 // per] = w if convert is None else convert(w)
+    return out[:n]
+
+
+def random_words(key, base, nwords, stream=SEEDED) -> np.ndarray:
+    """Words 0..nwords-1 of a draw, uint32 (the layout of ``_generate``)."""
+    return _generate(key, base, stream, nwords, 1, None, np.uint32)
 
 
 def seed_key(seed) -> tuple:
@@ -120,10 +129,18 @@ def seed_key(seed) -> tuple:
 _2_M24, _2_M32, _2_M53 = 2.0 ** -24, 2.0 ** -32, 2.0 ** -53
 
 
-def _pairs64(w):
-    """53-bit integers from word pairs (first word high): (w0 << 32 | w1) >> 11."""
+def _words64(w):
+    """Word pairs as 64-bit integers, the first word low: w0 | w1 << 32 (on a
+    little-endian host the pair's own bytes)."""
+    if np.little_endian:
+        return np.ascontiguousarray(w).view(np.uint64)
     w = w.reshape(-1, 2).astype(np.uint64)
-    return ((w[:, 0] << np.uint64(32)) | w[:, 1]) >> np.uint64(11)
+    return w[:, 0] | (w[:, 1] << np.uint64(32))
+
+
+def _pairs64(w):
+    """53-bit integers from word pairs: (w0 | w1 << 32) >> 11."""
+    return _words64(w) >> np.uint64(11)
 
 
 def _unit_words(dtype) -> int:
@@ -132,13 +149,16 @@ def _unit_words(dtype) -> int:
 
 def uniform_from_words(w, dtype, minval, maxval) -> np.ndarray:
     """Floats in [minval, maxval) from a draw's words: u = (w >> 8) * 2^-24 (one
-    word an element) for float16/float32, u = ((w0 << 32 | w1) >> 11) * 2^-53
+    word an element) for float16/float32, u = ((w0 | w1 << 32) >> 11) * 2^-53
     (two) for float64; then minval + u * (maxval - minval) in float64 (a product
     and a sum, each rounded: no fused multiply-add), rounded once to ``dtype`` and
     kept below maxval (rounding to a narrow float can land on it)."""
     np_dt = dtype.as_numpy_dtype
     if dtype == dtypes.float64:
-        u = _pairs64(w).astype(np.float64) * _2_M53
+        u = _pairs64(w).astype(np.float64)
+        u *= _2_M53
+        if minval == 0 and maxval == 1:
+            return u  # as below: u * 1 + 0 is u, below 1
     else:
         u = (w >> np.uint32(8)).astype(np.float32) * np.float32(_2_M24)  # exact
         if minval == 0 and maxval == 1 and dtype == dtypes.float32:
@@ -155,7 +175,7 @@ def _int_words(span) -> int:
 
 def integers_from_words(w, dtype, minval, maxval) -> np.ndarray:
     """Integers in [minval, maxval): with span s = maxval - minval (at most 2^64),
-    r = the element's words as one integer (first word high; 2 words if s <= 2^32,
+    r = the element's words as one integer (first word lowest; 2 words if s <= 2^32,
     else 4) and the result minval + floor(r * s / 2^bits(r)), the multiply-shift
     method without rejection: each value has probability within s / 2^64 of 1/s
     (exact when s is a power of two), and every element takes the same words."""
@@ -167,7 +187,7 @@ def integers_from_words(w, dtype, minval, maxval) -> np.ndarray:
     acc = [np.zeros(r.shape[0], np.uint64) for _ in range(k + len(s_limbs) + 1)]
     m32, sh = np.uint64(_MASK32), np.uint64(32)
     for i in range(k):
-        ri = r[:, k - 1 - i]
+        ri = r[:, i]
         for j, sj in enumerate(s_limbs):
             if sj:
                 t = ri * np.uint64(sj)
@@ -184,24 +204,31 @@ def integers_from_words(w, dtype, minval, maxval) -> np.ndarray:
 def normal_from_words(w, dtype, mean, stddev) -> np.ndarray:
     """Normals by Box-Muller: a pair of uniforms u1 in (0, 1], u2 in [0, 1) gives
     r = sqrt(-2 ln u1) and the elements 2p, 2p+1 = r cos(2 pi u2), r sin(2 pi u2).
-    float16/float32: u1 = (w0 + 1) * 2^-32, u2 = w1 * 2^-32 from the words 2p, 2p+1;
-    float64: u1, u2 from the 53-bit pairs (words 4p..4p+1, 4p+2..4p+3), u1 with
-    one added. All in float64, then z * stddev + mean rounded once to ``dtype``."""
+
+    float16/float32, from the words 2p, 2p+1: u1 = (w0 + 1) * 2^-32 and r in
+    float64; u2 = (w1 >> 8) * 2^-24 and the angle u2 * float32(2 pi), its cos and
+    sin in float32 (float64 trigonometry would triple the cost; the angle is off
+    by a few float32 ulps at most, which a float32 sample cannot tell apart).
+    float64, from the 53-bit pairs (words 4p..4p+1, 4p+2..4p+3) as in
+    ``uniform_from_words``: u1 = (x0 + 1) * 2^-53, u2 = x1 * 2^-53, all in float64.
+    Then z * stddev + mean in float64, rounded once to ``dtype``."""
     if dtype == dtypes.float64:
         x = _pairs64(w).reshape(-1, 2).astype(np.float64)
         u1 = (x[:, 0] + 1.0) * _2_M53
         theta = x[:, 1] * (_2_M53 * 2 * np.pi)
     else:
-        x = w.reshape(-1, 2).astype(np.float64)
-        u1 = (x[:, 0] + 1.0) * _2_M32
-        theta = x[:, 1] * (_2_M32 * 2 * np.pi)
+        w = w.reshape(-1, 2)
+        u1 = (w[:, 0].astype(np.float64) + 1.0) * _2_M32
+        theta = (w[:, 1] >> np.uint32(8)).astype(np.float32)
+        theta *= np.float32(_2_M24 * 2 * np.pi)  # float32(2 pi) / 2^24: exact scaling
     r = np.sqrt(-2.0 * np.log(u1))
     z = np.empty((r.shape[0], 2))
     np.multiply(r, np.cos(theta), out=z[:, 0])
     np.multiply(r, np.sin(theta), out=z[:, 1])
     z = z.reshape(-1)
     if stddev != 1 or mean != 0:
-        z = z * float(stddev) + float(mean)
+        z *= float(stddev)
+        z += float(mean)
     return z.astype(dtype.as_numpy_dtype, copy=False)
 
 
@@ -210,6 +237,26 @@ def keep_from_words(w, rate) -> np.ndarray:
     (an integer threshold: keeps with probability 1 - rate up to 2^-32)."""
     t = math.ceil(float(rate) * 2.0 ** 32)
     return np.zeros(w.shape, bool) if t > _MASK32 else w >= np.uint32(t)
+
+
+def uniform_spec(dtype, minval, maxval):
+    return _unit_words(dtype), lambda w: uniform_from_words(w, dtype, minval, maxval), dtype.as_numpy_dtype
+
+
+def integers_spec(dtype, minval, maxval):
+    return _int_words(maxval - minval), lambda w: integers_from_words(w, dtype, minval, maxval), \
+        dtype.as_numpy_dtype
+
+
+def normal_spec(dtype, mean, stddev):
+    # One word an element (two a float64 element), in whole Box-Muller pairs.
+    return _unit_words(dtype), lambda w: normal_from_words(w, dtype, mean, stddev), dtype.as_numpy_dtype
+
+
+def dropout_spec(rate, np_dtype):
+    """Dropout's mask: 0 where dropped, else 1 / (1 - rate) in ``np_dtype``."""
+    scale = np.asarray(1.0 / (1.0 - rate), dtype=np_dtype)
+    return 1, lambda w: keep_from_words(w, rate) * scale, np_dtype
 
 
 # -- keys and counters --------------------------------------------------------------------
@@ -234,31 +281,28 @@ class Stream:
             self.counter = (base + nblocks) & _MASK64
         return base
 
-    def words(self, nwords) -> np.ndarray:
-        return random_words(self.key, self.take(-(-nwords // 4)), nwords, self.stream)
+    def draw(self, n, per, convert, dtype) -> np.ndarray:
+        """The next ``n`` values (see ``_generate``)."""
+        return _generate(self.key, self.take(-(-n * per // 4)), self.stream, n, per, convert, dtype)
 
     def random(self, size=None) -> np.ndarray:
-        shape = _np_shape(size)
-        return uniform_from_words(self.words(2 * math.prod(shape)), dtypes.float64, 0.0, 1.0).reshape(shape)
+        return self.uniform(0.0, 1.0, size)
 
     def uniform(self, low=0.0, high=1.0, size=None) -> np.ndarray:
         shape = _np_shape(size)
-        return uniform_from_words(self.words(2 * math.prod(shape)), dtypes.float64, low, high).reshape(shape)
+        return self.draw(math.prod(shape), *uniform_spec(dtypes.float64, low, high)).reshape(shape)
 
     def standard_normal(self, size=None) -> np.ndarray:
         return self.normal(0.0, 1.0, size)
 
     def normal(self, loc=0.0, scale=1.0, size=None) -> np.ndarray:
         shape = _np_shape(size)
-        n = math.prod(shape)
-        w = self.words(4 * -(-n // 2))
-        return normal_from_words(w, dtypes.float64, loc, scale)[:n].reshape(shape)
+        return self.draw(math.prod(shape), *normal_spec(dtypes.float64, loc, scale)).reshape(shape)
 
     def integers(self, low, high, size=None, dtype=np.int64) -> np.ndarray:
         shape = _np_shape(size)
-        dt = dtypes.as_dtype(np.dtype(dtype))
-        w = self.words(_int_words(high - low) * math.prod(shape))
-        return integers_from_words(w, dt, low, high).reshape(shape)
+        spec = integers_spec(dtypes.as_dtype(np.dtype(dtype)), int(low), int(high))
+        return self.draw(math.prod(shape), *spec).reshape(shape)
 
 
 def _np_shape(size):
@@ -280,12 +324,14 @@ def generator(seed=None) -> Stream:
     return _GLOBAL[0] if seed is None else Stream(seed_key(seed), stream=SEEDED)
 
 
-def draw_words(seed, nwords) -> np.ndarray:
-    """The words of one op's draw: seeded, key = seed at counter base 0; else the
-    global stream's next blocks."""
+def draw(seed, shape, spec) -> np.ndarray:
+    """One op's draw of ``shape``: seeded, key = seed at counter base 0; else the
+    global stream's next blocks. ``spec`` = (words an element, words -> values,
+    numpy dtype), from ``uniform_spec``, ``integers_spec``, ``normal_spec``."""
+    n = math.prod(shape)
     if seed is None:
-        return _GLOBAL[0].words(nwords)
-    return random_words(seed_key(seed), 0, nwords, SEEDED)
+        return _GLOBAL[0].draw(n, *spec).reshape(shape)
+    return _generate(seed_key(seed), 0, SEEDED, n, *spec).reshape(shape)
 
 
 def _seed_value(op_name, seed):
@@ -338,12 +384,9 @@ def _uniform_infer(op, shape, dtype, minval, maxval, seed) -> Spec:
 
 
 def _uniform_kernel(shape, dtype, minval, maxval, seed):
-    n = math.prod(shape)
     if dtype.is_integer:
-        lo, hi = int(minval), int(maxval)
-        return integers_from_words(draw_words(seed, _int_words(hi - lo) * n), dtype, lo, hi).reshape(shape)
-    hi = 1.0 if maxval is None else maxval
-    return uniform_from_words(draw_words(seed, _unit_words(dtype) * n), dtype, minval, hi).reshape(shape)
+        return draw(seed, shape, integers_spec(dtype, int(minval), int(maxval)))
+    return draw(seed, shape, uniform_spec(dtype, minval, 1.0 if maxval is None else maxval))
 
 
 @declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True,
@@ -356,7 +399,7 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
     words of Philox4x32-10(K, (lo32(b), hi32(b), 0, S)) for blocks b = B + j
     (word k of the draw: block k // 4, word k % 4; S = 0 seeded, 1 the global
     stream): float16/float32 word i, u = (w >> 8) * 2^-24; float64 words 2i and
-    2i+1, u = ((w0 << 32 | w1) >> 11) * 2^-53; value minval + u*(maxval - minval)
+    2i+1, u = ((w0 | w1 << 32) >> 11) * 2^-53; value minval + u*(maxval - minval)
     in float64 (no FMA), rounded to the dtype and kept below maxval. Integers:
     words ki..ki+k-1 as r (k = 2 if the span s <= 2^32, else 4), value
     minval + floor(r*s / 2^(32k)). Seeded: K = (seed mod 2^32, seed >> 32), B = 0."""
@@ -377,11 +420,7 @@ def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
 
 
 def _normal_kernel(shape, dtype, mean, stddev, seed):
-    n = math.prod(shape)
-    # Words come in whole Box-Muller pairs: 2 words a pair (float64: 4).
-    per_pair = 4 if dtype == dtypes.float64 else 2
-    w = draw_words(seed, per_pair * -(-n // 2))
-    return normal_from_words(w, dtype, mean, stddev)[:n].reshape(shape)
+    return draw(seed, shape, normal_spec(dtype, mean, stddev))
 
 
 @declare(kernel=_normal_kernel, infer=_normal_infer, stateful=True,
