@@ -54,7 +54,7 @@ func.func @views(%x: memref<8x4xf32>, %n: memref<5xi32>, %arena: memref<256xi8>)
   %r = loops.subview %x [1, 0][1, 4][1, 1] : memref<8x4xf32> -> memref<4xf32, strided<[1], offset: 4>>
   %t = loops.transpose_view %x {permutation = array<i64: 1, 0>} : memref<8x4xf32> -> memref<4x8xf32, strided<[1, 4]>>
   %s = loops.reshape %x : memref<8x4xf32> -> memref<2x16xf32>
-  %s2 = loops.reshape %r : memref<4xf32, strided<[1], offset: 4>> -> memref<2x2xf32, strided<[2, 1], offset: 4>>
+  %s2 = loops.reshape %r : memref<4xf32, strided<[1], offset: 4>> -> memref<2x2xf32>
   %o = loops.alloc : memref<3x4xf32>
   loops.parallel ins(%v : memref<3x4xf32, strided<[8, -1], offset: 11>>) outs(%o : memref<3x4xf32>) attributes {shape = array<i64: 3, 4>, broadcast = [array<i64: 0, 1>]} {
   ^bb0(%a: f32):
@@ -72,6 +72,6 @@ func.func @views(%x: memref<8x4xf32>, %n: memref<5xi32>, %arena: memref<256xi8>)
 // CHECK: loops.subview %x [1, 0] [1, 4] [1, 1] : memref<8x4xf32> -> memref<4xf32, strided<[1], offset: 4>>
 // CHECK: loops.transpose_view %x {permutation = array<i64: 1, 0>} : memref<8x4xf32> -> memref<4x8xf32, strided<[1, 4]>>
 // CHECK: loops.reshape %x : memref<8x4xf32> -> memref<2x16xf32>
-// CHECK: loops.reshape %r : memref<4xf32, strided<[1], offset: 4>> -> memref<2x2xf32, strided<[2, 1], offset: 4>>
+// CHECK: loops.reshape %r : memref<4xf32, strided<[1], offset: 4>> -> memref<2x2xf32>
 // CHECK: %i = loops.index 0 : index
 // CHECK: %w = loops.load_at %x[%i, %j] : memref<8x4xf32> -> f32

@@ -347,7 +347,9 @@ class ReshapeOp(IRDLOperation):
     of a contiguous buffer, in the same (row-major) order, seen with another
     shape (reshape, expand_dims, squeeze); an alias. The source must be dense and
     row-major (identity layout, or a strided one that is, at any offset), so
-    the alias needs no copy on any backend."""
+    the alias needs no copy on any backend. The result has the identity layout:
+    its first element is the source's first (a subview's offset is folded into
+    where the result starts)."""
 
     name = "loops.reshape"
     source = operand_def(MemRefType)
@@ -356,9 +358,7 @@ class ReshapeOp(IRDLOperation):
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
     def __init__(self, source, shape):
-        _, off = layout_of(source.type)
-        rt = strided_type(source.type.element_type, shape, row_major(shape), off)
-        super().__init__(operands=[source], result_types=[rt])
+        super().__init__(operands=[source], result_types=[MemRefType(source.type.element_type, list(shape))])
 
     def verify_(self):
         src, res = self.source.type, self.result.type
@@ -366,8 +366,8 @@ class ReshapeOp(IRDLOperation):
             _fail(self, "keeps the element type")
         if not is_contiguous(src):
             _fail(self, f"needs a contiguous source, not a {src} (copy it first)")
-        if not is_contiguous(res) or layout_of(res)[1] != layout_of(src)[1]:
-            _fail(self, f"result {res} must be contiguous at the source's offset")
+        if not isinstance(res.layout, NoneAttr):
+            _fail(self, f"result {res} must have the identity layout")
         n = m = 1
         for d in src.get_shape():
             n *= d

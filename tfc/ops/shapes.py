@@ -17,6 +17,227 @@ def _ints(op_name, value, what="shape", minimum=None):
     return as_ints(op_name, value, what, minimum)
 
 
+# -- lowerings to the loops dialect (OpDef.lower; see tfc/passes/lower_loops.py) ----------
+# An op's results are written into planned buffers ``outs`` by copy kernels
+# reading views of the inputs; an alias lowering (``lower.alias``) returns a
+# view instead where the data stays contiguous.
+
+def _alias(predicate):
+    """Mark a lowering as an alias where ``predicate(in_shapes, **attrs)``."""
+    def mark(fn):
+        fn.alias = predicate
+        return fn
+    return mark
+
+
+def _always(in_shapes, **attrs) -> bool:
+    return True
+
+
+@_alias(_always)
+def _lower_same_elements(b, outs, x, *rest, **attrs):
+    """reshape, reshape_like, expand_dims, squeeze: the same elements in the
+    same order; an alias (``loops.reshape``), or a copy where a 0-d value (a
+    scalar in L3) is involved."""
+    if outs is None:
+        return b.reshape(x, _out_shape(b, x, rest, attrs))
+    (out,) = outs
+    if not b.shape(x) and not isinstance(getattr(x, "type", None), type(out.type)):
+        return b.copy(x, out)  # a scalar fills the one element
+    return b.copy(x, b.reshape(out, b.shape(x)))
+
+
+def _out_shape(b, x, rest, attrs):
+    """The result shape of a same-elements op, from its attributes (or ``like``)."""
+    shape = b.shape(x)
+    if "shape" in attrs:
+        n = int(np.prod(shape, dtype=np.int64))
+        known = int(np.prod([d for d in attrs["shape"] if d != -1], dtype=np.int64))
+        return tuple(n // known if d == -1 else d for d in attrs["shape"])
+    if rest:  # reshape_like
+        return b.shape(rest[0])
+    if "axis" in attrs and not isinstance(attrs["axis"], (tuple, list)) and attrs["axis"] is not None \
+            and "num" not in attrs:  # expand_dims
+        a = attrs["axis"] % (len(shape) + 1)
+        return shape[:a] + (1,) + shape[a:]
+    axes = attrs.get("axis")  # squeeze
+    if axes is None:
+        return tuple(d for d in shape if d != 1)
+    axes = {a % len(shape) for a in axes}
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _lower_transpose(b, outs, x, perm):
+    (out,) = outs
+    rank = len(b.shape(x))
+    perm = tuple(reversed(range(rank))) if perm is None else tuple(p % rank for p in perm)
+    return b.copy(b.transpose_view(x, perm), out)
+
+
+def _index_view(shape, index):
+    """(offsets, sizes, strides, kept dims, new-axis positions in the result)
+    of basic index ``index`` (``_index_attr``'s form) on ``shape``: the
+    loops.subview it reads, less the unit dims of integer indices (dropped),
+    plus the new axes."""
+    n_axes = sum(1 for k in index if k is not None and k != "...")
+    full = ("slice", None, None, None)
+    if "..." in index:
+        i = index.index("...")
+        index = index[:i] + (full,) * (len(shape) - n_axes) + index[i + 1:]
+    else:
+        index = tuple(index) + (full,) * (len(shape) - n_axes)
+    offsets, sizes, strides, kept, new = [], [], [], [], []
+    axis = pos = 0
+    for k in index:
+        if k is None:
+            new.append(pos)
+            pos += 1
+            continue
+        d = shape[axis]
+        if isinstance(k, tuple):
+            start, stop, step = slice(*k[1:]).indices(d)
+            n = len(range(start, stop, step))
+            offsets.append(start if n else 0)
+            sizes.append(n)
+            strides.append(step)
+            kept.append(axis)
+            pos += 1
+        else:
+            offsets.append(k + d if k < 0 else k)
+            sizes.append(1)
+            strides.append(1)
+        axis += 1
+    return offsets, sizes, strides, kept, new
+
+
+def _getitem_is_contiguous(in_shapes, index) -> bool:
+    """Does ``index`` select one contiguous range of a row-major buffer?"""
+    from xdsl.dialects.builtin import MemRefType, f32
+
+    from tfc.dialects import loops as L
+
+    offsets, sizes, strides, kept, _ = _index_view(in_shapes[0], index)
+    _, st, off = L.subview_layout(MemRefType(f32, list(in_shapes[0])), offsets, sizes, strides)
+    return L.is_contiguous(L.strided_type(f32, [sizes[i] for i in kept], [st[i] for i in kept], off))
+
+
+@_alias(_getitem_is_contiguous)
+def _lower_getitem(b, outs, x, index):
+    """A subview of ``x`` (its integer indices dropped): an alias where that is
+    one contiguous range (``x[2:5]`` of rows), else copied into ``outs``."""
+    offsets, sizes, strides, kept, _ = _index_view(b.shape(x), index)
+    view = b.subview(x, offsets, sizes, strides, keep=kept)
+    if outs is None:
+        return b.reshape(view, _getitem_infer(None, Spec(b.shape(x), None), index).shape)
+    (out,) = outs
+    return b.copy(view, b.reshape(out, b.shape(view)))
+
+
+def _lower_slice_grad(b, outs, g, shape, index):
+    """Zeros, and ``g`` (less its new axes) copied into the window."""
+    (out,) = outs
+    b.fill(out, 0)
+    offsets, sizes, strides, kept, new = _index_view(tuple(shape), index)
+    window = b.subview(out, offsets, sizes, strides, keep=kept)
+    gs = b.shape(g)
+    if new and gs:
+        rank = len(gs)
+        g = b.subview(g, [0] * rank, gs, [1] * rank, keep=[i for i in range(rank) if i not in new])
+    return b.copy(g, window)
+
+
+def _lower_concat(b, outs, *xs, axis):
+    """Each piece copied into its window of the result."""
+    (out,) = outs
+    shape = b.shape(out)
+    a = axis % len(shape)
+    at = 0
+    for x in xs:
+        xs_ = b.shape(x)
+        offsets = [at if i == a else 0 for i in range(len(shape))]
+        b.copy(x, b.subview(out, offsets, xs_, [1] * len(shape)))
+        at += xs_[a]
+
+
+def _lower_stack(b, outs, *xs, axis):
+    """Each piece copied into its unit-wide window along the new axis."""
+    (out,) = outs
+    shape = b.shape(out)
+    a = axis % len(shape)
+    for i, x in enumerate(xs):
+        offsets = [i if d == a else 0 for d in range(len(shape))]
+        sizes = [1 if d == a else n for d, n in enumerate(shape)]
+        b.copy(x, b.subview(out, offsets, sizes, [1] * len(shape), keep=[d for d in range(len(shape)) if d != a]))
+
+
+def _lower_unstack(b, outs, x, num, axis):
+    shape = b.shape(x)
+    a = axis % len(shape)
+    for i, out in enumerate(outs):
+        offsets = [i if d == a else 0 for d in range(len(shape))]
+        sizes = [1 if d == a else n for d, n in enumerate(shape)]
+        b.copy(b.subview(x, offsets, sizes, [1] * len(shape), keep=[d for d in range(len(shape)) if d != a]), out)
+
+
+def _lower_split(b, outs, x, *likes, axis, **attrs):
+    """Each part's window of ``x`` copied out (split and split_like)."""
+    shape = b.shape(x)
+    a = axis % len(shape)
+    at = 0
+    for out in outs:
+        os_ = b.shape(out)
+        b.copy(b.subview(x, [at if d == a else 0 for d in range(len(shape))], os_, [1] * len(shape)), out)
+        at += os_[a]
+
+
+def _lower_tile(b, outs, x, multiples):
+    """The result seen as (m0, d0, m1, d1, ...), each copy of ``x`` read there
+    (a broadcast of ``x`` over the m axes)."""
+    (out,) = outs
+    shape = b.shape(x)
+    if not shape:
+        return b.copy(x, b.reshape(out, (1,)) if b.shape(out) else out)
+    split = tuple(v for pair in zip(multiples, shape) for v in pair)
+    return b.parallel([x], [b.reshape(out, split)], split, [tuple(range(1, 2 * len(shape), 2))],
+                      lambda k, v: [v])
+
+
+def _lower_broadcast(b, outs, x, *rest, **attrs):
+    """broadcast_to / broadcast_like: ``x``'s dims aligned right, its unit dims
+    that broadcast left out of its view (a rank-reducing subview)."""
+    (out,) = outs
+    target = b.shape(out)
+    shape = b.shape(x)
+    if not shape:
+        return b.copy(x, out)
+    lead = len(target) - len(shape)
+    keep = [i for i, d in enumerate(shape) if not (d == 1 and target[lead + i] != 1)]
+    if len(keep) != len(shape):
+        x = b.subview(x, [0] * len(shape), shape, [1] * len(shape), keep=keep)
+    return b.parallel([x], [out], target, [tuple(lead + i for i in keep)], lambda k, v: [v])
+
+
+def _when(predicate):
+    """Mark a lowering as applying only where ``predicate(in_shapes, **attrs)``
+    (elsewhere the op stays a library call)."""
+    def mark(fn):
+        fn.when = predicate
+        return fn
+    return mark
+
+
+@_when(lambda in_shapes, mode, **attrs: mode == "CONSTANT")
+def _lower_pad(b, outs, x, paddings, mode, constant_values):
+    """CONSTANT: the fill value, then ``x`` copied into its window."""
+    if mode != "CONSTANT":
+        raise NotImplementedError(f"lowering pad mode {mode} (REFLECT and SYMMETRIC stay library calls)")
+    (out,) = outs
+    b.fill(out, constant_values)
+    shape = b.shape(x)
+    return b.copy(x, b.subview(out, [lo for lo, _ in _pad_pairs(paddings)], shape, [1] * len(shape)))
+
+
+
 def _reshape_infer(op, x: Spec, shape) -> Spec:
     if sum(1 for d in shape if d == -1) > 1:
         raise ValueError(f"reshape: at most one -1 in the new shape, got {shape}")
@@ -51,7 +272,7 @@ def _reshape_grad(e, g):
 
 
 @declare(kernel=lambda x, shape: np.reshape(x, shape), infer=_reshape_infer, grad=_reshape_grad,
-         attrs={"shape": "ints"})
+         attrs={"shape": "ints"}, lower=_lower_same_elements)
 def reshape(tensor, shape):
     """The same elements in a new shape; one dimension may be -1 (inferred)."""
     return (tensor,), {"shape": _ints("reshape", shape, minimum=-1)}
@@ -64,7 +285,7 @@ def _reshape_like_infer(op, x: Spec, like: Spec) -> Spec:
     return Spec(tuple(like.shape), x.dtype)
 
 
-@declare(kernel=lambda x, like: np.reshape(x, like.shape), infer=_reshape_like_infer,
+@declare(kernel=lambda x, like: np.reshape(x, like.shape), infer=_reshape_like_infer, lower=_lower_same_elements,
          grad=lambda e, g: [reshape_like(g, e.inputs[0]), None])
 def reshape_like(tensor, like):
     """``reshape(tensor, like.shape)`` where that shape is known only at run time
@@ -85,7 +306,7 @@ def _broadcast_to_infer(op, x: Spec, shape) -> Spec:
     return Spec(tuple(shape), x.dtype)
 
 
-@declare(kernel=lambda x, shape: np.broadcast_to(x, shape), infer=_broadcast_to_infer,
+@declare(kernel=lambda x, shape: np.broadcast_to(x, shape), infer=_broadcast_to_infer, lower=_lower_broadcast,
          grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.attrs["shape"]])], attrs={"shape": "ints"},
          scalar=_scalar.identity)
 def broadcast_to(input, shape):  # noqa: A002
@@ -100,7 +321,7 @@ def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
     return Spec(tuple(like.shape), x.dtype)
 
 
-@declare(kernel=lambda x, like: np.broadcast_to(x, like.shape), infer=_broadcast_like_infer,
+@declare(kernel=lambda x, like: np.broadcast_to(x, like.shape), infer=_broadcast_like_infer, lower=_lower_broadcast,
          grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.inputs[1].shape]), None])
 def broadcast_like(input, like):  # noqa: A002
     """``broadcast_to(input, like.shape)`` where that shape is known only at run time."""
@@ -174,7 +395,7 @@ def _transpose_grad(e, g):
 
 
 @declare(kernel=lambda x, perm: np.transpose(x, perm), infer=_transpose_infer, grad=_transpose_grad,
-         attrs={"perm": "ints?"})
+         attrs={"perm": "ints?"}, lower=_lower_transpose)
 def transpose(a, perm=None):
     """Axes permuted by ``perm`` (reversed when None)."""
     return (a,), {"perm": None if perm is None else _ints("transpose", perm, "perm")}
@@ -186,7 +407,7 @@ def _expand_dims_infer(op, x: Spec, axis) -> Spec:
 
 
 @declare(kernel=lambda x, axis: np.expand_dims(x, axis), infer=_expand_dims_infer,
-         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "int"})
+         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "int"}, lower=_lower_same_elements)
 def expand_dims(input, axis):  # noqa: A002
     """A new axis of size 1 inserted at ``axis``."""
     return (input,), {"axis": int(axis)}
@@ -216,7 +437,7 @@ def _squeeze_infer(op, x: Spec, axis) -> Spec:
 
 
 @declare(kernel=lambda x, axis: np.squeeze(x, axis), infer=_squeeze_infer,
-         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"})
+         grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "ints?"}, lower=_lower_same_elements)
 def squeeze(input, axis=None):  # noqa: A002
     """Axes of size 1 removed (all of them, or those in ``axis``)."""
     why = axis is None and isinstance(input, Tensor) and _squeeze_rank_unknown(tuple(input.shape))
@@ -306,7 +527,7 @@ def _getitem_grad(e, g):
 
 
 @declare(kernel=lambda x, index: x[_numpy_index(index)], infer=_getitem_infer, grad=_getitem_grad,
-         attrs={"index": "index"}, name="getitem")
+         attrs={"index": "index"}, name="getitem", lower=_lower_getitem)
 def basic_getitem(tensor, key):
     """``tensor[key]`` for ints, slices, None (new axis) and ``...`` (the op
     ``getitem``; ``getitem`` below adds integer-array indexing on top)."""
@@ -323,7 +544,7 @@ def _slice_grad_infer(op, g: Spec, shape, index) -> Spec:
     return Spec(tuple(shape), g.dtype)
 
 
-@declare(kernel=_slice_grad_kernel, infer=_slice_grad_infer,
+@declare(kernel=_slice_grad_kernel, infer=_slice_grad_infer, lower=_lower_slice_grad,
          grad=lambda e, g: [basic_getitem(g, _numpy_index(e.attrs["index"]))],
          attrs={"shape": "ints", "index": "index"})
 def slice_grad(g, shape, index):
@@ -386,7 +607,7 @@ def _concat_grad(e, g):
 
 
 @declare(kernel=lambda *xs, axis: np.concatenate(xs, axis), infer=_concat_infer, grad=_concat_grad,
-         attrs={"axis": "int"})
+         attrs={"axis": "int"}, lower=_lower_concat)
 def concat(values, axis):
     """The tensors in ``values`` joined along the existing ``axis``."""
     return _seq("concat", values), {"axis": int(axis)}
@@ -410,7 +631,7 @@ def _stack_grad(e, g):
 
 
 @declare(kernel=lambda *xs, axis: np.stack(xs, axis), infer=_stack_infer, grad=_stack_grad,
-         attrs={"axis": "int"})
+         attrs={"axis": "int"}, lower=_lower_stack)
 def stack(values, axis=0):
     """The tensors in ``values`` (all of one shape) joined along a new ``axis``."""
     return _seq("stack", values), {"axis": int(axis)}
@@ -440,7 +661,7 @@ def _unstack_grad(e, g):
     return [stack(gs, axis=e.attrs["axis"])]
 
 
-@declare(kernel=_unstack_kernel, infer=_unstack_infer, grad=_unstack_grad,
+@declare(kernel=_unstack_kernel, infer=_unstack_infer, grad=_unstack_grad, lower=_lower_unstack,
          attrs={"num": "int?", "axis": "int"})
 def unstack(value, num=None, axis=0):
     """The slices of ``value`` along ``axis``, as a list of tensors."""
@@ -490,7 +711,7 @@ def _split_grad(e, g):
     return [concat(gs, axis=e.attrs["axis"])]
 
 
-@declare(kernel=_split_kernel, infer=_split_infer, grad=_split_grad,
+@declare(kernel=_split_kernel, infer=_split_infer, grad=_split_grad, lower=_lower_split,
          attrs={"num": "int?", "sizes": "ints?", "axis": "int"})
 def split(value, num_or_size_splits, axis=0):
     """``value`` cut along ``axis`` into that many equal parts, or parts of the
@@ -517,7 +738,7 @@ def _split_like_kernel(x, *likes, axis):
     return np.split(x, np.cumsum([like.shape[axis] for like in likes])[:-1], axis=axis)
 
 
-@declare(kernel=_split_like_kernel, infer=_split_like_infer,
+@declare(kernel=_split_like_kernel, infer=_split_like_infer, lower=_lower_split,
          grad=lambda e, g: _split_grad(e, g) + [None] * (len(e.inputs) - 1), attrs={"axis": "int"})
 def split_like(value, likes, axis):
     """``value`` cut along ``axis`` into parts as long as each of ``likes`` there
@@ -551,7 +772,7 @@ def _tile_grad(e, g):
 
 
 @declare(kernel=lambda x, multiples: np.tile(x, multiples), infer=_tile_infer, grad=_tile_grad,
-         attrs={"multiples": "ints"})
+         attrs={"multiples": "ints"}, lower=_lower_tile)
 def tile(input, multiples):  # noqa: A002
     """``input`` repeated ``multiples[i]`` times along each axis i."""
     return (input,), {"multiples": _ints("tile", multiples, "multiples", minimum=0)}
@@ -647,7 +868,7 @@ def _pad_grad(e, g):
     return [_unpad(g, x.shape, pairs, mode, _take_axis, pad)]
 
 
-@declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad,
+@declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad, lower=_lower_pad,
          attrs={"paddings": "ints", "mode": "str", "constant_values": "float"})
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with

@@ -4,12 +4,16 @@ in place, and which buffers must outlive the call.
 
 Run on the fused (L2) module. A value gets its own buffer when a kernel writes
 it: a ``tfc.fused`` result that is not 0-d elementwise (0-d elementwise kernels
-become scalar code; a reduction to 0-d gets a 0-d buffer), and a static float
-``matmul`` (BLAS writes into it). Every other op's result is made by its
-registry kernel (which may return a view of its inputs), so such a result *may
-reference* any buffer its tensor operands reference (none for the kernels of
-``NEW_ARRAY_KERNELS``, which always copy); ``tfc.cond``/``tfc.while``
-results reference what their branches/initial values reference.
+become scalar code; a reduction to 0-d gets a 0-d buffer), a static float
+``matmul`` (BLAS writes into it), and every result of a registry op that
+tfc-lower-loops lowers through its declaration's ``lower`` into kernels
+(``lowers(op) == "write"``: transpose, getitem, concat, ...). The result of
+an alias op (``lowers(op) == "alias"``: reshape, expand_dims, squeeze, a
+getitem of a contiguous range) and of every other op (a library kernel, which
+may return a view of its inputs) *may reference* any buffer its tensor
+operands reference (none for the kernels of ``NEW_ARRAY_KERNELS``, which
+always copy); ``tfc.cond``/``tfc.while`` results reference what their
+branches/initial values reference.
 
 In place: an elementwise ``tfc.fused`` result reuses the buffer of an input
 read at the same index (same shape and dtype) when no value referencing that
@@ -35,7 +39,7 @@ from xdsl.passes import ModulePass
 
 from tfc.dialects.fused import FusedOp
 from tfc.dialects.tensor import (
-    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, spec_of,
+    AssignVariableOp, CondOp, ReadVariableOp, RegistryOp, WhileOp, decode_attrs, spec_of,
 )
 from tfc.passes.pipeline import require_tensor_ir
 
@@ -108,8 +112,36 @@ def static_shape(t):
 NEW_ARRAY_KERNELS = frozenset({"concat"})
 
 
+def lowers(op) -> str | None:
+    """How tfc-lower-loops lowers registry op ``op``: ``"write"`` (its
+    declaration's ``lower`` writes its results into buffers of their own),
+    ``"alias"`` (``lower.alias(in_shapes, **attrs)`` holds: its one result
+    is a view of its operand: loops.reshape / loops.subview) or None (a
+    library call: no ``lower``, a shape known only at run time, or
+    ``lower.when(in_shapes, **attrs)`` false)."""
+    d = op.OPDEF
+    if d.lower is None:
+        return None
+    ins = [spec_of(v.type).shape for v in op.operands]
+    outs = [spec_of(r.type).shape for r in op.results]
+    if any(None in s for s in ins + outs):
+        return None
+    attrs = decode_attrs(d, dict(op.properties))
+    when = getattr(d.lower, "when", None)
+    if when is not None and not when(ins, **attrs):
+        return None
+    alias = getattr(d.lower, "alias", None)
+    # a 0-d operand or result is a scalar in L3: no view of it
+    if alias is not None and len(outs) == 1 and outs[0] and all(ins) and \
+            alias(ins, **attrs):
+        return "alias"
+    return "write"
+
+
 def writes_buffer(op, k: int = 0) -> bool:
     """Does the kernel of ``op`` write result ``k`` into a buffer we provide?"""
+    if isinstance(op, RegistryOp) and op.OPDEF.lower is not None:
+        return lowers(op) == "write"
     if isinstance(op, FusedOp):
         return not (op.iteration_shape == () or (op.reduce_kinds[k] is None and spec_of(op.outs[k].type).shape == ()))
     if isinstance(op, RegistryOp) and op.OPDEF.name == "matmul":
@@ -203,9 +235,10 @@ class Bufferization:
                         self.own[r] = buf
                         set_refs(r, [buf])
                 elif isinstance(op, RegistryOp) and writes_buffer(op):
-                    buf = self._new(op.results[0])
-                    self.own[op.results[0]] = buf
-                    set_refs(op.results[0], [buf])
+                    for r in op.results:
+                        buf = self._new(r)
+                        self.own[r] = buf
+                        set_refs(r, [buf])
                 elif isinstance(op, RegistryOp):
                     bufs = () if op.OPDEF.name in NEW_ARRAY_KERNELS else union(op.operands)
                     for r in op.results:
@@ -338,4 +371,4 @@ class BufferizePass(ModulePass):
             Bufferization(f).annotate()
 
 
-__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "writes_buffer"]
+__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "lowers", "writes_buffer"]

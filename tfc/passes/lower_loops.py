@@ -10,7 +10,20 @@ at the offsets of tfc-plan-memory.
   becomes ``loops.parallel`` writing its buffers (a reduction to 0-d then
   ``loops.load``s the scalar);
 - a static float ``matmul`` is ``loops.library "matmul" ... outs(buffer)``;
-  other registry ops are ``loops.library`` calls of their kernels;
+- a registry op whose declaration has ``lower`` (``OpDef.lower``) and whose
+  operands and results have static shapes is lowered by calling it with an
+  ``L3Builder`` (below): ``lower(b, outs, *ins, **attrs)`` writes the op's
+  results into ``outs`` (its planned buffers: arena views or fresh allocs; a
+  0-d result as a ``memref<T>``, loaded after) from ``ins`` (the operands as
+  L3 values: memrefs, or scalars for 0-d); attrs are the decoded registry
+  attributes. ``lower.when(in_shapes, **attrs)``, where given, says where the
+  lowering applies (pad's CONSTANT mode); elsewhere the op stays a library
+  call. An alias op (reshape, expand_dims, squeeze, a getitem that
+  selects a contiguous range) marks its lowering with ``lower.alias``, a
+  predicate ``alias(in_shapes, **attrs)``: where it holds (and tfc-bufferize
+  made no buffer for the result) the call is ``lower(b, None, *ins, **attrs)``
+  and returns the alias value (``b.reshape`` / ``b.subview`` of its input);
+- other registry ops are ``loops.library`` calls of their kernels;
 - ``tfc.cond``/``tfc.while`` become ``loops.if``/``loops.while``; variables,
   print and assert map one to one.
 """
@@ -20,7 +33,7 @@ from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX, FloatAttr, IntegerAttr, MemRefType, TensorType, i8,
+    DYNAMIC_INDEX, FloatAttr, IndexType, IntegerAttr, MemRefType, TensorType, i8,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
@@ -29,9 +42,9 @@ from tfc.dialects import loops as L
 from tfc.dialects.fused import FusedOp, FusedYieldOp
 from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
-    RegistryOp, WhileOp, YieldOp, loc_str, spec_of,
+    RegistryOp, WhileOp, YieldOp, decode_attrs, dtype_of, loc_str, spec_of,
 )
-from tfc.passes.bufferize import Bufferization, functions
+from tfc.passes.bufferize import Bufferization, functions, lowers
 from tfc.passes.plan_memory import plan
 from tfc.passes.pipeline import PassPreconditionError, require_tensor_ir
 
@@ -44,6 +57,114 @@ def convert_type(t):
             return t.element_type
         return MemRefType(t.element_type, [DYNAMIC_INDEX if d == DYNAMIC_INDEX else d for d in shape])
     return t
+
+
+class L3Builder:
+    """What an op's ``lower`` writes L3 with (see the module docstring). Every
+    method appends ops at the lowering's current place, with the registry op's
+    location, and returns the new value:
+
+    - ``shape(v)``: the static shape of an L3 value (``()`` for a scalar);
+    - ``subview(buf, offsets, sizes, strides, keep=None)``: ``loops.subview``
+      (``keep``: the dims of ``sizes`` the view keeps, for a rank-reducing one;
+      only unit dims may be left out);
+    - ``transpose_view(buf, perm)``, ``reshape(buf, shape)`` (a contiguous
+      ``buf`` only);
+    - ``copy(src, dst)``: ``dst[...] = src``, a ``loops.parallel`` whose body
+      yields its input (``src`` a buffer of ``dst``'s shape, any layout, or a
+      scalar: a fill); a ``dst`` with a zero dim gets no kernel;
+    - ``fill(dst, value)``: a parallel with a constant body (a Python number);
+    - ``parallel(ins, outs, shape, broadcast, body)``: a general kernel;
+      ``body(k, *elements)`` gets a ``BodyBuilder`` ``k`` (``k.index(d)``,
+      ``k.load_at(buf, idx)``, ``k.op(arith_op)``, ``k.const(x, type)``) and
+      the input elements, and returns the yielded values.
+    """
+
+    def __init__(self, lowering, block, src):
+        self.lw = lowering
+        self.block = block
+        self.src = src
+
+    def _emit(self, op):
+        return self.lw.emit(self.block, op, self.src)
+
+    @staticmethod
+    def shape(v) -> tuple:
+        return L.shape_of(v.type)
+
+    def subview(self, buf, offsets, sizes, strides, keep=None):
+        op = L.SubviewOp(buf, offsets, sizes, strides)
+        if keep is not None and list(keep) != list(range(len(sizes))):
+            if any(sizes[i] != 1 for i in range(len(sizes)) if i not in keep):
+                raise ValueError(f"subview: only unit dims may be dropped, not those of {sizes} outside {keep}")
+            st, off = L.layout_of(op.result.type)
+            op = L.SubviewOp(buf, offsets, sizes, strides, L.strided_type(
+                buf.type.element_type, [sizes[i] for i in keep], [st[i] for i in keep], off))
+        return self._emit(op).result
+
+    def transpose_view(self, buf, perm):
+        return self._emit(L.TransposeViewOp(buf, perm)).result
+
+    def reshape(self, buf, shape):
+        if tuple(shape) == self.shape(buf) and L.is_contiguous(buf.type) and L.layout_of(buf.type)[1] == 0:
+            return buf
+        return self._emit(L.ReshapeOp(buf, shape)).result
+
+    def parallel(self, ins, outs, shape, broadcast, body):
+        shape = tuple(int(d) for d in shape)
+        if any(d == 0 for d in shape):
+            return None  # no element to write
+        blk = Block(arg_types=[L.element_of(v.type) for v in ins])
+        ys = body(BodyBuilder(blk), *blk.args)
+        blk.add_op(L.YieldOp(list(ys)))
+        return self._emit(L.ParallelOp(list(ins), list(outs), shape, broadcast, Region(blk)))
+
+    def copy(self, src, dst):
+        shape = self.shape(dst)
+        if isinstance(src.type, MemRefType):
+            if self.shape(src) != shape:
+                raise ValueError(f"copy: a {src.type} into a {dst.type}")
+            bmap = tuple(range(len(shape)))
+        else:
+            bmap = ()
+        if not shape:  # a 0-d destination: a 1-element space (a 0-d source is read at every index)
+            dst = self.reshape(dst, (1,))
+            shape = (1,)
+        return self.parallel([src], [dst], shape, [bmap], lambda k, x: [x])
+
+    def fill(self, dst, value):
+        elt = dst.type.element_type
+        shape = self.shape(dst) or (1,)
+        if not self.shape(dst):
+            dst = self.reshape(dst, (1,))
+        return self.parallel([], [dst], shape, [], lambda k: [k.const(value, elt)])
+
+
+class BodyBuilder:
+    """Ops of a ``loops.parallel`` body being built (see L3Builder.parallel)."""
+
+    def __init__(self, block):
+        self.block = block
+
+    def op(self, op):
+        self.block.add_op(op)
+        return op.results[0]
+
+    def index(self, d: int):
+        return self.op(L.IndexOp(d))
+
+    def load_at(self, buf, indices):
+        return self.op(L.LoadAtOp(buf, list(indices)))
+
+    def const(self, x, t):
+        if isinstance(t, IndexType):
+            return self.op(arith.ConstantOp(IntegerAttr(int(x), IndexType())))
+        dt = dtype_of(t)
+        if dt.is_floating:
+            return self.op(arith.ConstantOp(FloatAttr(float(x), t)))
+        if dt.is_bool:  # as numpy casts a number to bool
+            return self.op(arith.ConstantOp(IntegerAttr(int(bool(x)), t)))
+        return self.op(arith.ConstantOp(IntegerAttr(int(x), t)))  # truncated, as numpy's cast
 
 
 class _Lowering:
@@ -194,7 +315,32 @@ class _Lowering:
             else:
                 vm[r] = o
 
+    def lowered(self, op: RegistryOp, b3) -> bool:
+        """Lower ``op`` through its declaration's ``lower`` (see the module
+        docstring); False where it stays a library call."""
+        kind = lowers(op)
+        if kind is None:
+            return False
+        b = L3Builder(self, b3, op)
+        ins = [self.vm[v] for v in op.operands]
+        attrs = decode_attrs(op.OPDEF, dict(op.properties))
+        if kind == "alias":
+            (r,) = op.results
+            v = op.OPDEF.lower(b, None, *ins, **attrs)
+            if L.shape_of(v.type) != spec_of(r.type).shape:
+                raise AssertionError(f"lowering {op.OPDEF.name}: an alias of shape {L.shape_of(v.type)} "
+                                     f"for a result of shape {spec_of(r.type).shape}")
+            self.vm[r] = v
+            return True
+        outs = [self.buffer_for(r, b3, op) for r in op.results]
+        op.OPDEF.lower(b, outs, *ins, **attrs)
+        for r, o in zip(op.results, outs):
+            self.vm[r] = self.emit(b3, L.LoadOp(o), op).result if spec_of(r.type).shape == () else o
+        return True
+
     def library(self, op: RegistryOp, b3):
+        if self.lowered(op, b3):
+            return
         vm = self.vm
         ins = [vm[v] for v in op.operands]
         props = dict(op.properties)
@@ -230,4 +376,4 @@ class LowerLoopsPass(ModulePass):
             op.body.block.erase_op(f)
 
 
-__all__ = ["LowerLoopsPass", "lower_function", "convert_type"]
+__all__ = ["LowerLoopsPass", "lower_function", "convert_type", "L3Builder", "BodyBuilder"]

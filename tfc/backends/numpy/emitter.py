@@ -10,6 +10,12 @@ of a readable Python module.
   registry's ``reduce_*`` kernel (eager's summation order), into the buffer;
 - 0-d values are numpy scalars of their dtype (float32 rounds as float32,
   int32 wraps), with Python operators and statements for control flow;
+- ``loops.subview`` / ``loops.transpose_view`` / ``loops.reshape``: basic
+  slicing (``x[2:8:2, ::-1]``), ``.transpose(perm)`` and ``.reshape`` (always
+  a view: a buffer the IR does not own, an argument or a library result, is
+  made contiguous first with ``np.ascontiguousarray``, which copies only what
+  a caller passed non-contiguous); a ``loops.parallel`` that only copies (its
+  body yields an input or a constant) is one ``np.copyto``;
 - ``loops.library``: the registry kernel (``np.matmul(..., out=view)`` for matmul),
   after eager's shape inference on the run-time shapes where the operands have
   dims unknown when compiling (``rt.shape_check``).
@@ -587,6 +593,13 @@ class Emitter:
                 out.append(pad + f"{nm(op.result)} = {nm(op.source)}{'.item()' if self.is_py(op.result) else '[()]'}")
             elif isinstance(op, L.CopyOp):
                 out.append(pad + f"np.copyto({nm(op.dest)}, {nm(op.source)})")
+            elif isinstance(op, L.SubviewOp):
+                out.append(pad + f"{nm(op.result)} = {nm(op.source)}[{_subview_index(op)}]")
+            elif isinstance(op, L.TransposeViewOp):
+                out.append(pad + f"{nm(op.result)} = {nm(op.source)}.transpose({tuple(op.permutation.get_values())})")
+            elif isinstance(op, L.ReshapeOp):
+                src = nm(op.source) if _owned(op.source) else f"np.ascontiguousarray({nm(op.source)})"
+                out.append(pad + f"{nm(op.result)} = rt.reshape({src}, {tuple(op.result.type.get_shape())})")
             elif isinstance(op, (L.ParallelOp, L.LibraryOp)):
                 self.uses_numpy = True
                 saved = self.numpy_operands(op, out, pad)
@@ -596,6 +609,8 @@ class Emitter:
                     for r in op.res:
                         if self.is_py(r):
                             out.append(pad + f"{nm(r)} = {nm(r)}.item()")
+                elif not op.reduces and self.copy_kernel(op, out, pad):
+                    pass
                 elif not op.reduces:
                     self.parallel(op, out, pad)
                 else:
@@ -909,6 +924,32 @@ class Emitter:
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
 
+    def copy_kernel(self, op, out, pad) -> bool:
+        """A kernel that only moves data (one output; its body yields an input,
+        read at the identity index, or a constant): one ``np.copyto`` (a view
+        read or written is basic slicing of its buffer); False for others."""
+        term = op.body.block.last_op
+        if len(op.outs) != 1 or len(list(op.body.block.ops)) > 2:
+            return False
+        (y,) = term.values
+        rank = len(op.iteration_shape)
+        o = self.name(op.outs[0])
+        if isinstance(y, BlockArgument) and y.block is op.body.block:
+            v, m = op.ins[y.index], op.broadcast_maps[y.index]
+            if isinstance(v.type, MemRefType):
+                if L.shape_of(v.type) != L.shape_of(op.outs[0].type) or m != tuple(range(rank)):
+                    src = f"rt.bview({self.name(v)}, {m}, {rank})"
+                else:
+                    src = self.name(v)
+            else:
+                src = self.to_numpy(v)
+        elif isinstance(y.owner, arith.ConstantOp) and y.owner.parent_block() is op.body.block:
+            src = self.const_scalar(y.owner.value, y.type)
+        else:
+            return False
+        out.append(pad + f"np.copyto({o}, {src}, casting='unsafe')")
+        return True
+
     def _scratch(self, slot_of, nslots, chunk_shape):
         """A chunk kernel's per-thread scratch: (spec, value -> view name, the
         lines binding the views): one view per (slot, dtype) used, of
@@ -1148,6 +1189,37 @@ class _Line(str):
 
 def _indent(pad: str, s: str) -> str:
     return _Line(pad + s, s.site) if isinstance(s, _Line) else pad + s
+
+
+def _subview_index(op) -> str:
+    """The basic index ``x[...]`` of a loops.subview: a slice per kept dim
+    (``start:stop:step``, stop None where a negative step runs past 0), the
+    offset for a dropped unit dim."""
+    kept = set(op.kept())
+    parts = []
+    for d, (o, n, st) in enumerate(zip(op.offsets, op.sizes, op.strides)):
+        if d not in kept:
+            parts.append(str(o))
+        elif n == 0:
+            parts.append("0:0")
+        else:
+            stop = o + n * st
+            parts.append(f"{o}:{'' if stop < 0 else stop}{'' if st == 1 else f':{st}'}")
+    if not kept:  # every dim an integer: ``...`` keeps a 0-d view (not a copied scalar)
+        parts.append("...")
+    return ", ".join(parts) + ("," if len(parts) == 1 else "") if parts else "..."
+
+
+def _owned(v) -> bool:
+    """Is ``v`` (through views) a buffer of the function's own: an arena view,
+    an alloc or a constant, contiguous by construction? (Arguments, variable
+    values, library and loop results come from outside.)"""
+    while True:
+        owner = v.owner
+        if isinstance(owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+            v = owner.source
+            continue
+        return isinstance(owner, (L.ViewOp, L.AllocOp, L.ConstantOp))
 
 
 def _allocation(t) -> str:

@@ -177,6 +177,14 @@ def bview(a, bmap, rank: int):
     return input_view(a, bmap, rank)
 
 
+def reshape(a, shape):
+    """loops.reshape: a view of contiguous ``a`` with ``shape``; setting the
+    shape of a view raises where it would need a copy (never a silent one)."""
+    v = a.view()
+    v.shape = shape
+    return v
+
+
 def conform(value, dtype, scalar: bool):
     """A library kernel's result in the IR's dtype; 0-d results as numpy scalars."""
     if not isinstance(value, np.ndarray):

@@ -1,0 +1,276 @@
+"""Data movement in L3 (issue #16, points 1 and 2): slicing, transpose, concat,
+pad, ... lower through their declarations' ``lower`` to explicit views
+(loops.subview / transpose_view / reshape) and copy kernels into planned
+buffers. Each lowered op: compiled against eager, bitwise and of the same
+dtype, on random inputs, odd sizes, zero-size dims, non-contiguous inputs and
+negative strides; and the L3 says what it does (no library call)."""
+from __future__ import annotations
+
+import collections
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tfc
+
+F32 = np.float32
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.array_equal(got, want, equal_nan=True), (got, want)
+
+
+def _results(r):
+    return [t.numpy() for t in (r if isinstance(r, (list, tuple)) else [r])]
+
+
+def check(fn, *args, library=()):
+    """``fn`` compiled equals ``fn`` eager on ``args``; the L3 calls no library
+    kernel but those of ``library``; returns the L3 text."""
+    eager = _results(fn(*[tfc.constant(a) for a in args]))
+    g = tfc.function(fn)
+    got = _results(g(*args))
+    assert len(got) == len(eager)
+    for a, b in zip(got, eager):
+        _same(a, b)
+    l3 = g.get_concrete_function(*args).ir("loops")
+    calls = set(re.findall(r'loops.library "(\w+)"', l3))
+    assert calls <= set(library), calls
+    return l3
+
+
+def rand(rng, *shape, dtype=F32):
+    if np.dtype(dtype).kind == "f":
+        return rng.normal(size=shape).astype(dtype)
+    return rng.integers(-50, 50, size=shape).astype(dtype)
+
+
+SHAPES = [(5, 7), (1, 3), (0, 4), (3, 0), (6, 1)]
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(16)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.bool_])
+def test_transpose(rng, shape, dtype):
+    x = rand(rng, *shape, dtype=np.int32).astype(dtype)
+    l3 = check(lambda a: tfc.transpose(a) , x)
+    assert "loops.transpose_view" in l3
+    y = rand(rng, 3, *shape)
+    check(lambda a: tfc.transpose(a, (2, 0, 1)), y)
+    check(lambda a: tfc.transpose(a, (1, 0, 2)) * 2.0, y)
+
+
+def test_transpose_of_a_non_contiguous_argument(rng):
+    x = rand(rng, 7, 5)
+    check(lambda a: tfc.transpose(a) + 1.0, x.T)          # a transposed argument
+    check(lambda a: tfc.transpose(a), x[::-2, ::2])        # negative strides
+    check(lambda a: tfc.reshape(a, [-1]), x.T)             # reshape of a non-contiguous argument
+
+
+INDICES = [
+    (slice(1, 4),), (slice(None, None, -1),), (slice(None, None, 2), slice(None, None, -3)),
+    (2,), (-1, slice(1, None)), (slice(None), 0), (None, slice(1, 3)), (Ellipsis, None),
+    (slice(3, 1),), (slice(10, 20),), (1, 2), (Ellipsis, -2), (slice(None, None, -2), None, 1),
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=str)
+def test_getitem(rng, index):
+    x = rand(rng, 5, 7)
+    l3 = check(lambda a: a[index], x)
+    assert "loops.subview" in l3
+    check(lambda a: a[index] * 3.0, x.T[:, :5])  # non-contiguous argument
+    check(lambda a: (a * 2.0)[index], x)          # a buffer of the arena
+
+
+@pytest.mark.parametrize("index", INDICES, ids=str)
+def test_slice_grad(rng, index):
+    x = rand(rng, 5, 7)
+
+    def f(a):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = tfc.reduce_sum(tfc.sin(a[index]) * 1.5)
+        return t.gradient(y, a)
+
+    l3 = check(f, x)
+    assert "slice_grad" not in l3
+
+
+def test_getitem_zero_size_and_3d(rng):
+    x = rand(rng, 0, 3, 4)
+    check(lambda a: a[:, 1:, ::-1], x)
+    y = rand(rng, 3, 4, 5)
+    check(lambda a: (a[1, ::2, -1], a[..., 2], a[:, None, 1:3, ::-2]), y)
+
+
+def test_contiguous_getitem_is_an_alias(rng):
+    x = rand(rng, 6, 5)
+
+    def f(a):
+        b = a * 2.0
+        return tfc.reshape(b[1:4], [-1]) + 1.0, b[2] - 1.0
+
+    l3 = check(f, x)
+    assert "loops.reshape" in l3
+    # no copy kernel: the only parallel loops are the three arithmetic kernels
+    assert l3.count("loops.parallel") == 3
+
+
+@pytest.mark.parametrize("shape", [(4, 6), (1, 1), (0, 5), (3, 1, 2)])
+def test_reshape_expand_dims_squeeze(rng, shape):
+    x = rand(rng, *shape)
+    n = int(np.prod(shape))
+    l3 = check(lambda a: (tfc.reshape(a * 2.0, [n]) + 1.0, tfc.expand_dims(a, 1) - 1.0,
+                          tfc.squeeze(tfc.expand_dims(a, 0), 0) * 3.0), x)
+    assert "loops.reshape" in l3
+
+
+def test_same_elements_ops_on_scalars(rng):
+    s = np.float32(2.5)
+    check(lambda a: (tfc.expand_dims(a, 0), tfc.reshape(a, [1, 1]) * 2.0), s)
+    check(lambda a: tfc.squeeze(a) + 1.0, rand(rng, 1, 1))
+    check(lambda a: tfc.reshape(a * 2.0, []), rand(rng, 1))
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat(rng, axis):
+    a, b, c = rand(rng, 3, 4), rand(rng, 3, 4), rand(rng, 3, 4)
+    l3 = check(lambda x, y, z: tfc.concat([x, y * 2.0, z[:, ::-1]], axis), a, b, c)
+    assert "loops.subview" in l3
+    if axis == 0:
+        check(lambda x, y: tfc.concat([x, y], 0), a, np.zeros((0, 4), F32))
+    check(lambda x, y: tfc.concat([x, y], axis), a.T.copy().T, b[:, ::-1])  # non-contiguous pieces
+
+
+def test_concat_gradients_split(rng):
+    a, b = rand(rng, 3, 4), rand(rng, 5, 4)
+
+    def f(x, y):
+        with tfc.GradientTape() as t:
+            t.watch([x, y])
+            z = tfc.reduce_sum(tfc.exp(tfc.concat([x, y], 0)))
+        return t.gradient(z, [x, y])
+
+    check(f, a, b)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+def test_stack_unstack_split(rng, axis):
+    a, b = rand(rng, 3, 5), rand(rng, 3, 5)
+    check(lambda x, y: tfc.stack([x, y * 2.0], axis), a, b)
+    x = rand(rng, 4, 6, 2)
+    check(lambda v: tfc.unstack(v, axis=axis), x)
+    if axis != 2 and axis != -1:
+        check(lambda v: tfc.split(v, 2, axis=axis), x)
+        check(lambda v: tfc.split(v, [1, -1, 1], axis=axis), x)
+
+
+@pytest.mark.parametrize("mult", [(2, 3), (1, 1), (0, 2), (3, 1)])
+def test_tile(rng, mult):
+    x = rand(rng, 3, 4)
+    check(lambda v: tfc.tile(v, mult), x)
+    check(lambda v: tfc.tile(v, mult), x.T)
+
+
+@pytest.mark.parametrize("shape,target", [((3,), (4, 3)), ((4, 1), (4, 5)), ((1, 1), (2, 3)), ((), (2, 2)),
+                                          ((1, 3), (2, 0, 3)), ((2, 1, 3), (2, 4, 3))])
+def test_broadcast_to(rng, shape, target):
+    x = rand(rng, *shape) if shape else np.float32(1.5)
+    check(lambda v: tfc.broadcast_to(v, target), x)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.bool_, np.float64])
+def test_pad_constant(rng, dtype):
+    x = rand(rng, 3, 4, dtype=np.int32).astype(dtype)
+    check(lambda v: tfc.pad(v, [[1, 2], [0, 3]]), x)
+    check(lambda v: tfc.pad(v, [[1, 2], [0, 3]], constant_values=2), x)
+    check(lambda v: tfc.pad(v, [[0, 0], [2, 2]], constant_values=-1.5), x.T)
+    check(lambda v: tfc.pad(v, [[1, 1], [1, 1]]), np.zeros((0, 2), dtype))
+
+
+def test_pad_reflect_stays_a_library_call(rng):
+    x = rand(rng, 4, 5)
+    l3 = check(lambda v: tfc.pad(v, [[1, 2], [2, 1]], mode="REFLECT"), x, library={"pad"})
+    assert 'loops.library "pad"' in l3
+
+
+def test_dynamic_shapes_stay_library_calls_in_the_generic_function(rng):
+    """A None dim: the per-shape specializations lower; what stays symbolic
+    is a library call (its kernel)."""
+    g = tfc.function(lambda a: tfc.transpose(a)[1:], input_signature=[tfc.TensorSpec([None, 4])])
+    x = rand(rng, 5, 4)
+    _same(g(x).numpy(), x.T[1:])
+
+
+# -- the MLP training step and the L-BFGS step of bench/ ---------------------------------
+
+ALLOWED = {"matmul", "softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits",
+           "softmax_cross_entropy_with_logits"}  # softmax & co: tfc-expand removes them
+
+
+def _bench():
+    path = str(Path(__file__).resolve().parent.parent / "bench")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def test_mlp_step_l3_calls_only_allowed_library_kernels():
+    _bench()
+    import mlp_step
+
+    x, labels, params = mlp_step.make_data()
+    vs = [tfc.Variable(p) for p in params]
+
+    @tfc.function
+    def step(x, y):
+        with tfc.GradientTape() as tape:
+            h = tfc.nn.relu(x @ vs[0] + vs[1])
+            logits = h @ vs[2] + vs[3]
+            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        gs = tape.gradient(loss, vs)
+        for v, g in zip(vs, gs):
+            v.assign_sub(0.1 * g)
+        return loss
+
+    l3 = step.get_concrete_function(tfc.constant(x), tfc.constant(labels)).ir("loops")
+    calls = collections.Counter(re.findall(r'loops.library "(\w+)"', l3))
+    assert set(calls) <= ALLOWED, calls
+
+
+def test_lbfgs_step_l3_calls_only_allowed_library_kernels():
+    """The loss and gradient of the L-BFGS autoencoder: its slices of the flat
+    parameter vector are aliases, their gradients copy kernels into the plan."""
+    _bench()
+    import lbfgs_autoencoder as lb
+
+    x, theta = lb.make_problem()[:2]
+    tx = tfc.constant(x)
+
+    @tfc.function
+    def vg(t):
+        with tfc.GradientTape() as tape:
+            tape.watch(t)
+            loss = lb.autoencoder_cost(t, tx)
+        return loss, tape.gradient(loss, t)
+
+    conc = vg.get_concrete_function(tfc.constant(theta))
+    l3 = conc.ir("loops")
+    calls = collections.Counter(re.findall(r'loops.library "(\w+)"', l3))
+    assert set(calls) <= ALLOWED, calls
+    assert "loops.subview" in l3 and "loops.reshape" in l3
+    loss, grad = vg(theta)
+    eloss, egrad = vg.python_function(tfc.constant(theta)) if hasattr(vg, "python_function") else (None, None)
+    if eloss is not None:
+        _same(loss.numpy(), eloss.numpy())
+        _same(grad.numpy(), egrad.numpy())
