@@ -360,3 +360,60 @@ def test_row_chunked_library_kernel_is_the_whole_calls(op):
     whole = REGISTRY[op.__name__].kernel(x, axis=-1)
     parts = np.concatenate([REGISTRY[op.__name__].kernel(x[lo:lo + 173], axis=-1) for lo in range(0, 1200, 173)])
     assert np.array_equal(whole, parts)
+
+
+# -- through tfc.function ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def wired(monkeypatch):
+    """tfc.function with tfc-expand first in the fused stop (where
+    tfc/passes/pipeline.py puts it), and no disk cache (its key does not see
+    the pass list)."""
+    from tfc.passes import pipeline as P
+
+    if "tfc-expand" not in P.PASSES:
+        monkeypatch.setitem(P.PASSES, "tfc-expand", lambda: ExpandPass)
+        monkeypatch.setitem(P.DESCRIPTIONS, "tfc-expand", "composite ops become reductions and elementwise ops")
+    if "tfc-expand" not in dict(P.PIPELINE)["fused"]:
+        monkeypatch.setattr(P, "PIPELINE", tuple(
+            (stop, ("tfc-expand",) + names if stop == "fused" else names) for stop, names in P.PIPELINE))
+    monkeypatch.setenv("TFC_CACHE_DIR", "")
+
+
+def test_tfc_function_bitwise_and_without_library_calls(wired):
+    rng = np.random.default_rng(10)
+    x = random_logits(rng, (300, 97), np.float32)
+    labels = rng.integers(0, 97, 300).astype(np.int64)
+
+    def f(labels, x):
+        with tfc.GradientTape() as tape:
+            tape.watch(x)
+            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels, x))
+        return tfc.nn.softmax(x, axis=0), tfc.nn.log_softmax(x * 2.0), loss, tape.gradient(loss, x)
+
+    g = tfc.function(f)
+    want = f(tfc.constant(labels), tfc.constant(x))
+    got = g(labels, x)
+    for a, b in zip(got, want):
+        assert np.array_equal(a.numpy(), b.numpy())
+    text = g.get_concrete_function(labels, x).ir("loops")
+    calls = re.findall(r'loops\.library "(\w+)"', text)
+    assert set(calls) <= {"pick_along_last"} | VIEWS, calls
+
+
+def test_tfc_function_bad_labels_error_at_the_users_line(wired):
+    def f(labels, x):
+        return tfc.nn.sparse_softmax_cross_entropy_with_logits(labels, x)  # line: tfc.function labels
+
+    labels, x = np.array([1, 7, 0], np.int32), np.zeros((3, 5), np.float32)
+    with pytest.raises(tfc.errors.InvalidArgumentError) as eager:
+        f(tfc.constant(labels), tfc.constant(x))
+    g = tfc.function(f)
+    assert "pick_along_last" in g.get_concrete_function(labels, x).ir("loops")
+    with pytest.raises(tfc.errors.InvalidArgumentError) as got:
+        g(labels, x)
+    assert str(got.value) == str(eager.value)
+    line = next(i + 1 for i, s in enumerate(open(__file__).read().splitlines())
+                if s.endswith("# line: tfc.function labels"))
+    assert any(n.startswith(f"  at {__file__}:{line}") for n in got.value.__notes__), got.value.__notes__
