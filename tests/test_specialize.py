@@ -593,8 +593,12 @@ def test_pass_in_place_with_options():
     p.apply(context(), module)
     module.verify()
     assert not dynamic_dims(module)
-    with pytest.raises(ValueError, match="takes 4 tensor arguments"):
+    with pytest.raises(OpVerifyError, match="takes 4 tensor arguments"):
         SpecializePass(shapes="3x2").apply(context(), parse_module(STATIC_FORMS))
+    with pytest.raises(OpVerifyError, match=r"argument 1 of @f has type tensor<\?xf32>; shape \(6, 1\)"):
+        SpecializePass(shapes="3x2,6x1,3x1,2").apply(context(), parse_module(STATIC_FORMS))
+    with pytest.raises(ValueError, match="bad shape '3-2'"):  # when the pipeline is parsed
+        SpecializePass(shapes="3-2")
 
 
 def test_pass_reports_inference_errors_at_the_op():

@@ -458,11 +458,17 @@ class SpecializePass(ModulePass):
 
     shapes: str = ""
 
+    def __post_init__(self):
+        parse_shapes(self.shapes)  # bad text is an error of the pass options (tfc opt says so before parsing IR)
+
     def apply(self, ctx, op) -> None:
         f = _the_function(op)
         tensors = [a for a in f.body.block.args if not isinstance(a.type, RefType)]
         got = parse_shapes(self.shapes)
-        if len(got) != len(tensors):
-            raise ValueError(f"tfc-specialize: @{f.sym_name.data} takes {len(tensors)} tensor arguments, "
-                             f"shapes={self.shapes!r} gives {len(got)}")
-        specialize_in_place(op, got, verify_errors=True)
+        try:
+            if len(got) != len(tensors):
+                raise ValueError(f"tfc-specialize: @{f.sym_name.data} takes {len(tensors)} tensor arguments, "
+                                 f"shapes={self.shapes!r} gives {len(got)}")
+            specialize_in_place(op, got, verify_errors=True)
+        except ValueError as e:  # arguments that do not fit: an error at the function, as tfc opt reports them
+            raise OpVerifyError(f, str(e)) from None
