@@ -435,3 +435,27 @@ def test_dropout_mask_noise_shape_numbers_the_mask_elements():
 
     m = dropout_mask(tfc.zeros([4, 5, 3]), 0.5, noise_shape=(4, 1, 3), seed=8).numpy()
     np.testing.assert_array_equal(m.ravel(), dropout_mask(tfc.zeros([12]), 0.5, seed=8).numpy())
+
+
+def test_global_stream_draws_are_atomic_across_threads():
+    """Each draw takes its blocks at once: threads drawing together get disjoint,
+    whole slices of the stream (which slice depends on the order they arrive)."""
+    import threading
+
+    tfc.random.set_seed(5)
+    results, n = [], 4 * R._CHUNK + 8  # more than one chunk each
+    lock = threading.Lock()
+
+    def work():
+        v = tfc.random.uniform([n]).numpy()
+        with lock:
+            results.append(v)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    whole = R.uniform_from_words(R.random_words(R.seed_key(5), 0, 6 * n, R.GLOBAL), tfc.float32, 0, 1)
+    slots = sorted(next(j for j in range(6) if np.array_equal(v, whole[j * n:(j + 1) * n])) for v in results)
+    assert slots == list(range(6))
