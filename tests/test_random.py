@@ -459,3 +459,29 @@ def test_global_stream_draws_are_atomic_across_threads():
     whole = R.uniform_from_words(R.random_words(R.seed_key(5), 0, 6 * n, R.GLOBAL), tfc.float32, 0, 1)
     slots = sorted(next(j for j in range(6) if np.array_equal(v, whole[j * n:(j + 1) * n])) for v in results)
     assert slots == list(range(6))
+
+
+def test_tracing_draws_nothing_and_loops_draw_in_order():
+    """Tracing a function consumes no random numbers, and a compiled loop draws
+    per iteration in the order eager mode does."""
+    def draws(x):
+        return tfc.random.uniform([5]) + x, tfc.random.normal([3, 3], dtype=tfc.float64)
+
+    def loop(x):
+        s = tfc.zeros([3]) + x
+        for _ in tfc.range(4):
+            s = s + tfc.random.uniform([3])
+        return s
+
+    def as_list(v):
+        return list(v) if isinstance(v, tuple) else [v]
+
+    x = tfc.constant(1.0)
+    for fn in (draws, loop):
+        tfc.random.set_seed(17)
+        eager = as_list(fn(x))
+        tfc.random.set_seed(17)
+        compiled = as_list(tfc.function(fn)(x))  # traced here, after set_seed
+        assert len(eager) == len(compiled)
+        for a, b in zip(eager, compiled):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
