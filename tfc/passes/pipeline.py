@@ -33,6 +33,11 @@ def _simplify():
     return SimplifyPass
 
 
+def _expand():
+    from tfc.passes.expand import ExpandPass
+    return ExpandPass
+
+
 def _fuse():
     from tfc.passes.fuse import FusePass
     return FusePass
@@ -59,8 +64,8 @@ def _lower_loops():
 
 
 # name -> factory returning the pass class (imported lazily)
-PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-fuse": _fuse,
-          "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
+PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-expand": _expand,
+          "tfc-fuse": _fuse, "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
           "tfc-specialize": _specialize}
 
 # name -> one line for `tfc opt --help` and --list-passes
@@ -69,6 +74,7 @@ DESCRIPTIONS = {
     "tfc-fold": "constant folding through the eager kernels (L1/L2)",
     "tfc-cse": "common subexpression elimination; stateful ops are never merged (any level)",
     "tfc-dce": "dead code elimination; stateful ops, assigns, print and assert stay (any level)",
+    "tfc-expand": "composite ops (softmax, log_softmax, cross-entropies) as reductions and elementwise ops (L1)",
     "tfc-fuse": "fusion L1 -> L2: elementwise chains (and a final reduction) become tfc.fused",
     "tfc-bufferize": "annotates which values get buffers and which reuse an input in place (L1/L2)",
     "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
@@ -79,8 +85,9 @@ DESCRIPTIONS = {
 NEEDS_OPTIONS = ("tfc-specialize",)
 
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
-# L1 -> L2: applied to the optimized L1 module (the "fused" stage)
-FUSED = ("tfc-fuse", "tfc-dce")
+# L1 -> L2: applied to the optimized L1 module (the "fused" stage); tfc-expand
+# first, so that the reductions and elementwise ops it writes fuse
+FUSED = ("tfc-expand", "tfc-fuse", "tfc-dce")
 # L2 -> L3: applied to the fused module (the "loops" stage); the analyses of the
 # first two are redone by tfc-lower-loops, they annotate the IR to show it
 LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
@@ -91,7 +98,7 @@ STOPS = tuple(stop for stop, _ in PIPELINE)
 # the passes that keep tensor IR (L1, or L2 after tfc-fuse): what an L1 pass
 # list (tfc.compile's passes=, tfc compile --passes) may hold; the stages after
 # it (fused, loops) run their own passes
-TENSOR_PASSES = DEFAULT_L1 + ("tfc-fuse",)
+TENSOR_PASSES = DEFAULT_L1 + ("tfc-expand", "tfc-fuse")
 
 
 def passes_between(after: str | None, stop: str) -> tuple:
