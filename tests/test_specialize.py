@@ -109,11 +109,16 @@ def rand(rng, *shape, dtype=F32):
 # -- the digits MLP ----------------------------------------------------------------------------
 
 
-def mlp():
-    hidden = tfc.layers.Dense(64, activation="relu", kernel_initializer=tfc.layers.GlorotUniform(seed=1))
-    out = tfc.layers.Dense(10, kernel_initializer=tfc.layers.GlorotUniform(seed=2))
+def mlp(seed=0):
+    """The digits MLP's layers (examples/mlp_digits.py), weights from numpy's generator."""
+    rng = np.random.default_rng(seed)
+    hidden = tfc.layers.Dense(64, activation="relu", kernel_initializer="zeros", bias_initializer="zeros")
+    out = tfc.layers.Dense(10, kernel_initializer="zeros", bias_initializer="zeros")
     hidden(tfc.zeros((1, 64)))
     out(tfc.zeros((1, 64)))
+    for layer in (hidden, out):
+        for v in (layer.kernel, layer.bias):
+            v.assign((rng.standard_normal(v.shape) * 0.3).astype(F32))
     return hidden, out
 
 
