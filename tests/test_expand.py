@@ -417,3 +417,54 @@ def test_tfc_function_bad_labels_error_at_the_users_line(wired):
     line = next(i + 1 for i, s in enumerate(open(__file__).read().splitlines())
                 if s.endswith("# line: tfc.function labels"))
     assert any(n.startswith(f"  at {__file__}:{line}") for n in got.value.__notes__), got.value.__notes__
+
+
+# -- the builders ---------------------------------------------------------------------------
+
+
+def _scaled_softmax(b, x, axis):
+    # a test expansion with a constant: softmax(2x) = exp(2x - max(2x)) / sum(...)
+    from tfc.ops.nn import _softmax_expand
+
+    return _softmax_expand(b, b.multiply(x, b.constant(2.0, b_dtype(b, x))), axis)
+
+
+def b_dtype(b, x):
+    from tfc.dialects.tensor import spec_of
+
+    return tfc.as_dtype(x.dtype) if isinstance(x, np.ndarray) else spec_of(x.type).dtype
+
+
+def test_builders_agree_on_an_expansion_with_a_constant(monkeypatch):
+    from tfc.ops._expand import eager_kernel
+
+    op = REGISTRY["softmax"]
+    monkeypatch.setattr(op, "expand", _scaled_softmax)
+    monkeypatch.setattr(op, "eager_kernel", eager_kernel(_scaled_softmax))
+    x = random_logits(np.random.default_rng(11), (6, 9), np.float16)
+    m = expanded(l1(lambda x: tfc.nn.softmax(x), x))
+    text = T.print_ir(m)
+    assert "tfc.constant dense<2.000000e+00> : tensor<f16>" in text and "tfc.multiply" in text
+    got = run_loops(loops(l1(lambda x: tfc.nn.softmax(x), x)), [x])[0]
+    want = tfc.nn.softmax(tfc.constant(x)).numpy()
+    assert np.array_equal(got, want) and want.dtype == np.float16
+    assert np.array_equal(want, REGISTRY["softmax"].kernel(2 * x, axis=-1))
+
+
+def test_builders_refuse_unknown_ops_and_attributes():
+    from tfc.ops._expand import ARRAYS
+    from tfc.passes.expand import IRBuilder
+
+    x = np.ones((2, 3), np.float32)
+    with pytest.raises(AttributeError, match="no registry op named 'no_such_op'"):
+        ARRAYS.no_such_op(x)
+    with pytest.raises(TypeError, match=r"unknown attributes \['axes'\]"):
+        ARRAYS.reduce_sum(x, axes=(1,))
+    m = l1(lambda x: tfc.nn.softmax(x), x)
+    (sm,) = [op for op in m.walk() if op.name == "tfc.softmax"]
+    b = IRBuilder(sm)
+    with pytest.raises(AttributeError, match="no registry op named 'no_such_op'"):
+        b.no_such_op(sm.operands[0])
+    with pytest.raises(TypeError, match=r"unknown attributes \['axes'\]"):
+        b.reduce_sum(sm.operands[0], axes=(1,))
+    assert b.shape(sm.operands[0]) == (2, 3) and b.made == []
