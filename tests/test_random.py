@@ -485,3 +485,18 @@ def test_tracing_draws_nothing_and_loops_draw_in_order():
         assert len(eager) == len(compiled)
         for a, b in zip(eager, compiled):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+def test_bounds_must_be_finite_and_huge_spans_stay_finite():
+    for kw in ({"minval": -np.inf, "maxval": 0.0}, {"maxval": np.inf}, {"minval": np.nan}):
+        with pytest.raises(ValueError, match="uniform: minval and maxval must be finite"):
+            tfc.random.uniform([2], **kw)
+    for kw in ({"mean": np.inf}, {"stddev": np.nan}):
+        with pytest.raises(ValueError, match="normal: mean and stddev must be finite"):
+            tfc.random.normal([2], **kw)
+    v = tfc.random.uniform([10**4], minval=-1.5e308, maxval=1.7e308, dtype=tfc.float64, seed=1).numpy()
+    assert np.isfinite(v).all() and v.min() < -1e308 and v.max() > 1e308 and (v < 1.7e308).all()
+    assert abs((v / 1e308).mean() - 0.1) < 0.05
+    w = np.array([0, 0, 0xFFFFFFFF, 0xFFFFFFFF], np.uint32)
+    ends = R.uniform_from_words(w, tfc.float64, -1.5e308, 1.7e308)
+    assert ends[0] == -1.5e308 and ends[1] < 1.7e308

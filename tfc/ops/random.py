@@ -152,7 +152,8 @@ def uniform_from_words(w, dtype, minval, maxval) -> np.ndarray:
     word an element) for float16/float32, u = ((w0 | w1 << 32) >> 11) * 2^-53
     (two) for float64; then minval + u * (maxval - minval) in float64 (a product
     and a sum, each rounded: no fused multiply-add), rounded once to ``dtype`` and
-    kept below maxval (rounding to a narrow float can land on it)."""
+    kept below maxval (rounding to a narrow float can land on it). Where
+    maxval - minval overflows float64 the value is minval*(1 - u) + maxval*u."""
     np_dt = dtype.as_numpy_dtype
     if dtype == dtypes.float64:
         u = _pairs64(w).astype(np.float64)
@@ -165,7 +166,11 @@ def uniform_from_words(w, dtype, minval, maxval) -> np.ndarray:
             return u  # the general formula gives these same values
         u = u.astype(np.float64)
     lo, hi = float(minval), float(maxval)
-    out = (u * (hi - lo) + lo).astype(np_dt, copy=False)
+    if math.isfinite(hi - lo):
+        out = u * (hi - lo) + lo
+    else:  # a span past float64's range: lo*(1 - u) + hi*u (1 - u is exact) stays finite
+        out = lo * (1.0 - u) + hi * u
+    out = out.astype(np_dt, copy=False)
     return np.minimum(out, np.nextafter(np_dt.type(hi), np_dt.type(lo)), out=out)
 
 
@@ -372,6 +377,8 @@ def _uniform_infer(op, shape, dtype, minval, maxval, seed) -> Spec:
     if dtype.is_integer and maxval is None:
         raise ValueError(f"uniform: maxval must be given for integer dtype {dtype.name}")
     hi = 1 if maxval is None else maxval
+    if not (math.isfinite(minval) and math.isfinite(hi)):
+        raise ValueError(f"uniform: minval and maxval must be finite, got {minval} and {hi}")
     if not minval < hi:
         raise ValueError(f"uniform: minval {minval} must be less than maxval {hi}")
     if dtype.is_integer:
@@ -414,6 +421,8 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
 def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
     if not dtype.is_floating:
         raise TypeError(f"normal: dtype {dtype.name} is not supported; expected float16, float32 or float64")
+    if not (math.isfinite(mean) and math.isfinite(stddev)):
+        raise ValueError(f"normal: mean and stddev must be finite, got {mean} and {stddev}")
     if stddev < 0:
         raise ValueError(f"normal: stddev must be >= 0, got {stddev}")
     return Spec(shape, dtype)
