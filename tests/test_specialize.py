@@ -246,6 +246,24 @@ def test_slices_concat_and_their_gradients(rng):
     check(f, sig, [rand(rng, 1, 4), rand(rng, 0, 4)])
 
 
+@pytest.mark.parametrize("mode", ["REFLECT", "SYMMETRIC"])
+def test_pad_gradient(mode, rng):
+    def f(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            z = tfc.reduce_sum(tfc.sin(tfc.pad(x, [[2, 1], [0, 3]], mode=mode)))
+        return t.gradient(z, x)
+
+    sig = [tfc.TensorSpec([None, None])]
+    conc = tfc.function(f, input_signature=sig).get_concrete_function()
+    assert "pad_grad_like" in op_names(conc.module)
+    for shape in ((4, 5), (3, 4)):
+        spec = check(f, sig, [rand(rng, *shape)])
+        assert "pad_grad_like" not in op_names(spec)
+        static = tfc.function(f, input_signature=[tfc.TensorSpec(shape)]).get_concrete_function()
+        assert print_ir(spec) == print_ir(static.module)
+
+
 @pytest.mark.parametrize("axis, ishape", [(0, (5,)), (1, (2, 3)), (-2, (4,))])
 def test_gather_gradient(axis, ishape, rng):
     def f(x, i):

@@ -25,8 +25,10 @@ so the same bits), ``split_like`` -> ``split``, ``count_along`` -> a
 constant, ``range_along`` -> ``range``. The default L1 pipeline then folds and
 cleans up (tfc-fold, tfc-dce), and fusion and memory planning see static IR
 (for the gradients above, the same IR as a trace with static shapes).
-``pad_grad_like``, ``wrap_index`` and the pooling and convolution ``_like``
-ops keep their ``like`` operand (library calls either way).
+``pad_grad_like`` -> its getitem, pad and add ops (the rule its kernel and
+pad's gradient share). ``wrap_index`` (a run-time check of tensor indices)
+and the pooling and convolution ``_like`` ops keep their ``like`` operand
+(library calls either way).
 
 ``SpecializePass`` (``tfc-specialize{shapes="4x64,2"}``) does it in place for
 ``tfc opt`` and lit tests.
@@ -398,7 +400,54 @@ def _gather_grad_like(op) -> bool:
     return True
 
 
+class _Emitted:
+    """An SSA value that the rule of a gradient computes on (``+`` emits ``add``),
+    for the declarations' rules written once for tensors and for arrays."""
+
+    __slots__ = ("value", "ops")
+
+    def __init__(self, value, ops):
+        self.value, self.ops = value, ops
+
+    def emit(self, name, operands, attrs) -> "_Emitted":
+        op = build_op(name, [v.value for v in operands], attrs)
+        self.ops.append(op)
+        return _Emitted(op.results[0], self.ops)
+
+    def __add__(self, other):
+        return self.emit("add", [self, other], {})
+
+
+def _pad_grad_like(op) -> bool:
+    """pad's gradient as a static trace writes it: ``_unpad`` (the rule that
+    pad's gradient and pad_grad_like's kernel share, so the same bits) on
+    getitem, pad and add."""
+    from tfc.ops.shapes import _index_attr, _pad_pairs, _unpad
+
+    g, like = op.operands
+    shape = _static(like)
+    if shape is None:
+        return False
+    attrs = op.attr_values
+    ops: list = []
+
+    def take(v, axis, start, stop, step=None):
+        key = (slice(None),) * axis + (slice(start, stop, step),)
+        return v.emit("getitem", [v], {"index": _index_attr(key)})
+
+    def pad_zeros(v, pairs):
+        flat = tuple(int(x) for pair in pairs for x in pair)
+        return v.emit("pad", [v], {"paddings": flat, "mode": "CONSTANT", "constant_values": 0})
+
+    out = _unpad(_Emitted(g, ops), shape, _pad_pairs(attrs["paddings"]), attrs["mode"], take, pad_zeros)
+    if out.value.type != op.results[0].type:
+        return False
+    _replace(op, ops, [out.value])
+    return True
+
+
 _STATIC_FORMS = {
+    "pad_grad_like": _pad_grad_like,
     "tile_grad_like": _tile_grad_like,
     "gather_grad_like": _gather_grad_like,
     "broadcast_like": _broadcast_like,
