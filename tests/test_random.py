@@ -426,7 +426,8 @@ def test_dropout_keep_threshold_is_exact():
     w = np.array([0, t - 1, t, t + 1, 0xFFFFFFFF], np.uint32)
     assert R.keep_from_words(w, 0.25).tolist() == [False, False, True, True, True]
     assert R.keep_from_words(w, 0.0).all()
-    assert not R.keep_from_words(w, 1 - 2.0**-40).any() or t  # rate ~1 keeps (almost) nothing
+    assert not R.keep_from_words(w, 1 - 2.0**-40).any()  # ceil(rate * 2^32) = 2^32: nothing kept
+    assert R.keep_from_words(w, 1 - 2.0**-31).tolist() == [False] * 4 + [True]  # only the top word
     assert not R.keep_from_words(np.array([0xFFFFFFFF], np.uint32), 1 - 2.0**-53).any()
 
 
