@@ -1,21 +1,14 @@
 """``tfc-expand`` (L1 -> L1): composite ops become the registry ops they are
 written with, so that fusion sees their pieces.
 
-An op declared with ``expand=`` (softmax, log_softmax, the sparse softmax
-cross-entropy: see tfc/core/registry.py) is a row-wise computation written
-with reductions over its axis and elementwise ops. Left whole it is an opaque
-library call in L3; expanded, its reductions and elementwise pieces become
-``loops.parallel`` kernels that fuse with the op's producers and consumers::
-
-    %y = tfc.softmax %x {axis = 1 : i64} : (tensor<8x10xf32>) -> tensor<8x10xf32>
-
-becomes::
-
-    %0 = tfc.reduce_max %x {axis = array<i64: 1>, keepdims = true} : (tensor<8x10xf32>) -> tensor<8x1xf32>
-    %1 = tfc.subtract %x, %0 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
-    %2 = tfc.exp %1 : (tensor<8x10xf32>) -> tensor<8x10xf32>
-    %3 = tfc.reduce_sum %2 {axis = array<i64: 1>, keepdims = true} : (tensor<8x10xf32>) -> tensor<8x1xf32>
-    %y = tfc.divide %2, %3 : (tensor<8x10xf32>, tensor<8x1xf32>) -> tensor<8x10xf32>
+An op declared with ``expand=`` (see tfc/core/registry.py) is a row-wise
+computation written with reductions over its axis and elementwise ops:
+softmax is ``e / sum(e)`` with ``e = exp(x - max(x))``, log_softmax
+``z - log(sum(exp(z)))`` with ``z = x - max(x)``, the sparse cross-entropy
+``log(sum(exp(x - max))) - (x[label] - max)``. Left whole, such an op is an
+opaque library call in L3; expanded, its pieces become ``loops.parallel``
+kernels (row-chunked where the reduction is over trailing axes) that fuse with
+the op's producers and consumers.
 
 Every op whose operand and result shapes are all static is expanded, in
 function bodies and in the regions of ``tfc.cond``/``tfc.while``; the new ops
@@ -23,16 +16,18 @@ keep the original op's location (a run-time error, a bad label, names the
 user's line), and an expansion that emits another composite op is expanded in
 turn. Ops with a dimension known only at run time stay as they are (their
 kernel runs on chunks of rows); per-shape specialization gives them static
-shapes first. The op's eager kernel is the same expansion run on arrays
-(tfc/ops/_expand.py), so compiled results stay bit-identical to eager on the
-numpy backend. Gradients are unaffected: the tape records the original op with
-its own rule (which may itself use softmax and get expanded).
+shapes first. The op's eager kernel is the same expansion run on arrays, each
+piece by its registry kernel (tfc/ops/_expand.py), so compiled results stay
+bit-identical to eager on the numpy backend. Gradients are unaffected: the
+tape records the original op with its own rule (which may itself use softmax,
+expanded in turn).
 
-What remains a library call: ``pick_along_last`` (the cross-entropy's logit at
-each label, with the label check) until L3 has indexed loads. The expansion
-runs after the L1 clean-up, so shared pieces (the cross-entropy's max and sum
-and those of its gradient's softmax) are merged only if ``tfc-cse`` runs after
-it.
+The one piece that stays a library call is ``pick_along_last``, the
+cross-entropy's logit at each label (with the label check that raises eager's
+InvalidArgumentError), until L3 has checked indexed loads. The pass runs after
+the L1 clean-up: a ``tfc-cse`` after it merges the pieces that a loss and its
+gradient share (the cross-entropy's max, exp and sum and those of the
+softmax in its gradient: one of each, where there were two).
 """
 from __future__ import annotations
 
