@@ -103,3 +103,22 @@ def assert_same(result, expected, dtype=None):
                                    rtol=rtol, atol=atol, equal_nan=True)
     else:
         np.testing.assert_array_equal(got, expected.astype(dt.as_numpy_dtype))
+
+
+# -- the numerics contract of a backend -----------------------------------------------
+
+
+def numerics(target="cpu"):
+    """The numerics contract of ``target``'s backend (``tfc.backends``): the one
+    place that says how far its compiled results may be from eager's."""
+    from tfc.backends import backend
+
+    return backend(target).numerics
+
+
+def assert_meets_contract(got, want, family=None, target="cpu"):
+    """``got`` (a compiled result) is eager's ``want`` within ``target``'s
+    numerics contract for op ``family`` (None: any family, the loosest); for
+    the numpy backend, bit-identical (NaN matches NaN, signed zeros count)."""
+    diff = numerics(target).difference(np.asarray(want), np.asarray(got), family)
+    assert diff is None, diff

@@ -14,21 +14,21 @@ from hypothesis import HealthCheck, given, settings
 
 import tfc
 from tfc.backends.numpy import Compiled, blas, run_loops
-from tfc.passes.driver import lower
 from tfc.backends.numpy.emitter import emit_function
 from tfc.backends.reference import run
 from tfc.core.registry import REGISTRY
 from tfc.dialects import tensor as T
+from tfc.passes.driver import lower
 from tfc.passes.plan_memory import ALIGN
 
+from helpers import assert_meets_contract
 from test_fusion import programs
 from test_ir_dialect import sample, trace
 
 
 def _same(got, want):
-    got, want = np.asarray(got), np.asarray(want)
-    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
-    np.testing.assert_array_equal(got, want)
+    """Compiled ``got`` against eager's ``want``, as the numpy backend's numerics contract says."""
+    assert_meets_contract(got, want)
 
 
 def _compile_and_run(module, args):
