@@ -408,7 +408,7 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
     stream): float16/float32 word i, u = (w >> 8) * 2^-24; float64 words 2i and
     2i+1, u = ((w0 | w1 << 32) >> 11) * 2^-53; value minval + u*(maxval - minval)
     in float64 (no FMA), rounded to the dtype and kept below maxval. Integers:
-    words ki..ki+k-1 as r (k = 2 if the span s <= 2^32, else 4), value
+    words ki..ki+k-1 as r, first word lowest (k = 2 if the span s <= 2^32, else 4), value
     minval + floor(r*s / 2^(32k)). Seeded: K = (seed mod 2^32, seed >> 32), B = 0."""
     return (), {
         "shape": as_shape("uniform", shape), "dtype": dtypes.as_dtype(dtype),
