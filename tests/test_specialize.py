@@ -264,6 +264,24 @@ def test_pad_gradient(mode, rng):
         assert print_ir(spec) == print_ir(static.module)
 
 
+def test_conv_and_pooling_gradients_with_none_image_sizes(rng):
+    def f(x, w):
+        with tfc.GradientTape() as t:
+            t.watch([x, w])
+            y = tfc.nn.conv2d(x, w, strides=1, padding="SAME")
+            z = tfc.reduce_sum(tfc.nn.avg_pool2d(tfc.tanh(y), ksize=2, strides=2, padding="SAME"))
+        return [y, *t.gradient(z, [x, w])]
+
+    sig = [tfc.TensorSpec([None, None, None, 2]), tfc.TensorSpec([None, None, 2, 3])]
+    conc = tfc.function(f, input_signature=sig).get_concrete_function()
+    assert {"conv2d_backprop_input_like", "conv2d_backprop_filter_like", "avg_pool2d_grad_like"} <= op_names(conc.module)
+    for xs, ws in (((2, 5, 7, 2), (3, 3, 2, 3)), ((1, 4, 4, 2), (1, 2, 2, 3))):
+        spec = check(f, sig, [rand(rng, *xs), rand(rng, *ws)])
+        assert not {n for n in op_names(spec) if n.endswith("_like")}, op_names(spec)
+        static = tfc.function(f, input_signature=[tfc.TensorSpec(xs), tfc.TensorSpec(ws)]).get_concrete_function()
+        assert print_ir(spec) == print_ir(static.module)
+
+
 @pytest.mark.parametrize("axis, ishape", [(0, (5,)), (1, (2, 3)), (-2, (4,))])
 def test_gather_gradient(axis, ishape, rng):
     def f(x, i):

@@ -16,7 +16,8 @@ Then ops whose operand is there only for its run-time shape (the ``*_like`` ops
 that gradients emit where shapes are unknown when tracing) become their static
 forms once that shape is known: ``X_like(a, like)`` -> ``X(a, shape=like.shape)``
 where registry op ``X`` is declared as ``X_like`` with a ``shape`` attribute in
-place of ``like`` (reshape, slice_grad), and ``broadcast_like`` ->
+place of ``like`` (reshape, slice_grad; and with ``input_hw`` or ``filter_hw``,
+conv2d_backprop_input, conv2d_backprop_filter, avg_pool2d_grad), and ``broadcast_like`` ->
 ``broadcast_to``, ``unbroadcast_like``, ``tile_grad_like`` and
 ``gather_grad_like`` -> the ops that a static trace of the gradient emits
 (``reduce_sum``; ``reshape`` and ``reduce_sum``; ``transpose`` and
@@ -27,8 +28,7 @@ cleans up (tfc-fold, tfc-dce), and fusion and memory planning see static IR
 (for the gradients above, the same IR as a trace with static shapes).
 ``pad_grad_like`` -> its getitem, pad and add ops (the rule its kernel and
 pad's gradient share). ``wrap_index`` (a run-time check of tensor indices)
-and the pooling and convolution ``_like`` ops keep their ``like`` operand
-(library calls either way).
+keeps its ``like`` operand.
 
 ``SpecializePass`` (``tfc-specialize{shapes="4x64,2"}``) does it in place for
 ``tfc opt`` and lit tests.
@@ -259,26 +259,37 @@ def _replace(op, new_ops, values) -> None:
     Rewriter.replace_op(op, new_ops, values)
 
 
+# The attribute of a static op that the shape of the ``like`` operand of its
+# ``_like`` twin stands for: the whole shape, or an image's (NHWC) or filters'
+# (HWIO) height and width, as the declarations' kernels read ``like.shape``.
+_SHAPE_ATTRS = {"shape": lambda s: s, "input_hw": lambda s: s[1:3], "filter_hw": lambda s: s[:2]}
+
+
 def _like_to_shape_attr(op) -> bool:
-    """``X_like(..., like, ...)`` -> ``X(..., shape=like.shape)`` where registry op
-    ``X`` takes the same inputs less ``like`` and the same attributes plus
-    ``shape`` (reshape_like, slice_grad_like): its declaration says so."""
+    """``X_like(..., like, ...)`` -> ``X(..., <attr>=<like's shape>)`` where registry
+    op ``X`` takes the same inputs less ``like`` and the same attributes plus one
+    of ``_SHAPE_ATTRS`` (reshape_like, slice_grad_like, conv2d_backprop_input_like,
+    conv2d_backprop_filter_like, avg_pool2d_grad_like): the declarations say so."""
     from tfc.dialects.tensor import input_layout
 
     opdef = op.OPDEF
     base = REGISTRY.get(opdef.name[:-len("_like")]) if opdef.name.endswith("_like") else None
-    if base is None or base.attrs != {**opdef.attrs, "shape": "ints"}:
+    if base is None:
+        return False
+    extra = set(base.attrs) - set(opdef.attrs)
+    if len(extra) != 1 or (attr := extra.pop()) not in _SHAPE_ATTRS or base.attrs[attr] != "ints" \
+            or base.attrs != {**opdef.attrs, attr: "ints"}:
         return False
     fixed, variadic = input_layout(opdef)
     bfixed, bvariadic = input_layout(base)
-    if variadic or bvariadic or "like" not in fixed or [n for n in fixed if n != "like"] != bfixed:
+    if variadic or bvariadic or "like" not in fixed or len(fixed) != len(bfixed) + 1:
         return False
     like = op.operands[fixed.index("like")]
-    shape = _static(like)
-    if shape is None:
+    dims = _SHAPE_ATTRS[attr](spec_of(like.type).shape)
+    if None in dims:
         return False
     operands = [v for n, v in zip(fixed, op.operands) if n != "like"]
-    new = build_op(base.name, operands, {**op.attr_values, "shape": shape}, result_types=[op.results[0].type])
+    new = build_op(base.name, operands, {**op.attr_values, attr: tuple(dims)}, result_types=[op.results[0].type])
     _replace(op, [new], [new.results[0]])
     return True
 
