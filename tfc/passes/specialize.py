@@ -14,21 +14,23 @@ with static shapes, or the compiled code at run time, reports it).
 
 Then ops whose operand is there only for its run-time shape (the ``*_like`` ops
 that gradients emit where shapes are unknown when tracing) become their static
-forms once that shape is known: ``X_like(a, like)`` -> ``X(a, shape=like.shape)``
-where registry op ``X`` is declared as ``X_like`` with a ``shape`` attribute in
-place of ``like`` (reshape, slice_grad; and with ``input_hw`` or ``filter_hw``,
-conv2d_backprop_input, conv2d_backprop_filter, avg_pool2d_grad), and ``broadcast_like`` ->
-``broadcast_to``, ``unbroadcast_like``, ``tile_grad_like`` and
-``gather_grad_like`` -> the ops that a static trace of the gradient emits
-(``reduce_sum``; ``reshape`` and ``reduce_sum``; ``transpose`` and
-``unsorted_segment_sum``: the same sums in the same order as their kernels,
-so the same bits), ``split_like`` -> ``split``, ``count_along`` -> a
-constant, ``range_along`` -> ``range``. The default L1 pipeline then folds and
-cleans up (tfc-fold, tfc-dce), and fusion and memory planning see static IR
-(for the gradients above, the same IR as a trace with static shapes).
-``pad_grad_like`` -> its getitem, pad and add ops (the rule its kernel and
-pad's gradient share). ``wrap_index`` (a run-time check of tensor indices)
-keeps its ``like`` operand.
+forms once that shape is known, each computing its kernel's bits:
+
+- ``X_like(..., like)`` -> ``X(..., shape=like.shape)`` where registry op ``X``
+  is declared as ``X_like`` with a ``shape`` attribute in place of ``like``
+  (reshape, slice_grad), or ``input_hw`` / ``filter_hw`` (conv2d_backprop_input,
+  conv2d_backprop_filter, avg_pool2d_grad): the declarations pair them;
+- ``broadcast_like`` -> ``broadcast_to``, ``split_like`` -> ``split``,
+  ``count_along`` -> a constant, ``range_along`` -> ``range``;
+- ``unbroadcast_like``, ``tile_grad_like``, ``gather_grad_like`` and
+  ``pad_grad_like`` -> the ops that a static trace of the gradient emits
+  (reduce_sum; reshape and reduce_sum; transpose and unsorted_segment_sum;
+  getitem, pad and add), the same sums in the same order as their kernels.
+
+``wrap_index`` (a run-time check of tensor indices) keeps its ``like``
+operand. The default L1 pipeline then folds and cleans up (tfc-fold, tfc-dce):
+fusion and memory planning see static IR, for gradients the IR that a trace
+with static shapes gives.
 
 ``SpecializePass`` (``tfc-specialize{shapes="4x64,2"}``) does it in place for
 ``tfc opt`` and lit tests.
