@@ -181,7 +181,8 @@ def test_l3_has_no_library_call_for_the_row_wise_ops():
 SHAPES_AXES = [
     ((7, 33), -1), ((7, 33), 0), ((1, 1), -1), ((1, 5), 0), ((13,), 0), ((3, 5, 7), 1), ((3, 5, 7), 0),
     ((3, 5, 7), 2), ((2, 3, 4, 5), 2), ((0, 5), -1), ((5, 0), -1), ((5, 0), 0), ((0,), 0), ((2, 0, 3), 1),
-    ((1030, 1031), -1),  # more rows than one chunk, odd sizes
+    ((1030, 1031), -1), ((1030, 1031), 0),  # more rows than one chunk, odd sizes
+    ((100003,), 0),  # a full reduction of more than 2^14 elements: flat chunks summed in numpy's order
 ]
 
 
@@ -245,7 +246,7 @@ def xent(labels, logits):
     return tfc.nn.sparse_softmax_cross_entropy_with_logits(labels, logits)
 
 
-XENT_SHAPES = [(7, 33), (1, 1), (13,), (3, 4, 5), (0, 5), (0, 0), (2, 0, 3), (1030, 1031)]
+XENT_SHAPES = [(7, 33), (1, 1), (13,), (3, 4, 5), (0, 5), (0, 0), (2, 0, 3), (1030, 1031), (100003,)]
 
 
 @pytest.mark.parametrize("label_dtype", (np.int32, np.int64), ids=("int32", "int64"))
