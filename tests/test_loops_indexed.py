@@ -274,3 +274,52 @@ def test_lbfgs_step_l3_calls_only_allowed_library_kernels():
     if eloss is not None:
         _same(loss.numpy(), eloss.numpy())
         _same(grad.numpy(), egrad.numpy())
+
+
+# -- kernels with loops.index: one_hot, range_along; constant bodies: fill, eye -------------
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", [tfc.float32, tfc.float64, tfc.int32, tfc.bool])
+def test_one_hot(rng, axis, dtype):
+    idx = rng.integers(-2, 7, size=(5, 3)).astype(np.int32)  # some out of range: all off
+    l3 = check(lambda i: tfc.one_hot(i, 5, on_value=2.7, off_value=-1.5, axis=axis, dtype=dtype), idx)
+    assert "loops.index" in l3
+    check(lambda i: tfc.one_hot(i, 4, axis=axis), idx.astype(np.int64).T)  # int64, non-contiguous
+    check(lambda i: tfc.one_hot(i, 3, axis=axis), np.zeros((0, 2), np.int32))
+    check(lambda i: tfc.one_hot(i * 1, 0, axis=axis), idx)
+
+
+def test_one_hot_of_a_scalar_index():
+    check(lambda i: tfc.one_hot(i + 1, 4), np.int32(2))
+
+
+@pytest.mark.parametrize("dtype", [tfc.int32, tfc.int64, tfc.float32, tfc.float64])
+def test_range_along(rng, dtype):
+    from tfc.ops.shapes import range_along
+
+    x = rand(rng, 7, 3)
+    l3 = check(lambda v: range_along(v * 2.0, 0, dtype), x)
+    assert "loops.index" in l3
+    check(lambda v: range_along(v, 1, dtype) + range_along(v, 1, dtype), x)
+    check(lambda v: range_along(v, 0, dtype), np.zeros((0, 3), F32))
+
+
+def test_fill_and_eye(rng):
+    check(lambda v: tfc.fill([3, 4], v * 2.0), np.float32(1.25))
+    check(lambda v: tfc.fill([0, 4], v), np.int32(7))
+    check(lambda v: (tfc.fill([2, 2], v) + tfc.eye(2, dtype=tfc.int32),), np.int32(3))
+    check(lambda v: v + tfc.eye(3, 5), rand(rng, 3, 5))
+
+
+def test_one_hot_step_gradient_is_bitwise(rng):
+    """A cross-entropy written with one_hot, and its gradient: every op lowered."""
+    logits = rand(rng, 6, 5)
+    labels = rng.integers(0, 5, size=6).astype(np.int32)
+
+    def f(z, y):
+        with tfc.GradientTape() as t:
+            t.watch(z)
+            loss = -tfc.reduce_sum(tfc.one_hot(y, 5) * z[:, ::-1]) / 6.0
+        return loss, t.gradient(loss, z)
+
+    check(f, logits, labels)

@@ -17,19 +17,40 @@ def as_shape(op_name: str, shape) -> tuple:
     return as_ints(op_name, shape)
 
 
+def _lower_filled(value):
+    """zeros / ones: a kernel with a constant body (see tfc/passes/lower_loops.py)."""
+    def lower(b, outs, shape, dtype):
+        return b.fill(outs[0], value)
+    return lower
+
+
+def _lower_fill(b, outs, value, dims):
+    return b.copy(value, outs[0])  # the 0-d value, a scalar in L3, read at every index
+
+
+def _lower_eye(b, outs, num_rows, num_columns, dtype):
+    """Zeros, then ones on the diagonal: a strided view of the flat buffer."""
+    (out,) = outs
+    b.fill(out, 0)
+    k = min(num_rows, num_columns)
+    if k:
+        flat = b.reshape(out, (num_rows * num_columns,))
+        b.fill(b.subview(flat, [0], [k], [num_columns + 1]), 1)
+
+
 def _filled_infer(op, shape, dtype) -> Spec:
     return Spec(shape, dtype)
 
 
 @declare(kernel=lambda shape, dtype: np.zeros(shape, dtype.as_numpy_dtype), infer=_filled_infer,
-         attrs={"shape": "ints", "dtype": "dtype"})
+         attrs={"shape": "ints", "dtype": "dtype"}, lower=_lower_filled(0))
 def zeros(shape, dtype=dtypes.float32):
     """A tensor of ``shape`` filled with zeros."""
     return (), {"shape": as_shape("zeros", shape), "dtype": dtypes.as_dtype(dtype)}
 
 
 @declare(kernel=lambda shape, dtype: np.ones(shape, dtype.as_numpy_dtype), infer=_filled_infer,
-         attrs={"shape": "ints", "dtype": "dtype"})
+         attrs={"shape": "ints", "dtype": "dtype"}, lower=_lower_filled(1))
 def ones(shape, dtype=dtypes.float32):
     """A tensor of ``shape`` filled with ones."""
     return (), {"shape": as_shape("ones", shape), "dtype": dtypes.as_dtype(dtype)}
@@ -78,7 +99,7 @@ def _fill_grad(e, g):
 
 
 @declare(kernel=lambda value, dims: np.full(dims, value), infer=_fill_infer, grad=_fill_grad,
-         attrs={"dims": "ints"})
+         attrs={"dims": "ints"}, lower=_lower_fill)
 def fill(dims, value):
     """A tensor of shape ``dims`` filled with the scalar ``value``."""
     return (value,), {"dims": as_shape("fill", dims)}
@@ -136,7 +157,7 @@ def _eye_infer(op, num_rows, num_columns, dtype) -> Spec:
 
 
 @declare(kernel=lambda num_rows, num_columns, dtype: np.eye(num_rows, num_columns, dtype=dtype.as_numpy_dtype),
-         infer=_eye_infer, attrs={"num_rows": "int", "num_columns": "int", "dtype": "dtype"})
+         infer=_eye_infer, attrs={"num_rows": "int", "num_columns": "int", "dtype": "dtype"}, lower=_lower_eye)
 def eye(num_rows, num_columns=None, dtype=dtypes.float32):
     """The identity matrix (ones on the diagonal)."""
     return (), {"num_rows": as_int("eye", num_rows, "num_rows"),

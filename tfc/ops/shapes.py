@@ -23,14 +23,14 @@ def _ints(op_name, value, what="shape", minimum=None):
 # view instead where the data stays contiguous.
 
 def _alias(predicate):
-    """Mark a lowering as an alias where ``predicate(in_shapes, **attrs)``."""
+    """Mark a lowering as an alias where ``predicate(in_specs, **attrs)``."""
     def mark(fn):
         fn.alias = predicate
         return fn
     return mark
 
 
-def _always(in_shapes, **attrs) -> bool:
+def _always(in_specs, **attrs) -> bool:
     return True
 
 
@@ -110,14 +110,15 @@ def _index_view(shape, index):
     return offsets, sizes, strides, kept, new
 
 
-def _getitem_is_contiguous(in_shapes, index) -> bool:
+def _getitem_is_contiguous(in_specs, index) -> bool:
     """Does ``index`` select one contiguous range of a row-major buffer?"""
     from xdsl.dialects.builtin import MemRefType, f32
 
     from tfc.dialects import loops as L
 
-    offsets, sizes, strides, kept, _ = _index_view(in_shapes[0], index)
-    _, st, off = L.subview_layout(MemRefType(f32, list(in_shapes[0])), offsets, sizes, strides)
+    shape = in_specs[0].shape
+    offsets, sizes, strides, kept, _ = _index_view(shape, index)
+    _, st, off = L.subview_layout(MemRefType(f32, list(shape)), offsets, sizes, strides)
     return L.is_contiguous(L.strided_type(f32, [sizes[i] for i in kept], [st[i] for i in kept], off))
 
 
@@ -218,7 +219,7 @@ def _lower_broadcast(b, outs, x, *rest, **attrs):
 
 
 def _when(predicate):
-    """Mark a lowering as applying only where ``predicate(in_shapes, **attrs)``
+    """Mark a lowering as applying only where ``predicate(in_specs, **attrs)``
     (elsewhere the op stays a library call)."""
     def mark(fn):
         fn.when = predicate
@@ -226,7 +227,7 @@ def _when(predicate):
     return mark
 
 
-@_when(lambda in_shapes, mode, **attrs: mode == "CONSTANT")
+@_when(lambda in_specs, mode, **attrs: mode == "CONSTANT")
 def _lower_pad(b, outs, x, paddings, mode, constant_values):
     """CONSTANT: the fill value, then ``x`` copied into its window."""
     if mode != "CONSTANT":
@@ -236,6 +237,37 @@ def _lower_pad(b, outs, x, paddings, mode, constant_values):
     shape = b.shape(x)
     return b.copy(x, b.subview(out, [lo for lo, _ in _pad_pairs(paddings)], shape, [1] * len(shape)))
 
+
+
+@_when(lambda in_specs, axis, dtype: not dtype.is_bool)
+def _lower_range_along(b, outs, x, axis, dtype):
+    """out[i] = i, converted as numpy's arange converts it."""
+    (out,) = outs
+    elt = out.type.element_type
+    return b.parallel([], [out], b.shape(out), [], lambda k: [b.index_cast(k, k.index(0), elt)])
+
+
+def _lower_one_hot(b, outs, indices, depth, on_value, off_value, axis, dtype):
+    """out = on where the index along the new axis equals the index read,
+    else off (an index out of range matches nowhere, as eager's)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import i64
+
+    (out,) = outs
+    shape = b.shape(out)
+    a = len(shape) - 1 if axis == -1 else axis
+    elt = out.type.element_type
+    idx_t = getattr(indices.type, "element_type", indices.type)  # a memref's, or a scalar's own
+
+    def body(k, x):
+        pos = k.op(arith.IndexCastOp(k.index(a), i64))
+        if idx_t != i64:
+            x = k.op(arith.ExtSIOp(x, i64))  # compared as int64, as numpy compares with arange's
+        hot = k.op(arith.CmpiOp(x, pos, "eq"))
+        return [k.op(arith.SelectOp(hot, k.const(on_value, elt), k.const(off_value, elt)))]
+
+    bmap = tuple(d for d in range(len(shape)) if d != a)
+    return b.parallel([indices], [out], shape, [bmap if b.shape(indices) else ()], body)
 
 
 def _reshape_infer(op, x: Spec, shape) -> Spec:
@@ -371,7 +403,7 @@ def count_along(input, axes):  # noqa: A002
 
 @declare(kernel=lambda x, axis, dtype: np.arange(x.shape[axis], dtype=dtype.as_numpy_dtype),
          infer=lambda op, x, axis, dtype: Spec((x.shape[inf.normalize_axis(op, axis, x.ndim)],), dtype),
-         grad=lambda e, g: [None], attrs={"axis": "int", "dtype": "dtype"})
+         grad=lambda e, g: [None], attrs={"axis": "int", "dtype": "dtype"}, lower=_lower_range_along)
 def range_along(input, axis, dtype=dtypes.int64):  # noqa: A002
     """0, 1, ..., n - 1 for the size n of ``input``'s ``axis``: ``tfc.range(n)``
     where n is known only at run time."""
@@ -1034,7 +1066,7 @@ def _one_hot_kernel(indices, depth, on_value, off_value, axis, dtype):
     return out if axis == -1 else np.moveaxis(out, -1, axis)
 
 
-@declare(kernel=_one_hot_kernel, infer=_one_hot_infer,
+@declare(kernel=_one_hot_kernel, infer=_one_hot_infer, lower=_lower_one_hot,
          attrs={"depth": "int", "on_value": "float", "off_value": "float", "axis": "int", "dtype": "dtype"})
 def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
     """``on_value`` where the new axis equals the index, ``off_value`` elsewhere.

@@ -115,25 +115,26 @@ NEW_ARRAY_KERNELS = frozenset({"concat"})
 def lowers(op) -> str | None:
     """How tfc-lower-loops lowers registry op ``op``: ``"write"`` (its
     declaration's ``lower`` writes its results into buffers of their own),
-    ``"alias"`` (``lower.alias(in_shapes, **attrs)`` holds: its one result
-    is a view of its operand: loops.reshape / loops.subview) or None (a
-    library call: no ``lower``, a shape known only at run time, or
-    ``lower.when(in_shapes, **attrs)`` false)."""
+    ``"alias"`` (``lower.alias(in_specs, **attrs)`` holds, on the operands'
+    Specs: its one result is a view of its operand: loops.reshape /
+    loops.subview) or None (a library call: no ``lower``, a shape known only
+    at run time, or ``lower.when(in_specs, **attrs)`` false)."""
     d = op.OPDEF
     if d.lower is None:
         return None
-    ins = [spec_of(v.type).shape for v in op.operands]
+    specs = [spec_of(v.type) for v in op.operands]
+    ins = [s.shape for s in specs]
     outs = [spec_of(r.type).shape for r in op.results]
     if any(None in s for s in ins + outs):
         return None
     attrs = decode_attrs(d, dict(op.properties))
     when = getattr(d.lower, "when", None)
-    if when is not None and not when(ins, **attrs):
+    if when is not None and not when(specs, **attrs):
         return None
     alias = getattr(d.lower, "alias", None)
     # a 0-d operand or result is a scalar in L3: no view of it
     if alias is not None and len(outs) == 1 and outs[0] and all(ins) and \
-            alias(ins, **attrs):
+            alias(specs, **attrs):
         return "alias"
     return "write"
 

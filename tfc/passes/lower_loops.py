@@ -16,11 +16,11 @@ at the offsets of tfc-plan-memory.
   results into ``outs`` (its planned buffers: arena views or fresh allocs; a
   0-d result as a ``memref<T>``, loaded after) from ``ins`` (the operands as
   L3 values: memrefs, or scalars for 0-d); attrs are the decoded registry
-  attributes. ``lower.when(in_shapes, **attrs)``, where given, says where the
+  attributes. ``lower.when(in_specs, **attrs)``, where given, says where the
   lowering applies (pad's CONSTANT mode); elsewhere the op stays a library
   call. An alias op (reshape, expand_dims, squeeze, a getitem that
   selects a contiguous range) marks its lowering with ``lower.alias``, a
-  predicate ``alias(in_shapes, **attrs)``: where it holds (and tfc-bufferize
+  predicate ``alias(in_specs, **attrs)`` (the operands' registry Specs): where it holds (and tfc-bufferize
   made no buffer for the result) the call is ``lower(b, None, *ins, **attrs)``
   and returns the alias value (``b.reshape`` / ``b.subview`` of its input);
 - other registry ops are ``loops.library`` calls of their kernels;
@@ -131,6 +131,15 @@ class L3Builder:
             dst = self.reshape(dst, (1,))
             shape = (1,)
         return self.parallel([src], [dst], shape, [bmap], lambda k, x: [x])
+
+    def index_cast(self, k, i, t):
+        """Body helper: index value ``i`` as element type ``t`` (an integer
+        type, or a float through i64, as numpy converts an int)."""
+        from xdsl.dialects.builtin import i64
+
+        if dtype_of(t).is_floating:
+            return k.op(arith.SIToFPOp(k.op(arith.IndexCastOp(i, i64)), t))
+        return k.op(arith.IndexCastOp(i, t))
 
     def fill(self, dst, value):
         elt = dst.type.element_type

@@ -16,6 +16,10 @@ of a readable Python module.
   made contiguous first with ``np.ascontiguousarray``, which copies only what
   a caller passed non-contiguous); a ``loops.parallel`` that only copies (its
   body yields an input or a constant) is one ``np.copyto``;
+- a body with ``loops.index`` / ``loops.load_at``: open grids (``np.arange``
+  along each dim, dim 0 over the chunk's rows) and fancy indexing of the
+  captured buffers (kernel parameters after the outputs), then the scalar
+  body as ufuncs;
 - ``loops.library``: the registry kernel (``np.matmul(..., out=view)`` for matmul),
   after eager's shape inference on the run-time shapes where the operands have
   dims unknown when compiling (``rt.shape_check``).
@@ -42,7 +46,7 @@ import string
 
 import numpy as np
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, MemRefType
 from xdsl.ir import BlockArgument, Operation
 
 from tfc.backends.numpy.runtime import PARALLEL_MIN
@@ -201,6 +205,8 @@ class Emitter:
         self.donors: dict = {}  # loops.alloc that may take over a variable's array -> its local
         self.site_operands: list = []  # the op being emitted: its operands (values or names) ...
         self.site_attrs = None         # ... and the source of its registry attributes (see _site)
+        self._captured: dict = {}      # the kernel being emitted: captured buffer -> its name there
+        self._rows_chunked = False     # ... runs over chunks of rows lo:hi (loops.index 0 is that range)
 
     # -- names ------------------------------------------------------------------------
     def name(self, v) -> str:
@@ -800,6 +806,12 @@ class Emitter:
         for i, o in enumerate(ops):
             args = [env[v] if v in env else self.name(v) for v in o.operands]
             r = o.results[0]
+            if _indexed(o):  # index arithmetic and computed loads: small fresh arrays
+                env[r] = f"t{self.n}"
+                self.n += 1
+                out.append(pad + f"{env[r]} = {self._index_expr(op, o, args)}")
+                is_array[r] = True
+                continue
             arr = any(is_array.get(v, False) for v in o.operands)
             is_array[r] = arr
             if not arr:
@@ -818,6 +830,43 @@ class Emitter:
                 self.n += 1
             out.append(pad + self._array_stmt(o, args, target, env[r]))
         return [env.get(v, self.name(v)) for v in term.values], env, is_array
+
+    def _index_expr(self, par, o, args) -> str:
+        """An op of the index world of a parallel body as a numpy expression:
+        ``loops.index`` as an open grid (``np.arange`` shaped to broadcast
+        along its dim; dim 0 over the chunk's rows ``lo:hi`` where the kernel
+        is chunked), ``loops.load_at`` as fancy indexing of the captured
+        buffer, arith on ``index`` values as ufuncs (intp)."""
+        n = o.name
+        rank = len(par.iteration_shape)
+        if isinstance(o, L.IndexOp):
+            d = o.dim.value.data
+            shape = tuple(-1 if k == d else 1 for k in range(rank))
+            if d == 0 and self._rows_chunked:
+                return f"np.arange(lo, hi).reshape({shape})"
+            key = ("index", par.iteration_shape[d], shape)
+            name = self.scalar_consts.get(key)
+            if name is None:  # a build-time constant
+                name = self.scalar_consts[key] = f"ix{len(self.scalar_consts)}"
+                self.build_lines.append(f"{name} = np.arange({par.iteration_shape[d]}).reshape({shape})")
+            return name
+        if isinstance(o, L.LoadAtOp):
+            buf = self._captured[o.source]
+            return f"{buf}[{', '.join(args)}{',' if len(args) == 1 else ''}]"
+        rt_ = o.results[0].type
+        dt = "np.intp" if isinstance(rt_, IndexType) else np_dtype(rt_)
+        if n in ("arith.index_cast", "arith.index_castui") or n in _CASTS:
+            return f"np.asarray({args[0]}).astype({dt})"
+        if n == "arith.select":
+            return f"np.where({args[0]}, {args[1]}, {args[2]})"
+        if n == "arith.cmpi":
+            return f"np.{_CMP_UFUNC[_cmp_symbol(o)]}({args[0]}, {args[1]})"
+        if n == "arith.constant":
+            return f"np.intp({o.value.value.data})" if isinstance(rt_, IndexType) else \
+                self.const_scalar(o.value, rt_)
+        if n in _UFUNC:
+            return f"np.{_UFUNC[n]}({', '.join(args)})"
+        raise NotImplementedError(f"the numpy backend cannot emit {n} on index values")
 
     def _array_stmt(self, o, args, target, name) -> str:
         """The statement computing array op ``o``: into ``target`` (a scratch or
@@ -859,6 +908,9 @@ class Emitter:
         free, slot_of, nslots = [], {}, 0
         for i, o in enumerate(ops):
             r = o.results[0]
+            if _indexed(o):  # not in scratch (see _body)
+                is_array[r] = True
+                continue
             arr = any(is_array.get(v, False) for v in o.operands)
             is_array[r] = arr
             if not arr:
@@ -908,7 +960,11 @@ class Emitter:
                 n_in.append(f"i{j}")
         for j in range(len(outs)):
             body.append(f"d{j} = o{j}[lo:hi]")
+        caps = op.captured()
+        self._captured = {c: f"c{j}" for j, c in enumerate(caps)}
+        self._rows_chunked = True
         vals, _, _ = self._body(op, n_in, body, "", slot_of=names, dest=dest)
+        self._rows_chunked = False
         chunk = f"(hi - lo,) + {tuple(shape[1:])!r}"
         for j, (s, kind) in enumerate(zip(vals, kinds)):  # reductions first: an output may be an input's buffer
             if kind is not None:
@@ -918,9 +974,10 @@ class Emitter:
         for j, (s, kind) in enumerate(zip(vals, kinds)):
             if kind is None and s != f"d{j}":
                 body.append(f"np.copyto(d{j}, {s}, casting='unsafe')")
-        pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))]
+        pnames = [f"i{j}" for j in range(len(ins))] + [f"o{j}" for j in range(len(outs))] + \
+            [f"c{j}" for j in range(len(caps))]
         self._kernel_def(k, pnames, body, spec)
-        args = [e for e, _ in ins] + outs
+        args = [e for e, _ in ins] + outs + [self.name(c) for c in caps]
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
 
@@ -983,6 +1040,7 @@ class Emitter:
         if 0 not in op.axes:
             return self.parallel(op, out, pad)  # rows reduced within their chunk
         ins = self._inputs(op, out, pad)
+        self._captured = {c: self.name(c) for c in op.captured()}
         vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
         for k, (o, v, kind) in enumerate(zip(op.outs, vals, op.reduce_kinds)):
             if kind is None:
@@ -1006,7 +1064,7 @@ class Emitter:
         shape = op.iteration_shape
         rank = len(shape)
         n = int(np.prod(shape, dtype=np.int64))
-        if n < TREE_MIN or list(op.axes) != list(range(rank)):
+        if n < TREE_MIN or list(op.axes) != list(range(rank)) or any(_indexed(o) for o in op.body.block.ops):
             return None
         term = op.body.block.last_op
         for o, kind, val in zip(op.outs, op.reduce_kinds, term.values):
@@ -1208,6 +1266,13 @@ def _subview_index(op) -> str:
     if not kept:  # every dim an integer: ``...`` keeps a 0-d view (not a copied scalar)
         parts.append("...")
     return ", ".join(parts) + ("," if len(parts) == 1 else "") if parts else "..."
+
+
+def _indexed(o) -> bool:
+    """An op of a body's index world: loops.index, loops.load_at, or one on
+    ``index`` values (see Emitter._index_expr)."""
+    return isinstance(o, (L.IndexOp, L.LoadAtOp)) or any(isinstance(v.type, IndexType) for v in o.operands) \
+        or any(isinstance(r.type, IndexType) for r in o.results)
 
 
 def _owned(v) -> bool:
