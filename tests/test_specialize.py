@@ -695,3 +695,22 @@ def test_random_programs(tmp_path):
 def test_random_gradient_programs(tmp_path):
     n, errors = _fuzz(26, 25, True, tmp_path)
     assert errors < n // 4
+
+
+def pick(x):
+    if tfc.reduce_sum(x) > 100.0:
+        y = x[5]  # line: pick
+    else:
+        y = x[0]
+    return y
+
+
+def test_an_op_that_refuses_the_shapes_in_a_branch_raises_eagers_error_type():
+    """Both branches are specialized (as a static trace types both): an op of a
+    branch that may not run raises what eager raises there (here IndexError,
+    not a ValueError), at its line; the caller decides (a generic form runs it)."""
+    conc = tfc.function(pick, input_signature=[tfc.TensorSpec([None])]).get_concrete_function()
+    with pytest.raises(IndexError, match="index 5 is out of bounds for axis 0 with size 3") as e:
+        specialize(conc.module, [(3,)])
+    assert e.value.__notes__ == [f"  at {__file__}:{line_of('pick')}"]
+    specialize(conc.module, [(6,)])
