@@ -200,3 +200,12 @@ def test_the_fuzzer_compares_through_the_contract():
     assert run.numerics() is numerics("cpu")
     assert run.compare(p, [np.array([0.0], np.float32)], [np.array([-0.0], np.float32)])[0] == "wrong-value"
     assert run.compare(p, [np.array([np.nan], np.float32)], [np.array([np.nan], np.float32)]) is None
+
+
+def test_tfc_opt_lists_the_pipeline_stops():
+    from tfc.cli import pass_table
+
+    lines = pass_table().splitlines()
+    for stop, names in PIPELINE:
+        assert any(line.split()[0] == stop and line.endswith(" " + ",".join(names)) for line in lines), stop
+    assert any(line.split()[0] == "tfc-specialize" for line in lines)

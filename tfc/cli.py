@@ -98,14 +98,13 @@ def write_atomically(path: str, text: str) -> None:
 
 
 def pass_table() -> str:
-    from tfc.passes.pipeline import DEFAULT_L1, DESCRIPTIONS, FUSED, LOOPS, PASSES
+    from tfc.passes.pipeline import DESCRIPTIONS, PASSES, PIPELINE
 
+    levels = {"tensor": "L1 (default)", "fused": "L1 -> L2", "loops": "L2 -> L3"}
     lines = ["tfc passes:"]
     lines += [f"  {name:16s} {DESCRIPTIONS[name]}" for name in PASSES]
-    lines.append("pipelines (as tfc.function runs them):")
-    lines.append(f"  L1 (default)     {','.join(DEFAULT_L1)}")
-    lines.append(f"  L1 -> L2 (fused) {','.join(FUSED)}")
-    lines.append(f"  L2 -> L3 (loops) {','.join(LOOPS)}")
+    lines.append("the pipeline, as tfc.function runs it (its stops are tfc compile's --emit stages):")
+    lines += [f"  {stop:7s}{levels.get(stop, ''):14s} {','.join(names)}" for stop, names in PIPELINE]
     return "\n".join(lines) + "\n"
 
 

@@ -735,7 +735,7 @@ class ConcreteFunction:
 
         try:
             module = specialize(self.module, shapes)
-        except (ValueError, NotImplementedError) as e:
+        except (ValueError, TypeError, NotImplementedError) as e:
             # The generic form runs these shapes: it raises eager's error where eager
             # raises it (an op the specialization refuses may be in a branch not taken).
             form = _Form(self, generic.module, shapes, f"{type(e).__name__}: {str(e).splitlines()[0]}")
@@ -883,7 +883,10 @@ class ConcreteFunction:
                     if form is None:
                         form = form_for(shapes)
                     else:
-                        move(shapes)
+                        try:
+                            move(shapes)
+                        except KeyError:  # evicted by another thread meanwhile: it still runs
+                            pass
                     return (form._runner or form.runner())(arrays)
                 self._runner = run
         return self._runner
