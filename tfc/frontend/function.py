@@ -461,6 +461,7 @@ class _Form:
         self.note = note              # why a shape key runs the generic form
         self.made_at = time.time()
         self.evicted_at = None
+        self.specialize_s = None      # seconds tfc-specialize and the L1 passes took
         self._lowered = None
         self._compiled = None
         self._runner = None
@@ -733,6 +734,7 @@ class ConcreteFunction:
             return form
         from tfc.passes.driver import run_time_dims, specialize
 
+        start = time.perf_counter()
         try:
             module = specialize(self.module, shapes)
         except (ValueError, TypeError, NotImplementedError) as e:
@@ -746,7 +748,9 @@ class ConcreteFunction:
             form = _Form(self, generic.module, shapes, "its shapes depend on values, not only on the inputs'")
             form._runner = generic.runner()
             return form
-        return _Form(self, module, shapes)
+        form = _Form(self, module, shapes)
+        form.specialize_s = time.perf_counter() - start
+        return form
 
     def specialization(self, shapes=None) -> _Form:
         """The form that runs ``shapes`` (default ``default_shapes()``); the
@@ -765,6 +769,16 @@ class ConcreteFunction:
         of the generic form, or of ``default_shapes()``'s specialization."""
         form = self._shown()
         return (self.generic if form.note else form).lowered
+
+    @property
+    def stage_times(self) -> list:
+        """(step, seconds) of the stages after "tensor" that ``stages`` shows:
+        the specialization (where there are run-time dimensions), the fused and
+        the loops stage (lowering them first if needed)."""
+        form = self._shown()
+        low = (self.generic if form.note else form).lowered
+        times = [] if form.specialize_s is None else [("specialize (L1)", form.specialize_s)]
+        return times + list(low.timings)
 
     @property
     def fused_module(self):
