@@ -97,8 +97,10 @@ def setup() -> float:
     Its seconds, measured by the first call (~0 if something imported them before)."""
     if "seconds" not in _SETUP:
         start = time.perf_counter()
-        import tfc.backends.numpy.emitter  # noqa: F401
         import tfc.frontend.tracing  # noqa: F401
+        from tfc.backends import backend
+
+        backend("cpu").prepare()
         import tfc.passes.driver  # noqa: F401
         from tfc.passes.pipeline import PASSES
 

@@ -12,6 +12,7 @@ A backend takes L3 only (a loops-dialect module and its memory plan, made by
   ``hook(i, value)`` after each L3 value ``v`` with ``hooks[v] == i``
   (``verify=True`` compares them with the reference executor);
 - ``run_loops(module, args)``: run an L3 module's function once;
+- ``prepare()``: import what compiling needs (the first compile's one-time cost);
 - ``stages``: the ``--emit`` stages the backend produces (``text(exe, stage)``);
 - ``numerics``: its numerics contract (``Numerics``), the one place the
   differential tests read how far its results may be from eager's.

@@ -130,6 +130,10 @@ class NumpyBackend:
         self.numerics = Numerics("bit-identical to eager for every op family (the generated code calls the "
                                  "kernels eager calls, with the same summation order)")
 
+    def prepare(self) -> None:
+        """Import what compiling needs (the emitter): a process's one-time cost."""
+        import tfc.backends.numpy.emitter  # noqa: F401
+
     def caching(self) -> bool:
         """Whether compiles are cached now (TFC_CACHE_DIR; cache.py)."""
         return _cache.cache_dir() is not None
