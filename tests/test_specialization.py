@@ -34,9 +34,9 @@ def count_specializations(monkeypatch):
     calls = []
     orig = driver.specialize
 
-    def spy(module, shapes):
+    def spy(module, shapes, *passes):
         calls.append(tuple(shapes))
-        return orig(module, shapes)
+        return orig(module, shapes, *passes)
     monkeypatch.setattr(driver, "specialize", spy)
     return calls
 
@@ -216,3 +216,17 @@ def test_gradient_through_a_none_batch_call():
         ye = tfc.reduce_sum(tfc.tanh(tfc.matmul(tfc.constant(x), w)))
     _same(y.numpy(), ye.numpy())
     _same(g.numpy(), tape.gradient(ye, w).numpy())
+
+
+def test_a_specialization_reruns_the_compile_s_own_pass_list():
+    def f(x):
+        return x * 1.0 + 2.0
+
+    def ops(conc):
+        return {op.name for op in conc.specialization().module.walk()}
+
+    x = np.arange(3, dtype=np.float32)
+    for passes, multiply in (("none", True), ("default", False), ("tfc-fold", True), ("tfc-simplify", False)):
+        conc = tfc.compile(f, tfc.TensorSpec((None,)), passes=passes)
+        _same(conc(x).numpy(), x * np.float32(1.0) + np.float32(2.0))
+        assert ("tfc.multiply" in ops(conc)) == multiply, passes

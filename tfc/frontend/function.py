@@ -736,7 +736,8 @@ class ConcreteFunction:
 
         start = time.perf_counter()
         try:
-            module = specialize(self.module, shapes)
+            passes = getattr(self, "passes", None)  # tfc.compile's L1 pass list, where it chose one
+            module = specialize(self.module, shapes) if passes is None else specialize(self.module, shapes, passes)
         except (ValueError, TypeError, NotImplementedError) as e:
             # The generic form runs these shapes: it raises eager's error where eager
             # raises it (an op the specialization refuses may be in a branch not taken).

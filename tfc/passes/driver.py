@@ -87,12 +87,13 @@ def run_time_dims(module) -> bool:
     return False
 
 
-def specialize(l1_module, shapes):
+def specialize(l1_module, shapes, passes=DEFAULT_L1):
     """The optimized L1 module with its tensor arguments given the static
     ``shapes`` (one tuple per tensor argument, in order): ``tfc-specialize``,
-    then ``DEFAULT_L1`` again (it folds the shape computations the static
-    shapes settle). A new module; ValueError, naming the op, where the shapes
-    do not fit."""
+    then the L1 ``passes`` again (default ``DEFAULT_L1``; tfc.compile's own
+    list where it chose one): they fold the shape computations the static
+    shapes settle. A new module; eager's error (ValueError or TypeError),
+    naming the op, where the shapes do not fit."""
     from tfc.dialects.tensor import RefType
     from tfc.passes.specialize import specialize as specialize_shapes
 
@@ -100,7 +101,7 @@ def specialize(l1_module, shapes):
     given = iter(shapes)
     # one entry per argument: variables (!tfc.ref) keep their types
     full = [None if isinstance(a.type, RefType) else tuple(next(given)) for a in f.body.block.args]
-    return run_pipeline(specialize_shapes(l1_module, full), DEFAULT_L1)
+    return run_pipeline(specialize_shapes(l1_module, full), tuple(passes))
 
 
 __all__ = ["Lowered", "lower", "source_key", "run_time_dims", "specialize"]
