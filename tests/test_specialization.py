@@ -95,6 +95,7 @@ def test_lru_evicts_least_recently_used_and_explain_lists_them(monkeypatch, coun
     assert len(spec) == 5 and all(s.startswith("specialization for shapes [") for s in spec)
     assert "evicted at" in spec[0] and "evicted at" in spec[1] and "evicted at" in spec[2]
     assert "evicted at" not in spec[3] and "evicted at" not in spec[4]
+    assert conc.specializations[0].module is None and conc.specializations[0]._compiled is None  # freed
 
 
 def test_hit_does_not_specialize_again(count_specializations):

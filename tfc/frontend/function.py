@@ -441,6 +441,7 @@ class Function:
 # How many shape specializations a compiled function with run-time dimensions
 # keeps (least recently used first out); TFC_SPECIALIZATIONS overrides it.
 SPECIALIZATIONS = max(1, int(os.environ.get("TFC_SPECIALIZATIONS", "") or 8))
+SPECIALIZATION_LOG = 100  # explain() lists this many of the latest specializations per compiled function
 
 
 def _shape_text(shapes) -> str:
@@ -591,6 +592,12 @@ class _Form:
                 raise AssertionError(f"{conc.name}: compiled result differs from the reference: {a!r} vs {b!r}")
         return results
 
+    def evict(self) -> None:
+        """Out of the cache: its modules and executable are freed (a call running
+        it now keeps what it holds); explain() still lists it."""
+        self.evicted_at = time.time()
+        self.module = self._lowered = self._compiled = self._runner = self._verifier = None
+
     def describe(self) -> str:
         """One line for Function.explain()."""
         when = time.strftime("%H:%M:%S", time.localtime(self.made_at))
@@ -723,7 +730,9 @@ class ConcreteFunction:
         self.specializations.append(form)
         while len(self._by_shapes) > SPECIALIZATIONS:
             _, old = self._by_shapes.popitem(last=False)
-            old.evicted_at = time.time()
+            old.evict()
+        if len(self.specializations) > SPECIALIZATION_LOG:
+            del self.specializations[:-SPECIALIZATION_LOG]
         return form
 
     def _specialize(self, shapes) -> _Form:
