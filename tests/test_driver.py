@@ -209,3 +209,15 @@ def test_tfc_opt_lists_the_pipeline_stops():
     for stop, names in PIPELINE:
         assert any(line.split()[0] == stop and line.endswith(" " + ",".join(names)) for line in lines), stop
     assert any(line.split()[0] == "tfc-specialize" for line in lines)
+
+
+@pytest.mark.parametrize("path", ["tfc/frontend", "tfc/compiler.py", "tfc/compile_cli.py", "tfc/cli.py"])
+def test_frontend_reaches_backends_only_through_the_interface(path):
+    """tfc.function, tfc.compile and the CLI import tfc.backends (backend(target),
+    reference_executor, Cell), never a backend's own modules."""
+    from test_layers import ROOT, imports
+
+    root = ROOT.parent / path
+    for f in sorted(root.rglob("*.py")) if root.is_dir() else [root]:
+        for target, line in imports(f):
+            assert not target.startswith("tfc.backends."), f"{f}:{line} imports {target}"
