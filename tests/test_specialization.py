@@ -231,3 +231,19 @@ def test_a_specialization_reruns_the_compile_s_own_pass_list():
         conc = tfc.compile(f, tfc.TensorSpec((None,)), passes=passes)
         _same(conc(x).numpy(), x * np.float32(1.0) + np.float32(2.0))
         assert ("tfc.multiply" in ops(conc)) == multiply, passes
+
+
+def test_the_benchmark_checks_its_results(capsys):
+    """bench/dynamic_shapes.py compares both compiled forms with eager before it
+    times them (no timing asserted here)."""
+    import pathlib
+    import sys
+
+    bench = str(pathlib.Path(__file__).resolve().parents[1] / "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    import dynamic_shapes
+
+    dynamic_shapes.main(["--batches", "1,3", "--quick"])
+    out = capsys.readouterr().out
+    assert "| None batch |" in out and "None batch over static signature" in out
