@@ -50,14 +50,28 @@ func.func @slice_grad(%g: tensor<2x6xf32>) -> tensor<4x6xf32> {
   %3 = tfc.slice_grad %g {shape = array<i64: 4, 6>, index = ["1:3:", "::-1"]} : (tensor<2x6xf32>) -> tensor<4x6xf32>
   func.return %3 : tensor<4x6xf32>
 }
-// zeros, then the gradient written into the window
+// a box window: zeros in the slabs around it (rows 0 and 3), then the gradient written into it
 // CHECK-LABEL: func.func @slice_grad
 // CHECK:         %[[O:.*]] = loops.alloc : memref<4x6xf32>
-// CHECK:         loops.parallel ins() outs(%[[O]] : memref<4x6xf32>)
+// CHECK:         %[[A:.*]] = loops.subview %[[O]] [0, 0] [1, 6] [1, 1]
+// CHECK:         loops.parallel ins() outs(%[[A]] : memref<1x6xf32>)
 // CHECK:           %[[Z:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:      loops.yield %[[Z]] : f32
+// CHECK:         %[[B:.*]] = loops.subview %[[O]] [3, 0] [1, 6] [1, 1]
+// CHECK:         loops.parallel ins() outs(%[[B]] : memref<1x6xf32, strided<[6, 1], offset: 18>>)
 // CHECK:         %[[W:.*]] = loops.subview %[[O]] [1, 5] [2, 6] [1, -1]
 // CHECK:         loops.parallel ins(%g : memref<2x6xf32>) outs(%[[W]] : memref<2x6xf32, strided<[6, -1], offset: 11>>)
+
+func.func @slice_grad_strided(%g: tensor<2x3xf32>) -> tensor<4x6xf32> {
+  %3 = tfc.slice_grad %g {shape = array<i64: 4, 6>, index = ["1:3:", "::2"]} : (tensor<2x3xf32>) -> tensor<4x6xf32>
+  func.return %3 : tensor<4x6xf32>
+}
+// a strided window: zeros everywhere first
+// CHECK-LABEL: func.func @slice_grad_strided
+// CHECK:         %[[O:.*]] = loops.alloc : memref<4x6xf32>
+// CHECK:         loops.parallel ins() outs(%[[O]] : memref<4x6xf32>)
+// CHECK:         %[[W:.*]] = loops.subview %[[O]] [1, 0] [2, 3] [1, 2]
+// CHECK:         loops.parallel ins(%g : memref<2x3xf32>) outs(%[[W]] : memref<2x3xf32, strided<[6, 2], offset: 6>>)
 
 func.func @aliases(%x: tensor<4x6xf32>, %y: tensor<4x2xf32>) -> (tensor<24xf32>, tensor<1x4x2xf32>) {
   %4 = tfc.reshape %x {shape = array<i64: 24>} : (tensor<4x6xf32>) -> tensor<24xf32>

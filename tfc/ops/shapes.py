@@ -135,16 +135,35 @@ def _lower_getitem(b, outs, x, index):
 
 
 def _lower_slice_grad(b, outs, g, shape, index):
-    """Zeros, and ``g`` (less its new axes) copied into the window."""
+    """Zeros, and ``g`` (less its new axes) copied into the window. Where the
+    window is a box (unit steps), only the slabs around it are zeroed."""
     (out,) = outs
-    b.fill(out, 0)
     offsets, sizes, strides, kept, new = _index_view(tuple(shape), index)
+    if all(n <= 1 or abs(s) == 1 for n, s in zip(sizes, strides)) and all(sizes):
+        _fill_around(b, out, tuple(shape), [o if s > 0 else o - n + 1 for o, n, s in zip(offsets, sizes, strides)],
+                     sizes)
+    else:
+        b.fill(out, 0)
     window = b.subview(out, offsets, sizes, strides, keep=kept)
     gs = b.shape(g)
     if new and gs:
         rank = len(gs)
         g = b.subview(g, [0] * rank, gs, [1] * rank, keep=[i for i in range(rank) if i not in new])
     return b.copy(g, window)
+
+
+def _fill_around(b, out, shape, lo, sizes):
+    """Zeros in ``out`` outside the box at ``lo`` of ``sizes``: per dim d, the
+    slabs before and after the box along d, within the box along dims < d."""
+    rank = len(shape)
+    for d in range(rank):
+        head = [lo[e] for e in range(d)]
+        span = [sizes[e] for e in range(d)]
+        for start, n in ((0, lo[d]), (lo[d] + sizes[d], shape[d] - lo[d] - sizes[d])):
+            if n > 0 and all(shape[e] for e in range(d + 1, rank)):
+                off = head + [start] + [0] * (rank - d - 1)
+                size = span + [n] + list(shape[d + 1:])
+                b.fill(b.subview(out, off, size, [1] * rank), 0)
 
 
 def _lower_concat(b, outs, *xs, axis):

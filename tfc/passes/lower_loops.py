@@ -108,6 +108,8 @@ class L3Builder:
     def reshape(self, buf, shape):
         if tuple(shape) == self.shape(buf) and L.is_contiguous(buf.type) and L.layout_of(buf.type)[1] == 0:
             return buf
+        if isinstance(buf.owner, L.ReshapeOp):  # a reshape of a reshape: one alias of the first source
+            buf = buf.owner.source
         return self._emit(L.ReshapeOp(buf, shape)).result
 
     def parallel(self, ins, outs, shape, broadcast, body):

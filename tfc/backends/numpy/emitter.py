@@ -604,7 +604,7 @@ class Emitter:
             elif isinstance(op, L.TransposeViewOp):
                 out.append(pad + f"{nm(op.result)} = {nm(op.source)}.transpose({tuple(op.permutation.get_values())})")
             elif isinstance(op, L.ReshapeOp):
-                src = nm(op.source) if _owned(op.source) else f"np.ascontiguousarray({nm(op.source)})"
+                src = nm(op.source) if _contiguous(op.source) else f"np.ascontiguousarray({nm(op.source)})"
                 out.append(pad + f"{nm(op.result)} = rt.reshape({src}, {tuple(op.result.type.get_shape())})")
             elif isinstance(op, (L.ParallelOp, L.LibraryOp)):
                 self.uses_numpy = True
@@ -1275,16 +1275,18 @@ def _indexed(o) -> bool:
         or any(isinstance(r.type, IndexType) for r in o.results)
 
 
-def _owned(v) -> bool:
-    """Is ``v`` (through views) a buffer of the function's own: an arena view,
-    an alloc or a constant, contiguous by construction? (Arguments, variable
-    values, library and loop results come from outside.)"""
+def _contiguous(v) -> bool:
+    """Is the array of memref ``v`` contiguous at run time, as its type says?
+    Buffers of the function's own (arena views, allocs, constants) and
+    ``rt.reshape`` results are, and a contiguous-typed subview of such;
+    arguments, variable values, library and loop results come from outside
+    (a caller may pass a non-contiguous array)."""
     while True:
         owner = v.owner
-        if isinstance(owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+        if isinstance(owner, L.SubviewOp) and L.is_contiguous(v.type):
             v = owner.source
             continue
-        return isinstance(owner, (L.ViewOp, L.AllocOp, L.ConstantOp))
+        return isinstance(owner, (L.ViewOp, L.AllocOp, L.ConstantOp, L.ReshapeOp))
 
 
 def _allocation(t) -> str:
