@@ -350,3 +350,46 @@ def test_one_hot_step_gradient_is_bitwise(rng):
         return loss, t.gradient(loss, z)
 
     check(f, logits, labels)
+
+
+# -- gather: a check of the indices, then loops.load_at ----------------------------------
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("ishape", [(4,), (2, 3), (), (0,), (3, 0)])
+def test_gather(rng, axis, ishape):
+    p = rand(rng, 5, 4, 3)
+    n = p.shape[axis]
+    i = rng.integers(0, n, size=ishape).astype(np.int32) if ishape else np.int32(n - 1)
+    l3 = check(lambda a, b: tfc.gather(a, b, axis=axis), p, i)
+    assert "loops.load_at" in l3 or 0 in ishape  # a zero-size result: no kernel
+    check(lambda a, b: tfc.gather(a * 2.0, b, axis=axis), p.transpose(1, 0, 2).copy().transpose(1, 0, 2), i)
+    check(lambda a, b: tfc.gather(a, b, axis=axis), p, np.asarray(i, np.int64))
+
+
+@pytest.mark.parametrize("bad", [-1, 5, 99])
+def test_gather_out_of_range_is_eagers_error(rng, bad):
+    p = rand(rng, 5, 3)
+    i = np.array([[0, 1], [2, bad]], np.int32)
+    with pytest.raises(Exception) as eager:
+        tfc.gather(tfc.constant(p), tfc.constant(i))
+    g = tfc.function(lambda a, b: tfc.gather(a, b))
+    g(p, np.zeros((2, 2), np.int32))  # compiled for these shapes
+    with pytest.raises(Exception) as compiled:
+        g(p, i)
+    assert type(compiled.value) is type(eager.value)
+    assert str(compiled.value) == str(eager.value)
+    with pytest.raises(type(eager.value)):  # a scalar index: the check is scalar code
+        tfc.function(lambda a, b: tfc.gather(a, b))(p, np.int32(bad))
+
+
+def test_gather_gradient(rng):
+    p = rand(rng, 6, 4)
+    i = rng.integers(0, 6, size=(3,)).astype(np.int32)
+
+    def f(a, b):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = tfc.reduce_sum(tfc.exp(tfc.gather(a, b)))
+        return t.gradient(y, a)
+
+    check(f, p, i, library={"unsorted_segment_sum"})

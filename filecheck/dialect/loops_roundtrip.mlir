@@ -65,6 +65,13 @@ func.func @views(%x: memref<8x4xf32>, %n: memref<5xi32>, %arena: memref<256xi8>)
     %u = arith.addf %a, %w : f32
     loops.yield %u : f32
   }
+  %true = arith.constant true
+  loops.if %true : (i1) -> () {
+    loops.raise "gather"(%x, %n : memref<8x4xf32>, memref<5xi32>) {attrs = {axis = 0 : i64}}
+    loops.yield
+  } else {
+    loops.yield
+  }
   func.return %o : memref<3x4xf32>
 }
 // CHECK-LABEL: func.func @views
@@ -75,3 +82,4 @@ func.func @views(%x: memref<8x4xf32>, %n: memref<5xi32>, %arena: memref<256xi8>)
 // CHECK: loops.reshape %r : memref<4xf32, strided<[1], offset: 4>> -> memref<2x2xf32>
 // CHECK: %i = loops.index 0 : index
 // CHECK: %w = loops.load_at %x[%i, %j] : memref<8x4xf32> -> f32
+// CHECK: loops.raise "gather"(%x, %n : memref<8x4xf32>, memref<5xi32>) {attrs = {axis = 0 : i64}}

@@ -117,3 +117,25 @@ func.func @eye() -> tensor<3x5xf32> {
 // CHECK:         %[[F:.*]] = loops.reshape %[[O]] : memref<3x5xf32> -> memref<15xf32>
 // CHECK:         %[[D:.*]] = loops.subview %[[F]] [0] [3] [6] : memref<15xf32> -> memref<3xf32, strided<[6]>>
 // CHECK:         loops.parallel ins() outs(%[[D]] : memref<3xf32, strided<[6]>>)
+
+func.func @gather(%p: tensor<5x4xf32>, %i: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+  %g = tfc.gather %p, %i {axis = 0 : i64} : (tensor<5x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+  func.return %g : tensor<2x3x4xf32>
+}
+// a check of the indices (any outside [0, 5)?) whose error path is loops.raise, then the loads
+// CHECK-LABEL: func.func @gather
+// CHECK:         %[[O:.*]] = loops.alloc : memref<2x3x4xf32>
+// CHECK:         %[[F:.*]] = loops.alloc : memref<i1>
+// CHECK:         loops.parallel ins(%i : memref<2x3xi32>) outs(%[[F]] : memref<i1>) {{.*}}reduce = ["any"], reduce_axes = array<i64: 0, 1>}
+// CHECK:           arith.cmpi slt
+// CHECK:           arith.constant 5 : i64
+// CHECK:           arith.cmpi sge
+// CHECK:         %[[B:.*]] = loops.load %[[F]] : memref<i1> -> i1
+// CHECK:         loops.if %[[B]] : (i1) -> () {
+// CHECK-NEXT:      loops.raise "gather"(%p, %i : memref<5x4xf32>, memref<2x3xi32>) {attrs = {axis = 0 : i64}}
+// CHECK:         loops.parallel ins(%i : memref<2x3xi32>) outs(%[[O]] : memref<2x3x4xf32>) attributes {shape = array<i64: 2, 3, 4>, broadcast = [array<i64: 0, 1>]}
+// CHECK-NEXT:    ^{{.*}}(%[[X:.*]]: i32):
+// CHECK-NEXT:      %[[I:.*]] = arith.index_cast %[[X]] : i32 to index
+// CHECK-NEXT:      %[[J:.*]] = loops.index 2 : index
+// CHECK-NEXT:      %[[V:.*]] = loops.load_at %p[%[[I]], %[[J]]] : memref<5x4xf32> -> f32
+// CHECK-NEXT:      loops.yield %[[V]] : f32

@@ -572,6 +572,27 @@ class LibraryOp(IRDLOperation):
                          properties={"callee": StringAttr(callee), "attrs": DictionaryAttr(attrs)})
 
 
+@irdl_op_definition
+class RaiseOp(IRDLOperation):
+    """``loops.raise "gather"(%p, %i : ...) {attrs = {axis = 0 : i64}}``: the error
+    path of a lowering that checks its operands (in a ``loops.if`` on the
+    check's result): raise the error eager raises for registry op ``callee`` on
+    these operands (the numpy backend runs the op's kernel, which raises it; a
+    backend without it raises an error naming the op). Never returns."""
+
+    name = "loops.raise"
+    callee = prop_def(StringAttr)
+    kernel_attrs = prop_def(DictionaryAttr, prop_name="attrs")
+    ins = var_operand_def()
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$callee `(` ($ins^ `:` type($ins))? `)` attr-dict"
+
+    def __init__(self, callee: str, ins, attrs: dict):
+        super().__init__(operands=[list(ins)],
+                         properties={"callee": StringAttr(callee), "attrs": DictionaryAttr(attrs)})
+
+
 # -- control flow on scalars ---------------------------------------------------------
 
 
@@ -719,7 +740,7 @@ class AssertOp(IRDLOperation):
 
 
 LOOPS_OPS = [ViewOp, AllocOp, ConstantOp, LoadOp, CopyOp, SubviewOp, TransposeViewOp, ReshapeOp, IndexOp,
-             LoadAtOp, YieldOp, ParallelOp, LibraryOp, ConditionOp, IfOp, WhileOp, ReadVariableOp,
+             LoadAtOp, YieldOp, ParallelOp, LibraryOp, RaiseOp, ConditionOp, IfOp, WhileOp, ReadVariableOp,
              AssignVariableOp, PrintOp, AssertOp]
 
 LOOPS = Dialect("loops", LOOPS_OPS, [])

@@ -992,7 +992,46 @@ def _gather_grad(e, g):
     return [s, None]
 
 
-@declare(kernel=_gather_kernel, infer=_gather_infer, grad=_gather_grad, attrs={"axis": "int"})
+def _lower_gather(b, outs, params, indices, axis):
+    """A check of the indices (a reduction: any outside [0, n)? whose error
+    path, loops.raise, is eager's InvalidArgumentError naming the first bad
+    index), then out[p..., i..., r...] = params[p..., indices[i...], r...]
+    with loops.load_at (in bounds: checked before)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType, MemRefType, i1, i64
+
+    (out,) = outs
+    pshape, ishape = b.shape(params), b.shape(indices)
+    a = axis % len(pshape)
+    n, q = pshape[a], len(ishape)
+
+    def bad(k, x):
+        x = k.op(arith.ExtSIOp(x, i64)) if x.type != i64 else x
+        return k.op(arith.OrIOp(k.op(arith.CmpiOp(x, k.const(0, i64), "slt")),
+                                k.op(arith.CmpiOp(x, k.const(n, i64), "sge"))))
+
+    if ishape:
+        flag = b.alloc(MemRefType(i1, []))
+        b.parallel([indices], [flag], ishape, [tuple(range(q))], lambda k, x: [bad(k, x)], ["any"], list(range(q)))
+        b.fail_if(b.load(flag), [params, indices])
+    else:  # a scalar index: the check is scalar code
+        x = indices if indices.type == i64 else b.scalar(arith.ExtSIOp(indices, i64))
+        lo = b.scalar(arith.CmpiOp(x, b.scalar(arith.ConstantOp.from_int_and_width(0, 64)), "slt"))
+        hi = b.scalar(arith.CmpiOp(x, b.scalar(arith.ConstantOp.from_int_and_width(n, 64)), "sge"))
+        b.fail_if(b.scalar(arith.OrIOp(lo, hi)), [params, indices])
+
+    oshape = b.shape(out)
+
+    def body(k, *x):
+        idx = [k.index(d) for d in range(a)] + [k.op(arith.IndexCastOp(x[0], IndexType()))]
+        idx += [k.index(a + q + d) for d in range(len(pshape) - a - 1)]
+        return [k.load_at(params, idx)]
+
+    bmap = tuple(range(a, a + q))
+    return b.parallel([indices], [out], oshape, [bmap], body)
+
+
+@declare(kernel=_gather_kernel, infer=_gather_infer, grad=_gather_grad, attrs={"axis": "int"}, lower=_lower_gather)
 def gather(params, indices, axis=0):
     """Slices of ``params`` along ``axis`` at ``indices`` (ints in [0, size));
     the result has the index shape in place of that axis."""

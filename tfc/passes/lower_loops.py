@@ -74,7 +74,12 @@ class L3Builder:
       yields its input (``src`` a buffer of ``dst``'s shape, any layout, or a
       scalar: a fill); a ``dst`` with a zero dim gets no kernel;
     - ``fill(dst, value)``: a parallel with a constant body (a Python number);
-    - ``parallel(ins, outs, shape, broadcast, body)``: a general kernel;
+    - ``scalar(arith_op)``, ``load(buf)``, ``alloc(type)``: function-level
+      scalar code, a 0-d buffer's value, a fresh buffer;
+    - ``fail_if(cond, ins)``: where ``cond`` holds, ``loops.raise``: eager's
+      error for the op on ``ins`` (a check's error path);
+    - ``parallel(ins, outs, shape, broadcast, body, reduce=None,
+      reduce_axes=None)``: a general kernel (reductions as in ``loops.parallel``);
       ``body(k, *elements)`` gets a ``BodyBuilder`` ``k`` (``k.index(d)``,
       ``k.load_at(buf, idx)``, ``k.op(arith_op)``, ``k.const(x, type)``) and
       the input elements, and returns the yielded values.
@@ -112,14 +117,43 @@ class L3Builder:
             buf = buf.owner.source
         return self._emit(L.ReshapeOp(buf, shape)).result
 
-    def parallel(self, ins, outs, shape, broadcast, body):
+    def parallel(self, ins, outs, shape, broadcast, body, reduce=None, reduce_axes=None):
         shape = tuple(int(d) for d in shape)
-        if any(d == 0 for d in shape):
+        if any(d == 0 for d in shape) and reduce is None:
             return None  # no element to write
+        if not shape and reduce is None:  # one element: a 1-element space (0-d inputs read at every index)
+            outs = [self.reshape(o, (1,)) for o in outs]
+            shape = (1,)
         blk = Block(arg_types=[L.element_of(v.type) for v in ins])
         ys = body(BodyBuilder(blk), *blk.args)
         blk.add_op(L.YieldOp(list(ys)))
-        return self._emit(L.ParallelOp(list(ins), list(outs), shape, broadcast, Region(blk)))
+        return self._emit(L.ParallelOp(list(ins), list(outs), shape, broadcast, Region(blk), reduce, reduce_axes))
+
+    def scalar(self, op):
+        """An arith op on scalars at the lowering's place (function level)."""
+        return self._emit(op).results[0]
+
+    def alloc(self, t):
+        """A fresh buffer of memref type ``t`` (a kernel's scratch the plan does
+        not hold: a check's flag)."""
+        return self._emit(L.AllocOp(t)).result
+
+    def load(self, buf):
+        """The scalar of a 0-d buffer."""
+        return self._emit(L.LoadOp(buf)).result
+
+    def fail_if(self, cond, ins):
+        """Where scalar ``cond`` holds, raise eager's error for this op on
+        ``ins`` (``loops.raise`` in a ``loops.if``): the error path of a
+        lowering that checks its operands (gather's indices)."""
+        src = self.src
+        fail = L.RaiseOp(src.OPDEF.name, ins, dict(src.properties))
+        then = Block()
+        fail.location = src.location
+        then.add_ops([fail, L.YieldOp([])])
+        otherwise = Block()
+        otherwise.add_op(L.YieldOp([]))
+        return self._emit(L.IfOp(cond, [], Region(then), Region(otherwise)))
 
     def copy(self, src, dst):
         shape = self.shape(dst)
@@ -129,9 +163,6 @@ class L3Builder:
             bmap = tuple(range(len(shape)))
         else:
             bmap = ()
-        if not shape:  # a 0-d destination: a 1-element space (a 0-d source is read at every index)
-            dst = self.reshape(dst, (1,))
-            shape = (1,)
         return self.parallel([src], [dst], shape, [bmap], lambda k, x: [x])
 
     def index_cast(self, k, i, t):
@@ -145,10 +176,7 @@ class L3Builder:
 
     def fill(self, dst, value):
         elt = dst.type.element_type
-        shape = self.shape(dst) or (1,)
-        if not self.shape(dst):
-            dst = self.reshape(dst, (1,))
-        return self.parallel([], [dst], shape, [], lambda k: [k.const(value, elt)])
+        return self.parallel([], [dst], self.shape(dst), [], lambda k: [k.const(value, elt)])
 
 
 class BodyBuilder:

@@ -622,6 +622,8 @@ class Emitter:
                 else:
                     self.reduction(op, out, pad)
                 self.names.update(saved)
+            elif isinstance(op, L.RaiseOp):
+                self.raise_(op, out, pad)
             elif isinstance(op, L.IfOp):
                 c = nm(op.cond)
                 c = c if not isinstance(op.cond.type, MemRefType) else f"rt.truth({c})"
@@ -675,7 +677,7 @@ class Emitter:
         for i in range(start, len(lines)):
             if not isinstance(lines[i], _Line):
                 if site is None:
-                    label = op.callee.data if isinstance(op, L.LibraryOp) else \
+                    label = op.callee.data if isinstance(op, (L.LibraryOp, L.RaiseOp)) else \
                         "fused kernel" if isinstance(op, L.ParallelOp) else op.name
                     names = [x if isinstance(x, str) else self.name(x) for x in self.site_operands]
                     site = (label, loc_str(op), tuple(names), self.site_attrs)
@@ -851,8 +853,8 @@ class Emitter:
                 self.build_lines.append(f"{name} = np.arange({par.iteration_shape[d]}).reshape({shape})")
             return name
         if isinstance(o, L.LoadAtOp):
-            buf = self._captured[o.source]
-            return f"{buf}[{', '.join(args)}{',' if len(args) == 1 else ''}]"
+            buf, idx = self._captured[o.source], args[1:]  # (args[0] names the buffer outside the kernel)
+            return f"{buf}[{', '.join(idx)}{',' if len(idx) == 1 else ''}]"
         rt_ = o.results[0].type
         dt = "np.intp" if isinstance(rt_, IndexType) else np_dtype(rt_)
         if n in ("arith.index_cast", "arith.index_castui") or n in _CASTS:
@@ -1192,6 +1194,25 @@ class Emitter:
             scalar = not isinstance(r.type, MemRefType)
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
+
+    def raise_(self, op, out, pad):
+        """loops.raise: the op's registry kernel on the operands, which raises
+        eager's error (translated at this site as a library call's)."""
+        from tfc.core.registry import REGISTRY
+        from tfc.dialects.tensor import decode_attrs
+
+        name = op.callee.data
+        values = decode_attrs(REGISTRY[name], dict(op.kernel_attrs.data))
+        k = len(self.build_lines)
+        self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
+        self.site_attrs = f"attrs{k}"
+        self.site_operands = [self.name(v) for v in op.ins]
+        self.uses_numpy = True
+        saved = self.numpy_operands(op, out, pad)
+        ins = "".join(self.name(v) + ", " for v in op.ins)
+        out.append(pad + f"rt.kernel({name!r})({ins}**attrs{k})")
+        out.append(pad + f"raise AssertionError({f'internal error: the check of {name} failed, its kernel did not raise'!r})")
+        self.names.update(saved)
 
     def _shape_check(self, op, k, attrs, out, pad):
         """Eager's shape inference on the run-time shapes before a library call
