@@ -247,3 +247,18 @@ def test_the_benchmark_checks_its_results(capsys):
     dynamic_shapes.main(["--batches", "1,3", "--quick"])
     out = capsys.readouterr().out
     assert "| None batch |" in out and "None batch over static signature" in out
+
+
+def test_the_fast_path_remembers_a_bounded_number_of_shapes(monkeypatch):
+    monkeypatch.setattr(function_module, "FAST_KEYS", 3)
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None,))])
+    def f(x):
+        return x + 1.0
+
+    for n in range(6):
+        x = np.arange(n, dtype=np.float32)
+        _same(f(x).numpy(), x + np.float32(1.0))
+    assert len(f._fast) == 3
+    x = np.arange(5, dtype=np.float32)
+    _same(f(x).numpy(), x + np.float32(1.0))  # not remembered: the full path, same result

@@ -27,6 +27,9 @@ from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
 RETRACE_WARNING = 5  # warn once a function has been retraced this many times
+# Argument keys the fast path of a call remembers per function (a None-signature
+# function called with ever new batch sizes adds one per size; the rest take the full path)
+FAST_KEYS = 256
 
 
 class TensorSpec:
@@ -308,8 +311,8 @@ class Function:
         conc, leaves = self._concrete(args, kwargs)
         out = conc._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
         n = len(args)
-        if key is not None and all(x is a for (_, x), a in zip(leaves, args)) and len(leaves) >= n \
-                and all(type(x) in _FAST_SCALARS for _, x in leaves[n:]):
+        if key is not None and len(self._fast) < FAST_KEYS and all(x is a for (_, x), a in zip(leaves, args)) \
+                and len(leaves) >= n and all(type(x) in _FAST_SCALARS for _, x in leaves[n:]):
             # the arguments are the first leaves (no nesting); the rest are immutable
             # defaults, the same at every call
             self._fast[key] = conc.runner()
