@@ -166,10 +166,10 @@ def test_l3_has_no_library_call_for_the_row_wise_ops():
 
     m = loops(l1(f, labels, x))
     calls = library_calls(m)
-    # pick_along_last (the logit at each label) waits for indexed loads
-    assert set(calls) <= {"pick_along_last"} | VIEWS, calls
-    assert calls.count("pick_along_last") == 1
+    assert set(calls) <= VIEWS, calls
     text = T.print_ir(m)
+    # the logit at each label: a checked indexed load (its error path raises eager's error)
+    assert text.count("loops.load_at") == 1 and text.count('loops.raise "pick_along_last"') == 1
     assert text.count("loops.parallel") >= 6
     # the softmax's scale by 2 fuses into its divide; the log_softmax's input add into its kernels
     assert not any(c in calls for c in EXPANDED)
@@ -291,7 +291,7 @@ def test_sparse_xent_loss_and_gradient_bitwise():
 
     check(f, labels, logits)
     m = loops(l1(f, labels, logits))
-    assert set(library_calls(m)) <= {"pick_along_last"} | VIEWS, library_calls(m)
+    assert set(library_calls(m)) <= VIEWS, library_calls(m)
     assert T.print_ir(m).count('reduce = ["max"]') == 1  # one max for the loss and the gradient
 
 
@@ -338,6 +338,34 @@ def test_pick_along_last():
     with pytest.raises(TypeError):
         pick_along_last(x, labels.astype(np.float32))
     check(lambda x, labels: pick_along_last(x, labels), x, labels)
+
+
+@pytest.mark.parametrize("label_dtype", (np.int8, np.int32, np.int64), ids=("int8", "int32", "int64"))
+def test_pick_along_last_lowered_bitwise_and_checked(label_dtype):
+    """L3: a reduction checks the labels, loops.load_at reads the picked
+    elements; values, the edges of the range, 0-d and empty labels, strided
+    operands; a bad label is eager's error."""
+    rng = np.random.default_rng(12)
+    pick = lambda x, labels: pick_along_last(x, labels)  # noqa: E731
+    x = random_logits(rng, (5, 4, 7), np.float32)
+    labels = rng.integers(0, 7, (5, 4)).astype(label_dtype)
+    labels[0, 0], labels[-1, -1] = 0, 6
+    check(pick, x, labels)
+    check(pick, x[:, ::2, ::-1], labels[:, 1::2])
+    check(pick, x[0, 0], np.array(3, label_dtype))
+    check(pick, x[:0], labels[:0])
+    check(pick, x.astype(np.int64), labels)
+    assert library_calls(loops(l1(pick, x, labels))) == []
+    for bad in (7, -1):
+        worse = labels.copy()
+        worse[2, 1] = bad
+        with pytest.raises(tfc.errors.InvalidArgumentError) as eager:
+            pick(tfc.constant(x), tfc.constant(worse))
+        with pytest.raises(tfc.errors.InvalidArgumentError) as got:
+            compiled(pick, x, worse)
+        assert str(got.value) == str(eager.value) and f"got [{bad}]" in str(got.value)
+    with pytest.raises(tfc.errors.InvalidArgumentError, match=r"labels must be in \[0, 7\) .*got \[9\]"):
+        compiled(pick, x[0, 0], np.array(9, label_dtype))
 
 
 def test_pick_along_last_gradient():
@@ -400,7 +428,7 @@ def test_tfc_function_bitwise_and_without_library_calls(wired):
         assert np.array_equal(a.numpy(), b.numpy())
     text = g.get_concrete_function(labels, x).ir("loops")
     calls = re.findall(r'loops\.library "(\w+)"', text)
-    assert set(calls) <= {"pick_along_last"} | VIEWS, calls
+    assert set(calls) <= VIEWS, calls
 
 
 def test_tfc_function_bad_labels_error_at_the_users_line(wired):
@@ -411,7 +439,7 @@ def test_tfc_function_bad_labels_error_at_the_users_line(wired):
     with pytest.raises(tfc.errors.InvalidArgumentError) as eager:
         f(tfc.constant(labels), tfc.constant(x))
     g = tfc.function(f)
-    assert "pick_along_last" in g.get_concrete_function(labels, x).ir("loops")
+    assert 'loops.raise "pick_along_last"' in g.get_concrete_function(labels, x).ir("loops")
     with pytest.raises(tfc.errors.InvalidArgumentError) as got:
         g(labels, x)
     assert str(got.value) == str(eager.value)

@@ -65,9 +65,14 @@ func.func @log_softmax(%x: tensor<3x5x7xf64>) -> tensor<3x5x7xf64> {
 // CHECK-NEXT:    %[[ZL:.*]] = tfc.subtract %[[P]], %[[MR]] : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32>
 // CHECK-NEXT:    %{{.*}} = tfc.subtract %[[LS]], %[[ZL]] : (tensor<6xf32>, tensor<6xf32>) -> tensor<6xf32> loc("m.py":9:0)
 
-// Only the pick stays a library call.
+// No library call: the pick is a reduction that checks the labels (its error
+// path raises eager's error) and a kernel of indexed loads.
 // LOOPS-LABEL: func.func @xent
-// LOOPS:         loops.library "pick_along_last"
+// LOOPS-NOT:     loops.library
+// LOOPS:         reduce = ["any"]
+// LOOPS:         loops.if
+// LOOPS-NEXT:      loops.raise "pick_along_last"(%x, %l : memref<6x5xf32>, memref<6xi32>)
+// LOOPS:         loops.load_at %x
 // LOOPS-NOT:     loops.library
 // LOOPS:         func.return
 func.func @xent(%l: tensor<6xi32>, %x: tensor<6x5xf32>) -> tensor<6xf32> {

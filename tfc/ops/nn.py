@@ -9,7 +9,8 @@ its place so that the pieces fuse with their neighbours. Its eager kernel is
 that expansion run on arrays (tfc/ops/_expand.py), so eager and compiled code
 compute the same numpy operations in the same order. The one piece that is not
 a reduction or elementwise, the logit at each label, is the small primitive
-``pick_along_last``, which also checks the labels."""
+``pick_along_last``, which also checks the labels (lowered to L3 as a check and
+indexed loads)."""
 from __future__ import annotations
 
 import numpy as np
@@ -136,8 +137,39 @@ def _pick_grad(e, g):
     return [where(onehot, expand_dims(g, -1), cast(0, x.dtype)), None]
 
 
+def _lower_pick(b, outs, x, labels):
+    """The label check (any label outside [0, n)? a reduction whose error path,
+    loops.raise, is eager's InvalidArgumentError naming the bad labels), then
+    out[i...] = x[i..., labels[i...]] with loops.load_at (in bounds: checked
+    before)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType, MemRefType, i1, i64
+
+    (out,) = outs
+    n, lshape = b.shape(x)[-1], b.shape(labels)
+    rank = len(lshape)
+
+    def bad(op, v):  # op: a body's k.op, or b.scalar at function level
+        v = op(arith.ExtSIOp(v, i64)) if v.type != i64 else v
+        lo = op(arith.CmpiOp(v, op(arith.ConstantOp.from_int_and_width(0, 64)), "slt"))
+        return op(arith.OrIOp(lo, op(arith.CmpiOp(v, op(arith.ConstantOp.from_int_and_width(n, 64)), "sge"))))
+
+    if rank:
+        flag = b.alloc(MemRefType(i1, []))
+        b.parallel([labels], [flag], lshape, [tuple(range(rank))], lambda k, v: [bad(k.op, v)], ["any"],
+                   list(range(rank)))
+        b.fail_if(b.load(flag), [x, labels])
+    else:  # one label: the check is scalar code
+        b.fail_if(bad(b.scalar, labels), [x, labels])
+
+    def body(k, v):
+        return [k.load_at(x, [k.index(d) for d in range(rank)] + [k.op(arith.IndexCastOp(v, IndexType()))])]
+
+    return b.parallel([labels], [out], lshape, [tuple(range(rank))], body)
+
+
 @declare(kernel=_pick_kernel, infer=lambda op, x, labels: _labels_infer(op, labels, x, NUMERIC),
-         grad=_pick_grad)
+         grad=_pick_grad, lower=_lower_pick)
 def pick_along_last(x, labels):
     """``x[..., labels[...]]``: the element of each row of ``x`` [..., n] at its
     label (``labels`` [...], ints in [0, n)); the sparse cross-entropy's

@@ -22,9 +22,10 @@ bit-identical to eager on the numpy backend. Gradients are unaffected: the
 tape records the original op with its own rule (which may itself use softmax,
 expanded in turn).
 
-The one piece that stays a library call is ``pick_along_last``, the
-cross-entropy's logit at each label (with the label check that raises eager's
-InvalidArgumentError), until L3 has checked indexed loads. The pass runs after
+The cross-entropy's logit at each label is ``pick_along_last``, a primitive
+whose lowering is a reduction that checks the labels (its error path raises
+eager's InvalidArgumentError) and a kernel of indexed loads: no piece of these
+ops is a library call in L3. The pass runs after
 the L1 clean-up: a ``tfc-cse`` after it merges the pieces that a loss and its
 gradient share (the cross-entropy's max, exp and sum and those of the
 softmax in its gradient: one of each, where there were two).
