@@ -393,3 +393,22 @@ def test_gather_gradient(rng):
         return t.gradient(y, a)
 
     check(f, p, i, library={"unsorted_segment_sum"})
+
+
+def test_tensor_index_wraps_and_checks(rng):
+    """x[i] with a tensor index: wrap_index (a check, then i + n where negative) and gather."""
+    x = rand(rng, 5, 3)
+    i = np.array([0, -1, 4, -5], np.int32)
+    l3 = check(lambda a, b: a[b], x, i)
+    assert "loops.raise" in l3
+    check(lambda a, b: a[b], x, np.int64(-2))
+    g = tfc.function(lambda a, b: a[b])
+    g(x, i)
+    for bad in (5, -6):
+        j = i.copy()
+        j[2] = bad
+        with pytest.raises(IndexError) as eager:
+            tfc.constant(x)[tfc.constant(j)]
+        with pytest.raises(IndexError) as compiled:
+            g(x, j)
+        assert str(compiled.value) == str(eager.value)

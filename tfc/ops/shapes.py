@@ -998,27 +998,14 @@ def _lower_gather(b, outs, params, indices, axis):
     index), then out[p..., i..., r...] = params[p..., indices[i...], r...]
     with loops.load_at (in bounds: checked before)."""
     from xdsl.dialects import arith
-    from xdsl.dialects.builtin import IndexType, MemRefType, i1, i64
+    from xdsl.dialects.builtin import IndexType
 
     (out,) = outs
     pshape, ishape = b.shape(params), b.shape(indices)
     a = axis % len(pshape)
     n, q = pshape[a], len(ishape)
 
-    def bad(k, x):
-        x = k.op(arith.ExtSIOp(x, i64)) if x.type != i64 else x
-        return k.op(arith.OrIOp(k.op(arith.CmpiOp(x, k.const(0, i64), "slt")),
-                                k.op(arith.CmpiOp(x, k.const(n, i64), "sge"))))
-
-    if ishape:
-        flag = b.alloc(MemRefType(i1, []))
-        b.parallel([indices], [flag], ishape, [tuple(range(q))], lambda k, x: [bad(k, x)], ["any"], list(range(q)))
-        b.fail_if(b.load(flag), [params, indices])
-    else:  # a scalar index: the check is scalar code
-        x = indices if indices.type == i64 else b.scalar(arith.ExtSIOp(indices, i64))
-        lo = b.scalar(arith.CmpiOp(x, b.scalar(arith.ConstantOp.from_int_and_width(0, 64)), "slt"))
-        hi = b.scalar(arith.CmpiOp(x, b.scalar(arith.ConstantOp.from_int_and_width(n, 64)), "sge"))
-        b.fail_if(b.scalar(arith.OrIOp(lo, hi)), [params, indices])
+    b.fail_if(_bad_index_flag(b, indices, 0, n), [params, indices])
 
     oshape = b.shape(out)
 
@@ -1179,8 +1166,51 @@ def _wrap_index_infer(op, idx: Spec, like: Spec, axis) -> Spec:
     return idx
 
 
+def _index_fits(in_specs, axis) -> bool:
+    """idx + n fits the indices' dtype (numpy refuses the Python int n else)."""
+    n = in_specs[1].shape[axis]
+    return n <= np.iinfo(in_specs[0].dtype.as_numpy_dtype).max
+
+
+def _bad_index_flag(b, idx, lo, hi):
+    """A 0-d i1: is any element of ``idx`` (a buffer or a scalar) outside [lo, hi)?"""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import MemRefType, i1, i64
+
+    def bad(k, x, const):
+        x = k.op(arith.ExtSIOp(x, i64)) if x.type != i64 else x
+        return k.op(arith.OrIOp(k.op(arith.CmpiOp(x, const(lo), "slt")), k.op(arith.CmpiOp(x, const(hi), "sge"))))
+
+    shape = b.shape(idx)
+    if not shape:  # scalar code
+        return bad(b, idx, lambda v: b.scalar(arith.ConstantOp.from_int_and_width(v, 64)))
+    flag = b.alloc(MemRefType(i1, []))
+    b.parallel([idx], [flag], shape, [tuple(range(len(shape)))], lambda k, x: [bad(k, x, lambda v: k.const(v, i64))],
+               ["any"], list(range(len(shape))))
+    return b.load(flag)
+
+
+@_when(_index_fits)
+def _lower_wrap_index(b, outs, idx, like, axis):
+    """A check (any index outside [-n, n): getitem's IndexError through
+    loops.raise), then idx + n where negative."""
+    from xdsl.dialects import arith
+
+    (out,) = outs
+    n = b.shape(like)[axis]
+    b.fail_if(_bad_index_flag(b, idx, -n, n), [idx, like])
+    elt = out.type.element_type
+
+    def body(k, x):
+        zero = k.const(0, elt)
+        return [k.op(arith.SelectOp(k.op(arith.CmpiOp(x, zero, "slt")), k.op(arith.AddiOp(x, k.const(n, elt))), x))]
+
+    shape = b.shape(idx)
+    return b.parallel([idx], [out], shape, [tuple(range(len(shape)))], body)
+
+
 @declare(kernel=_wrap_index_kernel, infer=_wrap_index_infer, grad=lambda e, g: [None, None],
-         attrs={"axis": "int"})
+         attrs={"axis": "int"}, lower=_lower_wrap_index)
 def wrap_index(indices, like, axis):
     """Python-style indices into ``like``'s ``axis`` made non-negative (gather
     takes [0, n)); an index outside [-n, n) is getitem's IndexError, naming it,

@@ -133,6 +133,8 @@ class L3Builder:
         """An arith op on scalars at the lowering's place (function level)."""
         return self._emit(op).results[0]
 
+    op = scalar  # as BodyBuilder.op: helpers written for a body work on scalars too
+
     def alloc(self, t):
         """A fresh buffer of memref type ``t`` (a kernel's scratch the plan does
         not hold: a check's flag)."""

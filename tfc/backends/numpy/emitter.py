@@ -1197,7 +1197,7 @@ class Emitter:
 
     def raise_(self, op, out, pad):
         """loops.raise: the op's registry kernel on the operands, which raises
-        eager's error (translated at this site as a library call's)."""
+        eager's error, as it is, noted with the op's location (rt.raise_eager)."""
         from tfc.core.registry import REGISTRY
         from tfc.dialects.tensor import decode_attrs
 
@@ -1209,9 +1209,9 @@ class Emitter:
         self.site_operands = [self.name(v) for v in op.ins]
         self.uses_numpy = True
         saved = self.numpy_operands(op, out, pad)
-        ins = "".join(self.name(v) + ", " for v in op.ins)
-        out.append(pad + f"rt.kernel({name!r})({ins}**attrs{k})")
-        out.append(pad + f"raise AssertionError({f'internal error: the check of {name} failed, its kernel did not raise'!r})")
+        ins = ", ".join(self.name(v) for v in op.ins)
+        out.append(pad + f"rt.raise_eager({name!r}, ({ins}{',' if len(op.ins) == 1 else ''}), attrs{k}, "
+                   f"{loc_str(op)!r})")
         self.names.update(saved)
 
     def _shape_check(self, op, k, attrs, out, pad):

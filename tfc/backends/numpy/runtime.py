@@ -177,6 +177,19 @@ def bview(a, bmap, rank: int):
     return input_view(a, bmap, rank)
 
 
+def raise_eager(name: str, args, attrs: dict, where: str):
+    """loops.raise: op ``name``'s kernel on ``args`` raises eager's error for
+    them; it is raised as it is, with ``where`` (the op's location) noted."""
+    try:
+        kernel(name)(*args, **attrs)
+    except Exception as e:
+        if not where.startswith("<"):
+            e.add_note(f"  at {where}")
+        e._tfc_noted = True  # rt.located keeps it
+        raise
+    raise AssertionError(f"internal error: the check before {name} failed, but its kernel accepts the operands")
+
+
 def reshape(a, shape):
     """loops.reshape: a view of contiguous ``a`` with ``shape``; setting the
     shape of a view raises where it would need a copy (never a silent one)."""
