@@ -497,3 +497,18 @@ def test_builders_refuse_unknown_ops_and_attributes():
     with pytest.raises(TypeError, match=r"unknown attributes \['axes'\]"):
         b.reduce_sum(sm.operands[0], axes=(1,))
     assert b.shape(sm.operands[0]) == (2, 3) and b.made == []
+
+
+def test_array_builder_conforms_dtypes_and_runs_multi_result_ops():
+    from tfc.ops._expand import ARRAYS
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s = ARRAYS.reduce_sum(x[0], axis=(0,), keepdims=False)  # numpy gives a scalar: an array here
+    assert type(s) is np.ndarray and s.shape == () and s.dtype == np.float32
+    parts = ARRAYS.split(x, num=3, axis=1)  # a multi-result op: a list of arrays
+    assert [p.shape for p in parts] == [(2, 1)] * 3 and all(p.dtype == np.float32 for p in parts)
+    i = ARRAYS.cast(x, dtype=tfc.int32)
+    assert i.dtype == np.int32
+    # the result takes the op's inferred dtype where the kernel's differs
+    assert ARRAYS.divide(np.array([1, 2], np.int32), np.array([2, 4], np.int32)).dtype == \
+        tfc.divide(tfc.constant([1, 2]), tfc.constant([2, 4])).numpy().dtype
