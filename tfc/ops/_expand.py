@@ -48,6 +48,8 @@ class ArrayBuilder:
             key = (*[v.dtype for v in operands], *attrs.values())
             want = result_dtypes.get(key)
             if want is None:
+                if len(result_dtypes) >= 256:  # attributes may hold shapes (reshape): bounded
+                    result_dtypes.clear()
                 spec = opdef.infer(opdef, *[Spec(v.shape, dtypes.from_numpy(v.dtype)) for v in operands], **attrs)
                 want = result_dtypes[key] = spec.dtype.as_numpy_dtype if isinstance(spec, Spec) else \
                     [s.dtype.as_numpy_dtype for s in spec]
