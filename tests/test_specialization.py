@@ -262,3 +262,19 @@ def test_the_fast_path_remembers_a_bounded_number_of_shapes(monkeypatch):
     assert len(f._fast) == 3
     x = np.arange(5, dtype=np.float32)
     _same(f(x).numpy(), x + np.float32(1.0))  # not remembered: the full path, same result
+
+
+def test_no_specializations_runs_the_generic_form(monkeypatch, count_specializations):
+    monkeypatch.setattr(function_module, "SPECIALIZATIONS", 0)
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 2))])
+    def f(x):
+        return tfc.exp(x) * 2.0
+
+    x = np.ones((3, 2), np.float32)
+    _same(f(x).numpy(), (tfc.exp(tfc.constant(x)) * 2.0).numpy())
+    assert count_specializations == []
+    conc = f.get_concrete_function()
+    assert conc.memory_plans == {}
+    assert conc.ir("loops").startswith("// the generic form, for every shape (TFC_SPECIALIZATIONS=0)")
+    assert "memref<?x2xf32>" in conc.ir("loops")

@@ -197,7 +197,7 @@ def _memory_rows(conc, module) -> list:
     rows = []
     if conc.dynamic:
         form = conc.specialization()
-        if form.note is None:  # the stages shown are a specialization's
+        if form.shapes is not None and form.note is None:  # the stages shown are a specialization's
             shapes = ", ".join("[" + ", ".join(map(str, s)) + "]" for s in form.shapes)
             rows.append(("specialized for", f"shapes {shapes} (each run-time shape is compiled on first use)"))
     unknown = _run_time_shapes(module)

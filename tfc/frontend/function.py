@@ -443,7 +443,8 @@ class Function:
 
 # How many shape specializations a compiled function with run-time dimensions
 # keeps (least recently used first out); TFC_SPECIALIZATIONS overrides it.
-SPECIALIZATIONS = max(1, int(os.environ.get("TFC_SPECIALIZATIONS", "") or 8))
+# 0: no specialization, the generic form runs every shape.
+SPECIALIZATIONS = max(0, int(os.environ.get("TFC_SPECIALIZATIONS", "") or 8))
 SPECIALIZATION_LOG = 100  # explain() lists this many of the latest specializations per compiled function
 
 
@@ -722,7 +723,7 @@ class ConcreteFunction:
         if form is not None:
             self._by_shapes.move_to_end(shapes)
             return form
-        if not self.dynamic:
+        if not self._specializes():
             return self.generic
         for s, spec in zip(shapes, self.input_specs):
             if len(s) != len(spec.shape) or any(d is not None and d != n for d, n in zip(spec.shape, s)):
@@ -768,13 +769,17 @@ class ConcreteFunction:
     def specialization(self, shapes=None) -> _Form:
         """The form that runs ``shapes`` (default ``default_shapes()``); the
         generic form of a function without run-time dimensions."""
-        if not self.dynamic:
+        if not self._specializes():
             return self.generic
         shapes = self.default_shapes() if shapes is None else tuple(tuple(int(d) for d in s) for s in shapes)
         return self._form_for(shapes)
 
+    def _specializes(self) -> bool:
+        """Whether calls compile per shape: run-time dimensions, and SPECIALIZATIONS > 0."""
+        return self.dynamic and SPECIALIZATIONS > 0
+
     def _shown(self, shapes=None) -> _Form:
-        return self.specialization(shapes) if self.dynamic else self.generic
+        return self.specialization(shapes) if self._specializes() else self.generic
 
     @property
     def stages(self):
@@ -859,7 +864,8 @@ class ConcreteFunction:
         if not self.dynamic:
             return text
         if form.shapes is None:
-            head = f"{comment} the generic form, for every shape ({self._shown(shapes).note})\n"
+            why = self._shown(shapes).note if self._specializes() else "TFC_SPECIALIZATIONS=0"
+            head = f"{comment} the generic form, for every shape ({why})\n"
         else:
             head = f"{comment} specialized for shapes {_shape_text(form.shapes)} (signature " \
                    f"{', '.join(str(s) for s in self.input_specs)})\n"
@@ -898,7 +904,7 @@ class ConcreteFunction:
         path); with run-time dimensions, one dict lookup by the arrays' shapes
         finds the specialization."""
         if self._runner is None:
-            if not self.dynamic:
+            if not self._specializes():
                 self._runner = self.generic.runner()
             else:
                 by_shapes, form_for = self._by_shapes, self._form_for
