@@ -278,3 +278,16 @@ def test_no_specializations_runs_the_generic_form(monkeypatch, count_specializat
     assert conc.memory_plans == {}
     assert conc.ir("loops").startswith("// the generic form, for every shape (TFC_SPECIALIZATIONS=0)")
     assert "memref<?x2xf32>" in conc.ir("loops")
+
+
+def test_a_loaded_none_batch_function_specializes(tmp_path):
+    predict = _mlp_predict()
+    predict(tfc.zeros((1, 12)))
+    f = tfc.function(predict, input_signature=[tfc.TensorSpec((None, 12))])
+    loaded = tfc.load(tfc.save(tfc.compile(f), str(tmp_path / "predict")))
+    for n in (3, 0, 8):
+        x = np.random.default_rng(n).normal(size=(n, 12)).astype(np.float32)
+        _same(loaded(x).numpy(), predict(tfc.constant(x)).numpy())
+    conc = loaded.concrete_function
+    assert set(conc.memory_plans) == {((3, 12),), ((0, 12),), ((8, 12),)}
+    assert conc.memory_plan is conc.memory_plans[((8, 12),)]  # the last call's
