@@ -139,3 +139,23 @@ func.func @gather(%p: tensor<5x4xf32>, %i: tensor<2x3xi32>) -> tensor<2x3x4xf32>
 // CHECK-NEXT:      %[[J:.*]] = loops.index 2 : index
 // CHECK-NEXT:      %[[V:.*]] = loops.load_at %p[%[[I]], %[[J]]] : memref<5x4xf32> -> f32
 // CHECK-NEXT:      loops.yield %[[V]] : f32
+
+func.func @pad_reflect(%x: tensor<4x6xf32>) -> tensor<5x8xf32> {
+  %7 = tfc.pad %x {paddings = array<i64: 1, 0, 0, 2>, mode = "REFLECT", constant_values = 0.0 : f64} : (tensor<4x6xf32>) -> tensor<5x8xf32>
+  func.return %7 : tensor<5x8xf32>
+}
+// each element read at its mirrored index: j = i - lo, -j where negative, 2(n - 1) - j past the end
+// CHECK-LABEL: func.func @pad_reflect
+// CHECK:         loops.parallel ins() outs(%{{.*}} : memref<5x8xf32>) attributes {shape = array<i64: 5, 8>, broadcast = []}
+// CHECK-NEXT:      %[[I:.*]] = loops.index 0 : index
+// CHECK-NEXT:      %[[C1:.*]] = arith.constant 1 : index
+// CHECK-NEXT:      %[[J:.*]] = arith.subi %[[I]], %[[C1]] : index
+// CHECK:           %[[R:.*]] = arith.select
+// CHECK:           %[[K:.*]] = loops.index 1 : index
+// CHECK:           %[[C6:.*]] = arith.constant 6 : index
+// CHECK-NEXT:      %[[P:.*]] = arith.cmpi sge, %[[K]], %[[C6]] : index
+// CHECK-NEXT:      %[[C10:.*]] = arith.constant 10 : index
+// CHECK-NEXT:      %[[M:.*]] = arith.subi %[[C10]], %[[K]] : index
+// CHECK-NEXT:      %[[S:.*]] = arith.select %[[P]], %[[M]], %[[K]] : index
+// CHECK-NEXT:      %[[V:.*]] = loops.load_at %x[%[[R]], %[[S]]] : memref<4x6xf32> -> f32
+// CHECK-NEXT:      loops.yield %[[V]] : f32

@@ -246,16 +246,40 @@ def _when(predicate):
     return mark
 
 
-@_when(lambda in_specs, mode, **attrs: mode == "CONSTANT")
 def _lower_pad(b, outs, x, paddings, mode, constant_values):
-    """CONSTANT: the fill value, then ``x`` copied into its window."""
-    if mode != "CONSTANT":
-        raise NotImplementedError(f"lowering pad mode {mode} (REFLECT and SYMMETRIC stay library calls)")
-    (out,) = outs
-    b.fill(out, constant_values)
-    shape = b.shape(x)
-    return b.copy(x, b.subview(out, [lo for lo, _ in _pad_pairs(paddings)], shape, [1] * len(shape)))
+    """CONSTANT: the fill value, then ``x`` copied into its window. REFLECT /
+    SYMMETRIC: each element read from ``x`` at its mirrored index (one
+    reflection per side: inference bounds the paddings by the size)."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType
 
+    (out,) = outs
+    shape = b.shape(x)
+    pairs = _pad_pairs(paddings)
+    if mode == "CONSTANT":
+        b.fill(out, constant_values)
+        return b.copy(x, b.subview(out, [lo for lo, _ in pairs], shape, [1] * len(shape)))
+    if not shape:
+        return b.copy(x, out)
+    edge = 0 if mode == "REFLECT" else 1  # SYMMETRIC repeats the edge element
+
+    def body(k):
+        ix = IndexType()
+        idx = []
+        for d, ((lo, hi), n) in enumerate(zip(pairs, shape)):
+            j = k.index(d)
+            if lo:
+                j = k.op(arith.SubiOp(j, k.const(lo, ix)))
+                # j < 0: -j (REFLECT) or -1 - j (SYMMETRIC)
+                j = k.op(arith.SelectOp(k.op(arith.CmpiOp(j, k.const(0, ix), "slt")),
+                                        k.op(arith.SubiOp(k.const(-edge, ix), j)), j))
+            if hi:  # j >= n: 2(n - 1) - j (REFLECT) or 2n - 1 - j (SYMMETRIC)
+                j = k.op(arith.SelectOp(k.op(arith.CmpiOp(j, k.const(n, ix), "sge")),
+                                        k.op(arith.SubiOp(k.const(2 * n - 2 + edge, ix), j)), j))
+            idx.append(j)
+        return [k.load_at(x, idx)]
+
+    return b.parallel([], [out], b.shape(out), [], body)
 
 
 @_when(lambda in_specs, axis, dtype: not dtype.is_bool)

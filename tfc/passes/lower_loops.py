@@ -16,11 +16,11 @@ at the offsets of tfc-plan-memory.
   results into ``outs`` (its planned buffers: arena views or fresh allocs; a
   0-d result as a ``memref<T>``, loaded after) from ``ins`` (the operands as
   L3 values: memrefs, or scalars for 0-d); attrs are the decoded registry
-  attributes. ``lower.when(in_specs, **attrs)``, where given, says where the
-  lowering applies (pad's CONSTANT mode); elsewhere the op stays a library
-  call. An alias op (reshape, expand_dims, squeeze, a getitem that
-  selects a contiguous range) marks its lowering with ``lower.alias``, a
-  predicate ``alias(in_specs, **attrs)`` (the operands' registry Specs): where it holds (and tfc-bufferize
+  attributes. ``lower.when(in_specs, **attrs)``, where given (on the
+  operands' registry Specs), says where the lowering applies; elsewhere the op
+  stays a library call. An alias op (reshape, expand_dims, squeeze, a getitem
+  that selects a contiguous range) marks its lowering with ``lower.alias``, a
+  predicate ``alias(in_specs, **attrs)``: where it holds (and tfc-bufferize
   made no buffer for the result) the call is ``lower(b, None, *ins, **attrs)``
   and returns the alias value (``b.reshape`` / ``b.subview`` of its input);
 - other registry ops are ``loops.library`` calls of their kernels;
