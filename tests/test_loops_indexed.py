@@ -431,3 +431,45 @@ def test_tensor_index_wraps_and_checks(rng):
         with pytest.raises(IndexError) as compiled:
             g(x, j)
         assert str(compiled.value) == str(eager.value)
+
+
+def _random_index(rng, shape):
+    """A random basic index on ``shape``: slices with any bounds and steps
+    (negative too), integers, new axes, an ellipsis."""
+    key = []
+    for d in shape:
+        kind = rng.integers(0, 4)
+        if kind == 0 and d:
+            key.append(int(rng.integers(-d, d)))
+        elif kind == 1:
+            key.append(None)
+            key.append(slice(None))
+        else:
+            lo, hi = (int(v) if rng.random() < 0.7 else None for v in rng.integers(-d - 2, d + 3, size=2))
+            step = int(rng.choice([1, 1, 2, 3, -1, -2]))
+            key.append(slice(lo, hi, step))
+    if rng.random() < 0.3 and key:
+        key[int(rng.integers(0, len(key)))] = Ellipsis if Ellipsis not in key else slice(None)
+    return tuple(key)
+
+
+def test_random_basic_indices_and_their_gradients():
+    rng = np.random.default_rng(1616)
+    for _ in range(100):
+        shape = tuple(int(d) for d in rng.integers(0, 5, size=rng.integers(1, 4)))
+        key = _random_index(rng, shape)
+        x = rand(rng, *shape)
+        try:
+            want = x[key]
+        except IndexError:
+            continue
+
+        def f(a):
+            with tfc.GradientTape() as t:
+                t.watch(a)
+                y = a[key]
+                s = tfc.reduce_sum(y * y)
+            return y, t.gradient(s, a)
+
+        check(f, x)
+        assert want.shape == tuple(tfc.function(lambda a: a[key])(x).shape)
