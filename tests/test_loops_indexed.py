@@ -473,3 +473,22 @@ def test_random_basic_indices_and_their_gradients():
 
         check(f, x)
         assert want.shape == tuple(tfc.function(lambda a: a[key])(x).shape)
+
+
+def test_verify_mode_sees_buffers_written_through_views(rng):
+    """verify=True compares each L2 value with the reference: a buffer written
+    by copy kernels into views of it (concat, pad, slice_grad) is seen after
+    its writes, not when allocated."""
+    x = rand(rng, 3, 4)
+
+    def f(a):
+        c = tfc.concat([a, a * 2.0], 1)
+        return (c, c * 3.0, tfc.transpose(a), a[::-1], tfc.one_hot(tfc.constant([1, 2]), 3),
+                tfc.pad(a, [[1, 1], [0, 0]], mode="REFLECT"), tfc.pad(a, [[1, 1], [2, 0]]),
+                tfc.gather(a, tfc.constant([2, 0])))
+
+    g = tfc.function(f, verify=True)
+    for _ in range(2):
+        got = _results(g(x))
+    for a, b in zip(got, _results(f(tfc.constant(x)))):
+        _same(a, b)

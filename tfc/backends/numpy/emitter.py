@@ -664,11 +664,12 @@ class Emitter:
             if not isinstance(op, (L.IfOp, L.WhileOp, L.AssertOp, L.PrintOp)):  # (these raise tfc's own errors)
                 self._site(op, out, n_out)
                 self._site(op, self.build_lines, n_build)
-            for r in op.results:
-                self.hook(r, out, ind)
+            if not isinstance(op, L.AllocOp):  # (an alloc's contents come from the kernels that write it)
+                for r in op.results:
+                    self.hook(r, out, ind)
             if isinstance(op, (L.ParallelOp, L.LibraryOp)):
-                for o in op.outs:
-                    self.hook(o, out, ind)
+                for o in op.outs:  # the buffer a view written here belongs to: seen after each write
+                    self.hook(_root(o), out, ind)
 
     def _site(self, op, lines, start):
         """Mark ``lines[start:]`` (not marked by an op nested in ``op``) as coming
@@ -1294,6 +1295,14 @@ def _indexed(o) -> bool:
     ``index`` values (see Emitter._index_expr)."""
     return isinstance(o, (L.IndexOp, L.LoadAtOp)) or any(isinstance(v.type, IndexType) for v in o.operands) \
         or any(isinstance(r.type, IndexType) for r in o.results)
+
+
+def _root(v):
+    """The buffer that view ``v`` (a subview, transpose_view or reshape, or a
+    chain of them) belongs to; ``v`` itself for a buffer."""
+    while isinstance(v.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+        v = v.owner.source
+    return v
 
 
 def _contiguous(v) -> bool:
