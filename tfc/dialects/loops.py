@@ -15,6 +15,9 @@ and ``loops.reshape`` (a contiguous buffer seen with another shape).
 A backend maps each op to its target: the numpy backend emits one Python
 function, a GPU backend would launch one kernel per ``loops.parallel`` with the
 arena in device memory, and run control flow on 0-d scalars on the host.
+``loops.raise`` is the error path of a lowering that checks its operands
+(gather's indices). docs/ir-loops-dialect.md states the contract a backend
+relies on (layouts, aliasing, bounds).
 """
 from __future__ import annotations
 
@@ -497,9 +500,14 @@ class ParallelOp(KernelIndexing, IRDLOperation):
     """``loops.parallel ins(%a, %s : memref<4x3xf32>, f32) outs(%o : memref<4x3xf32>)
     {shape = array<i64: 4, 3>, broadcast = [array<i64: 0, 1>, array<i64>]} { ^bb0(...): ... }``
 
-    A loop nest over the static index space ``shape``. Input ``i`` (a buffer or a
-    scalar) is read at the index through ``broadcast[i]`` (as in ``tfc.fused``);
-    the body gets the elements and yields one scalar per output. ``reduce``
+    A loop nest over the static index space ``shape``. Input ``i`` (a buffer,
+    possibly a strided view, or a scalar) is read at the index through
+    ``broadcast[i]`` (as in ``tfc.fused``); the body gets the elements and
+    yields one scalar per output (an output may be a strided view: concat
+    writes each piece into a subview). The body may also read
+    ``loops.index d`` (the index along dim d) and ``loops.load_at`` of
+    buffers defined outside (``captured()``), with index arithmetic in
+    ``arith`` on ``index``. ``reduce``
     gives each output its kind, as in ``tfc.fused``: an output of kind
     ``"none"`` (every output, without ``reduce``) has shape ``shape`` and is
     written at the index; an output of kind ``"sum"`` (prod, max, min, mean,
