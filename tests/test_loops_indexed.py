@@ -492,3 +492,19 @@ def test_verify_mode_sees_buffers_written_through_views(rng):
         got = _results(g(x))
     for a, b in zip(got, _results(f(tfc.constant(x)))):
         _same(a, b)
+
+
+def test_no_in_place_write_over_a_buffer_another_input_views(rng):
+    """x + transpose(x) over many chunks: the sum is not written into x's
+    buffer while the kernel still reads x transposed (before the transpose was a
+    copy kernel, a library view of x let the kernel overwrite what it read)."""
+    a = rand(rng, 1024, 1024)
+
+    def f(a):
+        x = tfc.matmul(a, a)
+        return x + tfc.transpose(x)
+
+    check(f, a, library={"matmul"})
+    g = tfc.function(f, input_signature=[tfc.TensorSpec([None, None])])
+    _same(g(a).numpy(), f(tfc.constant(a)).numpy())
+

@@ -17,8 +17,10 @@ branches/initial values reference.
 
 In place: an elementwise ``tfc.fused`` result reuses the buffer of an input
 read at the same index (same shape and dtype) when no value referencing that
-buffer is used after this op and no variable was assigned a value referencing
-it (the variable holds it: its later reads are not values of this function).
+buffer is used after this op, no other input of the kernel may reference it
+(a view reads it at other indices: ``x + transpose(x)``), and no variable was
+assigned a value referencing it (the variable holds it: its later reads are not
+values of this function).
 
 Buffer kinds: ``arena`` (planned by tfc-plan-memory) or ``fresh`` (allocated
 each time its first value is computed): a buffer referenced by a function
@@ -333,6 +335,8 @@ class Bufferization:
             b = self.own.get(v)
             if b is None or b in taken or b in self.pinned or v.type != out_t or m != tuple(range(rank)):
                 continue
+            if any(w is not v and b in self.refs_of(w) for w in op.inputs):
+                continue  # another input is a view of it (x + transpose(x)): read elsewhere than written
             if lu(v) == here and all(lu(h) <= here for h in holders.get(b, [v])):
                 return b
         return None
