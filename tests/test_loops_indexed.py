@@ -508,3 +508,16 @@ def test_no_in_place_write_over_a_buffer_another_input_views(rng):
     g = tfc.function(f, input_signature=[tfc.TensorSpec([None, None])])
     _same(g(a).numpy(), f(tfc.constant(a)).numpy())
 
+
+
+def test_views_only_kernels_read_are_not_copied(rng):
+    """A transpose or strided slice read only by kernels: the kernels read the
+    view (no copy kernel), as eager's ufuncs read numpy's views."""
+    x = rand(rng, 300, 200)
+
+    def f(a):
+        return tfc.exp(tfc.transpose(a)), a[::-2, 1::3] * 2.0, tfc.reduce_sum(tfc.transpose(a) * 3.0)
+
+    l3 = check(f, x)
+    assert l3.count("loops.parallel") == 3  # the three kernels, no copy
+    check(f, np.asfortranarray(x))

@@ -159,3 +159,19 @@ func.func @pad_reflect(%x: tensor<4x6xf32>) -> tensor<5x8xf32> {
 // CHECK-NEXT:      %[[S:.*]] = arith.select %[[P]], %[[M]], %[[K]] : index
 // CHECK-NEXT:      %[[V:.*]] = loops.load_at %x[%[[R]], %[[S]]] : memref<4x6xf32> -> f32
 // CHECK-NEXT:      loops.yield %[[V]] : f32
+
+func.func @views_into_kernels(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<2x6xf32>) {
+  %t = tfc.transpose %x : (tensor<4x6xf32>) -> tensor<6x4xf32>
+  %e = tfc.exp %t : (tensor<6x4xf32>) -> tensor<6x4xf32>
+  %s = tfc.getitem %x {index = ["1:3:", "::-1"]} : (tensor<4x6xf32>) -> tensor<2x6xf32>
+  %n = tfc.negative %s : (tensor<2x6xf32>) -> tensor<2x6xf32>
+  func.return %e, %n : tensor<6x4xf32>, tensor<2x6xf32>
+}
+// a transpose or strided slice that only kernels read is no copy: the kernel reads the view
+// CHECK-LABEL: func.func @views_into_kernels
+// CHECK:         %[[T:.*]] = loops.transpose_view %x {permutation = array<i64: 1, 0>} : memref<4x6xf32> -> memref<6x4xf32, strided<[1, 6]>>
+// CHECK:         loops.parallel ins(%[[T]] : memref<6x4xf32, strided<[1, 6]>>) outs(%{{.*}} : memref<6x4xf32>)
+// CHECK:           math.exp
+// CHECK:         %[[S:.*]] = loops.subview %x [1, 5] [2, 6] [1, -1]
+// CHECK:         loops.parallel ins(%[[S]] : memref<2x6xf32, strided<[6, -1], offset: 11>>) outs(%{{.*}} : memref<2x6xf32>)
+// CHECK:           arith.negf

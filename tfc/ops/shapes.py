@@ -67,11 +67,26 @@ def _out_shape(b, x, rest, attrs):
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _viewed(predicate):
+    """Mark a lowering as giving a strided view (``outs`` None) where
+    ``predicate(in_specs, **attrs)`` and every user of the result is a kernel
+    that reads it as an input (tfc-bufferize decides): no copy."""
+    def mark(fn):
+        fn.view = predicate
+        return fn
+    return mark
+
+
+@_viewed(_always)
 def _lower_transpose(b, outs, x, perm):
-    (out,) = outs
+    """A transposed view: read as it is by the kernels using it, or copied
+    into ``outs``."""
     rank = len(b.shape(x))
     perm = tuple(reversed(range(rank))) if perm is None else tuple(p % rank for p in perm)
-    return b.copy(b.transpose_view(x, perm), out)
+    view = b.transpose_view(x, perm)
+    if outs is None:
+        return view
+    return b.copy(view, outs[0])
 
 
 def _index_view(shape, index):
@@ -122,16 +137,26 @@ def _getitem_is_contiguous(in_specs, index) -> bool:
     return L.is_contiguous(L.strided_type(f32, [sizes[i] for i in kept], [st[i] for i in kept], off))
 
 
+@_viewed(lambda in_specs, index: None not in index)  # (a strided view has no new axes)
 @_alias(_getitem_is_contiguous)
 def _lower_getitem(b, outs, x, index):
     """A subview of ``x`` (its integer indices dropped): an alias where that is
-    one contiguous range (``x[2:5]`` of rows), else copied into ``outs``."""
+    one contiguous range (``x[2:5]`` of rows), the strided view itself where
+    only kernels read it, else copied into ``outs``."""
     offsets, sizes, strides, kept, _ = _index_view(b.shape(x), index)
     view = b.subview(x, offsets, sizes, strides, keep=kept)
     if outs is None:
+        if not L_contiguous(view):
+            return view
         return b.reshape(view, _getitem_infer(None, Spec(b.shape(x), None), index).shape)
     (out,) = outs
     return b.copy(view, b.reshape(out, b.shape(view)))
+
+
+def L_contiguous(v) -> bool:
+    from tfc.dialects.loops import is_contiguous
+
+    return is_contiguous(v.type)
 
 
 def _lower_slice_grad(b, outs, g, shape, index):

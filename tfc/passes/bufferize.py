@@ -118,9 +118,12 @@ def lowers(op) -> str | None:
     """How tfc-lower-loops lowers registry op ``op``: ``"write"`` (its
     declaration's ``lower`` writes its results into buffers of their own),
     ``"alias"`` (``lower.alias(in_specs, **attrs)`` holds, on the operands'
-    Specs: its one result is a view of its operand: loops.reshape /
-    loops.subview) or None (a library call: no ``lower``, a shape known only
-    at run time, or ``lower.when(in_specs, **attrs)`` false)."""
+    Specs: its one result is a contiguous view of its operand: loops.reshape /
+    loops.subview), ``"view"`` (``lower.view(in_specs, **attrs)`` holds and
+    every user of the result is a kernel reading it as an input: a strided
+    view, transpose_view or subview, that the kernels read in place of a copy)
+    or None (a library call: no ``lower``, a shape known only at run time, or
+    ``lower.when(in_specs, **attrs)`` false)."""
     d = op.OPDEF
     if d.lower is None:
         return None
@@ -138,7 +141,19 @@ def lowers(op) -> str | None:
     if alias is not None and len(outs) == 1 and outs[0] and all(ins) and \
             alias(specs, **attrs):
         return "alias"
+    view = getattr(d.lower, "view", None)
+    if view is not None and len(outs) == 1 and outs[0] and all(ins) and view(specs, **attrs) and \
+            _only_kernel_inputs(op.results[0]):
+        return "view"
     return "write"
+
+
+def _only_kernel_inputs(value) -> bool:
+    """Is every use of ``value`` an input of a kernel (a ``tfc.fused`` over a
+    non-empty space, lowered to a ``loops.parallel``, which reads any strided
+    view)?"""
+    return bool(value.uses) and all(isinstance(u.operation, FusedOp) and u.operation.iteration_shape != ()
+                                    for u in value.uses)
 
 
 def writes_buffer(op, k: int = 0) -> bool:

@@ -23,6 +23,9 @@ at the offsets of tfc-plan-memory.
   predicate ``alias(in_specs, **attrs)``: where it holds (and tfc-bufferize
   made no buffer for the result) the call is ``lower(b, None, *ins, **attrs)``
   and returns the alias value (``b.reshape`` / ``b.subview`` of its input);
+  ``lower.view`` likewise marks a lowering that may return a strided view
+  (transpose, a strided getitem) where only kernels read the result (they read
+  the view in place of a copy);
 - other registry ops are ``loops.library`` calls of their kernels;
 - ``tfc.cond``/``tfc.while`` become ``loops.if``/``loops.while``; variables,
   print and assert map one to one.
@@ -365,7 +368,7 @@ class _Lowering:
         b = L3Builder(self, b3, op)
         ins = [self.vm[v] for v in op.operands]
         attrs = decode_attrs(op.OPDEF, dict(op.properties))
-        if kind == "alias":
+        if kind in ("alias", "view"):
             (r,) = op.results
             v = op.OPDEF.lower(b, None, *ins, **attrs)
             if L.shape_of(v.type) != spec_of(r.type).shape:

@@ -1069,6 +1069,8 @@ class Emitter:
         n = int(np.prod(shape, dtype=np.int64))
         if n < TREE_MIN or list(op.axes) != list(range(rank)) or any(_indexed(o) for o in op.body.block.ops):
             return None
+        if any(isinstance(v.type, MemRefType) and not L.is_contiguous(v.type) for v in op.ins):
+            return None  # flat ranges of a strided view are no slices
         term = op.body.block.last_op
         for o, kind, val in zip(op.outs, op.reduce_kinds, term.values):
             if kind is None:
