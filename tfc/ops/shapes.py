@@ -35,36 +35,16 @@ def _always(in_specs, **attrs) -> bool:
 
 
 @_alias(_always)
-def _lower_same_elements(b, outs, x, *rest, **attrs):
+def _lower_same_elements(b, outs, x, *like, **attrs):
     """reshape, reshape_like, expand_dims, squeeze: the same elements in the
     same order; an alias (``loops.reshape``), or a copy where a 0-d value (a
     scalar in L3) is involved."""
     if outs is None:
-        return b.reshape(x, _out_shape(b, x, rest, attrs))
+        return b.reshape(x, b.result_shapes[0])
     (out,) = outs
-    if not b.shape(x) and not isinstance(getattr(x, "type", None), type(out.type)):
+    if not b.is_buffer(x):
         return b.copy(x, out)  # a scalar fills the one element
     return b.copy(x, b.reshape(out, b.shape(x)))
-
-
-def _out_shape(b, x, rest, attrs):
-    """The result shape of a same-elements op, from its attributes (or ``like``)."""
-    shape = b.shape(x)
-    if "shape" in attrs:
-        n = int(np.prod(shape, dtype=np.int64))
-        known = int(np.prod([d for d in attrs["shape"] if d != -1], dtype=np.int64))
-        return tuple(n // known if d == -1 else d for d in attrs["shape"])
-    if rest:  # reshape_like
-        return b.shape(rest[0])
-    if "axis" in attrs and not isinstance(attrs["axis"], (tuple, list)) and attrs["axis"] is not None \
-            and "num" not in attrs:  # expand_dims
-        a = attrs["axis"] % (len(shape) + 1)
-        return shape[:a] + (1,) + shape[a:]
-    axes = attrs.get("axis")  # squeeze
-    if axes is None:
-        return tuple(d for d in shape if d != 1)
-    axes = {a % len(shape) for a in axes}
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 def _viewed(predicate):
@@ -146,17 +126,9 @@ def _lower_getitem(b, outs, x, index):
     offsets, sizes, strides, kept, _ = _index_view(b.shape(x), index)
     view = b.subview(x, offsets, sizes, strides, keep=kept)
     if outs is None:
-        if not L_contiguous(view):
-            return view
-        return b.reshape(view, _getitem_infer(None, Spec(b.shape(x), None), index).shape)
+        return b.reshape(view, b.result_shapes[0]) if b.is_contiguous(view) else view
     (out,) = outs
     return b.copy(view, b.reshape(out, b.shape(view)))
-
-
-def L_contiguous(v) -> bool:
-    from tfc.dialects.loops import is_contiguous
-
-    return is_contiguous(v.type)
 
 
 def _lower_slice_grad(b, outs, g, shape, index):

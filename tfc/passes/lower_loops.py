@@ -67,7 +67,9 @@ class L3Builder:
     method appends ops at the lowering's current place, with the registry op's
     location, and returns the new value:
 
-    - ``shape(v)``: the static shape of an L3 value (``()`` for a scalar);
+    - ``result_shapes``: the op's result shapes; ``shape(v)``: the static
+      shape of an L3 value (``()`` for a scalar); ``is_buffer(v)``,
+      ``is_contiguous(v)``;
     - ``subview(buf, offsets, sizes, strides, keep=None)``: ``loops.subview``
       (``keep``: the dims of ``sizes`` the view keeps, for a rank-reducing one;
       only unit dims may be left out);
@@ -92,6 +94,7 @@ class L3Builder:
         self.lw = lowering
         self.block = block
         self.src = src
+        self.result_shapes = [spec_of(r.type).shape for r in src.results]  # static (lowers() checked)
 
     def _emit(self, op):
         return self.lw.emit(self.block, op, self.src)
@@ -99,6 +102,16 @@ class L3Builder:
     @staticmethod
     def shape(v) -> tuple:
         return L.shape_of(v.type)
+
+    @staticmethod
+    def is_buffer(v) -> bool:
+        """A memref (a 0-d operand is a scalar in L3)."""
+        return isinstance(v.type, MemRefType)
+
+    @staticmethod
+    def is_contiguous(v) -> bool:
+        """Dense and row-major (any offset): ``reshape`` takes it."""
+        return L.is_contiguous(v.type)
 
     def subview(self, buf, offsets, sizes, strides, keep=None):
         op = L.SubviewOp(buf, offsets, sizes, strides)
