@@ -86,8 +86,9 @@ NEEDS_OPTIONS = ("tfc-specialize",)
 
 DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
 # L1 -> L2: applied to the optimized L1 module (the "fused" stage); tfc-expand
-# first, so that the reductions and elementwise ops it writes fuse
-FUSED = ("tfc-expand", "tfc-fuse", "tfc-dce")
+# first, so that the reductions and elementwise ops it writes fuse, then CSE:
+# a loss and its gradient expand to the same max and exp (one kernel, not two)
+FUSED = ("tfc-expand", "tfc-cse", "tfc-fuse", "tfc-dce")
 # L2 -> L3: applied to the fused module (the "loops" stage); the analyses of the
 # first two are redone by tfc-lower-loops, they annotate the IR to show it
 LOOPS = ("tfc-bufferize", "tfc-plan-memory", "tfc-lower-loops")
