@@ -789,8 +789,8 @@ class Emitter:
         for v, m in zip(op.ins, op.broadcast_maps):
             if not isinstance(v.type, MemRefType):
                 exprs.append((self.name(v), False))
-            elif m == tuple(range(rank)):
-                exprs.append((self.name(v), 0 in m and op.iteration_shape[0] != 1))
+            elif _numpy_aligned(m, rank):  # numpy's own broadcasting reads it so: no view to make
+                exprs.append((self.name(v), len(m) == rank and m[0] == 0 and op.iteration_shape[0] != 1))
             else:
                 nm = f"b{self.n}"
                 self.n += 1
@@ -981,6 +981,9 @@ class Emitter:
             [f"c{j}" for j in range(len(caps))]
         self._kernel_def(k, pnames, body, spec)
         args = [e for e, _ in ins] + outs + [self.name(c) for c in caps]
+        if 0 < shape[0] <= rows:  # one chunk: called straight, without the chunk loop (a small kernel)
+            out.append(pad + f"kernel{k}({''.join(a + ', ' for a in args)}0, {shape[0]}, R.scratch({k}, spec{k}))")
+            return
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
 
@@ -1271,6 +1274,14 @@ class _Line(str):
 
 def _indent(pad: str, s: str) -> str:
     return _Line(pad + s, s.site) if isinstance(s, _Line) else pad + s
+
+
+def _numpy_aligned(bmap, rank: int) -> bool:
+    """Does numpy's broadcasting read an input with this broadcast map as the
+    kernel does (its dims right-aligned with the iteration space; -1 only for
+    its size-1 dims)? Then the input is used as it is, with no view made."""
+    off = rank - len(bmap)
+    return all(d == -1 or d == off + j for j, d in enumerate(bmap))
 
 
 def _subview_index(op) -> str:
