@@ -34,7 +34,7 @@ test-floor: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(FLOOR)/bin/python -m pytest -q -p no:cacheprovider $(FLOOR_TESTS) \
 		-k "not autoencoder and not mlp"
 
-BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder
+BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder dynamic_shapes
 
 # every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed
 bench: $(STAMP)
