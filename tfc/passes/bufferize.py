@@ -169,6 +169,22 @@ def writes_buffer(op, k: int = 0) -> bool:
     return False
 
 
+def _writes_own(v) -> bool:
+    """Is ``v`` a result that its kernel writes into a buffer we provide?"""
+    op = v.owner
+    if isinstance(op, FusedOp):
+        return writes_buffer(op, list(op.outs).index(v))
+    return isinstance(op, RegistryOp) and writes_buffer(op)
+
+
+@dataclass(eq=False)
+class Slot:
+    """How tfc.while carries one loop variable (see Bufferization._carry)."""
+    mode: str              # "direct", "copy" or "same"
+    a: object              # Buffer of the value at loop entry
+    b: object              # the spare Buffer
+
+
 @dataclass(eq=False)
 class Buffer:
     id: int
@@ -196,7 +212,21 @@ class Bufferization:
         self.refs: dict = {}     # value -> frozenset of Buffers it may reference
         self.buffers: list[Buffer] = []
         self._ranges = None  # Buffer -> live range, made on first use
-        self._analyze()
+        # tfc.while slots: (while, i) -> mode, decided optimistically and revised
+        # where a carried buffer would escape (see _carry)
+        self.modes: dict = {}
+        self.copy_out: set = set()  # (while, i) whose result is copied into a fresh buffer
+        for _ in range(64):
+            conflicts = self._analyze()
+            if not conflicts:
+                break
+            for key, outside in conflicts:
+                if outside:
+                    self.copy_out.add(key)
+                else:  # a value of the body escapes with the carried buffer: write y_i a buffer of its own
+                    self.modes[key] = "copy" if self.modes[key] == "direct" else "off"
+        else:
+            raise AssertionError("tfc-bufferize: the loop buffers did not settle")
 
     def _new(self, value) -> Buffer:
         b = Buffer(len(self.buffers), value, inplace_of=[])
@@ -210,6 +240,14 @@ class Bufferization:
         return self.refs.get(v, frozenset())
 
     def _analyze(self):
+        """One round of the analysis under ``modes`` / ``copy_out``; returns the
+        conflicts: ((while, i), outside) for each slot whose carried buffers an
+        escaping value references (``outside``: a value made after the loop,
+        or the loop's result, else a value of the loop's body)."""
+        self.own, self.refs, self.buffers = {}, {}, []
+        self.slots: dict = {}    # WhileOp -> [Slot | None] per loop variable
+        self.spare: dict = {}    # body value -> Slot whose spare buffer its kernel writes
+        self.extent: dict = {}   # Buffer -> program points it is live over at least (a loop's)
         pts = self.points
         last_use = {}
 
@@ -241,6 +279,11 @@ class Bufferization:
                     for k, r in enumerate(op.outs):
                         if not writes_buffer(op, k):
                             continue
+                        slot = self.spare.get(r)
+                        if slot is not None:  # a loop's next value: written into the spare buffer
+                            self.own[r] = slot.b
+                            set_refs(r, [slot.a, slot.b])
+                            continue
                         donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
                         buf = None if donor is not None else self._inplace_candidate(op, k, holders, lu)
                         if donor is not None:
@@ -254,6 +297,11 @@ class Bufferization:
                         set_refs(r, [buf])
                 elif isinstance(op, RegistryOp) and writes_buffer(op):
                     for r in op.results:
+                        slot = self.spare.get(r)
+                        if slot is not None:
+                            self.own[r] = slot.b
+                            set_refs(r, [slot.a, slot.b])
+                            continue
                         buf = self._new(r)
                         self.own[r] = buf
                         set_refs(r, [buf])
@@ -263,14 +311,28 @@ class Bufferization:
                         set_refs(r, bufs)
                 elif isinstance(op, WhileOp):
                     whiles.append(op)
-                    # yielded values are fresh (below), so the carried buffers are the inits'
-                    bufs = union(op.inits)
+                    slots = self.slots[op] = self._carry(op, lu, holders)
+                    # "off" slots: yielded values are fresh (below), so their carried buffers are the inits'
+                    old = union(v for v, sl in zip(op.inits, slots) if sl is None)
+                    carried = []
+                    for i, sl in enumerate(slots):
+                        if sl is None:
+                            carried.append(old)
+                        elif sl.mode == "same":
+                            carried.append(self.refs_of(op.inits[i]))
+                        else:
+                            carried.append({sl.a, sl.b})
                     for region in (op.cond_region, op.body_region):
-                        for a in region.block.args:
+                        for a, bufs in zip(region.block.args, carried):
                             set_refs(a, bufs)
                         visit(region.block)
-                    for r in op.results:
-                        set_refs(r, bufs)
+                    for i, r in enumerate(op.results):
+                        if (op, i) in self.copy_out:
+                            buf = self._new(r)
+                            self.own[r] = buf
+                            set_refs(r, [buf])
+                        else:
+                            set_refs(r, carried[i])
                 elif isinstance(op, AssignVariableOp):
                     # later reads of the variable are not holders of the buffer
                     self.pinned |= self.refs_of(op.value)
@@ -289,10 +351,79 @@ class Bufferization:
             elif isinstance(op, AssignVariableOp):
                 escaping.append(op.value)
         for w in whiles:
-            escaping.extend(w.body_region.block.last_op.operands)
+            escaping.extend(v for v, sl in zip(w.body_region.block.last_op.operands, self.slots[w]) if sl is None)
+        owner = {}  # carried buffer -> (while, i)
+        for w in whiles:
+            for i, sl in enumerate(self.slots[w]):
+                if sl is not None and sl.mode != "same":
+                    owner[sl.a] = owner[sl.b] = (w, i)
+        conflicts = set()
         for v in escaping:
             for b in self.refs_of(v):
                 b.fresh = True
+                key = owner.get(b)
+                if key is not None:
+                    w = key[0]
+                    d = pts.def_point(v)
+                    inside = pts.start[w] <= d <= pts.end[w] and not (
+                        not isinstance(v, BlockArgument) and v.owner is w)
+                    conflicts.add((key, not inside))
+        return conflicts
+
+    def _carry(self, op, lu, holders):
+        """The Slot of each loop variable of tfc.while ``op`` (None: "off", the
+        loop allocates the variable's new value each iteration).
+
+        A variable of static shape (not 0-d: scalars are values) lives in two
+        arena buffers, ``a`` (holding the current value; the init's own buffer
+        where the init dies at the loop, else the init is copied into it) and
+        ``b`` (the spare). The body writes the next value into the spare and
+        the loop swaps the two: mode ``"direct"`` (the kernel making the
+        yielded value writes the spare) or ``"copy"`` (the yielded value is
+        copied into the spare at the yield: a value that is no kernel's
+        result, or one that escapes otherwise). ``"same"``: the body yields the
+        variable unchanged (no buffer of its own). A result that escapes
+        (returned, assigned, yielded by an outer loop) is copied after the
+        loop into a fresh buffer (``copy_out``): never a view of the arena."""
+        body = op.body_region.block
+        yielded = list(body.last_op.operands)
+        out = []
+        for i, (init, y) in enumerate(zip(op.inits, yielded)):
+            t = op.results[i].type
+            key = (op, i)
+            if not isinstance(t, TensorType) or not spec_of(t).shape or static_shape(t) is None:
+                out.append(None)
+                continue
+            mode = self.modes.get(key)
+            if mode is None:
+                if y is body.args[i]:
+                    mode = "same"
+                elif not isinstance(y, BlockArgument) and y.owner.parent_block() is body and \
+                        yielded.count(y) == 1 and _writes_own(y):
+                    mode = "direct"
+                else:
+                    mode = "copy"
+                self.modes[key] = mode
+            if mode == "off":
+                out.append(None)
+                continue
+            if mode == "same":
+                out.append(Slot(mode, None, None))
+                continue
+            a = self.own.get(init)
+            here = self.points.start[op]
+            if a is None or a in self.pinned or a.donor is not None or list(op.inits).count(init) != 1 or \
+                    any(sl is not None and a in (sl.a, sl.b) for sl in out) or \
+                    not all(all(u.operation is op for u in h.uses) or lu(h) < here
+                            for h in holders.get(a, [init])):
+                a = self._new(op.results[i])  # the init is copied in
+            sl = Slot(mode, a, self._new(op.results[i]))
+            # both live through the whole loop: the spare is written at the yield
+            self.extent[a] = self.extent[sl.b] = (self.points.start[op], self.points.end[op])
+            if mode == "direct":
+                self.spare[y] = sl
+            out.append(sl)
+        return out
 
     def _variable_donor(self, op, lu):
         """The index of the variable argument whose storage an elementwise kernel
@@ -365,6 +496,9 @@ class Bufferization:
                 for b in bs:
                     lo, hi = self._ranges.get(b, (d, u))
                     self._ranges[b] = (min(lo, d), max(hi, u))
+            for b, (d, u) in self.extent.items():
+                lo, hi = self._ranges.get(b, (d, u))
+                self._ranges[b] = (min(lo, d), max(hi, u))
         return self._ranges[buf]
 
     def annotate(self):
@@ -391,4 +525,4 @@ class BufferizePass(ModulePass):
             Bufferization(f).annotate()
 
 
-__all__ = ["Bufferization", "Buffer", "BufferizePass", "Points", "lowers", "writes_buffer"]
+__all__ = ["Bufferization", "Buffer", "Slot", "BufferizePass", "Points", "lowers", "writes_buffer"]

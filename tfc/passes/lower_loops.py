@@ -231,6 +231,8 @@ class _Lowering:
         self.plan = plan(self.bz)
         self.vm: dict = {}        # L2 value -> L3 value
         self.bufval: dict = {}    # buffer id -> L3 memref value
+        self.bufval_at: dict = {}  # L2 value -> the L3 buffer its kernel writes (a loop's spare)
+        self.yields: dict = {}     # L2 body yield -> the L3 spare buffers of its loop
 
     def run(self):
         f2 = self.f2
@@ -266,6 +268,9 @@ class _Lowering:
 
     def buffer_for(self, value, block, src):
         """The L3 buffer that L2 ``value`` is written into."""
+        v = self.bufval_at.get(value)
+        if v is not None:  # a loop's next value: the spare buffer of this iteration
+            return v
         b = self.bz.own[value]
         v = self.bufval.get(b.id)
         if v is None:  # fresh: allocated where first computed
@@ -293,7 +298,11 @@ class _Lowering:
             if isinstance(op, func.ReturnOp):
                 self.emit(b3, func.ReturnOp(*[vm[v] for v in op.operands]), op)
             elif isinstance(op, YieldOp):
-                self.emit(b3, L.YieldOp([vm[v] for v in op.operands]), op)
+                spares = self.yields.get(op)
+                if spares is None:
+                    self.emit(b3, L.YieldOp([vm[v] for v in op.operands]), op)
+                else:
+                    self.loop_yield(op, spares, b3)
             elif isinstance(op, ConditionOp):
                 self.emit(b3, L.ConditionOp(vm[op.cond]), op)
             elif isinstance(op, ConstantOp):
@@ -315,12 +324,7 @@ class _Lowering:
                 for r2, r3 in zip(op.results, new.results):
                     vm[r2] = r3
             elif isinstance(op, WhileOp):
-                limit = None if op.max_iterations is None else op.max_iterations.value.data
-                new = L.WhileOp([vm[v] for v in op.inits], [convert_type(t) for t in op.result_types],
-                                self.region(op.cond_region), self.region(op.body_region), limit)
-                self.emit(b3, new, op)
-                for r2, r3 in zip(op.results, new.results):
-                    vm[r2] = r3
+                self.while_(op, b3)
             elif isinstance(op, ReadVariableOp):
                 new = L.ReadVariableOp.create(operands=[vm[op.ref]], result_types=[convert_type(op.result.type)])
                 vm[op.result] = self.emit(b3, new, op).result
@@ -371,6 +375,81 @@ class _Lowering:
                 vm[r] = self.emit(b3, L.LoadOp(o), op).result
             else:
                 vm[r] = o
+
+    def while_(self, op: WhileOp, b3):
+        """``loops.while`` carrying each planned loop variable (Bufferization's
+        Slot, modes "direct"/"copy") in two arena buffers: the value's and a
+        spare, passed as one more loop variable; the body writes the next
+        value into the spare and yields the two swapped. Nothing is allocated
+        per iteration."""
+        vm = self.vm
+        slots = self.bz.slots[op]
+        inits, extra = [], []
+        for v, sl in zip(op.inits, slots):
+            x = vm[v]
+            if sl is not None and sl.mode != "same":
+                a = self.bufval[sl.a.id]
+                if a is not x:  # the init's buffer is not the loop's: copy it in
+                    self._copy(x, a, b3, op)
+                x = a
+                extra.append(self.bufval[sl.b.id])
+            inits.append(x)
+        types = [convert_type(t) for t in op.result_types] + [e.type for e in extra]
+
+        def region(region2, body):
+            b3r = Block(arg_types=types)
+            for a2, a3 in zip(region2.block.args, b3r.args):
+                self.vm[a2] = a3
+            spares = b3r.args[len(region2.block.args):]
+            if body:
+                term = region2.block.last_op
+                self.yields[term] = spares
+                k = 0
+                for y, sl in zip(term.operands, slots):
+                    if sl is not None and sl.mode != "same":
+                        if sl.mode == "direct":
+                            self.bufval_at[y] = spares[k]
+                        k += 1
+            self.block(region2.block, b3r)
+            return Region(b3r)
+
+        limit = None if op.max_iterations is None else op.max_iterations.value.data
+        new = L.WhileOp(inits + extra, types, region(op.cond_region, False), region(op.body_region, True), limit)
+        self.emit(b3, new, op)
+        for i, (r2, r3) in enumerate(zip(op.results, new.results)):
+            if (op, i) in self.bz.copy_out:  # an escaping result: a fresh buffer, not the arena's
+                out = self.buffer_for(r2, b3, op)
+                self._copy(r3, out, b3, op)
+                r3 = out
+            vm[r2] = r3
+
+    def loop_yield(self, op: YieldOp, spares, b3):
+        """The body's yield of a loop with carried buffers: the next value is in
+        the spare (written there by its kernel, or copied at the yield), and
+        the current value's buffer becomes the next iteration's spare."""
+        vm = self.vm
+        w = op.parent_op()
+        slots = self.bz.slots[w]
+        body = w.body_region.block
+        vals, rest = [], []
+        k = 0
+        for i, (y, sl) in enumerate(zip(op.operands, slots)):
+            if sl is None or sl.mode == "same":
+                vals.append(vm[y])
+                continue
+            s = spares[k]
+            k += 1
+            if vm[y] is not s:
+                self._copy(vm[y], s, b3, op)
+            vals.append(s)
+            rest.append(self.vm[body.args[i]])
+        self.emit(b3, L.YieldOp(vals + rest), op)
+
+    def _copy(self, src, dst, b3, at):
+        if src.type == dst.type:
+            self.emit(b3, L.CopyOp(src, dst), at)
+        else:  # another layout: a copy kernel
+            L3Builder(self, b3, at).copy(src, dst)
 
     def lowered(self, op: RegistryOp, b3) -> bool:
         """Lower ``op`` through its declaration's ``lower`` (see the module
