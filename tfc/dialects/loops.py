@@ -659,8 +659,11 @@ def _all_compatible(xs, ys) -> bool:
 class WhileOp(IRDLOperation):
     """``%r = loops.while %i : (i32) -> i32 cond {^bb0(%x: i32): loops.condition %p : i1}
     do {^bb0(%x: i32): loops.yield %n : i32}`` (scf.while); at most
-    ``max_iterations`` iterations when given. A buffer carried by the loop is
-    the same buffer in every iteration: the body copies new contents into it."""
+    ``max_iterations`` iterations when given. Loop variables are values: a
+    memref variable names a buffer, and a body that writes the next value into
+    another buffer yields that one (tfc-lower-loops carries a tensor's state in
+    two planned buffers, the second a loop variable of its own, and the yield
+    swaps them: no allocation per iteration)."""
 
     name = "loops.while"
     inits = var_operand_def()
