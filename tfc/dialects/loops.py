@@ -150,7 +150,11 @@ class ConstantOp(IRDLOperation):
 
 @irdl_op_definition
 class LoadOp(IRDLOperation):
-    """``%s = loops.load %m : memref<f32> -> f32``: the value of a 0-d buffer."""
+    """``%s = loops.load %m : memref<f32> -> f32``: the value of a 0-d buffer, on
+    the host. The one op where a value crosses from a buffer to the host (on a
+    GPU a synchronization): tfc-lower-loops emits it only where the host needs
+    the value (control flow, results, variables, print/assert, library calls);
+    kernels read 0-d buffers as inputs."""
 
     name = "loops.load"
     source = operand_def(MemRefType)

@@ -276,8 +276,10 @@ class Bufferization:
         def visit(block):
             for op in block.ops:
                 if isinstance(op, FusedOp):
+                    # a 0-d kernel reading a value a kernel made stays on the device: a 0-d buffer
+                    device = op.iteration_shape == () and any(v in self.own for v in op.inputs)
                     for k, r in enumerate(op.outs):
-                        if not writes_buffer(op, k):
+                        if not (device or writes_buffer(op, k)):
                             continue
                         slot = self.spare.get(r)
                         if slot is not None:  # a loop's next value: written into the spare buffer
@@ -433,8 +435,8 @@ class Bufferization:
         the same index, and no value read from the variable (nor any view of
         one) is used after it or assigned before. The backend still checks at
         run time that nothing outside the call holds the array."""
-        if op.reduces or op.parent_block() is not self.func.body.block:
-            return None
+        if op.reduces or op.parent_block() is not self.func.body.block or op.iteration_shape == ():
+            return None  # (a 0-d value crosses to a variable by value: loops.load)
         (r,) = op.outs
         refs = [u.operation.ref for u in r.uses if isinstance(u.operation, AssignVariableOp)
                 and u.operation.parent_block() is self.func.body.block]

@@ -225,6 +225,15 @@ class BodyBuilder:
 
 
 class _Lowering:
+    """One function's lowering. (Newer than the module docstring, which feeds the
+    generated docs/passes.md: a 0-d tfc.fused on host values only is inline
+    scalar code; one reading a 0-d value that a kernel made is a
+    ``loops.parallel`` over shape () writing a 0-d buffer; a kernel's 0-d
+    result stays a 0-d buffer that later kernels read, and ``loops.load``, the
+    host read, is emitted only where the host needs the value (``host``).
+    tfc.while carries each tensor variable of static shape in two planned
+    buffers swapped per iteration (``while_``): no allocation in the loop.)"""
+
     def __init__(self, f2):
         self.f2 = f2
         self.bz = Bufferization(f2)
@@ -233,6 +242,7 @@ class _Lowering:
         self.bufval: dict = {}    # buffer id -> L3 memref value
         self.bufval_at: dict = {}  # L2 value -> the L3 buffer its kernel writes (a loop's spare)
         self.yields: dict = {}     # L2 body yield -> the L3 spare buffers of its loop
+        self.loads: dict = {}      # (L2 0-d value, L3 block) -> its loops.load there
 
     def run(self):
         f2 = self.f2
@@ -284,6 +294,21 @@ class _Lowering:
             self.bufval[b.id] = v
         return v
 
+    def host(self, value, b3, at):
+        """L2 ``value`` where the host needs it: a 0-d value that a kernel wrote
+        into a 0-d buffer is read with ``loops.load`` (the one op where a value
+        crosses to the host: on a GPU a synchronization), once per block; any
+        other value as it is."""
+        v = self.vm[value]
+        if isinstance(v.type, MemRefType) and not v.type.get_shape() and \
+                isinstance(value.type, TensorType) and not value.type.get_shape():
+            key = (value, b3)
+            ld = self.loads.get(key)
+            if ld is None:
+                ld = self.loads[key] = self.emit(b3, L.LoadOp(v), at).result
+            return ld
+        return v
+
     def region(self, region2):
         b3 = Block(arg_types=[convert_type(a.type) for a in region2.block.args])
         for a2, a3 in zip(region2.block.args, b3.args):
@@ -296,15 +321,15 @@ class _Lowering:
         vm = self.vm
         for op in b2.ops:
             if isinstance(op, func.ReturnOp):
-                self.emit(b3, func.ReturnOp(*[vm[v] for v in op.operands]), op)
+                self.emit(b3, func.ReturnOp(*[self.host(v, b3, op) for v in op.operands]), op)
             elif isinstance(op, YieldOp):
                 spares = self.yields.get(op)
                 if spares is None:
-                    self.emit(b3, L.YieldOp([vm[v] for v in op.operands]), op)
+                    self.emit(b3, L.YieldOp([self.host(v, b3, op) for v in op.operands]), op)
                 else:
                     self.loop_yield(op, spares, b3)
             elif isinstance(op, ConditionOp):
-                self.emit(b3, L.ConditionOp(vm[op.cond]), op)
+                self.emit(b3, L.ConditionOp(self.host(op.cond, b3, op)), op)
             elif isinstance(op, ConstantOp):
                 arr = op.numpy()
                 if arr.ndim == 0:
@@ -318,7 +343,7 @@ class _Lowering:
             elif isinstance(op, RegistryOp):
                 self.library(op, b3)
             elif isinstance(op, CondOp):
-                new = L.IfOp(vm[op.pred], [convert_type(t) for t in op.result_types],
+                new = L.IfOp(self.host(op.pred, b3, op), [convert_type(t) for t in op.result_types],
                              self.region(op.then_region), self.region(op.else_region))
                 self.emit(b3, new, op)
                 for r2, r3 in zip(op.results, new.results):
@@ -329,15 +354,16 @@ class _Lowering:
                 new = L.ReadVariableOp.create(operands=[vm[op.ref]], result_types=[convert_type(op.result.type)])
                 vm[op.result] = self.emit(b3, new, op).result
             elif isinstance(op, AssignVariableOp):
-                self.emit(b3, L.AssignVariableOp.create(operands=[vm[op.ref], vm[op.value]]), op)
+                self.emit(b3, L.AssignVariableOp.create(operands=[vm[op.ref], self.host(op.value, b3, op)]), op)
             elif isinstance(op, PrintOp):
                 props = {"format": op.format}
                 for k in ("stream", "summarize"):
                     if getattr(op, k) is not None:
                         props[k] = getattr(op, k)
-                self.emit(b3, L.PrintOp.create(operands=[vm[v] for v in op.values], properties=props), op)
+                self.emit(b3, L.PrintOp.create(operands=[self.host(v, b3, op) for v in op.values],
+                                               properties=props), op)
             elif isinstance(op, AssertOp):
-                self.emit(b3, L.AssertOp.create(operands=[vm[op.cond]] + [vm[v] for v in op.data],
+                self.emit(b3, L.AssertOp.create(operands=[self.host(v, b3, op) for v in [op.cond, *op.data]],
                                                 properties={"message": op.message}), op)
             elif op.name.startswith("tfc."):
                 raise NotImplementedError(f"lowering {op.name} to the loops dialect")
@@ -347,8 +373,8 @@ class _Lowering:
     def fused(self, op: FusedOp, b3):
         vm = self.vm
         body = op.body.block
-        if op.iteration_shape == ():  # scalar code, inline
-            mapper = {a: vm[v] for a, v in zip(body.args, op.inputs)}
+        if op.iteration_shape == () and op.outs[0] not in self.bz.own:  # host scalar code, inline
+            mapper = {a: self.host(v, b3, op) for a, v in zip(body.args, op.inputs)}
             for inner in body.ops:
                 if isinstance(inner, FusedYieldOp):
                     for r, y in zip(op.outs, inner.values):
@@ -371,10 +397,7 @@ class _Lowering:
                            Region(new_body), op.reduce_kinds, op.axes)
         self.emit(b3, par, op)
         for r, o in zip(op.outs, outs):
-            if spec_of(r.type).shape == ():
-                vm[r] = self.emit(b3, L.LoadOp(o), op).result
-            else:
-                vm[r] = o
+            vm[r] = o  # a 0-d result stays a 0-d buffer: loaded where the host needs it (host())
 
     def while_(self, op: WhileOp, b3):
         """``loops.while`` carrying each planned loop variable (Bufferization's
@@ -386,7 +409,7 @@ class _Lowering:
         slots = self.bz.slots[op]
         inits, extra = [], []
         for v, sl in zip(op.inits, slots):
-            x = vm[v]
+            x = self.host(v, b3, op)
             if sl is not None and sl.mode != "same":
                 a = self.bufval[sl.a.id]
                 if a is not x:  # the init's buffer is not the loop's: copy it in
@@ -435,7 +458,7 @@ class _Lowering:
         k = 0
         for i, (y, sl) in enumerate(zip(op.operands, slots)):
             if sl is None or sl.mode == "same":
-                vals.append(vm[y])
+                vals.append(self.host(y, b3, op))
                 continue
             s = spares[k]
             k += 1
@@ -458,7 +481,7 @@ class _Lowering:
         if kind is None:
             return False
         b = L3Builder(self, b3, op)
-        ins = [self.vm[v] for v in op.operands]
+        ins = [self.host(v, b3, op) for v in op.operands]  # 0-d operands as scalars (the interface)
         attrs = decode_attrs(op.OPDEF, dict(op.properties))
         if kind in ("alias", "view"):
             (r,) = op.results
@@ -471,14 +494,14 @@ class _Lowering:
         outs = [self.buffer_for(r, b3, op) for r in op.results]
         op.OPDEF.lower(b, outs, *ins, **attrs)
         for r, o in zip(op.results, outs):
-            self.vm[r] = self.emit(b3, L.LoadOp(o), op).result if spec_of(r.type).shape == () else o
+            self.vm[r] = o  # a 0-d result: a 0-d buffer, as a kernel's
         return True
 
     def library(self, op: RegistryOp, b3):
         if self.lowered(op, b3):
             return
         vm = self.vm
-        ins = [vm[v] for v in op.operands]
+        ins = [self.host(v, b3, op) for v in op.operands]
         props = dict(op.properties)
         if op.results and op.results[0] in self.bz.own:
             out = self.buffer_for(op.results[0], b3, op)

@@ -615,6 +615,8 @@ class Emitter:
                     for r in op.res:
                         if self.is_py(r):
                             out.append(pad + f"{nm(r)} = {nm(r)}.item()")
+                elif op.iteration_shape == ():
+                    self.scalar_kernel(op, out, pad)
                 elif not op.reduces and self.copy_kernel(op, out, pad):
                     pass
                 elif not op.reduces:
@@ -798,12 +800,13 @@ class Emitter:
                 exprs.append((nm, 0 in m and op.iteration_shape[0] != 1))
         return exprs
 
-    def _body(self, op, names, out, pad, slot_of=None, dest=None):
+    def _body(self, op, names, out, pad, slot_of=None, dest=None, scalars=False):
         """Body ops; with ``slot_of`` (value -> scratch name) ufuncs write there
-        (the yielded value's op into ``dest``), else they allocate."""
+        (the yielded value's op into ``dest``), else they allocate; with
+        ``scalars`` every input is a numpy scalar (a 0-d kernel)."""
         block = op.body.block
         term = block.last_op
-        is_array = {a: isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
+        is_array = {a: not scalars and isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
         env = dict(zip(block.args, names))
         ops = [o for o in block.ops if o is not term]
         for i, o in enumerate(ops):
@@ -986,6 +989,23 @@ class Emitter:
             return
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
+
+    def scalar_kernel(self, op, out, pad):
+        """A parallel over shape () (a 0-d kernel reading 0-d buffers): scalar
+        code on numpy scalars, ``buf[()]``, as kernels compute it, each result
+        stored into its 0-d buffer (numpy is the host: no kernel to launch)."""
+        names = []
+        for v in op.ins:
+            if isinstance(v.type, MemRefType):
+                t = f"s{self.n}"
+                self.n += 1
+                out.append(pad + f"{t} = {self.name(v)}[()]")
+                names.append(t)
+            else:
+                names.append(self.name(v))
+        vals, _, _ = self._body(op, names, out, pad, scalars=True)
+        for o, v in zip(op.outs, vals):
+            out.append(pad + f"{self.name(o)}[()] = {v}")
 
     def copy_kernel(self, op, out, pad) -> bool:
         """A kernel that only moves data (one output; its body yields an input,
