@@ -159,3 +159,21 @@ def test_sigmoid_xent_errors():
 def test_nn_namespace_reexports_math():
     assert tfc.nn.relu is tfc.relu and tfc.nn.sigmoid is tfc.sigmoid
     assert tfc.nn.tanh is tfc.tanh and tfc.nn.softplus is tfc.softplus
+
+
+@pytest.mark.parametrize("label_dtype", [tfc.int8, tfc.int32, tfc.int64])
+def test_sparse_xent_gradient_with_narrow_labels_and_many_classes(label_dtype):
+    """The gradient's one-hot counts classes in int64: an int8 range over 300
+    classes would wrap, and label 10 would also get -1 at class 266."""
+    x = tfc.constant(np.zeros((2, 300), np.float32))
+    labels = tfc.constant(np.array([10, 120], label_dtype.as_numpy_dtype))
+
+    def grad(x, labels):
+        with tfc.GradientTape() as tape:
+            tape.watch(x)
+            loss = tfc.reduce_sum(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=x))
+        return tape.gradient(loss, x)
+
+    for g in (grad(x, labels), tfc.function(grad)(x, labels)):
+        rows, cols = np.nonzero(g.numpy() < 0)
+        assert rows.tolist() == [0, 1] and cols.tolist() == [10, 120]

@@ -116,16 +116,21 @@ def _pick_kernel(x, labels):
     return np.take_along_axis(x, labels[..., None].astype(np.intp), axis=-1)[..., 0]
 
 
-def _classes(labels, x):
-    """The class indices 0..num_classes-1 of ``x`` [..., num_classes], of the
-    labels' dtype (from the run-time size where it is not static)."""
+def _one_hot_labels(labels, x):
+    """Where each label's class is, [..., num_classes] bool, for ``x`` [...,
+    num_classes] (from the run-time size where it is not static). The classes
+    are counted in int64, whatever the labels' dtype: an int8 range of more
+    than 128 classes would wrap, and label 10 would also match class 266."""
+    from tfc.core.dtypes import int64
     from tfc.ops.creation import range as range_
 
     if x.shape[-1] is None:
         from tfc.ops.shapes import range_along
 
-        return range_along(x, -1, labels.dtype)
-    return range_(x.shape[-1], dtype=labels.dtype)
+        classes = range_along(x, -1, int64)
+    else:
+        classes = range_(x.shape[-1], dtype=int64)
+    return equal(expand_dims(cast(labels, int64), -1), classes)
 
 
 def _pick_grad(e, g):
@@ -133,7 +138,7 @@ def _pick_grad(e, g):
     labels, x = e.inputs[1], e.inputs[0]
     if not e.needs_grad(0):
         return [None, None]
-    onehot = equal(expand_dims(labels, -1), _classes(labels, x))
+    onehot = _one_hot_labels(labels, x)
     return [where(onehot, expand_dims(g, -1), cast(0, x.dtype)), None]
 
 
@@ -194,7 +199,7 @@ def _sparse_xent_grad(e, g):
     labels, logits = e.inputs
     if not e.needs_grad(1):
         return [None, None]
-    onehot = cast(equal(expand_dims(labels, -1), _classes(labels, logits)), logits.dtype)
+    onehot = cast(_one_hot_labels(labels, logits), logits.dtype)
     return [None, expand_dims(g, -1) * (softmax(logits) - onehot)]
 
 
