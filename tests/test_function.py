@@ -375,3 +375,18 @@ def test_variable_made_by_an_inlined_function_counts_for_the_caller():
 
     with pytest.raises(ValueError, match=f"{SINGLETON}: outer makes"):
         outer(tfc.constant(1.0))
+
+
+def test_python_floats_key_traces_by_their_bits():
+    """0.0 == -0.0 in Python: a trace made for one must not run for the other
+    (its constant's sign is baked in): positional (the fast path), keyword
+    (the full path) and inside a tuple."""
+    x = np.array([1.0, 2.0], np.float32)
+    positional = tfc.function(lambda a, s: a * s)
+    keyword = tfc.function(lambda a, s=1.0: a * s)
+    in_tuple = tfc.function(lambda a, st: a * st[0])
+    for s in (0.0, -0.0, 0.0, -0.0):
+        want = np.signbit(x * np.float32(s))
+        for got in (positional(x, s), keyword(x, s=s), in_tuple(x, (s, 1.0))):
+            assert np.array_equal(np.signbit(got.numpy()), want)
+    assert positional.trace_count == keyword.trace_count == in_tuple.trace_count == 2

@@ -97,9 +97,20 @@ def _describe_leaf(x):
         return ("tensor", tuple(t.shape), t.dtype.name), str(Spec(tuple(t.shape), t.dtype))
     try:
         hash(x)
-        return ("py", type(x), x), repr(x)
+        return ("py", type(x), _value_key(x)), repr(x)
     except TypeError:
         return ("id", id(x)), f"{type(x).__name__} object at {id(x):#x}"
+
+
+def _value_key(x):
+    """A Python value as a trace's key holds it: floats by their bits, since
+    0.0 == -0.0 (a trace made for one would compute with the other's sign;
+    every NaN is one key), in tuples too."""
+    if type(x) is float:
+        return x.hex()
+    if type(x) is tuple:
+        return tuple(_value_key(v) for v in x)
+    return x
 
 
 def _is_tensor_leaf(x) -> bool:
@@ -127,7 +138,7 @@ def _fast_key(args):
             parts.append((a.shape, a.dtype, 0))
             arrays.append(a.copy())  # as convert_to_tensor: a later write to `a` cannot reach a result
         elif t in _FAST_SCALARS:
-            parts.append((t, a))
+            parts.append((t, a.hex() if t is float else a))  # see _value_key
         else:
             return None, None
     return tuple(parts), arrays
