@@ -291,3 +291,36 @@ def test_a_loaded_none_batch_function_specializes(tmp_path):
     conc = loaded.concrete_function
     assert set(conc.memory_plans) == {((3, 12),), ((0, 12),), ((8, 12),)}
     assert conc.memory_plan is conc.memory_plans[((8, 12),)]  # the last call's
+
+
+def test_threads_calling_with_other_shapes_while_one_specialization_is_kept(monkeypatch):
+    """Four threads, new batch sizes, a cache of one: a form is compiled before
+    it is published, and one evicted by another thread is made again (it was
+    run after eviction had freed its module: AttributeError, found by review)."""
+    import threading
+
+    monkeypatch.setattr(function_module, "SPECIALIZATIONS", 1)
+    f = lambda a: tfc.nn.softmax(a * 2.0 + 1.0)  # noqa: E731
+    g = tfc.function(f, input_signature=[tfc.TensorSpec((None, 8), tfc.float32)])
+    g(np.zeros((1, 8), np.float32))
+    rng = np.random.default_rng(0)
+    xs = [rng.normal(size=(n, 8)).astype(np.float32) for n in range(1, 24)]
+    want = [f(tfc.constant(x)).numpy() for x in xs]
+    errors = []
+
+    def worker(k):
+        r = np.random.default_rng(k)
+        for _ in range(25):
+            i = int(r.integers(len(xs)))
+            try:
+                if not np.array_equal(g(xs[i]).numpy(), want[i]):
+                    errors.append(f"wrong value at batch {i + 1}")
+            except Exception as e:  # noqa: BLE001 - the test reports any
+                errors.append(f"{type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -13,6 +13,7 @@ import collections
 import functools
 import inspect
 import os
+import threading
 import time
 import warnings
 
@@ -657,6 +658,9 @@ class ConcreteFunction:
         self._by_shapes = collections.OrderedDict()  # shapes -> _Form, least recently used first
         self.specializations = []  # every _Form made for a shape key, oldest first (explain())
         self._generic_only = False  # the specialized module still had run-time shapes
+        # one thread at a time makes and evicts specializations (a form another
+        # thread evicted before compiling it would have no module left)
+        self._forms_lock = threading.RLock()
 
     @classmethod
     def from_trace(cls, builder, specs, out, function=None):
@@ -727,9 +731,19 @@ class ConcreteFunction:
             return next(reversed(self._by_shapes))
         return tuple(tuple(1 if d is None else d for d in s.shape) for s in self.input_specs)
 
+    def _runner_for(self, shapes):
+        """The runner of ``_form_for(shapes)``, compiled under the forms' lock:
+        a form is published compiled, and eviction cannot come in between."""
+        with self._forms_lock:
+            return self._form_for(shapes).runner()
+
     def _form_for(self, shapes) -> _Form:
         """The form that runs tensor arguments of ``shapes`` (a tuple of shape
         tuples), made and cached on first use (least recently used evicted)."""
+        with self._forms_lock:
+            return self._form_for_locked(shapes)
+
+    def _form_for_locked(self, shapes) -> _Form:
         form = self._by_shapes.get(shapes)
         if form is not None:
             self._by_shapes.move_to_end(shapes)
@@ -918,20 +932,22 @@ class ConcreteFunction:
             if not self._specializes():
                 self._runner = self.generic.runner()
             else:
-                by_shapes, form_for = self._by_shapes, self._form_for
+                by_shapes, runner_for = self._by_shapes, self._runner_for
                 move = by_shapes.move_to_end
 
                 def run(arrays):
                     shapes = tuple([a.shape for a in arrays])
                     form = by_shapes.get(shapes)
-                    if form is None:
-                        form = form_for(shapes)
+                    # read once: another thread evicting the form clears it
+                    runner = None if form is None else form._runner
+                    if runner is None:
+                        runner = runner_for(shapes)
                     else:
                         try:
                             move(shapes)
                         except KeyError:  # evicted by another thread meanwhile: it still runs
                             pass
-                    return (form._runner or form.runner())(arrays)
+                    return runner(arrays)
                 self._runner = run
         return self._runner
 
