@@ -136,3 +136,15 @@ def test_python_float_with_a_fraction_into_an_int_variable():
         v.assign([1.5, 2.0])
     assert any(__file__ in n for n in info.value.__notes__)
     np.testing.assert_array_equal(v.numpy(), [1, 2])
+
+
+def test_no_in_place_update_through_a_view_of_another_tensor():
+    """A variable assigned a slice holds a view of that tensor's array: updating
+    it in place would change the tensor (found by review)."""
+    t = tfc.constant(np.arange(6, dtype=np.float32))
+    v = tfc.Variable(np.zeros(3, np.float32))
+    v.assign(t[0:3])
+    v.assign_sub(tfc.constant(np.ones(3, np.float32)))
+    v.assign_add(tfc.constant(np.ones(3, np.float32)))
+    np.testing.assert_array_equal(t.numpy(), np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(v.numpy(), np.arange(3, dtype=np.float32))

@@ -121,12 +121,13 @@ class Variable(Tensor):
 
     def _update_in_place(self, ufunc, delta) -> bool:
         """Update in place when nothing else can see the array (eager, no tape,
-        no tensor sharing it: CPython's reference count proves it); a fresh
-        array per step costs page faults on large variables."""
+        no tensor sharing it: CPython's reference count proves it, and it is no
+        view of another array, e.g. a slice some tensor holds); a fresh array
+        per step costs page faults on large variables."""
         from tfc.core.context import TAPES
 
         v = self._value
-        if (STATE.builder is not None or TAPES or not isinstance(v, np.ndarray)
+        if (STATE.builder is not None or TAPES or not isinstance(v, np.ndarray) or v.base is not None
                 or sys.getrefcount(v) > 3 or not isinstance(delta, Tensor)
                 or delta.dtype != self.dtype or tuple(delta.shape) != v.shape):
             return False
