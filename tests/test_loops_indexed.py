@@ -521,3 +521,29 @@ def test_views_only_kernels_read_are_not_copied(rng):
     l3 = check(f, x)
     assert l3.count("loops.parallel") == 3  # the three kernels, no copy
     check(f, np.asfortranarray(x))
+
+
+# -- review findings (issue #16, brief F) -------------------------------------------------
+
+def test_integer_constants_of_one_hot_and_pad_stay_exact(tmp_path):
+    """one_hot's and pad's constants are "number" attributes: an int above
+    2**53 is not rounded through a float (int64 results), in the IR, in
+    compiled code and through tfc.save / tfc.load."""
+    i = np.array([0, 1, 5, -1], np.int32)
+    x = np.array([1, 2], np.int64)
+    cases = [
+        (lambda a: tfc.one_hot(a, 2, on_value=2**53 + 1, off_value=-2**62 - 3, dtype=tfc.int64), i),
+        (lambda a: tfc.pad(a, [[1, 2]], constant_values=2**62 + 1), x),
+        (lambda a: tfc.pad(a, [[1, 0]], constant_values=-2**63), x),
+        (lambda a: tfc.one_hot(a, 3, on_value=True, off_value=False), i),
+        (lambda a: tfc.one_hot(a, 3, on_value=2.5, off_value=-0.0, dtype=tfc.float64), i),
+        (lambda a: tfc.pad(a, [[1, 1]], constant_values=2**53 + 1), x.astype(np.float64)),
+    ]
+    for k, (fn, arg) in enumerate(cases):
+        l3 = check(fn, arg)
+        assert "loops.library" not in l3
+        c = tfc.compile(tfc.function(fn, input_signature=[tfc.TensorSpec(arg.shape, tfc.as_dtype(arg.dtype))]))
+        loaded = tfc.load(tfc.save(c, tmp_path / f"f{k}"))
+        _same(loaded(arg).numpy(), fn(tfc.constant(arg)).numpy())
+    ir = tfc.function(cases[0][0]).get_concrete_function(i).ir("tensor")
+    assert "9007199254740993 : i64" in ir and "-4611686018427387907 : i64" in ir

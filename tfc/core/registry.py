@@ -61,7 +61,7 @@ class Spec(NamedTuple):
 
 # Attribute kinds an op may declare; the IR generator maps each to an attribute.
 ATTR_KINDS = frozenset(
-    {"int", "int?", "float", "float?", "bool", "ints", "ints?", "dtype", "str", "index", "seed"}
+    {"int", "int?", "float", "float?", "number", "bool", "ints", "ints?", "dtype", "str", "index", "seed"}
 )
 
 

@@ -132,6 +132,28 @@ def _dec_float(a):
     return float(a.value.data)
 
 
+def _enc_number(v):
+    """An int stays an exact integer (i64; i128 beyond), a float an f64, a
+    bool an i1: a constant meant for a result of any dtype (one_hot's, pad's)."""
+    if isinstance(v, (bool, np.bool_)):
+        return IntegerAttr(int(v), i1)
+    if isinstance(v, (int, np.integer)):
+        v = int(v)
+        if -2**63 <= v < 2**63:
+            return IntegerAttr(v, i64)
+        if -2**127 <= v < 2**127:
+            return IntegerAttr(v, IntegerType(128))
+        raise NotImplementedError(f"an integer attribute beyond 128 bits: {v}")
+    return FloatAttr(float(v), f64)
+
+
+def _dec_number(a):
+    if isinstance(a, IntegerAttr):
+        v = int(a.value.data)
+        return bool(v) if a.type == i1 else v
+    return float(a.value.data)
+
+
 def _enc_bool(v):
     return BoolAttr.from_bool(bool(v))
 
@@ -205,6 +227,7 @@ _INTS = Codec(_enc_ints, _dec_ints, "array<i64: ...>")
 CODECS = {
     "int": _INT, "int?": _INT, "seed": _INT,
     "float": _FLOAT, "float?": _FLOAT,
+    "number": Codec(_enc_number, _dec_number, "a number (2 : i64, 0.5 : f64, true)"),
     "bool": Codec(_enc_bool, _dec_bool, "true or false"),
     "ints": _INTS, "ints?": _INTS,
     "dtype": Codec(_enc_dtype, dtype_of, "an element type (f32)"),

@@ -941,7 +941,7 @@ def _pad_grad(e, g):
 
 
 @declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad, lower=_lower_pad,
-         attrs={"paddings": "ints", "mode": "str", "constant_values": "float"})
+         attrs={"paddings": "ints", "mode": "str", "constant_values": "number"})
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with
     ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC)."""
@@ -1133,7 +1133,7 @@ def _one_hot_kernel(indices, depth, on_value, off_value, axis, dtype):
 
 
 @declare(kernel=_one_hot_kernel, infer=_one_hot_infer, lower=_lower_one_hot,
-         attrs={"depth": "int", "on_value": "float", "off_value": "float", "axis": "int", "dtype": "dtype"})
+         attrs={"depth": "int", "on_value": "number", "off_value": "number", "axis": "int", "dtype": "dtype"})
 def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
     """``on_value`` where the new axis equals the index, ``off_value`` elsewhere.
     The dtype defaults to that of ``on_value``/``off_value``, else float32."""
