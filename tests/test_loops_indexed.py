@@ -547,3 +547,86 @@ def test_integer_constants_of_one_hot_and_pad_stay_exact(tmp_path):
         _same(loaded(arg).numpy(), fn(tfc.constant(arg)).numpy())
     ir = tfc.function(cases[0][0]).get_concrete_function(i).ir("tensor")
     assert "9007199254740993 : i64" in ir and "-4611686018427387907 : i64" in ir
+
+
+def _with_grad(fn):
+    """``fn`` and the gradient of the sum of its result's squares w.r.t. its
+    first argument (float)."""
+    def f(a, *rest):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = fn(a, *rest)
+            s = tfc.reduce_sum(y * y)
+        return y, t.gradient(s, a)
+    return f
+
+
+def _zero_d_cases():
+    """op name -> [(fn, args)]: the op on 0-d operands or with 0-d results,
+    where eager takes them (a scalar argument is an L3 scalar; a[0] is a 0-d
+    value a kernel made)."""
+    from tfc.ops import shapes as sh
+
+    v = np.array([1.5, -2.0, 3.25], F32)
+    s = F32(-0.75)
+    i0 = np.int32(1)
+    return {
+        "reshape": [(lambda a: tfc.reshape(a[1], [1, 1]), v), (lambda a: tfc.reshape(a, []) * 2.0, s),
+                    (lambda a: tfc.reshape(a[1:2], []), v)],
+        "reshape_like": [(lambda a: sh.reshape_like(a[0], a[1:2]), v), (lambda a: sh.reshape_like(a[0:1], a[2]), v)],
+        "expand_dims": [(lambda a: tfc.expand_dims(a[2], 0), v), (lambda a: tfc.expand_dims(a, -1), s)],
+        "squeeze": [(lambda a: tfc.squeeze(a[1:2]), v), (lambda a: tfc.squeeze(a[0]), v)],
+        "broadcast_to": [(lambda a: tfc.broadcast_to(a[1], [2, 3]), v), (lambda a: tfc.broadcast_to(a, []), s)],
+        "broadcast_like": [(lambda a: sh.broadcast_like(a[1], a), v), (lambda a: sh.broadcast_like(a[1], a[0]), v)],
+        "transpose": [(lambda a: tfc.transpose(a[0]), v), (lambda a: tfc.transpose(a, []) + 1.0, s)],
+        "getitem": [(lambda a: a[0][None], v), (lambda a: a[0][...], v), (lambda a: a[None] * 2.0, s),
+                    (lambda a: a[..., None, None], s), (lambda a: a[1], v), (lambda a: a[None][0], s)],
+        "slice_grad": [(_with_grad(lambda a: a[1]), v), (_with_grad(lambda a: a[None]), s),
+                       (_with_grad(lambda a: a[...]), s), (_with_grad(lambda a: tfc.tile(a[1][None], [3])), v)],
+        "stack": [(lambda a: tfc.stack([a[0], a[2], a[0]]), v), (lambda a: tfc.stack([a, a * 2.0], axis=-1), s),
+                  (_with_grad(lambda a: tfc.stack([a[1], a[0]])), v)],
+        "unstack": [(lambda a: tfc.unstack(a), v), (_with_grad(lambda a: tfc.unstack(a)[2]), v)],
+        "tile": [(lambda a: tfc.tile(a[1], []), v), (lambda a: tfc.tile(a[None], [4]), s),
+                 (_with_grad(lambda a: tfc.tile(a[None], [3])), s)],
+        "pad": [(lambda a: tfc.pad(a[0], []), v), (lambda a: tfc.pad(a, [], constant_values=5.0), s),
+                (_with_grad(lambda a: tfc.pad(a[1], [])), v), (lambda a: tfc.pad(a[1:2], [[1, 1]], "SYMMETRIC"), v),
+                (lambda a: tfc.pad(a[2], [], "REFLECT"), v)],
+        "gather": [(lambda a, j: tfc.gather(a, j), v, i0), (lambda a, j: a[j], v, np.int64(-1)),
+                   (lambda a, j: tfc.gather(a, j[None])[0], v, i0), (_with_grad(lambda a, j: a[j]), v, i0)],
+        "wrap_index": [(lambda a, j: sh.wrap_index(j, a, 0), v, np.int32(-2)),
+                       (lambda a, j: sh.wrap_index(j[None][0], a, 0), v, np.int8(-3))],
+        "one_hot": [(lambda j: tfc.one_hot(j, 4), i0), (lambda j: tfc.one_hot(j[None][0], 3, axis=0), np.int8(-1))],
+        "zeros": [(lambda a: tfc.zeros([]) + a, s)],
+        "ones": [(lambda a: tfc.ones([], tfc.int32), s)],
+        "fill": [(lambda a: tfc.fill([], a), s), (lambda a: tfc.fill([2, 2], a[1]), v), (lambda a: tfc.fill([], a[1]), v)],
+        "range_along": [(lambda a: sh.range_along(a[None], 0), s)],
+    }
+
+
+# ops whose every operand and result has rank >= 1 (eager refuses a 0-d one)
+_NO_ZERO_D = {
+    "concat": lambda a: tfc.concat([a, a], 0),
+    "split": lambda a: tfc.split(a, 1),
+    "split_like": lambda a: tfc.split(a, [1]),
+    "eye": None,  # its shape is two sizes: a matrix
+}
+
+
+def test_every_data_movement_lowering_on_0d_values():
+    """Each op whose declaration lowers it (shapes.py, creation.py) on 0-d
+    operands and results (scalars in L3, not memrefs: no view of them) and
+    their gradients: compiled equals eager (found by review: transpose and
+    getitem of a 0-d value crashed tfc-lower-loops)."""
+    from tfc.core.registry import REGISTRY
+
+    cases = _zero_d_cases()
+    lowered = {n for n, op in REGISTRY.items() if op.lower is not None and
+               op.kernel.__module__ in ("tfc.ops.shapes", "tfc.ops.creation")}
+    assert lowered <= set(cases) | set(_NO_ZERO_D), lowered - set(cases) - set(_NO_ZERO_D)
+    for name, fns in cases.items():
+        for fn, *args in fns:
+            check(fn, *args, library=("unsorted_segment_sum",) if name == "gather" else ())  # (gather's gradient)
+    for name, fn in _NO_ZERO_D.items():
+        if fn is not None:
+            with pytest.raises((ValueError, IndexError)):
+                fn(tfc.constant(F32(1.0)))

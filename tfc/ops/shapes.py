@@ -60,7 +60,10 @@ def _viewed(predicate):
 @_viewed(_always)
 def _lower_transpose(b, outs, x, perm):
     """A transposed view: read as it is by the kernels using it, or copied
-    into ``outs``."""
+    into ``outs``. A 0-d ``x`` (a scalar in L3; never a view) is written as
+    it is."""
+    if not b.is_buffer(x):
+        return b.copy(x, outs[0])
     rank = len(b.shape(x))
     perm = tuple(reversed(range(rank))) if perm is None else tuple(p % rank for p in perm)
     view = b.transpose_view(x, perm)
@@ -122,7 +125,10 @@ def _getitem_is_contiguous(in_specs, index) -> bool:
 def _lower_getitem(b, outs, x, index):
     """A subview of ``x`` (its integer indices dropped): an alias where that is
     one contiguous range (``x[2:5]`` of rows), the strided view itself where
-    only kernels read it, else copied into ``outs``."""
+    only kernels read it, else copied into ``outs``. A 0-d ``x`` (a scalar
+    in L3; its index only new axes and ``...``) fills the one element."""
+    if not b.is_buffer(x):
+        return b.copy(x, outs[0])
     offsets, sizes, strides, kept, _ = _index_view(b.shape(x), index)
     view = b.subview(x, offsets, sizes, strides, keep=kept)
     if outs is None:
@@ -251,13 +257,13 @@ def _lower_pad(b, outs, x, paddings, mode, constant_values):
     from xdsl.dialects.builtin import IndexType
 
     (out,) = outs
+    if not b.is_buffer(x):  # a 0-d x (a scalar in L3) has no paddings: itself
+        return b.copy(x, out)
     shape = b.shape(x)
     pairs = _pad_pairs(paddings)
     if mode == "CONSTANT":
         b.fill(out, constant_values)
         return b.copy(x, b.subview(out, [lo for lo, _ in pairs], shape, [1] * len(shape)))
-    if not shape:
-        return b.copy(x, out)
     edge = 0 if mode == "REFLECT" else 1  # SYMMETRIC repeats the edge element
 
     def body(k):
@@ -874,6 +880,8 @@ def _pad_pairs(paddings):
 
 def _pad_kernel(x, paddings, mode, constant_values):
     pairs = _pad_pairs(paddings)
+    if not pairs:  # a 0-d tensor, as TensorFlow's pad returns it (np.pad refuses [])
+        return x.copy()
     if mode == "CONSTANT":
         return np.pad(x, pairs, mode="constant", constant_values=constant_values)
     return np.pad(x, pairs, mode=_PAD_MODES[mode])
