@@ -27,7 +27,14 @@ The declaration also names
 - ``lower``: the op's backend-independent lowering to the loops dialect (L3),
   called by ``tfc-lower-loops`` to write its results into planned buffers
   (see ``tfc/passes/lower_loops.py``); an op with neither ``scalar`` nor
-  ``lower`` stays a ``loops.library`` call of its kernel.
+  ``lower`` stays a ``loops.library`` call of its kernel;
+- ``kernel_into``: the numpy kernel that writes the op's one result into a
+  given array, ``kernel_into(*arrays, out, **attrs)`` (``out`` C-contiguous,
+  of the result's shape and dtype), computing eager's kernel's bits: a
+  library op that has it writes into a buffer of the memory plan (matmul,
+  conv2d and its gradients, the random generators). ``kernel_into.when(in_specs,
+  out_spec, **attrs)``, where set, says where it applies (matmul: float
+  operands of the result's dtype); elsewhere the kernel makes its result.
 """
 from __future__ import annotations
 
@@ -70,11 +77,11 @@ class OpDef:
 
     __slots__ = (
         "name", "kernel", "infer", "grad", "attrs", "promote", "quiet",
-        "stateful", "scalar", "rows", "expand", "lower", "api", "eager_kernel", "__weakref__",
+        "stateful", "scalar", "rows", "expand", "lower", "kernel_into", "api", "eager_kernel", "__weakref__",
     )
 
     def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows=None,
-                 expand=None, lower=None):
+                 expand=None, lower=None, kernel_into=None):
         self.name = name
         self.kernel = kernel
         self.infer = infer
@@ -87,6 +94,7 @@ class OpDef:
         self.rows = rows
         self.expand = expand
         self.lower = lower
+        self.kernel_into = kernel_into
         self.api = None
         # What run_eager calls: the kernel, with numpy's floating-point warnings
         # off for quiet ops (errstate's decorator form costs half its with-block).
@@ -133,6 +141,7 @@ def declare(
     rows: Callable | None = None,
     expand: Callable | None = None,
     lower: Callable | None = None,
+    kernel_into: Callable | None = None,
     name: str | None = None,
 ):
     """Declare a primitive op; decorates the function that packs its arguments.
@@ -150,7 +159,8 @@ def declare(
         op_name = name or pack.__name__
         if op_name in REGISTRY:
             raise ValueError(f"op {op_name!r} is declared twice")
-        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows, expand, lower)
+        op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows, expand, lower,
+                   kernel_into)
         REGISTRY[op_name] = op
 
         @functools.wraps(pack)

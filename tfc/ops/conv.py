@@ -147,6 +147,31 @@ def _conv2d_kernel(x, w, strides, padding, dilations):
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
 
+def _rows_of(out, n):
+    """``out`` (C-contiguous) seen as (-1, n): a view, never a copy (numpy raises)."""
+    v = out.view()
+    v.shape = (-1, n)
+    return v
+
+
+def _conv2d_into(x, w, out, strides, padding, dilations):
+    """conv2d written into ``out``: the GEMM writes it (eager's bits)."""
+    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
+    cols = _im2col(_pad(x, pads), w.shape[:2], out_hw, strides, dilations)
+    np.matmul(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]),
+              out=_rows_of(out, w.shape[3]))
+
+
+def copy_into(kernel):
+    """A ``kernel_into`` that copies ``kernel``'s result into ``out``: the result
+    is a planned buffer; a backend running the kernel on chunks of rows
+    (``rows``) writes each chunk there straight."""
+    def into(*arrays, **attrs):
+        *arrays, out = arrays
+        np.copyto(out, kernel(*arrays, **attrs), casting="no")
+    return into
+
+
 def _conv2d_infer(op, x: Spec, w: Spec, strides, padding, dilations) -> Spec:
     _check_image(op, x)
     _check_filters(op, w)
@@ -187,7 +212,7 @@ def _conv2d_grad(e, g):
     return [gx, gw]
 
 
-@declare(kernel=_conv2d_kernel, infer=_conv2d_infer, grad=_conv2d_grad, attrs=_CONV_ATTRS)
+@declare(kernel=_conv2d_kernel, infer=_conv2d_infer, grad=_conv2d_grad, attrs=_CONV_ATTRS, kernel_into=_conv2d_into)
 def conv2d(input, filters, strides=1, padding="VALID", dilations=1):  # noqa: A002
     """2-D convolution (cross-correlation, as TensorFlow) of an NHWC ``input`` with
     HWIO ``filters``; ``padding`` is 'VALID' or 'SAME' (TensorFlow's arithmetic)."""
@@ -207,6 +232,19 @@ def _bp_input_kernel(w, g, input_hw, strides, padding, dilations):
     for i, j, sl in _taps(w.shape[:2], out_hw, strides, dilations):
         dxp[sl] += dcols[:, :, :, i, j]
     return _crop(dxp, pads, input_hw)
+
+
+def _bp_input_into(w, g, out, input_hw, strides, padding, dilations):
+    """conv2d_backprop_input written into ``out``: without padding the taps are
+    added into it in eager's order (from zeros); with padding, cropped into it."""
+    out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
+    if any(any(p) for p in pads) or out.dtype != np.result_type(w, g):
+        np.copyto(out, _bp_input_kernel(w, g, input_hw, strides, padding, dilations), casting="no")
+        return
+    out.fill(0)
+    dcols = (g.reshape(-1, g.shape[3]) @ w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
+    for i, j, sl in _taps(w.shape[:2], out_hw, strides, dilations):
+        out[sl] += dcols[:, :, :, i, j]
 
 
 def _bp_input_infer(op, w: Spec, g: Spec, input_hw, strides, padding, dilations) -> Spec:
@@ -239,7 +277,7 @@ def _bp_input_grad(e, gg):
     return [None] * k + [gw, gg_]
 
 
-@declare(kernel=_bp_input_kernel, infer=_bp_input_infer, grad=_bp_input_grad,
+@declare(kernel=_bp_input_kernel, infer=_bp_input_infer, grad=_bp_input_grad, kernel_into=_bp_input_into,
          attrs={"input_hw": "ints", **_CONV_ATTRS})
 def conv2d_backprop_input(input_hw, filters, out_backprop, strides=1, padding="VALID", dilations=1):
     """Gradient of conv2d w.r.t. its input, for an input of spatial size ``input_hw``
@@ -252,6 +290,7 @@ def conv2d_backprop_input(input_hw, filters, out_backprop, strides=1, padding="V
 
 
 @declare(kernel=lambda like, w, g, **a: _bp_input_kernel(w, g, like.shape[1:3], **a),
+         kernel_into=lambda like, w, g, out, **a: _bp_input_into(w, g, out, like.shape[1:3], **a),
          infer=lambda op, like, w, g, **a: _bp_input_infer(op, w, g, tuple(like.shape[1:3]), **a),
          grad=_bp_input_grad, attrs=_CONV_ATTRS)
 def conv2d_backprop_input_like(like, filters, out_backprop, strides=1, padding="VALID", dilations=1):
@@ -268,6 +307,14 @@ def _bp_filter_kernel(x, g, filter_hw, strides, padding, dilations):
     cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
     dw = cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T @ g.reshape(-1, g.shape[3])
     return dw.reshape(tuple(filter_hw) + (x.shape[3], g.shape[3]))
+
+
+def _bp_filter_into(x, g, out, filter_hw, strides, padding, dilations):
+    """conv2d_backprop_filter written into ``out`` by its GEMM (eager's bits)."""
+    out_hw, pads = _geometry(None, x.shape[1:3], filter_hw, strides, dilations, padding, "")
+    cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
+    np.matmul(cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T, g.reshape(-1, g.shape[3]),
+              out=_rows_of(out, g.shape[3]))
 
 
 def _bp_filter_infer(op, x: Spec, g: Spec, filter_hw, strides, padding, dilations) -> Spec:
@@ -298,7 +345,7 @@ def _bp_filter_grad(e, gw):
     return [gx, gg] + [None] * (len(e.inputs) - 2)
 
 
-@declare(kernel=_bp_filter_kernel, infer=_bp_filter_infer, grad=_bp_filter_grad,
+@declare(kernel=_bp_filter_kernel, infer=_bp_filter_infer, grad=_bp_filter_grad, kernel_into=_bp_filter_into,
          attrs={"filter_hw": "ints", **_CONV_ATTRS})
 def conv2d_backprop_filter(input, filter_hw, out_backprop, strides=1, padding="VALID", dilations=1):  # noqa: A002
     """Gradient of conv2d w.r.t. its filters, of spatial size ``filter_hw`` (height,
@@ -311,6 +358,7 @@ def conv2d_backprop_filter(input, filter_hw, out_backprop, strides=1, padding="V
 
 
 @declare(kernel=lambda x, g, like, **a: _bp_filter_kernel(x, g, like.shape[:2], **a),
+         kernel_into=lambda x, g, like, out, **a: _bp_filter_into(x, g, out, like.shape[:2], **a),
          infer=lambda op, x, g, like, **a: _bp_filter_infer(op, x, g, tuple(like.shape[:2]), **a),
          grad=_bp_filter_grad, attrs=_CONV_ATTRS)
 def conv2d_backprop_filter_like(input, out_backprop, like, strides=1, padding="VALID", dilations=1):  # noqa: A002
@@ -367,6 +415,7 @@ def _max_pool_grad(e, g):
 
 
 @declare(kernel=_max_pool_kernel, infer=_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS,
+         kernel_into=copy_into(_max_pool_kernel),
          rows=every_row)
 def max_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
     """Maximum over ksize windows of an NHWC ``input``; SAME padding never wins."""
@@ -401,6 +450,7 @@ def _max_pool_grad_grad(e, gg):
 
 
 @declare(kernel=_max_pool_grad_kernel, infer=_pool_grad_infer, grad=_max_pool_grad_grad, attrs=_POOL_ATTRS,
+         kernel_into=copy_into(_max_pool_grad_kernel),
          rows=every_row)
 def max_pool2d_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
     """Gradient of max_pool2d: each window's ``grad`` goes to the first maximum of
@@ -433,6 +483,7 @@ def _max_pool_gg_grad(e, g):
 
 
 @declare(kernel=_max_pool_gg_kernel, infer=_max_pool_gg_infer, grad=_max_pool_gg_grad, attrs=_POOL_ATTRS,
+         kernel_into=copy_into(_max_pool_gg_kernel),
          rows=every_row)
 def max_pool2d_grad_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
     """The transpose of max_pool2d_grad in its ``grad``: picks, per window, ``grad``
@@ -467,6 +518,7 @@ def _avg_pool_grad(e, g):
 
 
 @declare(kernel=_avg_pool_kernel, infer=_pool_infer, grad=_avg_pool_grad, attrs=_POOL_ATTRS,
+         kernel_into=copy_into(_avg_pool_kernel),
          rows=every_row)
 def avg_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
     """Mean over ksize windows of an NHWC ``input``; SAME padding is not counted."""
@@ -500,7 +552,7 @@ def _avg_grad_grad(e, gg):
     return [None] * (len(e.inputs) - 1) + [avg_pool2d(gg, a["ksize"], a["strides"], a["padding"])]
 
 
-@declare(kernel=_avg_grad_kernel, infer=_avg_grad_infer, grad=_avg_grad_grad,
+@declare(kernel=_avg_grad_kernel, infer=_avg_grad_infer, grad=_avg_grad_grad, kernel_into=copy_into(_avg_grad_kernel),
          attrs={"input_hw": "ints", **_POOL_ATTRS}, rows=every_row)
 def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
     """Gradient of avg_pool2d for an input of spatial size ``input_hw``: each window's

@@ -32,6 +32,19 @@ def _matmul_kernel(a, b, transpose_a, transpose_b):
     return np.matmul(blas_ready(a), blas_ready(b))
 
 
+def _matmul_into(a, b, out, transpose_a, transpose_b):
+    """The product written into ``out`` (BLAS writes it there: eager's bits)."""
+    if transpose_a:
+        a = np.swapaxes(a, -1, -2)
+    if transpose_b:
+        b = np.swapaxes(b, -1, -2)
+    np.matmul(blas_ready(a), blas_ready(b), out=out)
+
+
+# float operands of the result's dtype: numpy's matmul would otherwise cast (integers: its own loop)
+_matmul_into.when = lambda ins, out, **attrs: out.dtype.is_floating and all(s.dtype == out.dtype for s in ins)
+
+
 def _matmul_infer(op, a: Spec, b: Spec, transpose_a, transpose_b) -> Spec:
     inf.check_same_dtype(op, a, b)
     inf.check_dtype(op, a, NUMERIC)
@@ -71,7 +84,7 @@ def _matmul_grad(e, g):
     return [ga, gb]
 
 
-@declare(kernel=_matmul_kernel, infer=_matmul_infer, grad=_matmul_grad, promote=(0, 1),
+@declare(kernel=_matmul_kernel, infer=_matmul_infer, grad=_matmul_grad, promote=(0, 1), kernel_into=_matmul_into,
          attrs={"transpose_a": "bool", "transpose_b": "bool"})
 def matmul(a, b, transpose_a=False, transpose_b=False):
     """Matrix product of the last two axes, batched over the leading ones (broadcast)."""

@@ -83,15 +83,22 @@ def philox4x32(counters, key, rounds=ROUNDS) -> np.ndarray:
     return out.reshape(c.shape)
 
 
-def _generate(key, base, stream, n, per, convert, dtype) -> np.ndarray:
+def _generate(key, base, stream, n, per, convert, dtype, out=None) -> np.ndarray:
     """``n`` values of a draw whose element i reads the words i*per .. i*per+per-1
     (per in 1, 2, 4); ``convert`` maps words to values (a whole number of blocks
     in, 4/per values a block out). Word ``k`` is word ``k % 4`` of
     Philox4x32-10(key, counter (lo32(base + k//4), hi32(base + k//4), 0, stream)),
     the block index taken modulo 2^64. Generated and converted a chunk of blocks
-    at a time, so the temporaries stay in cache; chunks do not change the values."""
+    at a time, so the temporaries stay in cache; chunks do not change the values.
+    ``out``, where given (C-contiguous, ``n`` elements of ``dtype``), receives
+    the values (a planned buffer) and is returned."""
     nblocks = -(-n * per // 4)
-    out = np.empty(nblocks * 4 // per, dtype)
+    given = out
+    if out is None:
+        out = np.empty(nblocks * 4 // per, dtype)
+    else:
+        out = out.view()
+        out.shape = (n,)  # a view (numpy raises rather than copy)
     keys = _round_keys(key, ROUNDS)
     m = min(nblocks, _CHUNK)
     a, b, p = (np.empty((2, m), np.uint64) for _ in range(3))
@@ -107,8 +114,13 @@ def _generate(key, base, stream, n, per, convert, dtype) -> np.ndarray:
         b[1, :m] = stream
         _philox_into(a[:, :m], b[:, :m], keys, words[:m], p[:, :m])
         w = words[:m].reshape(-1)
-        out[s * 4 // per:(s + m) * 4 // per] = w if convert is None else convert(w)
-    return out[:n]
+        lo, hi = s * 4 // per, (s + m) * 4 // per
+        vals = w if convert is None else convert(w)
+        if given is None:
+            out[lo:hi] = vals
+        else:  # the last block's values past n are dropped, as out[:n] drops them
+            out[lo:min(hi, n)] = vals[:min(hi, n) - lo]
+    return out[:n] if given is None else given
 
 
 def random_words(key, base, nwords, stream=SEEDED) -> np.ndarray:
@@ -286,9 +298,9 @@ class Stream:
             self.counter = (base + nblocks) & _MASK64
         return base
 
-    def draw(self, n, per, convert, dtype) -> np.ndarray:
-        """The next ``n`` values (see ``_generate``)."""
-        return _generate(self.key, self.take(-(-n * per // 4)), self.stream, n, per, convert, dtype)
+    def draw(self, n, per, convert, dtype, out=None) -> np.ndarray:
+        """The next ``n`` values (see ``_generate``; into ``out`` where given)."""
+        return _generate(self.key, self.take(-(-n * per // 4)), self.stream, n, per, convert, dtype, out)
 
     def random(self, size=None) -> np.ndarray:
         return self.uniform(0.0, 1.0, size)
@@ -337,6 +349,15 @@ def draw(seed, shape, spec) -> np.ndarray:
     if seed is None:
         return _GLOBAL[0].draw(n, *spec).reshape(shape)
     return _generate(seed_key(seed), 0, SEEDED, n, *spec).reshape(shape)
+
+
+def draw_into(out, seed, spec) -> None:
+    """``draw`` of ``out``'s shape written into ``out`` (a planned buffer)."""
+    n = out.size
+    if seed is None:
+        _GLOBAL[0].draw(n, *spec, out=out)
+    else:
+        _generate(seed_key(seed), 0, SEEDED, n, *spec, out=out)
 
 
 def _seed_value(op_name, seed):
@@ -396,7 +417,13 @@ def _uniform_kernel(shape, dtype, minval, maxval, seed):
     return draw(seed, shape, uniform_spec(dtype, minval, 1.0 if maxval is None else maxval))
 
 
-@declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True,
+def _uniform_into(out, shape, dtype, minval, maxval, seed):
+    if dtype.is_integer:
+        return draw_into(out, seed, integers_spec(dtype, int(minval), int(maxval)))
+    return draw_into(out, seed, uniform_spec(dtype, minval, 1.0 if maxval is None else maxval))
+
+
+@declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True, kernel_into=_uniform_into,
          attrs={"shape": "ints", "dtype": "dtype", "minval": "float", "maxval": "float?", "seed": "seed"})
 def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
     """Values drawn uniformly from [minval, maxval) (maxval defaults to 1 for floats
@@ -432,7 +459,11 @@ def _normal_kernel(shape, dtype, mean, stddev, seed):
     return draw(seed, shape, normal_spec(dtype, mean, stddev))
 
 
-@declare(kernel=_normal_kernel, infer=_normal_infer, stateful=True,
+def _normal_into(out, shape, dtype, mean, stddev, seed):
+    draw_into(out, seed, normal_spec(dtype, mean, stddev))
+
+
+@declare(kernel=_normal_kernel, infer=_normal_infer, stateful=True, kernel_into=_normal_into,
          attrs={"shape": "ints", "dtype": "dtype", "mean": "float", "stddev": "float", "seed": "seed"})
 def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
     """Values drawn from a normal distribution with ``mean`` and ``stddev``.

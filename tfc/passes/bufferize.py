@@ -162,10 +162,12 @@ def writes_buffer(op, k: int = 0) -> bool:
         return lowers(op) == "write"
     if isinstance(op, FusedOp):
         return not (op.iteration_shape == () or (op.reduce_kinds[k] is None and spec_of(op.outs[k].type).shape == ()))
-    if isinstance(op, RegistryOp) and op.OPDEF.name == "matmul":
-        s = spec_of(op.results[0].type)
-        return (static_shape(op.results[0].type) is not None and s.dtype.is_floating
-                and all(spec_of(v.type).dtype == s.dtype for v in op.operands))
+    into = op.OPDEF.kernel_into if isinstance(op, RegistryOp) else None
+    if into is not None and len(op.results) == 1 and static_shape(op.results[0].type) is not None:
+        # a library kernel that writes into a buffer of the plan (matmul, conv2d, ...)
+        when = getattr(into, "when", None)
+        return when is None or bool(when([spec_of(v.type) for v in op.operands], spec_of(op.results[0].type),
+                                         **decode_attrs(op.OPDEF, dict(op.properties))))
     return False
 
 

@@ -1191,23 +1191,24 @@ class Emitter:
         self.build_lines.append(f"attrs{k} = {{{', '.join(f'{a!r}: {_literal(v)}' for a, v in values.items())}}}")
         self.site_attrs = f"attrs{k}"
         self._shape_check(op, k, self.site_attrs, out, pad)
-        if op.outs:
-            if name != "matmul":
-                raise NotImplementedError(f"loops.library {name} with outs")
-            out.append(pad + f"rt.matmul_into({', '.join(ins)}, attrs{k}['transpose_a'], attrs{k}['transpose_b'], "
-                       f"{self.name(op.outs[0])})")
+        if op.outs and (REGISTRY[name].kernel_into is None or len(op.outs) != 1):
+            raise NotImplementedError(f"loops.library {name} with outs: its declaration has no kernel_into")
+        chunks = self._library_rows(op, REGISTRY[name], values)
+        if op.outs and chunks is None:  # the declaration's kernel_into writes the planned buffer
+            self.build_lines.append(f"into{k} = rt.kernel_into({name!r})")
+            out.append(pad + f"into{k}({''.join(i + ', ' for i in ins)}{self.name(op.outs[0])}, **attrs{k})")
             return
         self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
-        res = [self.name(r) for r in op.res]
-        chunks = self._library_rows(op, REGISTRY[name], values)
+        res = [self.name(r) for r in (op.outs or op.res)]
         if chunks is not None:  # the kernel on chunks of rows, each written into the result
             rows, widest = chunks
             params = [f"i{j}" for j in range(len(ins))]
             self.build_lines.append(f"def rows{k}({', '.join(params)}, o0, lo, hi, T):")
             self.build_lines.append(f"    np.copyto(o0[lo:hi], lib{k}({''.join(p + '[lo:hi], ' for p in params)}"
                                     f"**attrs{k}), casting='unsafe')")
-            t = op.res[0].type
-            out.append(pad + f"{res[0]} = {_allocation(t)}")
+            t = (op.outs or op.res)[0].type
+            if not op.outs:  # (else the planned buffer)
+                out.append(pad + f"{res[0]} = {_allocation(t)}")
             out.append(pad + f"R.run_chunks(rows{k}, ({''.join(i + ', ' for i in ins)}{res[0]}), "
                        f"{t.get_shape()[0]}, {rows}, {widest}, 'lib{k}', [])")
             return
@@ -1264,8 +1265,9 @@ class Emitter:
         its op declares may run on chunks of rows (``OpDef.maps_rows``: every
         row alone, so the chunks give the whole call's bits), when it has
         static shapes and is larger than one chunk; else None (one call)."""
-        values = list(op.ins) + list(op.res)
-        if len(op.res) != 1 or not all(isinstance(v.type, MemRefType) for v in values):
+        results = list(op.outs or op.res)  # a planned buffer, or the call's result
+        values = list(op.ins) + results
+        if len(results) != 1 or not all(isinstance(v.type, MemRefType) for v in values):
             return None
         shapes = [tuple(v.type.get_shape()) for v in values]
         if any(d < 0 for sh in shapes for d in sh) or not opdef.maps_rows([len(sh) for sh in shapes[:-1]], attrs):

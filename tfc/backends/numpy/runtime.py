@@ -12,7 +12,6 @@ import numpy as np
 
 from tfc.backends.numpy import blas
 from tfc.core.registry import REGISTRY
-from tfc.ops.linalg import blas_ready
 
 # threads for chunked kernels (numpy ufuncs release the GIL); TFC_NUM_THREADS=1 disables
 NUM_THREADS = int(os.environ.get("TFC_NUM_THREADS", "0")) or (os.cpu_count() or 1)
@@ -211,6 +210,11 @@ def kernel(name: str):
     return REGISTRY[name].kernel
 
 
+def kernel_into(name: str):
+    """The declaration's kernel that writes its result into a given array."""
+    return REGISTRY[name].kernel_into
+
+
 def shape_check(name: str, attrs: dict, dtype_names):
     """``check(shapes)`` for a library call of op ``name`` whose operands have
     dims unknown when compiling: eager's shape inference on their run-time
@@ -236,14 +240,6 @@ def as_dtype(name: str):
     from tfc.core import dtypes
 
     return dtypes.as_dtype(name)
-
-
-def matmul_into(a, b, ta: bool, tb: bool, out):
-    if ta:
-        a = np.swapaxes(a, -1, -2)
-    if tb:
-        b = np.swapaxes(b, -1, -2)
-    np.matmul(blas_ready(a), blas_ready(b), out=out)
 
 
 def donatable(cell, shape, dtype):
