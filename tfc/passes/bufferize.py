@@ -3,9 +3,12 @@ which values may reference which buffers, where a result reuses a dying input
 in place, and which buffers must outlive the call.
 
 Run on the fused (L2) module. A value gets its own buffer when a kernel writes
-it: a ``tfc.fused`` result that is not 0-d elementwise (0-d elementwise kernels
-become scalar code; a reduction to 0-d gets a 0-d buffer), a static float
-``matmul`` (BLAS writes into it), and every result of a registry op that
+it: a ``tfc.fused`` result that is not 0-d elementwise on host values (those
+become scalar code; a reduction to 0-d, and a 0-d kernel reading a value that
+a kernel made, get a 0-d buffer that later kernels read), the result of a
+library op of static shape whose declaration gives ``kernel_into`` (matmul,
+conv2d, pooling, the random generators: the kernel writes into it), and
+every result of a registry op that
 tfc-lower-loops lowers through its declaration's ``lower`` into kernels
 (``lowers(op) == "write"``: transpose, getitem, concat, ...). The result of
 an alias op (``lowers(op) == "alias"``: reshape, expand_dims, squeeze, a
@@ -22,10 +25,18 @@ buffer is used after this op, no other input of the kernel may reference it
 assigned a value referencing it (the variable holds it: its later reads are not
 values of this function).
 
+Loop state: a ``tfc.while`` variable of static, non-0-d shape lives in two
+arena buffers live over the whole loop, its value's and a spare: the body
+writes the next value into the spare and the loop swaps them, so nothing is
+allocated per iteration (``Slot``, ``Bufferization._carry``); an escaping
+result is copied once into a fresh buffer after the loop.
+
 Buffer kinds: ``arena`` (planned by tfc-plan-memory) or ``fresh`` (allocated
 each time its first value is computed): a buffer referenced by a function
 result, by a value assigned to a variable, or by a value yielded from a
-``tfc.while`` body (the next iteration would overwrite it) is fresh.
+``tfc.while`` body for a variable not carried in buffers (a shape known only
+at run time: the next iteration would overwrite it) is fresh. 0-d values cross
+by value (``loops.load``): their buffers are never fresh.
 
 The pass annotates each op with ``tfc.buffers = array<i64: ...>`` (one id per
 result, -1 for none) and the function with ``tfc.fresh = array<i64: ...>``.

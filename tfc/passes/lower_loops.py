@@ -6,15 +6,23 @@ at the offsets of tfc-plan-memory.
 - the function gets a last argument, the arena ``memref<Nxi8>``; every arena
   buffer is a ``loops.view`` at its offset, made once at function entry;
   fresh buffers are ``loops.alloc`` where their first value is computed;
-- ``tfc.fused`` over a 0-d space becomes its scalar body inline; any other
-  becomes ``loops.parallel`` writing its buffers (a reduction to 0-d then
-  ``loops.load``s the scalar);
-- a static float ``matmul`` is ``loops.library "matmul" ... outs(buffer)``;
+- ``tfc.fused`` over a 0-d space on host values becomes its scalar body
+  inline; one reading a 0-d value that a kernel made, and any other, becomes
+  ``loops.parallel`` writing its buffers (a 0-d result stays a 0-d buffer
+  that later kernels read); ``loops.load``, the host read, is emitted only
+  where the host needs a 0-d value (``_Lowering.host``: control flow, results,
+  variables, print/assert, library calls and lowerings given scalars, 0-d
+  loop variables and branch results);
+- ``tfc.while`` carries each tensor variable of static shape in two planned
+  buffers swapped per iteration (tfc-bufferize's ``Slot``): no allocation in
+  the loop; an escaping result is copied once into a fresh buffer after it;
+- a library op whose declaration gives ``kernel_into`` (matmul, conv2d,
+  pooling, the random generators) is ``loops.library "op" ... outs(buffer)``;
 - a registry op whose declaration has ``lower`` (``OpDef.lower``) and whose
   operands and results have static shapes is lowered by calling it with an
   ``L3Builder`` (below): ``lower(b, outs, *ins, **attrs)`` writes the op's
   results into ``outs`` (its planned buffers: arena views or fresh allocs; a
-  0-d result as a ``memref<T>``, loaded after) from ``ins`` (the operands as
+  0-d result as a ``memref<T>``, which stays a 0-d buffer) from ``ins`` (the operands as
   L3 values: memrefs, or scalars for 0-d); attrs are the decoded registry
   attributes. ``lower.when(in_specs, **attrs)``, where given (on the
   operands' registry Specs), says where the lowering applies; elsewhere the op
@@ -225,14 +233,7 @@ class BodyBuilder:
 
 
 class _Lowering:
-    """One function's lowering. (Newer than the module docstring, which feeds the
-    generated docs/passes.md: a 0-d tfc.fused on host values only is inline
-    scalar code; one reading a 0-d value that a kernel made is a
-    ``loops.parallel`` over shape () writing a 0-d buffer; a kernel's 0-d
-    result stays a 0-d buffer that later kernels read, and ``loops.load``, the
-    host read, is emitted only where the host needs the value (``host``).
-    tfc.while carries each tensor variable of static shape in two planned
-    buffers swapped per iteration (``while_``): no allocation in the loop.)"""
+    """One function's lowering (see the module docstring)."""
 
     def __init__(self, f2):
         self.f2 = f2
