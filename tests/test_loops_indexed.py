@@ -630,3 +630,27 @@ def test_every_data_movement_lowering_on_0d_values():
         if fn is not None:
             with pytest.raises((ValueError, IndexError)):
                 fn(tfc.constant(F32(1.0)))
+
+
+@pytest.mark.parametrize("n", [127, 128, 200, 300])
+def test_narrow_tensor_indices_wrap_in_int64(rng, n):
+    """x[i] with int8 indices on an axis longer than 127: idx + n computed in
+    int64, as numpy indexes (found by review: OverflowError, eager and
+    compiled); also where n is known only at run time; out of range is still
+    getitem's IndexError."""
+    x = rand(rng, n, 3)
+    i = np.array([max(-128, -n), 5, -1, min(127, n - 1), -n if n <= 128 else 0], np.int8)
+    want = x[i]
+    l3 = check(lambda a, b: a[b], x, i)
+    assert "loops.raise" in l3
+    _same(tfc.constant(x)[tfc.constant(i)].numpy(), want)
+    check(lambda a, b: a[b], x, np.int8(max(-128, -n)))
+    check(lambda a, b: a[:, None][b[1:3]], x, i.astype(np.int32))
+    g = tfc.function(lambda a, b: a[b], input_signature=[tfc.TensorSpec((None, 3)), tfc.TensorSpec((None,), tfc.int8)])
+    _same(g(x, i).numpy(), want)
+    short = x[:100]
+    with pytest.raises(IndexError) as eager:
+        tfc.constant(short)[tfc.constant(i)]
+    with pytest.raises(IndexError) as compiled:
+        g(short, i)
+    assert str(compiled.value) == str(eager.value) == f"getitem: index {i[0]} is out of bounds for axis 0 with size 100"

@@ -1185,20 +1185,16 @@ def _wrap_index_kernel(idx, like, axis):
     bad = idx[(idx < -n) | (idx >= n)]
     if bad.size:
         raise IndexError(f"getitem: index {bad.flat[0]} is out of bounds for axis {axis} with size {n}")
-    return np.where(idx < 0, idx + n, idx).astype(idx.dtype)
+    # in int64, as numpy indexes: idx + n overflows a narrower dtype (int8 -128 on 200 elements)
+    wide = idx.astype(np.int64)
+    return np.where(wide < 0, wide + n, wide)
 
 
 def _wrap_index_infer(op, idx: Spec, like: Spec, axis) -> Spec:
     if not idx.dtype.is_integer:
         raise TypeError(f"wrap_index: indices must be integers, got {idx.dtype.name}")
     inf.normalize_axis(op, axis, like.ndim)
-    return idx
-
-
-def _index_fits(in_specs, axis) -> bool:
-    """idx + n fits the indices' dtype (numpy refuses the Python int n else)."""
-    n = in_specs[1].shape[axis]
-    return n <= np.iinfo(in_specs[0].dtype.as_numpy_dtype).max
+    return Spec(idx.shape, dtypes.int64)
 
 
 def _bad_index_flag(b, idx, lo, hi):
@@ -1219,10 +1215,10 @@ def _bad_index_flag(b, idx, lo, hi):
     return b.load(flag)
 
 
-@_when(_index_fits)
 def _lower_wrap_index(b, outs, idx, like, axis):
     """A check (any index outside [-n, n): getitem's IndexError through
-    loops.raise), then idx + n where negative."""
+    loops.raise), then idx + n where negative, in int64 (the result's
+    dtype)."""
     from xdsl.dialects import arith
 
     (out,) = outs
@@ -1231,6 +1227,8 @@ def _lower_wrap_index(b, outs, idx, like, axis):
     elt = out.type.element_type
 
     def body(k, x):
+        if x.type != elt:
+            x = k.op(arith.ExtSIOp(x, elt))
         zero = k.const(0, elt)
         return [k.op(arith.SelectOp(k.op(arith.CmpiOp(x, zero, "slt")), k.op(arith.AddiOp(x, k.const(n, elt))), x))]
 
@@ -1242,8 +1240,9 @@ def _lower_wrap_index(b, outs, idx, like, axis):
          attrs={"axis": "int"}, lower=_lower_wrap_index)
 def wrap_index(indices, like, axis):
     """Python-style indices into ``like``'s ``axis`` made non-negative (gather
-    takes [0, n)); an index outside [-n, n) is getitem's IndexError, naming it,
-    also where n or the indices are known only when the code runs."""
+    takes [0, n)), as int64 whatever their dtype (idx + n may not fit it); an
+    index outside [-n, n) is getitem's IndexError, naming it, also where n or
+    the indices are known only when the code runs."""
     return (indices, like), {"axis": int(axis)}
 
 
