@@ -654,3 +654,34 @@ def test_narrow_tensor_indices_wrap_in_int64(rng, n):
     with pytest.raises(IndexError) as compiled:
         g(short, i)
     assert str(compiled.value) == str(eager.value) == f"getitem: index {i[0]} is out of bounds for axis 0 with size 100"
+
+
+def test_constants_that_do_not_fit_the_dtype_convert_as_eager():
+    """one_hot's and pad's constants are converted as eager's kernels convert
+    them (found by review: compiled crashed or differed): one_hot's through
+    np.where's promotion of on and off, then the cast (300 -> 44 in int8,
+    70000.0 -> inf in float16, nan -> INT_MIN in int32, float64 first where
+    off is a float); pad's by np.pad (-2.5 -> -2 in int32, 0.5 -> True in
+    bool). Where eager raises (300 into int8 by np.pad), the op stays a
+    library call that raises the same error."""
+    i = np.array([0, 1, 2, -1, 7], np.int32)
+    for on, off, dt in [(300, -1, tfc.int8), (70000.0, 0, tfc.float16), (float("nan"), 0, tfc.int32),
+                        (float("-inf"), 1e20, tfc.int64), (2**53 + 1, 0.5, tfc.int64), (-1.5, 2.5, tfc.bool),
+                        (1.0 + 2**-11 + 2**-40, -0.0, tfc.float16), (1e-50, 1e300, tfc.float32),
+                        (np.int8(100), 1000, tfc.int8), (np.float32(0.1), 0, tfc.float16)]:
+        l3 = check(lambda a: tfc.one_hot(a, 3, on_value=on, off_value=off, dtype=dt), i)
+        assert "loops.library" not in l3
+    for x, c in [(np.array([[1, 2], [3, 4]], np.float16), 70000.0), (np.array([1, 2], np.int32), -2.5),
+                 (np.array([True, False]), 0.5), (np.array([1, 2], np.float16), 1.0 + 2**-11 + 2**-40),
+                 (np.array([1, 2], np.float32), float("nan")), (np.array([1, 2], np.float32), -0.0),
+                 (np.array([1, 2], np.int8), np.int16(-7))]:
+        l3 = check(lambda a: tfc.pad(a, [[1, 2]] * a.ndim, constant_values=c), x)
+        assert "loops.library" not in l3
+    for x, c, err in [(np.array([1, 2], np.int8), 300, OverflowError), (np.array([1, 2], np.int32), float("nan"),
+                                                                         ValueError)]:
+        fn = lambda a: tfc.pad(a, [[1, 1]], constant_values=c)  # noqa: E731
+        with pytest.raises(err) as eager:
+            fn(tfc.constant(x))
+        with pytest.raises(err) as compiled:
+            tfc.function(fn)(x)
+        assert str(eager.value) in str(compiled.value)

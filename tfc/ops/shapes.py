@@ -249,10 +249,25 @@ def _when(predicate):
     return mark
 
 
+def _pad_value(dtype, constant_values):
+    """The fill value of a CONSTANT pad of a ``dtype`` tensor, as eager's
+    kernel converts it (np.pad: 70000.0 is inf in float16, -2.5 is -2 in
+    int32), computed by that kernel; None where it raises (300 in int8, nan
+    in int32: the op stays a library call, which raises eager's error)."""
+    try:
+        with np.errstate(all="ignore"):
+            return _pad_kernel(np.zeros((0,), dtype.as_numpy_dtype), (1, 0), "CONSTANT", constant_values)[0]
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+@_when(lambda in_specs, paddings, mode, constant_values:
+       mode != "CONSTANT" or _pad_value(in_specs[0].dtype, constant_values) is not None)
 def _lower_pad(b, outs, x, paddings, mode, constant_values):
-    """CONSTANT: the fill value, then ``x`` copied into its window. REFLECT /
-    SYMMETRIC: each element read from ``x`` at its mirrored index (one
-    reflection per side: inference bounds the paddings by the size)."""
+    """CONSTANT: the fill value (``_pad_value``), then ``x`` copied into its
+    window. REFLECT / SYMMETRIC: each element read from ``x`` at its mirrored
+    index (one reflection per side: inference bounds the paddings by the
+    size)."""
     from xdsl.dialects import arith
     from xdsl.dialects.builtin import IndexType
 
@@ -262,7 +277,9 @@ def _lower_pad(b, outs, x, paddings, mode, constant_values):
     shape = b.shape(x)
     pairs = _pad_pairs(paddings)
     if mode == "CONSTANT":
-        b.fill(out, constant_values)
+        from tfc.dialects.tensor import dtype_of
+
+        b.fill(out, _pad_value(dtype_of(out.type.element_type), constant_values))
         return b.copy(x, b.subview(out, [lo for lo, _ in pairs], shape, [1] * len(shape)))
     edge = 0 if mode == "REFLECT" else 1  # SYMMETRIC repeats the edge element
 
@@ -293,9 +310,25 @@ def _lower_range_along(b, outs, x, axis, dtype):
     return b.parallel([], [out], b.shape(out), [], lambda k: [b.index_cast(k, k.index(0), elt)])
 
 
+def _one_hot_values(on_value, off_value, dtype):
+    """(on, off) as eager's kernel makes them: np.where's promotion of the
+    two, then cast to ``dtype`` (300 is 44 in int8, 70000.0 inf in float16,
+    2**53 + 1 with off 0.5 a float64 first); None where that raises (the op
+    stays a library call, which raises eager's error)."""
+    try:
+        with np.errstate(all="ignore"):
+            on, off = _one_hot_kernel(np.array([0]), 2, on_value, off_value, -1, dtype)[0]
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return on, off
+
+
+@_when(lambda in_specs, depth, on_value, off_value, axis, dtype: _one_hot_values(on_value, off_value, dtype)
+       is not None)
 def _lower_one_hot(b, outs, indices, depth, on_value, off_value, axis, dtype):
     """out = on where the index along the new axis equals the index read,
-    else off (an index out of range matches nowhere, as eager's)."""
+    else off (an index out of range matches nowhere, as eager's); on and off
+    converted as eager's kernel converts them (``_one_hot_values``)."""
     from xdsl.dialects import arith
     from xdsl.dialects.builtin import i64
 
@@ -310,7 +343,9 @@ def _lower_one_hot(b, outs, indices, depth, on_value, off_value, axis, dtype):
         if idx_t != i64:
             x = k.op(arith.ExtSIOp(x, i64))  # compared as int64, as numpy compares with arange's
         hot = k.op(arith.CmpiOp(x, pos, "eq"))
-        return [k.op(arith.SelectOp(hot, k.const(on_value, elt), k.const(off_value, elt)))]
+        return [k.op(arith.SelectOp(hot, k.const(on, elt), k.const(off, elt)))]
+
+    on, off = _one_hot_values(on_value, off_value, dtype)
 
     bmap = tuple(d for d in range(len(shape)) if d != a)
     return b.parallel([indices], [out], shape, [bmap if b.shape(indices) else ()], body)
@@ -871,6 +906,14 @@ def tile_grad_like(g, like, multiples):
     return (g, like), {"multiples": tuple(int(m) for m in multiples)}
 
 
+def _python_number(v):
+    """A Python number for a tensor or numpy scalar (the value an attribute
+    keeps): eager's kernel sees what the compiled code's attribute gives."""
+    if isinstance(v, Tensor):
+        v = v.numpy()
+    return v.item() if isinstance(v, (np.ndarray, np.generic)) and v.ndim == 0 else v
+
+
 _PAD_MODES = {"CONSTANT": "constant", "REFLECT": "reflect", "SYMMETRIC": "symmetric"}
 
 
@@ -961,8 +1004,7 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
             raise TypeError
     except TypeError:
         raise ValueError(f"pad: paddings must be a list of (before, after) pairs, got {paddings!r}") from None
-    if isinstance(constant_values, Tensor):
-        constant_values = constant_values.numpy().item()
+    constant_values = _python_number(constant_values)
     if not isinstance(mode, str):
         raise TypeError(f"pad: mode must be a string, got {mode!r}")
     return (tensor,), {"paddings": flat, "mode": mode.upper(), "constant_values": constant_values}
@@ -1150,8 +1192,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
         dtype = dtypes.float32 if given is None else dtypes.default_dtype_of(
             given.numpy() if isinstance(given, Tensor) else given)
     dtype = dtypes.as_dtype(dtype)
-    on = 1 if on_value is None else (on_value.numpy().item() if isinstance(on_value, Tensor) else on_value)
-    off = 0 if off_value is None else (off_value.numpy().item() if isinstance(off_value, Tensor) else off_value)
+    on, off = (d if v is None else _python_number(v) for v, d in ((on_value, 1), (off_value, 0)))
     return (indices,), {"depth": int(depth), "on_value": on, "off_value": off, "axis": int(axis), "dtype": dtype}
 
 
