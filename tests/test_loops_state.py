@@ -91,10 +91,36 @@ def test_loop_state_in_planned_buffers(n):
     x = f32(5, 7)
     cf = check(lambda x: halve_loop(x, n), x)
     no_alloc_in_loops(cf)
-    carried_in_plan(cf, 2)
+    carried_in_plan(cf, 1)  # the elementwise update writes the variable's buffer in place
     # the result escapes: one fresh buffer, copied once after the loop
     fresh = [b for b in cf.memory_plan.buffers if b.kind == "fresh"]
     assert len(fresh) == 1 and fresh[0].op.startswith("tfc.while")
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_double_buffer_when_the_old_value_is_read_elsewhere(n):
+    """x * 0.5 + transpose(x): the kernel reads x at other indices than it
+    writes, so the next value goes into a spare buffer (two, swapped)."""
+    def fn(x):
+        return tfc.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + tfc.transpose(x)),
+                              (tfc.constant(0), x))[1]
+
+    cf = check(fn, f32(6, 6, seed=20))
+    no_alloc_in_loops(cf)
+    carried_in_plan(cf, 2)
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_old_value_read_after_the_update(n):
+    """The old x is read (s + x) after the kernel making the new x: no in place."""
+    def fn(x):
+        def body(i, x, s):
+            y = x * 0.5 - 1.0
+            return i + 1, y, tfc.reduce_sum(y) + s * x
+        return tfc.while_loop(lambda i, x, s: i < n, body, (tfc.constant(0), x, x * 2.0))[1:]
+
+    cf = check(fn, f32(5, 4, seed=21))
+    no_alloc_in_loops(cf)
 
 
 def test_loop_state_run_time_trip_count():

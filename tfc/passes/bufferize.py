@@ -25,11 +25,12 @@ buffer is used after this op, no other input of the kernel may reference it
 assigned a value referencing it (the variable holds it: its later reads are not
 values of this function).
 
-Loop state: a ``tfc.while`` variable of static, non-0-d shape lives in two
-arena buffers live over the whole loop, its value's and a spare: the body
-writes the next value into the spare and the loop swaps them, so nothing is
-allocated per iteration (``Slot``, ``Bufferization._carry``); an escaping
-result is copied once into a fresh buffer after the loop.
+Loop state: a ``tfc.while`` variable of static, non-0-d shape lives in arena
+buffers live over the whole loop: one, written in place by an elementwise
+update that reads it at the same index last, else two, its value's and a
+spare: the body writes the next value into the spare and the loop swaps them.
+Nothing is allocated per iteration (``Slot``, ``Bufferization._carry``); an
+escaping result is copied once into a fresh buffer after the loop.
 
 Buffer kinds: ``arena`` (planned by tfc-plan-memory) or ``fresh`` (allocated
 each time its first value is computed): a buffer referenced by a function
@@ -193,9 +194,18 @@ def _writes_own(v) -> bool:
 @dataclass(eq=False)
 class Slot:
     """How tfc.while carries one loop variable (see Bufferization._carry)."""
-    mode: str              # "direct", "copy" or "same"
+    mode: str              # "direct", "inplace", "copy" or "same"
     a: object              # Buffer of the value at loop entry
-    b: object              # the spare Buffer
+    b: object              # the spare Buffer (None: "inplace", "same")
+
+    @property
+    def bufs(self) -> set:
+        return {x for x in (self.a, self.b) if x is not None}
+
+    @property
+    def target(self):
+        """The buffer the kernel making the next value writes ("direct", "inplace")."""
+        return self.a if self.mode == "inplace" else self.b
 
 
 @dataclass(eq=False)
@@ -237,7 +247,7 @@ class Bufferization:
                 if outside:
                     self.copy_out.add(key)
                 else:  # a value of the body escapes with the carried buffer: write y_i a buffer of its own
-                    self.modes[key] = "copy" if self.modes[key] == "direct" else "off"
+                    self.modes[key] = "copy" if self.modes[key] in ("direct", "inplace") else "off"
         else:
             raise AssertionError("tfc-bufferize: the loop buffers did not settle")
 
@@ -295,9 +305,9 @@ class Bufferization:
                         if not (device or writes_buffer(op, k)):
                             continue
                         slot = self.spare.get(r)
-                        if slot is not None:  # a loop's next value: written into the spare buffer
-                            self.own[r] = slot.b
-                            set_refs(r, [slot.a, slot.b])
+                        if slot is not None:  # a loop's next value: written into the spare (or in place)
+                            self.own[r] = slot.target
+                            set_refs(r, slot.bufs)
                             continue
                         donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
                         buf = None if donor is not None else self._inplace_candidate(op, k, holders, lu)
@@ -314,8 +324,8 @@ class Bufferization:
                     for r in op.results:
                         slot = self.spare.get(r)
                         if slot is not None:
-                            self.own[r] = slot.b
-                            set_refs(r, [slot.a, slot.b])
+                            self.own[r] = slot.target
+                            set_refs(r, slot.bufs)
                             continue
                         buf = self._new(r)
                         self.own[r] = buf
@@ -336,7 +346,7 @@ class Bufferization:
                         elif sl.mode == "same":
                             carried.append(self.refs_of(op.inits[i]))
                         else:
-                            carried.append({sl.a, sl.b})
+                            carried.append(sl.bufs)
                     for region in (op.cond_region, op.body_region):
                         for a, bufs in zip(region.block.args, carried):
                             set_refs(a, bufs)
@@ -371,7 +381,8 @@ class Bufferization:
         for w in whiles:
             for i, sl in enumerate(self.slots[w]):
                 if sl is not None and sl.mode != "same":
-                    owner[sl.a] = owner[sl.b] = (w, i)
+                    for b in sl.bufs:
+                        owner[b] = (w, i)
         conflicts = set()
         for v in escaping:
             for b in self.refs_of(v):
@@ -394,7 +405,10 @@ class Bufferization:
         where the init dies at the loop, else the init is copied into it) and
         ``b`` (the spare). The body writes the next value into the spare and
         the loop swaps the two: mode ``"direct"`` (the kernel making the
-        yielded value writes the spare) or ``"copy"`` (the yielded value is
+        yielded value writes the spare), ``"inplace"`` (an elementwise kernel
+        reading the variable at the same index, after every other read of it
+        in the body, writes its buffer in place: one buffer, no swap) or
+        ``"copy"`` (the yielded value is
         copied into the spare at the yield: a value that is no kernel's
         result, or one that escapes otherwise). ``"same"``: the body yields the
         variable unchanged (no buffer of its own). A result that escapes
@@ -415,7 +429,7 @@ class Bufferization:
                     mode = "same"
                 elif not isinstance(y, BlockArgument) and y.owner.parent_block() is body and \
                         yielded.count(y) == 1 and _writes_own(y):
-                    mode = "direct"
+                    mode = "inplace" if self._in_place(body, i, y) else "direct"
                 else:
                     mode = "copy"
                 self.modes[key] = mode
@@ -432,13 +446,42 @@ class Bufferization:
                     not all(all(u.operation is op for u in h.uses) or lu(h) < here
                             for h in holders.get(a, [init])):
                 a = self._new(op.results[i])  # the init is copied in
-            sl = Slot(mode, a, self._new(op.results[i]))
-            # both live through the whole loop: the spare is written at the yield
-            self.extent[a] = self.extent[sl.b] = (self.points.start[op], self.points.end[op])
-            if mode == "direct":
+            sl = Slot(mode, a, None if mode == "inplace" else self._new(op.results[i]))
+            # live through the whole loop: the spare is written at the yield
+            for b in sl.bufs:
+                self.extent[b] = (self.points.start[op], self.points.end[op])
+            if mode in ("direct", "inplace"):
                 self.spare[y] = sl
             out.append(sl)
         return out
+
+    def _in_place(self, body, i, y) -> bool:
+        """May the kernel making ``y`` (yielded for loop variable ``i``) write it
+        over the variable's buffer? An elementwise output of a kernel in the
+        body that reads the variable at the same index (and nowhere else),
+        where every other use of the variable is a kernel of the body before
+        it (kernels make no views: nothing reads the old value afterwards)."""
+        p = y.owner
+        if not isinstance(p, FusedOp) or p.parent_block() is not body:
+            return False
+        k = list(p.outs).index(y)
+        if p.reduce_kinds[k] is not None:
+            return False
+        if len(p.outs) > 1 and any(isinstance(v, BlockArgument) for v in p.body.block.last_op.values):
+            return False  # an input passed straight through may be copied out after another output's write
+        x = body.args[i]
+        ident = tuple(range(len(p.iteration_shape)))
+        reads = [(v, m) for v, m in zip(p.inputs, p.broadcast_maps) if v is x]
+        if not reads or any(m != ident or v.type != y.type for v, m in reads):
+            return False
+        here = self.points.start[p]
+        for u in x.uses:
+            user = u.operation
+            if user.parent_block() is not body or self.points.start[user] > here:
+                return False
+            if not (isinstance(user, FusedOp) or (isinstance(user, RegistryOp) and writes_buffer(user))):
+                return False
+        return True
 
     def _variable_donor(self, op, lu):
         """The index of the variable argument whose storage an elementwise kernel

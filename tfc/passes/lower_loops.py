@@ -13,9 +13,10 @@ at the offsets of tfc-plan-memory.
   where the host needs a 0-d value (``_Lowering.host``: control flow, results,
   variables, print/assert, library calls and lowerings given scalars, 0-d
   loop variables and branch results);
-- ``tfc.while`` carries each tensor variable of static shape in two planned
-  buffers swapped per iteration (tfc-bufferize's ``Slot``): no allocation in
-  the loop; an escaping result is copied once into a fresh buffer after it;
+- ``tfc.while`` carries each tensor variable of static shape in planned
+  buffers (tfc-bufferize's ``Slot``: two swapped per iteration, or one
+  updated in place): no allocation in the loop; an escaping result is copied
+  once into a fresh buffer after it;
 - a library op whose declaration gives ``kernel_into`` (matmul, conv2d,
   pooling, the random generators) is ``loops.library "op" ... outs(buffer)``;
 - a registry op whose declaration has ``lower`` (``OpDef.lower``) and whose
@@ -402,10 +403,11 @@ class _Lowering:
 
     def while_(self, op: WhileOp, b3):
         """``loops.while`` carrying each planned loop variable (Bufferization's
-        Slot, modes "direct"/"copy") in two arena buffers: the value's and a
-        spare, passed as one more loop variable; the body writes the next
-        value into the spare and yields the two swapped. Nothing is allocated
-        per iteration."""
+        Slot) in arena buffers: modes "direct"/"copy" in two, the value's and
+        a spare, passed as one more loop variable (the body writes the next
+        value into the spare and yields the two swapped); "inplace" in one
+        that the body's kernel overwrites. Nothing is allocated per
+        iteration."""
         vm = self.vm
         slots = self.bz.slots[op]
         inits, extra = [], []
@@ -416,7 +418,8 @@ class _Lowering:
                 if a is not x:  # the init's buffer is not the loop's: copy it in
                     self._copy(x, a, b3, op)
                 x = a
-                extra.append(self.bufval[sl.b.id])
+                if sl.b is not None:
+                    extra.append(self.bufval[sl.b.id])
             inits.append(x)
         types = [convert_type(t) for t in op.result_types] + [e.type for e in extra]
 
@@ -429,8 +432,10 @@ class _Lowering:
                 term = region2.block.last_op
                 self.yields[term] = spares
                 k = 0
-                for y, sl in zip(term.operands, slots):
-                    if sl is not None and sl.mode != "same":
+                for i, (y, sl) in enumerate(zip(term.operands, slots)):
+                    if sl is not None and sl.mode == "inplace":  # over the variable's own buffer
+                        self.bufval_at[y] = b3r.args[i]
+                    elif sl is not None and sl.b is not None:
                         if sl.mode == "direct":
                             self.bufval_at[y] = spares[k]
                         k += 1
@@ -458,7 +463,7 @@ class _Lowering:
         vals, rest = [], []
         k = 0
         for i, (y, sl) in enumerate(zip(op.operands, slots)):
-            if sl is None or sl.mode == "same":
+            if sl is None or sl.b is None:  # off, same, or written in place
                 vals.append(self.host(y, b3, op))
                 continue
             s = spares[k]
