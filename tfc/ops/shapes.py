@@ -995,7 +995,8 @@ def _pad_grad(e, g):
          attrs={"paddings": "ints", "mode": "str", "constant_values": "number"})
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with
-    ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC)."""
+    ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC).
+    A 0-d tensor (paddings ``[]``) is returned as it is, as in TensorFlow."""
     if isinstance(paddings, Tensor):
         paddings = paddings.numpy().tolist()
     try:
