@@ -789,8 +789,8 @@ class Emitter:
         rank = len(op.iteration_shape)
         exprs = []
         for v, m in zip(op.ins, op.broadcast_maps):
-            if not isinstance(v.type, MemRefType):
-                exprs.append((self.name(v), False))
+            if not _array(v):
+                exprs.append((self._scalar_arg(v), False))
             elif _numpy_aligned(m, rank):  # numpy's own broadcasting reads it so: no view to make
                 exprs.append((self.name(v), len(m) == rank and m[0] == 0 and op.iteration_shape[0] != 1))
             else:
@@ -806,7 +806,7 @@ class Emitter:
         ``scalars`` every input is a numpy scalar (a 0-d kernel)."""
         block = op.body.block
         term = block.last_op
-        is_array = {a: not scalars and isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
+        is_array = {a: not scalars and _array(v) for a, v in zip(block.args, op.ins)}
         env = dict(zip(block.args, names))
         ops = [o for o in block.ops if o is not term]
         for i, o in enumerate(ops):
@@ -903,7 +903,7 @@ class Emitter:
         ufunc may write over a dying operand, a two-step op (select) may not."""
         block = op.body.block
         term = block.last_op
-        is_array = {a: isinstance(v.type, MemRefType) for a, v in zip(block.args, op.ins)}
+        is_array = {a: _array(v) for a, v in zip(block.args, op.ins)}
         ops = [o for o in block.ops if o is not term]
         last = {}
         for i, o in enumerate(ops):
@@ -951,7 +951,7 @@ class Emitter:
         dest = {term.values[0]: "d0"} if len(term.values) == 1 and kinds[0] is None else {}
         slot_of, nslots = self._slots(op, dest or None)
         row_elems = int(np.prod(shape[1:], dtype=np.int64)) if len(shape) > 1 else 1
-        per_elem = sum(_itemsize(v.type) for v in list(op.ins) + list(op.outs) if isinstance(v.type, MemRefType))
+        per_elem = sum(_itemsize(v.type) for v in list(op.ins) + list(op.outs) if _array(v))
         per_elem += _slot_item(slot_of) * nslots
         rows = max(1, min(shape[0], chunk_bytes(shape[0] * row_elems) // max(1, per_elem * row_elems)))
         k = self.kernels
@@ -990,6 +990,12 @@ class Emitter:
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
 
+    def _scalar_arg(self, v) -> str:
+        """A kernel's 0-d input as the numpy scalar the kernel reads: a 0-d
+        buffer's value (read when the kernel is called), or a scalar's name
+        (numpy_operands made Python numbers numpy scalars)."""
+        return f"{self.name(v)}[()]" if isinstance(v.type, MemRefType) else self.name(v)
+
     def scalar_kernel(self, op, out, pad):
         """A parallel over shape () (a 0-d kernel reading 0-d buffers): scalar
         code on numpy scalars, ``buf[()]``, as kernels compute it, each result
@@ -1019,13 +1025,13 @@ class Emitter:
         o = self.name(op.outs[0])
         if isinstance(y, BlockArgument) and y.block is op.body.block:
             v, m = op.ins[y.index], op.broadcast_maps[y.index]
-            if isinstance(v.type, MemRefType):
+            if _array(v):
                 if L.shape_of(v.type) != L.shape_of(op.outs[0].type) or m != tuple(range(rank)):
                     src = f"rt.bview({self.name(v)}, {m}, {rank})"
                 else:
                     src = self.name(v)
             else:
-                src = self.to_numpy(v)
+                src = f"{self.name(v)}[()]" if isinstance(v.type, MemRefType) else self.to_numpy(v)
         elif isinstance(y.owner, arith.ConstantOp) and y.owner.parent_block() is op.body.block:
             src = self.const_scalar(y.owner.value, y.type)
         else:
@@ -1130,8 +1136,8 @@ class Emitter:
         n = int(np.prod(op.iteration_shape, dtype=np.int64))
         args, names = [], []
         for j, (v, p) in enumerate(zip(op.ins, periods)):
-            if not isinstance(v.type, MemRefType):
-                args.append(self.name(v))
+            if not _array(v):
+                args.append(self._scalar_arg(v))
                 names.append(f"i{j}")
             elif p == 1:
                 args.append(f"{self.name(v)}.reshape(())")
@@ -1145,7 +1151,7 @@ class Emitter:
         # one elementwise output: the body's last op may write straight into it
         dest = {term.values[maps[0]]: f"d{maps[0]}"} if len(maps) == 1 else {}
         slot_of, nslots = self._slots(op, dest or None)
-        per_elem = sum(_itemsize(v.type) for v, p in zip(op.ins, periods) if isinstance(v.type, MemRefType) and p != 1)
+        per_elem = sum(_itemsize(v.type) for v, p in zip(op.ins, periods) if _array(v) and p != 1)
         per_elem += sum(_itemsize(op.outs[k].type) for k in maps)
         leaf = max(1024, chunk_bytes(n) // (per_elem + _slot_item(slot_of) * max(1, nslots)))
         for j, p in enumerate(periods):
@@ -1296,6 +1302,12 @@ class _Line(str):
 
 def _indent(pad: str, s: str) -> str:
     return _Line(pad + s, s.site) if isinstance(s, _Line) else pad + s
+
+
+def _array(v) -> bool:
+    """Does a kernel read ``v`` as an array? A 0-d buffer is read as a scalar
+    (the kernel computes on it once, not broadcast over every element)."""
+    return isinstance(v.type, MemRefType) and bool(v.type.get_shape())
 
 
 def _numpy_aligned(bmap, rank: int) -> bool:
