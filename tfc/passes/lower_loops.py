@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX, FloatAttr, IndexType, IntegerAttr, MemRefType, TensorType, i8,
@@ -226,11 +228,14 @@ class BodyBuilder:
         if isinstance(t, IndexType):
             return self.op(arith.ConstantOp(IntegerAttr(int(x), IndexType())))
         dt = dtype_of(t)
+        # x cast to the dtype as numpy's astype casts it (300 -> 44 in int8, 70000.0 -> inf in
+        # float16, nan -> INT_MIN in int32, 0.5 -> True in bool; one rounding from a float64):
+        # the value eager's kernel of that dtype holds
+        with np.errstate(all="ignore"):
+            v = np.asarray(x).astype(dt.as_numpy_dtype)
         if dt.is_floating:
-            return self.op(arith.ConstantOp(FloatAttr(float(x), t)))
-        if dt.is_bool:  # as numpy casts a number to bool
-            return self.op(arith.ConstantOp(IntegerAttr(int(bool(x)), t)))
-        return self.op(arith.ConstantOp(IntegerAttr(int(x), t)))  # truncated, as numpy's cast
+            return self.op(arith.ConstantOp(FloatAttr(float(v), t)))
+        return self.op(arith.ConstantOp(IntegerAttr(int(v), t)))
 
 
 class _Lowering:
