@@ -265,6 +265,10 @@ def test_mlp_step_l3_calls_only_allowed_library_kernels():
     l3 = step.get_concrete_function(tfc.constant(x), tfc.constant(labels)).ir("loops")
     calls = collections.Counter(re.findall(r'loops.library "(\w+)"', l3))
     assert set(calls) <= ALLOWED, calls
+    # every intermediate is in the plan (the label check's flag too): the only
+    # fresh buffers are the variables' new values (their storage when donated)
+    allocs = [line for line in l3.splitlines() if "loops.alloc" in line]
+    assert len(allocs) == 4 and all("tfc.donor" in line for line in allocs), allocs
 
 
 def test_lbfgs_step_l3_calls_only_allowed_library_kernels():

@@ -122,10 +122,11 @@ func.func @gather(%p: tensor<5x4xf32>, %i: tensor<2x3xi32>) -> tensor<2x3x4xf32>
   %g = tfc.gather %p, %i {axis = 0 : i64} : (tensor<5x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
   func.return %g : tensor<2x3x4xf32>
 }
-// a check of the indices (any outside [0, 5)?) whose error path is loops.raise, then the loads
+// a check of the indices (any outside [0, 5)?) into a planned flag whose error path is
+// loops.raise, then the loads
 // CHECK-LABEL: func.func @gather
+// CHECK:         %[[F:.*]] = loops.view %arena {offset = 0 : i64} : memref<64xi8> -> memref<i1>
 // CHECK:         %[[O:.*]] = loops.alloc : memref<2x3x4xf32>
-// CHECK:         %[[F:.*]] = loops.alloc : memref<i1>
 // CHECK:         loops.parallel ins(%i : memref<2x3xi32>) outs(%[[F]] : memref<i1>) {{.*}}reduce = ["any"], reduce_axes = array<i64: 0, 1>}
 // CHECK:           arith.cmpi slt
 // CHECK:           arith.constant 5 : i64

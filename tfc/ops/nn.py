@@ -22,7 +22,7 @@ from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid, where
 from tfc.ops.reductions import reduce_sum
-from tfc.ops.shapes import expand_dims
+from tfc.ops.shapes import check_flag_temps, expand_dims
 
 # -- softmax and log_softmax ------------------------------------------------------
 
@@ -148,7 +148,7 @@ def _lower_pick(b, outs, x, labels):
     out[i...] = x[i..., labels[i...]] with loops.load_at (in bounds: checked
     before)."""
     from xdsl.dialects import arith
-    from xdsl.dialects.builtin import IndexType, MemRefType, i1, i64
+    from xdsl.dialects.builtin import IndexType, i64
 
     (out,) = outs
     n, lshape = b.shape(x)[-1], b.shape(labels)
@@ -160,7 +160,7 @@ def _lower_pick(b, outs, x, labels):
         return op(arith.OrIOp(lo, op(arith.CmpiOp(v, op(arith.ConstantOp.from_int_and_width(n, 64)), "sge"))))
 
     if rank:
-        flag = b.alloc(MemRefType(i1, []))
+        (flag,) = b.temps  # planned (check_flag_temps)
         b.parallel([labels], [flag], lshape, [tuple(range(rank))], lambda k, v: [bad(k.op, v)], ["any"],
                    list(range(rank)))
         b.fail_if(b.load(flag), [x, labels])
@@ -171,6 +171,9 @@ def _lower_pick(b, outs, x, labels):
         return [k.load_at(x, [k.index(d) for d in range(rank)] + [k.op(arith.IndexCastOp(v, IndexType()))])]
 
     return b.parallel([labels], [out], lshape, [tuple(range(rank))], body)
+
+
+_lower_pick.temps = check_flag_temps(1)
 
 
 @declare(kernel=_pick_kernel, infer=lambda op, x, labels: _labels_infer(op, labels, x, NUMERIC),

@@ -1064,6 +1064,15 @@ def _gather_grad(e, g):
     return [s, None]
 
 
+def check_flag_temps(operand: int):
+    """``lower.temps`` of a lowering that checks its indices (operand
+    ``operand``) with ``_bad_index_flag``: the check's 0-d bool flag, where
+    the indices are not a scalar (a scalar's check is scalar code)."""
+    def temps(specs, **attrs):
+        return [Spec((), dtypes.bool_)] if specs[operand].shape else []
+    return temps
+
+
 def _lower_gather(b, outs, params, indices, axis):
     """A check of the indices (a reduction: any outside [0, n)? whose error
     path, loops.raise, is eager's InvalidArgumentError naming the first bad
@@ -1088,6 +1097,9 @@ def _lower_gather(b, outs, params, indices, axis):
 
     bmap = tuple(range(a, a + q))
     return b.parallel([indices], [out], oshape, [bmap], body)
+
+
+_lower_gather.temps = check_flag_temps(1)
 
 
 @declare(kernel=_gather_kernel, infer=_gather_infer, grad=_gather_grad, attrs={"axis": "int"}, lower=_lower_gather)
@@ -1242,7 +1254,7 @@ def _wrap_index_infer(op, idx: Spec, like: Spec, axis) -> Spec:
 def _bad_index_flag(b, idx, lo, hi):
     """A 0-d i1: is any element of ``idx`` (a buffer or a scalar) outside [lo, hi)?"""
     from xdsl.dialects import arith
-    from xdsl.dialects.builtin import MemRefType, i1, i64
+    from xdsl.dialects.builtin import i64
 
     def bad(k, x, const):
         x = k.op(arith.ExtSIOp(x, i64)) if x.type != i64 else x
@@ -1251,7 +1263,7 @@ def _bad_index_flag(b, idx, lo, hi):
     shape = b.shape(idx)
     if not shape:  # scalar code
         return bad(b, idx, lambda v: b.scalar(arith.ConstantOp.from_int_and_width(v, 64)))
-    flag = b.alloc(MemRefType(i1, []))
+    (flag,) = b.temps  # planned (check_flag_temps)
     b.parallel([idx], [flag], shape, [tuple(range(len(shape)))], lambda k, x: [bad(k, x, lambda v: k.const(v, i64))],
                ["any"], list(range(len(shape))))
     return b.load(flag)
@@ -1276,6 +1288,9 @@ def _lower_wrap_index(b, outs, idx, like, axis):
 
     shape = b.shape(idx)
     return b.parallel([idx], [out], shape, [tuple(range(len(shape)))], body)
+
+
+_lower_wrap_index.temps = check_flag_temps(0)
 
 
 @declare(kernel=_wrap_index_kernel, infer=_wrap_index_infer, grad=lambda e, g: [None, None],

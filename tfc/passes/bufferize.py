@@ -160,6 +160,20 @@ def lowers(op) -> str | None:
     return "write"
 
 
+def temp_types(op) -> list:
+    """The tensor types of the temporaries a lowered op's ``lower`` writes
+    (``lower.temps(in_specs, **attrs)``: Specs, e.g. a check's 0-d bool flag),
+    which the plan places like any buffer, live at the op only; none for ops
+    that do not lower by writing."""
+    temps = getattr(op.OPDEF.lower, "temps", None)
+    if temps is None or lowers(op) != "write":
+        return []
+    from tfc.dialects.tensor import tensor_type
+
+    return [tensor_type(s.shape, s.dtype) for s in temps([spec_of(v.type) for v in op.operands],
+                                                         **decode_attrs(op.OPDEF, dict(op.properties)))]
+
+
 def _only_kernel_inputs(value) -> bool:
     """Is every use of ``value`` an input of a kernel (a ``tfc.fused`` over a
     non-empty space, lowered to a ``loops.parallel``, which reads any strided
@@ -215,10 +229,16 @@ class Buffer:
     fresh: bool = False
     inplace_of: list = None  # values that reuse it in place
     donor: int | None = None  # function argument (a variable) whose storage it may take over
+    temp_type: object = None  # a lowering's temporary (``lower.temps``): its tensor type; value is the op's result
+
+    @property
+    def type(self):
+        """The tensor type of what the buffer holds."""
+        return self.value.type if self.temp_type is None else self.temp_type
 
     @property
     def nbytes(self) -> int:
-        s = spec_of(self.value.type)
+        s = spec_of(self.type)
         n = s.dtype.itemsize
         for d in s.shape:
             n *= d
@@ -271,6 +291,7 @@ class Bufferization:
         self.slots: dict = {}    # WhileOp -> [Slot | None] per loop variable
         self.spare: dict = {}    # body value -> Slot whose spare buffer its kernel writes
         self.extent: dict = {}   # Buffer -> program points it is live over at least (a loop's)
+        self.temps: dict = {}    # lowered op -> its temporaries' Buffers (``lower.temps``)
         pts = self.points
         last_use = {}
 
@@ -330,6 +351,11 @@ class Bufferization:
                         buf = self._new(r)
                         self.own[r] = buf
                         set_refs(r, [buf])
+                    for t in temp_types(op):  # live at the op only: planned like any buffer
+                        buf = self._new(op.results[0])
+                        buf.temp_type = t
+                        self.temps.setdefault(op, []).append(buf)
+                        self.extent[buf] = (pts.start[op], pts.start[op])
                 elif isinstance(op, RegistryOp):
                     bufs = () if op.OPDEF.name in NEW_ARRAY_KERNELS else union(op.operands)
                     for r in op.results:
@@ -583,4 +609,5 @@ class BufferizePass(ModulePass):
             Bufferization(f).annotate()
 
 
-__all__ = ["Bufferization", "Buffer", "Slot", "BufferizePass", "Points", "lowers", "writes_buffer"]
+__all__ = ["Bufferization", "Buffer", "Slot", "BufferizePass", "Points", "lowers", "temp_types",
+           "writes_buffer"]

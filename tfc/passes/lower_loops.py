@@ -90,8 +90,11 @@ class L3Builder:
       yields its input (``src`` a buffer of ``dst``'s shape, any layout, or a
       scalar: a fill); a ``dst`` with a zero dim gets no kernel;
     - ``fill(dst, value)``: a parallel with a constant body (a Python number);
-    - ``scalar(arith_op)``, ``load(buf)``, ``alloc(type)``: function-level
-      scalar code, a 0-d buffer's value, a fresh buffer;
+    - ``scalar(arith_op)``, ``load(buf)``: function-level scalar code, a 0-d
+      buffer's value;
+    - ``temps``: the buffers of the op's temporaries, which its ``lower.temps(
+      in_specs, **attrs)`` declares (a list of Specs) and the memory plan
+      places (live at the op only: a check's flag);
     - ``fail_if(cond, ins)``: where ``cond`` holds, ``loops.raise``: eager's
       error for the op on ``ins`` (a check's error path);
     - ``parallel(ins, outs, shape, broadcast, body, reduce=None,
@@ -106,6 +109,7 @@ class L3Builder:
         self.block = block
         self.src = src
         self.result_shapes = [spec_of(r.type).shape for r in src.results]  # static (lowers() checked)
+        self.temps = []  # planned temporaries (lower.temps), set by the lowering
 
     def _emit(self, op):
         return self.lw.emit(self.block, op, self.src)
@@ -161,11 +165,6 @@ class L3Builder:
         return self._emit(op).results[0]
 
     op = scalar  # as BodyBuilder.op: helpers written for a body work on scalars too
-
-    def alloc(self, t):
-        """A fresh buffer of memref type ``t`` (a kernel's scratch the plan does
-        not hold: a check's flag)."""
-        return self._emit(L.AllocOp(t)).result
 
     def load(self, buf):
         """The scalar of a 0-d buffer."""
@@ -264,7 +263,7 @@ class _Lowering:
         self.arena.name_hint = "arena"
         for b in self.plan.buffers:  # arena views at entry: made once per call
             if b.kind == "arena":
-                t = convert_type(self.bz.buffers[b.id].value.type)
+                t = convert_type(self.bz.buffers[b.id].type)
                 if not isinstance(t, MemRefType):
                     t = MemRefType(t, [])
                 v = L.ViewOp(self.arena, b.offset, t)
@@ -503,6 +502,7 @@ class _Lowering:
             self.vm[r] = v
             return True
         outs = [self.buffer_for(r, b3, op) for r in op.results]
+        b.temps = [self.bufval[t.id] for t in self.bz.temps.get(op, ())]
         op.OPDEF.lower(b, outs, *ins, **attrs)
         for r, o in zip(op.results, outs):
             self.vm[r] = o  # a 0-d result: a 0-d buffer, as a kernel's

@@ -125,7 +125,7 @@ def plan(bz: Bufferization) -> MemoryPlan:
     rng = {b.id: r for b, r in zip(arena, ranges)}
     out = []
     for b in bz.buffers:
-        s = spec_of(b.value.type)
+        s = spec_of(b.type)
         owner = b.value.owner
         out.append(BufferPlan(b.id, "fresh" if b.fresh else "arena", off.get(b.id), b.nbytes, tuple(s.shape),
                               s.dtype.name, rng.get(b.id) or bz.live_range(b), f"{owner.name} at {loc_str(owner)}",
