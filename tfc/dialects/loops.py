@@ -21,6 +21,8 @@ relies on (layouts, aliasing, bounds).
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from xdsl.dialects.builtin import (
     ArrayAttr, DenseArrayBase, DenseIntOrFPElementsAttr, DictionaryAttr, IndexType, IntegerAttr, MemRefType,
     NoneAttr, StridedLayoutAttr, StringAttr, i64,
@@ -36,7 +38,7 @@ from xdsl.printer import Printer
 from xdsl.traits import IsTerminator, MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect, Pure
 
 from tfc.dialects.fused import KernelIndexing, ints_attr, reduce_props
-from tfc.dialects.tensor import RefType, _fail, parse_cond, parse_while, print_cond, print_while
+from tfc.dialects.tensor import CondShape, RefType, WhileShape, _fail
 
 
 def shape_of(t) -> tuple:
@@ -622,7 +624,7 @@ class ConditionOp(IRDLOperation):
 
 
 @irdl_op_definition
-class IfOp(IRDLOperation):
+class IfOp(CondShape, IRDLOperation):
     """``%r = loops.if %c : (i1) -> (f32) {...loops.yield} else {...}`` (scf.if)."""
 
     name = "loops.if"
@@ -635,13 +637,6 @@ class IfOp(IRDLOperation):
     def __init__(self, cond, result_types, then_region, else_region):
         super().__init__(operands=[cond], result_types=[list(result_types)],
                          regions=[then_region, else_region])
-
-    def print(self, printer: Printer) -> None:
-        print_cond(self, printer)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        return parse_cond(cls, parser)
 
 
 def _compatible(a, b) -> bool:
@@ -660,7 +655,7 @@ def _all_compatible(xs, ys) -> bool:
 
 
 @irdl_op_definition
-class WhileOp(IRDLOperation):
+class WhileOp(WhileShape, IRDLOperation):
     """``%r = loops.while %i : (i32) -> i32 cond {^bb0(%x: i32): loops.condition %p : i1}
     do {^bb0(%x: i32): loops.yield %n : i32}`` (scf.while); at most
     ``max_iterations`` iterations when given. Loop variables are values: a
@@ -682,22 +677,10 @@ class WhileOp(IRDLOperation):
         super().__init__(operands=[list(inits)], result_types=[list(result_types)],
                          regions=[cond_region, body_region], properties=props)
 
+    CONDITION: ClassVar = ConditionOp
+
     def verify_(self):
-        types = list(self.result_types)
-        if not _all_compatible(self.operand_types, types):
-            _fail(self, "initial values and results must have the same types")
-        for r, what in ((self.cond_region, "condition"), (self.body_region, "body")):
-            if not _all_compatible([a.type for a in r.block.args], types):
-                _fail(self, f"the {what} region must take one argument per loop variable")
-        if not isinstance(self.cond_region.block.last_op, ConditionOp):
-            _fail(self, "the condition region must end with loops.condition")
-
-    def print(self, printer: Printer) -> None:
-        print_while(self, printer)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        return parse_while(cls, parser)
+        self.verify_loop(_all_compatible)
 
 
 # -- variables, print, assert ----------------------------------------------------------

@@ -1090,8 +1090,48 @@ def parse_while(cls, parser: Parser):
                       regions=[cond_r, body_r], properties=props, attributes=attrs)
 
 
+class CondShape:
+    """What tfc.cond (L1) and loops.if (L3) share: a predicate, results and
+    two single-block regions (their fields, whose types differ by level, are
+    declared on each op), and the custom syntax."""
+
+    def print(self, printer: Printer) -> None:
+        print_cond(self, printer)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        return parse_cond(cls, parser)
+
+
+class WhileShape:
+    """What tfc.while (L1) and loops.while (L3) share: loop variables of the
+    result types carried through a condition region (ending in the level's
+    ``CONDITION`` terminator) and a body; the structural checks, with the
+    level's notion of compatible types (``compatible(xs, ys)``), and the
+    custom syntax."""
+
+    CONDITION: ClassVar = None
+
+    def verify_loop(self, compatible) -> None:
+        types = list(self.result_types)
+        if not compatible(self.operand_types, types):
+            _fail(self, "initial values and results must have the same types")
+        for region, what in ((self.cond_region, "condition"), (self.body_region, "body")):
+            if not compatible([a.type for a in region.block.args], types):
+                _fail(self, f"the {what} region must take one argument per loop variable")
+        if not isinstance(self.cond_region.block.last_op, self.CONDITION):
+            _fail(self, f"the condition region must end with {self.CONDITION.name}")
+
+    def print(self, printer: Printer) -> None:
+        print_while(self, printer)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        return parse_while(cls, parser)
+
+
 @irdl_op_definition
-class CondOp(IRDLOperation):
+class CondOp(CondShape, IRDLOperation):
     """``tfc.cond %pred : (tensor<i1>) -> (...) {then} else {else}``; both
     branches yield values of the result types. Branches may use values from above."""
 
@@ -1107,16 +1147,9 @@ class CondOp(IRDLOperation):
         _check_yield(self, self.then_region, self.result_types, "the true branch")
         _check_yield(self, self.else_region, self.result_types, "the false branch")
 
-    def print(self, printer: Printer) -> None:
-        print_cond(self, printer)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        return parse_cond(cls, parser)
-
 
 @irdl_op_definition
-class WhileOp(IRDLOperation):
+class WhileOp(WhileShape, IRDLOperation):
     """``tfc.while %init... : (...) -> (...) cond {^bb0(...): tfc.condition %p} do
     {^bb0(...): tfc.yield ...}``: loop variables have the result types; the loop
     stops when the condition is false or after ``max_iterations`` iterations."""
@@ -1129,25 +1162,12 @@ class WhileOp(IRDLOperation):
     body_region = region_def("single_block")
     traits = traits_def(RecursiveMemoryEffect())
 
+    CONDITION: ClassVar = ConditionOp
+
     def verify_(self) -> None:
-        types = list(self.result_types)
-        if not _all_compatible(self.operand_types, types):
-            _fail(self, "initial values and results must have the same types")
-        for region, what in ((self.cond_region, "condition"), (self.body_region, "body")):
-            if not _all_compatible([a.type for a in region.block.args], types):
-                _fail(self, f"the {what} region must take one argument per loop variable")
-        term = self.cond_region.block.last_op
-        if not isinstance(term, ConditionOp):
-            _fail(self, "the condition region must end with tfc.condition")
-        _check_bool_scalar(self, term.cond.type)
-        _check_yield(self, self.body_region, types, "the body")
-
-    def print(self, printer: Printer) -> None:
-        print_while(self, printer)
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        return parse_while(cls, parser)
+        self.verify_loop(_all_compatible)
+        _check_bool_scalar(self, self.cond_region.block.last_op.cond.type)
+        _check_yield(self, self.body_region, list(self.result_types), "the body")
 
 
 # -- variables, print, assert -----------------------------------------------------------------
