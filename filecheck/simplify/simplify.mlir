@@ -122,3 +122,22 @@ func.func @reshape_sinks(%x: tensor<2x12xf32>, %y: tensor<2x12xf32>) -> (tensor<
   %a = tfc.add %k, %k : (tensor<24xf32>, tensor<24xf32>) -> tensor<24xf32>
   func.return %u, %same, %a, %k : tensor<4x6xf32>, tensor<2x12xf32>, tensor<24xf32>, tensor<24xf32>
 }
+
+// A matmul of a transpose that swaps the last two axes takes the operand and
+// the transpose flag (eager hands BLAS that view: the same transposed product);
+// a transpose moving other axes stays.
+// CHECK-LABEL: func.func @matmul_of_transpose
+// CHECK-NEXT:    %[[P:.*]] = tfc.matmul %a, %b {transpose_a = true, transpose_b = false}
+// CHECK-NEXT:    %[[Q:.*]] = tfc.matmul %c, %b {transpose_a = false, transpose_b = false}
+// CHECK-NEXT:    %[[T:.*]] = tfc.transpose %d {perm = array<i64: 1, 0, 2>}
+// CHECK-NEXT:    %[[R:.*]] = tfc.matmul %[[T]], %e
+// CHECK-NEXT:    func.return %[[P]], %[[Q]], %[[R]]
+func.func @matmul_of_transpose(%a: tensor<3x4xf32>, %b: tensor<3x5xf32>, %c: tensor<2x3xf32>, %d: tensor<2x4x3xf32>, %e: tensor<4x3x5xf32>) -> (tensor<4x5xf32>, tensor<2x5xf32>, tensor<4x2x5xf32>) {
+  %0 = tfc.transpose %a : (tensor<3x4xf32>) -> tensor<4x3xf32>
+  %1 = tfc.matmul %0, %b {transpose_a = false, transpose_b = false} : (tensor<4x3xf32>, tensor<3x5xf32>) -> tensor<4x5xf32>
+  %2 = tfc.transpose %b {perm = array<i64: 1, 0>} : (tensor<3x5xf32>) -> tensor<5x3xf32>
+  %3 = tfc.matmul %c, %2 {transpose_a = false, transpose_b = true} : (tensor<2x3xf32>, tensor<5x3xf32>) -> tensor<2x5xf32>
+  %4 = tfc.transpose %d {perm = array<i64: 1, 0, 2>} : (tensor<2x4x3xf32>) -> tensor<4x2x3xf32>
+  %5 = tfc.matmul %4, %e {transpose_a = false, transpose_b = false} : (tensor<4x2x3xf32>, tensor<4x3x5xf32>) -> tensor<4x2x5xf32>
+  func.return %1, %3, %5 : tensor<4x5xf32>, tensor<2x5xf32>, tensor<4x2x5xf32>
+}

@@ -1,6 +1,8 @@
 """Algebraic simplification: x*1, x+(-0.0), x-(+0.0) -> x (and x+0, x-0 for
 integers; a float x + 0.0 is +0.0 where x is -0.0, so it stays); x-x -> 0 for integers;
 x**2 -> x*x (pow by a constant 2, integer_pow with n=2); transpose(transpose(x)) -> one transpose (or x);
+matmul(transpose(x), y) -> matmul(x, y, transpose_a) where the transpose swaps the last two axes (eager's bits:
+both hand BLAS the same view; a copied transpose would take BLAS's other path);
 reshape(reshape(x)) -> one reshape; a reshape to the same type -> x;
 reshape(f(a, b)) -> f(reshape(a), reshape(b)) for an elementwise f used only by
 the reshape (operands of its shape, or 0-d), so that fusion sees one shape
@@ -72,6 +74,20 @@ def _sinks_reshape(v) -> bool:
     return bool(shape) and shape in shapes and all(s in (shape, ()) for s in shapes)
 
 
+def _swapped_last_two(v):
+    """The operand of ``v = transpose(x)`` where the transpose swaps only the
+    last two axes, else None. matmul(transpose(x), y) is matmul(x, y,
+    transpose_a=True): eagerly both hand BLAS the same strided view (its
+    transposed product), while a transpose copied into a buffer first would
+    take BLAS's other path, whose sums differ in the last bits."""
+    if _name(v) != "transpose":
+        return None
+    x = v.owner.operands[0]
+    rank = len(spec_of(x.type).shape)
+    perm = v.owner.attr_values["perm"] or tuple(reversed(range(rank)))
+    return x if rank >= 2 and tuple(perm) == (*range(rank - 2), rank - 1, rank - 2) else None
+
+
 def simplify_op(op) -> bool:
     """Apply the first rule that matches ``op``; True if the IR changed."""
     if not isinstance(op, RegistryOp) or len(op.results) != 1:
@@ -117,6 +133,16 @@ def simplify_op(op) -> bool:
             t = build_op("transpose", [x], {"perm": perm}, result_types=[res.type])
             _replace(op, [t], t.results[0])
         return True
+    if name == "matmul":
+        for i, flag in ((0, "transpose_a"), (1, "transpose_b")):
+            x = _swapped_last_two(args[i])
+            if x is not None:
+                attrs = dict(op.attr_values)
+                attrs[flag] = not attrs[flag]
+                m = build_op("matmul", [x if k == i else a for k, a in enumerate(args)], attrs,
+                             result_types=[res.type])
+                _replace(op, [m], m.results[0])
+                return True
     if name == "reshape" and args[0].type == res.type:
         _replace(op, [], args[0])
         return True
