@@ -1071,3 +1071,19 @@ def test_a_caught_raise_under_a_tensor_condition_still_fails_the_trace():
         assert f(tfc.constant(2.0)).numpy() == 2.0
         with pytest.raises(tfc.autograph.ConversionError, match="a `raise` statement ran under a tensor condition"):
             tfc.function(f)(tfc.constant(2.0))
+
+
+def test_tape_opened_with_as_inside_a_tensor_loop():
+    """`with tfc.GradientTape() as t` in a tensor loop's body binds t before the
+    body reads it: t is no loop variable read before it is set (it was refused
+    with that ValueError; found by review)."""
+    def f(w, n):
+        for i in tfc.range(n):
+            with tfc.GradientTape() as t:
+                t.watch(w)
+                loss = tfc.reduce_sum(w * w)
+            w = w - 0.1 * t.gradient(loss, w)
+        return w
+
+    w, n = tfc.constant([1.0, -2.0]), tfc.constant(3)
+    np.testing.assert_array_equal(tfc.function(f)(w, n).numpy(), f(w, n).numpy())

@@ -401,8 +401,12 @@ def _live_stmt(s, out: set) -> set:
             live |= _live_block(h.body, after) | (used_paths(h.type) if h.type else set())
         return live
     if isinstance(s, ast.With):
+        # `with ... as t` binds t before the body: t is not live on entry
+        # (a tape opened in a loop body is no loop variable read before set)
         u = set().union(*(used_paths(i.context_expr) for i in s.items))
-        return u | _live_block(s.body, out)
+        bound = [_stores(ast.Assign(targets=[i.optional_vars], value=_const(None)))
+                 for i in s.items if i.optional_vars is not None]
+        return u | _kill(_live_block(s.body, out), set().union(*bound))
     if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return _kill(out, {s.name}) | used_paths(s)
     uses = used_paths(s)
