@@ -34,7 +34,11 @@ The declaration also names
   library op that has it writes into a buffer of the memory plan (matmul,
   conv2d and its gradients, the random generators). ``kernel_into.when(in_specs,
   out_spec, **attrs)``, where set, says where it applies (matmul: float
-  operands of the result's dtype); elsewhere the kernel makes its result.
+  operands of the result's dtype); elsewhere the kernel makes its result;
+- ``static_form``: for ops that read only the shape of an operand (the
+  ``*_like`` ops of gradients with run-time shapes), ``static_form(op)`` gives
+  (new IR ops, the values replacing the op's results) once ``tfc-specialize``
+  knows that shape: the op as a static trace writes it; None while unknown.
 """
 from __future__ import annotations
 
@@ -77,11 +81,12 @@ class OpDef:
 
     __slots__ = (
         "name", "kernel", "infer", "grad", "attrs", "promote", "quiet",
-        "stateful", "scalar", "rows", "expand", "lower", "kernel_into", "api", "eager_kernel", "__weakref__",
+        "stateful", "scalar", "rows", "expand", "lower", "static_form", "kernel_into", "api", "eager_kernel",
+        "__weakref__",
     )
 
     def __init__(self, name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows=None,
-                 expand=None, lower=None, kernel_into=None):
+                 expand=None, lower=None, kernel_into=None, static_form=None):
         self.name = name
         self.kernel = kernel
         self.infer = infer
@@ -94,6 +99,7 @@ class OpDef:
         self.rows = rows
         self.expand = expand
         self.lower = lower
+        self.static_form = static_form
         self.kernel_into = kernel_into
         self.api = None
         # What run_eager calls: the kernel, with numpy's floating-point warnings
@@ -142,6 +148,7 @@ def declare(
     expand: Callable | None = None,
     lower: Callable | None = None,
     kernel_into: Callable | None = None,
+    static_form: Callable | None = None,
     name: str | None = None,
 ):
     """Declare a primitive op; decorates the function that packs its arguments.
@@ -160,7 +167,7 @@ def declare(
         if op_name in REGISTRY:
             raise ValueError(f"op {op_name!r} is declared twice")
         op = OpDef(op_name, kernel, infer, grad, attrs, promote, quiet, stateful, scalar, rows, expand, lower,
-                   kernel_into)
+                   kernel_into, static_form)
         REGISTRY[op_name] = op
 
         @functools.wraps(pack)

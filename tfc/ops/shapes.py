@@ -434,8 +434,34 @@ def _broadcast_like_infer(op, x: Spec, like: Spec) -> Spec:
     return Spec(tuple(like.shape), x.dtype)
 
 
+# -- static forms (tfc-specialize) ----------------------------------------------------
+# An op that reads only the shape of an operand declares ``static_form(op)``:
+# once tfc-specialize knows that shape, (the new ops, the values replacing the
+# op's results) of the op written without it, as a static trace writes it;
+# None where a shape it needs is still unknown.
+
+
+def _static(v) -> tuple | None:
+    """The static shape of IR value ``v``, or None."""
+    from tfc.dialects.tensor import spec_of
+
+    s = spec_of(v.type).shape
+    return None if None in s else s
+
+
+def _broadcast_like_static(op):
+    from tfc.dialects.tensor import build_op
+
+    shape = _static(op.operands[1])
+    if shape is None:
+        return None
+    new = build_op("broadcast_to", [op.operands[0]], {"shape": shape}, result_types=[op.results[0].type])
+    return [new], [new.results[0]]
+
+
 @declare(kernel=lambda x, like: np.broadcast_to(x, like.shape), infer=_broadcast_like_infer, lower=_lower_broadcast,
-         grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.inputs[1].shape]), None])
+         grad=lambda e, g: [unbroadcast(g, e.inputs[0], [e.inputs[1].shape]), None],
+         static_form=_broadcast_like_static)
 def broadcast_like(input, like):  # noqa: A002
     """``broadcast_to(input, like.shape)`` where that shape is known only at run time."""
     return (input, like), {}
@@ -461,8 +487,33 @@ def _unbroadcast_like_kernel(g, like):
     return g
 
 
+def _unbroadcast_like_static(op):
+    """The reduce_sum ops of tfc.ops._grad.unbroadcast on static shapes (which
+    unbroadcast_like's kernel makes in the same order: the same bits)."""
+    from tfc.dialects.tensor import build_op, loc_str, spec_of
+
+    g, like = op.operands
+    gshape, shape = _static(g), _static(like)
+    if gshape is None or shape is None:
+        return None
+    new_ops, v = [], g
+    lead = len(gshape) - len(shape)
+    if lead:
+        new_ops.append(build_op("reduce_sum", [v], {"axis": tuple(range(lead)), "keepdims": False}))
+        v = new_ops[-1].results[0]
+    cur = spec_of(v.type).shape
+    ones = tuple(i for i, d in enumerate(shape) if d == 1 and cur[i] != 1)
+    if ones:
+        new_ops.append(build_op("reduce_sum", [v], {"axis": ones, "keepdims": True}))
+        v = new_ops[-1].results[0]
+    if v.type != op.results[0].type:
+        raise AssertionError(f"{loc_str(op)}: unbroadcast_like's static form gives {v.type}, "
+                             f"not {op.results[0].type}")
+    return new_ops, [v]
+
+
 @declare(kernel=_unbroadcast_like_kernel, infer=_unbroadcast_like_infer,
-         grad=lambda e, g: [broadcast_like(g, e.inputs[0]), None])
+         grad=lambda e, g: [broadcast_like(g, e.inputs[0]), None], static_form=_unbroadcast_like_static)
 def unbroadcast_like(input, like):  # noqa: A002
     """``input`` summed down to the shape of ``like``, which broadcasts to it: over
     the leading axes and where ``like`` has size 1 (the gradient of a broadcast
@@ -474,17 +525,42 @@ def _count_along_kernel(x, axes):
     return np.array(int(np.prod([x.shape[a] for a in axes], dtype=np.int64)), np.int64)
 
 
+def _count_along_static(op):
+    from tfc.dialects.tensor import ConstantOp, spec_of
+
+    shape = spec_of(op.operands[0].type).shape
+    dims = [shape[a] for a in op.attr_values["axes"]]
+    if None in dims:
+        return None
+    # the kernel reads the shape only: a zero-strided array of it costs no memory
+    c = ConstantOp.from_numpy(op.OPDEF.kernel(np.broadcast_to(np.int8(0), shape), **op.attr_values))
+    return [c], [c.result]
+
+
 @declare(kernel=_count_along_kernel, infer=lambda op, x, axes: Spec((), dtypes.int64),
-         grad=lambda e, g: [None], attrs={"axes": "ints"})
+         grad=lambda e, g: [None], attrs={"axes": "ints"}, static_form=_count_along_static)
 def count_along(input, axes):  # noqa: A002
     """The number of elements along ``axes`` of ``input`` (a 0-d int64): a
     reduction's count where a reduced dimension is known only at run time."""
     return (input,), {"axes": tuple(int(a) for a in axes)}
 
 
+def _range_along_static(op):
+    from tfc.dialects.tensor import build_op, spec_of
+
+    (n,) = spec_of(op.results[0].type).shape
+    if n is None:
+        return None
+    # range's kernel is np.arange(0.0, n, 1.0, dtype): range_along's np.arange(n, dtype) element for element
+    new = build_op("range", [], {"start": 0.0, "limit": float(n), "delta": 1.0, "dtype": op.attr_values["dtype"]},
+                   result_types=[op.results[0].type])
+    return [new], [new.results[0]]
+
+
 @declare(kernel=lambda x, axis, dtype: np.arange(x.shape[axis], dtype=dtype.as_numpy_dtype),
          infer=lambda op, x, axis, dtype: Spec((x.shape[inf.normalize_axis(op, axis, x.ndim)],), dtype),
-         grad=lambda e, g: [None], attrs={"axis": "int", "dtype": "dtype"}, lower=_lower_range_along)
+         grad=lambda e, g: [None], attrs={"axis": "int", "dtype": "dtype"}, lower=_lower_range_along,
+         static_form=_range_along_static)
 def range_along(input, axis, dtype=dtypes.int64):  # noqa: A002
     """0, 1, ..., n - 1 for the size n of ``input``'s ``axis``: ``tfc.range(n)``
     where n is known only at run time."""
@@ -851,8 +927,23 @@ def _split_like_kernel(x, *likes, axis):
     return np.split(x, np.cumsum([like.shape[axis] for like in likes])[:-1], axis=axis)
 
 
+def _split_like_static(op):
+    from tfc.dialects.tensor import build_op, spec_of
+
+    x, *likes = op.operands
+    spec = spec_of(x.type)
+    axis = op.attr_values["axis"] % max(spec.ndim, 1)
+    sizes = [spec_of(v.type).shape[axis] for v in likes]
+    if None in sizes:
+        return None
+    new = build_op("split", [x], {"num": None, "sizes": tuple(sizes), "axis": op.attr_values["axis"]},
+                   result_types=[r.type for r in op.results])
+    return [new], list(new.results)
+
+
 @declare(kernel=_split_like_kernel, infer=_split_like_infer, lower=_lower_split,
-         grad=lambda e, g: _split_grad(e, g) + [None] * (len(e.inputs) - 1), attrs={"axis": "int"})
+         grad=lambda e, g: _split_grad(e, g) + [None] * (len(e.inputs) - 1), attrs={"axis": "int"},
+         static_form=_split_like_static)
 def split_like(value, likes, axis):
     """``value`` cut along ``axis`` into parts as long as each of ``likes`` there
     (the gradient of concat where those sizes are known only at run time)."""
@@ -898,8 +989,28 @@ def _tile_grad_like_kernel(g, like, multiples):
     return _sum_kernel(np.reshape(g, split_shape), tuple(range(0, 2 * like.ndim, 2)), False)
 
 
+def _tile_grad_like_static(op):
+    """tile's gradient as a static trace writes it (and tile_grad_like's kernel
+    computes it): g viewed as (m0, d0, m1, d1, ...), summed over the m axes."""
+    from tfc.dialects.tensor import build_op
+
+    g, like = op.operands
+    shape = _static(like)
+    if shape is None:
+        return None
+    if not shape:  # a 0-d tensor tiles to itself
+        return [], [g]
+    m = op.attr_values["multiples"]
+    split_shape = tuple(v for pair in zip(m, shape) for v in pair)
+    r = build_op("reshape", [g], {"shape": split_shape})
+    s = build_op("reduce_sum", [r.results[0]], {"axis": tuple(range(0, 2 * len(shape), 2)), "keepdims": False},
+                 result_types=[op.results[0].type])
+    return [r, s], [s.results[0]]
+
+
 @declare(kernel=_tile_grad_like_kernel, infer=lambda op, g, like, multiples: Spec(tuple(like.shape), g.dtype),
-         grad=lambda e, g: [tile(g, e.attrs["multiples"]), None], attrs={"multiples": "ints"})
+         grad=lambda e, g: [tile(g, e.attrs["multiples"]), None], attrs={"multiples": "ints"},
+         static_form=_tile_grad_like_static)
 def tile_grad_like(g, like, multiples):
     """``g`` (of ``tile(like, multiples)``'s shape) with the copies of ``like``
     summed back (the gradient of tile where shapes are known only at run time)."""
@@ -1015,11 +1126,56 @@ def _np_take_axis(a, axis, start, stop, step=None):
     return a[(slice(None),) * axis + (slice(start, stop, step),)]
 
 
+class _Emitted:
+    """An SSA value that the rule of a gradient computes on (``+`` emits ``add``),
+    for the declarations' rules written once for tensors and for arrays."""
+
+    __slots__ = ("value", "ops")
+
+    def __init__(self, value, ops):
+        self.value, self.ops = value, ops
+
+    def emit(self, name, operands, attrs) -> "_Emitted":
+        from tfc.dialects.tensor import build_op
+
+        op = build_op(name, [v.value for v in operands], attrs)
+        self.ops.append(op)
+        return _Emitted(op.results[0], self.ops)
+
+    def __add__(self, other):
+        return self.emit("add", [self, other], {})
+
+
+def _pad_grad_like_static(op):
+    """pad's gradient as a static trace writes it: ``_unpad`` (the rule that
+    pad's gradient and pad_grad_like's kernel share, so the same bits) on
+    getitem, pad and add."""
+    g, like = op.operands
+    shape = _static(like)
+    if shape is None:
+        return None
+    attrs = op.attr_values
+    ops: list = []
+
+    def take(v, axis, start, stop, step=None):
+        key = (slice(None),) * axis + (slice(start, stop, step),)
+        return v.emit("getitem", [v], {"index": _index_attr(key)})
+
+    def pad_zeros(v, pairs):
+        flat = tuple(int(x) for pair in pairs for x in pair)
+        return v.emit("pad", [v], {"paddings": flat, "mode": "CONSTANT", "constant_values": 0})
+
+    out = _unpad(_Emitted(g, ops), shape, _pad_pairs(attrs["paddings"]), attrs["mode"], take, pad_zeros)
+    if out.value.type != op.results[0].type:
+        return None
+    return ops, [out.value]
+
+
 @declare(kernel=lambda g, like, paddings, mode: _unpad(g, like.shape, _pad_pairs(paddings), mode, _np_take_axis,
                                                        lambda a, p: np.pad(a, p, mode="constant")),
          infer=lambda op, g, like, paddings, mode: Spec(tuple(like.shape), g.dtype),
          grad=lambda e, g: [pad(g, _pad_pairs(e.attrs["paddings"]), e.attrs["mode"]), None],
-         attrs={"paddings": "ints", "mode": "str"})
+         attrs={"paddings": "ints", "mode": "str"}, static_form=_pad_grad_like_static)
 def pad_grad_like(g, like, paddings, mode):
     """The gradient of pad (``mode`` REFLECT or SYMMETRIC: borders folded back)
     for an input of ``like``'s shape, known only at run time."""
@@ -1124,8 +1280,38 @@ def _gather_grad_like_kernel(g, indices, like, axis):
     return out
 
 
+def _gather_grad_like_static(op):
+    """gather's gradient as a static trace writes it: the index axes of g to the
+    front, unsorted_segment_sum into the size of ``like``'s axis (rows added in
+    the order of the indices, as gather_grad_like's kernel adds them), back."""
+    from tfc.dialects.tensor import build_op, spec_of
+
+    g, indices, like = op.operands
+    lspec = spec_of(like.type)
+    a = op.attr_values["axis"] % max(lspec.ndim, 1)
+    n = lspec.shape[a]
+    if n is None:
+        return None
+    q, rank = spec_of(indices.type).ndim, spec_of(g.type).ndim
+    new_ops, v = [], g
+    perm = [*range(a, a + q), *range(a), *range(a + q, rank)]
+    if perm != sorted(perm):
+        new_ops.append(build_op("transpose", [v], {"perm": tuple(perm)}))
+        v = new_ops[-1].results[0]
+    new_ops.append(build_op("unsorted_segment_sum", [v, indices], {"num_segments": n}))
+    v = new_ops[-1].results[0]
+    back = [*range(1, a + 1), 0, *range(a + 1, spec_of(v.type).ndim)]
+    if back != sorted(back):
+        new_ops.append(build_op("transpose", [v], {"perm": tuple(back)}))
+        v = new_ops[-1].results[0]
+    if v.type != op.results[0].type:  # like's other dims still ?: the static form would say less
+        return None
+    return new_ops, [v]
+
+
 @declare(kernel=_gather_grad_like_kernel, infer=_gather_grad_like_infer,
-         grad=lambda e, g: [gather(g, e.inputs[1], axis=e.attrs["axis"]), None, None], attrs={"axis": "int"})
+         grad=lambda e, g: [gather(g, e.inputs[1], axis=e.attrs["axis"]), None, None], attrs={"axis": "int"},
+         static_form=_gather_grad_like_static)
 def gather_grad_like(g, indices, like, axis):
     """Zeros of ``like``'s shape, with the slices of ``g`` added at ``indices``
     along ``axis`` (the gradient of gather where that axis's size is known only

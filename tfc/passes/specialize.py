@@ -20,7 +20,8 @@ forms once that shape is known, each computing its kernel's bits:
   is declared as ``X_like`` with a ``shape`` attribute in place of ``like``
   (reshape, slice_grad), or ``input_hw`` / ``filter_hw`` (conv2d_backprop_input,
   conv2d_backprop_filter, avg_pool2d_grad): the declarations pair them;
-- ``broadcast_like`` -> ``broadcast_to``, ``split_like`` -> ``split``,
+- every other op that reads only a shape declares its static form
+  (``static_form=`` in tfc/ops/shapes.py): ``broadcast_like`` -> ``broadcast_to``, ``split_like`` -> ``split``,
   ``count_along`` -> a constant, ``range_along`` -> ``range``;
 - ``unbroadcast_like``, ``tile_grad_like``, ``gather_grad_like`` and
   ``pad_grad_like`` -> the ops that a static trace of the gradient emits
@@ -296,190 +297,20 @@ def _like_to_shape_attr(op) -> bool:
     return True
 
 
-def _broadcast_like(op) -> bool:
-    shape = _static(op.operands[1])
-    if shape is None:
-        return False
-    new = build_op("broadcast_to", [op.operands[0]], {"shape": shape}, result_types=[op.results[0].type])
-    _replace(op, [new], [new.results[0]])
-    return True
-
-
-def _unbroadcast_like(op) -> bool:
-    """The reduce_sum ops of tfc.ops._grad.unbroadcast on static shapes (which
-    unbroadcast_like's kernel makes in the same order: the same bits)."""
-    g, like = op.operands
-    gshape, shape = _static(g), _static(like)
-    if gshape is None or shape is None:
-        return False
-    new_ops, v = [], g
-    lead = len(gshape) - len(shape)
-    if lead:
-        new_ops.append(build_op("reduce_sum", [v], {"axis": tuple(range(lead)), "keepdims": False}))
-        v = new_ops[-1].results[0]
-    cur = spec_of(v.type).shape
-    ones = tuple(i for i, d in enumerate(shape) if d == 1 and cur[i] != 1)
-    if ones:
-        new_ops.append(build_op("reduce_sum", [v], {"axis": ones, "keepdims": True}))
-        v = new_ops[-1].results[0]
-    if v.type != op.results[0].type:
-        raise AssertionError(f"{loc_str(op)}: unbroadcast_like's static form gives {v.type}, "
-                             f"not {op.results[0].type}")
-    _replace(op, new_ops, [v])
-    return True
-
-
-def _split_like(op) -> bool:
-    x, *likes = op.operands
-    spec = spec_of(x.type)
-    axis = op.attr_values["axis"] % max(spec.ndim, 1)
-    sizes = [spec_of(v.type).shape[axis] for v in likes]
-    if None in sizes:
-        return False
-    new = build_op("split", [x], {"num": None, "sizes": tuple(sizes), "axis": op.attr_values["axis"]},
-                   result_types=[r.type for r in op.results])
-    _replace(op, [new], list(new.results))
-    return True
-
-
-def _count_along(op) -> bool:
-    shape = spec_of(op.operands[0].type).shape
-    dims = [shape[a] for a in op.attr_values["axes"]]
-    if None in dims:
-        return False
-    import numpy as np
-
-    # the kernel reads the shape only: a zero-strided array of it costs no memory
-    c = ConstantOp.from_numpy(op.OPDEF.kernel(np.broadcast_to(np.int8(0), shape), **op.attr_values))
-    _replace(op, [c], [c.result])
-    return True
-
-
-def _range_along(op) -> bool:
-    (n,) = spec_of(op.results[0].type).shape
-    if n is None:
-        return False
-    # range's kernel is np.arange(0.0, n, 1.0, dtype): range_along's np.arange(n, dtype) element for element
-    new = build_op("range", [], {"start": 0.0, "limit": float(n), "delta": 1.0, "dtype": op.attr_values["dtype"]},
-                   result_types=[op.results[0].type])
-    _replace(op, [new], [new.results[0]])
-    return True
-
-
-def _tile_grad_like(op) -> bool:
-    """tile's gradient as a static trace writes it (and tile_grad_like's kernel
-    computes it): g viewed as (m0, d0, m1, d1, ...), summed over the m axes."""
-    g, like = op.operands
-    shape = _static(like)
-    if shape is None:
-        return False
-    if not shape:  # a 0-d tensor tiles to itself
-        _replace(op, [], [g])
-        return True
-    m = op.attr_values["multiples"]
-    split_shape = tuple(v for pair in zip(m, shape) for v in pair)
-    r = build_op("reshape", [g], {"shape": split_shape})
-    s = build_op("reduce_sum", [r.results[0]], {"axis": tuple(range(0, 2 * len(shape), 2)), "keepdims": False},
-                 result_types=[op.results[0].type])
-    _replace(op, [r, s], [s.results[0]])
-    return True
-
-
-def _gather_grad_like(op) -> bool:
-    """gather's gradient as a static trace writes it: the index axes of g to the
-    front, unsorted_segment_sum into the size of ``like``'s axis (rows added in
-    the order of the indices, as gather_grad_like's kernel adds them), back."""
-    g, indices, like = op.operands
-    lspec = spec_of(like.type)
-    a = op.attr_values["axis"] % max(lspec.ndim, 1)
-    n = lspec.shape[a]
-    if n is None:
-        return False
-    q, rank = spec_of(indices.type).ndim, spec_of(g.type).ndim
-    new_ops, v = [], g
-    perm = [*range(a, a + q), *range(a), *range(a + q, rank)]
-    if perm != sorted(perm):
-        new_ops.append(build_op("transpose", [v], {"perm": tuple(perm)}))
-        v = new_ops[-1].results[0]
-    new_ops.append(build_op("unsorted_segment_sum", [v, indices], {"num_segments": n}))
-    v = new_ops[-1].results[0]
-    back = [*range(1, a + 1), 0, *range(a + 1, spec_of(v.type).ndim)]
-    if back != sorted(back):
-        new_ops.append(build_op("transpose", [v], {"perm": tuple(back)}))
-        v = new_ops[-1].results[0]
-    if v.type != op.results[0].type:  # like's other dims still ?: the static form would say less
-        return False
-    _replace(op, new_ops, [v])
-    return True
-
-
-class _Emitted:
-    """An SSA value that the rule of a gradient computes on (``+`` emits ``add``),
-    for the declarations' rules written once for tensors and for arrays."""
-
-    __slots__ = ("value", "ops")
-
-    def __init__(self, value, ops):
-        self.value, self.ops = value, ops
-
-    def emit(self, name, operands, attrs) -> "_Emitted":
-        op = build_op(name, [v.value for v in operands], attrs)
-        self.ops.append(op)
-        return _Emitted(op.results[0], self.ops)
-
-    def __add__(self, other):
-        return self.emit("add", [self, other], {})
-
-
-def _pad_grad_like(op) -> bool:
-    """pad's gradient as a static trace writes it: ``_unpad`` (the rule that
-    pad's gradient and pad_grad_like's kernel share, so the same bits) on
-    getitem, pad and add."""
-    from tfc.ops.shapes import _index_attr, _pad_pairs, _unpad
-
-    g, like = op.operands
-    shape = _static(like)
-    if shape is None:
-        return False
-    attrs = op.attr_values
-    ops: list = []
-
-    def take(v, axis, start, stop, step=None):
-        key = (slice(None),) * axis + (slice(start, stop, step),)
-        return v.emit("getitem", [v], {"index": _index_attr(key)})
-
-    def pad_zeros(v, pairs):
-        flat = tuple(int(x) for pair in pairs for x in pair)
-        return v.emit("pad", [v], {"paddings": flat, "mode": "CONSTANT", "constant_values": 0})
-
-    out = _unpad(_Emitted(g, ops), shape, _pad_pairs(attrs["paddings"]), attrs["mode"], take, pad_zeros)
-    if out.value.type != op.results[0].type:
-        return False
-    _replace(op, ops, [out.value])
-    return True
-
-
-_STATIC_FORMS = {
-    "pad_grad_like": _pad_grad_like,
-    "tile_grad_like": _tile_grad_like,
-    "gather_grad_like": _gather_grad_like,
-    "broadcast_like": _broadcast_like,
-    "unbroadcast_like": _unbroadcast_like,
-    "split_like": _split_like,
-    "count_along": _count_along,
-    "range_along": _range_along,
-}
-
-
 def static_form(op) -> bool:
     """Rewrite an op that reads only the shape of an operand (known now) to
-    its static form; True if it did."""
+    its static form; True if it did. The form is the op's declaration's
+    (``static_form``), else the ``X_like`` -> ``X`` pairing above."""
     if not isinstance(op, RegistryOp):
         return False
-    rule = _STATIC_FORMS.get(op.OPDEF.name)
-    if rule is not None:
-        return rule(op)
-    return _like_to_shape_attr(op)
+    rule = op.OPDEF.static_form
+    if rule is None:
+        return _like_to_shape_attr(op)
+    form = rule(op)
+    if form is None:
+        return False
+    _replace(op, *form)
+    return True
 
 
 # -- the pass ---------------------------------------------------------------------------------
