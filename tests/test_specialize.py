@@ -9,12 +9,12 @@ import re
 import numpy as np
 import pytest
 from xdsl.dialects import func
-from xdsl.dialects.builtin import TensorType
 
 import tfc
 from tfc.backends import reference
 from tfc.backends.reference import Cell
 from tfc.dialects.tensor import OpVerifyError, RegistryOp, parse_module, print_ir, spec_of
+from tfc.passes.driver import run_time_dims
 from tfc.passes.pipeline import DEFAULT_L1, run_pipeline
 from tfc.passes.specialize import SpecializePass, parse_shapes, specialize
 
@@ -22,20 +22,6 @@ F32 = np.float32
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def dynamic_dims(module) -> bool:
-    def dyn(t):
-        return isinstance(t, TensorType) and any(d < 0 for d in t.get_shape())
-
-    for op in module.walk():
-        if any(dyn(r.type) for r in op.results):
-            return True
-        for region in op.regions:
-            for block in region.blocks:
-                if any(dyn(a.type) for a in block.args):
-                    return True
-    return False
 
 
 def op_names(module) -> set:
@@ -84,7 +70,7 @@ def check(fn, sig, args, static=True, fuses=False, plans=False):
     run_pipeline(spec, DEFAULT_L1)
     spec.verify()
     if static:
-        assert not dynamic_dims(spec), print_ir(spec)
+        assert not run_time_dims(spec), print_ir(spec)
     (f,) = [op for op in spec.ops if isinstance(op, func.FuncOp)]
     assert [spec_of(t).shape for t in f.function_type.inputs][:len(args)] == [a.shape for a in args]
     want = eager_values(fn, args)
@@ -484,7 +470,7 @@ def test_variables_updated_in_a_training_step(rng):
     x = rand(rng, 6, 4)
     spec = specialize(conc.module, [(6, 4)])
     run_pipeline(spec, DEFAULT_L1)
-    assert not dynamic_dims(spec)
+    assert not run_time_dims(spec)
     start = [v.numpy().copy() for v in conc.variables]
     cells = [Cell(a.copy()) for a in start]
     (loss,) = reference.run(spec, [x] + cells)
@@ -595,7 +581,7 @@ def test_static_forms_compute_the_like_ops_bits(shapes, rng):
     names = op_names(spec)
     assert not {n for n in names if n.endswith("_like")} and not names & {"count_along", "range_along"}, names
     assert {"reshape", "broadcast_to", "reduce_sum", "range", "split", "slice_grad"} <= names
-    assert not dynamic_dims(spec)
+    assert not run_time_dims(spec)
     for k, (g, w) in enumerate(zip(reference.run(spec, args), want)):
         same(g, w, f"result {k}")
     run_pipeline(spec, DEFAULT_L1)
@@ -633,7 +619,7 @@ def test_pass_in_place_with_options():
     assert p == SpecializePass(shapes="3x2,6,3x1,2")
     p.apply(context(), module)
     module.verify()
-    assert not dynamic_dims(module)
+    assert not run_time_dims(module)
     with pytest.raises(OpVerifyError, match="takes 4 tensor arguments"):
         SpecializePass(shapes="3x2").apply(context(), parse_module(STATIC_FORMS))
     with pytest.raises(OpVerifyError, match=r"argument 1 of @f has type tensor<\?xf32>; shape \(6, 1\)"):
