@@ -170,6 +170,13 @@ def _make_main_class():
 
             self.ctx.register_dialect("loops", loops_dialect)
 
+            def tgpu_dialect():  # L4 (docs/gpu.md); xDSL's gpu and scf are registered above
+                from tfc.dialects.gpu import TGPU
+
+                return TGPU
+
+            self.ctx.register_dialect("tgpu", tgpu_dialect)
+
         def register_all_frontends(self):
             def parse_mlir(stream):
                 start = time.perf_counter()

@@ -1293,7 +1293,29 @@ def context():
     from tfc.dialects.loops import LOOPS
 
     ctx.load_dialect(LOOPS)
+    # L4 (docs/gpu.md): xDSL's gpu and scf, and tgpu, loaded when IR using them is parsed
+    ctx.register_dialect("gpu", _gpu_dialect)
+    ctx.register_dialect("scf", _scf_dialect)
+    ctx.register_dialect("tgpu", _tgpu_dialect)
     return ctx
+
+
+def _gpu_dialect():
+    from xdsl.dialects.gpu import GPU
+
+    return GPU
+
+
+def _scf_dialect():
+    from xdsl.dialects.scf import Scf
+
+    return Scf
+
+
+def _tgpu_dialect():
+    from tfc.dialects.gpu import TGPU
+
+    return TGPU
 
 
 def parse_module(text: str, filename: str = "<string>"):

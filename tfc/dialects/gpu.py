@@ -1,0 +1,567 @@
+"""The L4 GPU dialect ``tgpu``: what xDSL's ``gpu`` dialect lacks to write a
+CUDA kernel that tfc's PTX printer turns into PTX (docs/ir-gpu-dialect.md,
+docs/gpu.md).
+
+An L4 module holds one ``gpu.module @kernels`` of ``gpu.func ... kernel``
+(xDSL's, with ``known_block_size``) and the host function(s): L3 with each
+kernel's work replaced by a ``tgpu.launch``. Kernel bodies use xDSL ``gpu``
+ids and ``gpu.barrier``, ``scf`` control flow, ``arith``/``math`` scalar ops
+and these ops:
+
+- ``!tgpu.ptr<f32, global>`` / ``!tgpu.ptr<f32, shared>``: a typed pointer
+  (a kernel parameter, or a ``tgpu.shared`` array). Element types: f64, f32,
+  f16, i64, i32, i8 and i1 (stored as one byte, 0 or 1);
+- ``%v = tgpu.load %p[%i] : !tgpu.ptr<f32, global>, i32`` (``{width = 4}``:
+  4 results, elements i..i+3, 16-byte aligned; ``{nc}``: through the
+  read-only cache, for buffers the kernel does not write);
+- ``tgpu.store %a, %b, %p[%i] : !tgpu.ptr<f32, global>, i64`` (width = the
+  number of values);
+- ``%s = tgpu.shared {size = 32} : !tgpu.ptr<f32, shared>``: a static array
+  of ``size`` elements in the block's shared memory (16-byte aligned);
+- ``%r = tgpu.shuffle down %v, %off : f32`` (down, up, xor, idx; full warp,
+  width 32: CUDA's ``__shfl_*_sync(0xffffffff, ...)``);
+- ``tgpu.atomic add %p[%i], %v : !tgpu.ptr<f32, global>, i32`` (no result:
+  PTX ``red``), ``%old = tgpu.atomic add ... -> f32`` (PTX ``atom``);
+- host side: ``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0)
+  args(%a, %n : memref<?xf32>, index)``.
+
+Every op prints in a custom syntax that parses back (tests/test_gpu_dialect.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    DenseArrayBase, Float16Type, Float32Type, Float64Type, IndexType, IntegerAttr, IntegerType, MemRefType,
+    StringAttr, SymbolRefAttr, UnitAttr, i32, i64,
+)
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation, irdl_attr_definition, irdl_op_definition, operand_def, opt_prop_def, opt_result_def, prop_def,
+    result_def, traits_def, var_operand_def, var_result_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import MemoryAllocEffect, MemoryReadEffect, MemoryWriteEffect
+from xdsl.utils.exceptions import VerifyException
+
+from tfc.dialects.tensor import _fail
+
+SPACES = ("global", "shared")
+SHUFFLE_MODES = ("down", "up", "xor", "idx")
+ATOMIC_KINDS = ("add",)
+
+
+def element_bytes(t) -> int:
+    """Bytes one element of type ``t`` takes in memory (i1: one byte)."""
+    if isinstance(t, IntegerType):
+        w = t.width.data
+        return 1 if w == 1 else w // 8
+    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+        return t.bitwidth // 8
+    raise VerifyException(f"tgpu: no memory layout for element type {t}")
+
+
+def _storable(t) -> bool:
+    if isinstance(t, IntegerType):
+        return t.width.data in (1, 8, 32, 64)
+    return isinstance(t, (Float16Type, Float32Type, Float64Type))
+
+
+@irdl_attr_definition
+class PtrType(ParametrizedAttribute, TypeAttribute):
+    """``!tgpu.ptr<f32, global>``: the address of elements of a type in global
+    or shared memory (a 64-bit generic->global address, or a 32-bit
+    shared-window address in PTX)."""
+
+    name = "tgpu.ptr"
+    element_type: Attribute
+    space: StringAttr
+
+    def __init__(self, element_type, space: str = "global"):
+        super().__init__(element_type, StringAttr(space))
+
+    @property
+    def is_shared(self) -> bool:
+        return self.space.data == "shared"
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> Sequence[Attribute]:
+        with parser.in_angle_brackets():
+            t = parser.parse_type()
+            parser.parse_punctuation(",")
+            space = parser.parse_identifier()
+        return (t, StringAttr(space))
+
+    def print_parameters(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_attribute(self.element_type)
+            printer.print_string(f", {self.space.data}")
+
+    def verify(self) -> None:
+        if not _storable(self.element_type):
+            raise VerifyException(f"!tgpu.ptr: element type {self.element_type} is not f64, f32, f16, i64, i32, i8 "
+                                  "or i1")
+        if self.space.data not in SPACES:
+            raise VerifyException(f"!tgpu.ptr: address space {self.space.data!r} is not global or shared")
+
+
+def _check_index(op, index):
+    if index.type not in (i32, i64):
+        _fail(op, f"index is {index.type}, not i32 or i64")
+
+
+def _check_width(op, ptr_type, width):
+    if width not in (1, 2, 4):
+        _fail(op, f"width {width} is not 1, 2 or 4")
+    if width * element_bytes(ptr_type.element_type) > 16:
+        _fail(op, f"width {width} of {ptr_type.element_type} is more than 16 bytes (PTX's widest vector access)")
+
+
+def _print_access(printer: Printer, ptr, index):
+    printer.print_string(" ")
+    printer.print_operand(ptr)
+    printer.print_string("[")
+    printer.print_operand(index)
+    printer.print_string("]")
+
+
+def _parse_access(parser: Parser):
+    ptr = parser.parse_unresolved_operand()
+    parser.parse_punctuation("[")
+    index = parser.parse_unresolved_operand()
+    parser.parse_punctuation("]")
+    return ptr, index
+
+
+def _parse_types(parser: Parser):
+    parser.parse_punctuation(":")
+    pt = parser.parse_type()
+    parser.parse_punctuation(",")
+    it = parser.parse_type()
+    return pt, it
+
+
+@irdl_op_definition
+class LoadOp(IRDLOperation):
+    """``%a, %b = tgpu.load %p[%i] {width = 2, nc} : !tgpu.ptr<f32, global>, i32``:
+    elements ``i .. i+width-1`` of ``%p`` (``width`` > 1: the element address
+    is ``width * size``-byte aligned). ``nc``: through the non-coherent
+    read-only cache (``ld.global.nc``), only for a buffer no thread of the
+    kernel writes."""
+
+    name = "tgpu.load"
+    ptr = operand_def(PtrType)
+    index = operand_def(IntegerType)
+    width = prop_def(IntegerAttr)
+    nc = opt_prop_def(UnitAttr)
+    values = var_result_def()
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(self, ptr, index, width: int = 1, nc: bool = False):
+        props = {"width": IntegerAttr(int(width), i64)}
+        if nc:
+            props["nc"] = UnitAttr()
+        super().__init__(operands=[ptr, index], properties=props,
+                         result_types=[[ptr.type.element_type] * int(width)])
+
+    @property
+    def n(self) -> int:
+        return self.width.value.data
+
+    def verify_(self):
+        pt = self.ptr.type
+        _check_index(self, self.index)
+        _check_width(self, pt, self.n)
+        if len(self.values) != self.n:
+            _fail(self, f"has {len(self.values)} results for width {self.n}")
+        if any(v.type != pt.element_type for v in self.values):
+            _fail(self, f"results must be {pt.element_type}")
+        if self.nc is not None and pt.is_shared:
+            _fail(self, "nc (the read-only cache) is for global memory only")
+
+    def print(self, printer: Printer) -> None:
+        _print_access(printer, self.ptr, self.index)
+        flags = [f"width = {self.n}"] if self.n != 1 else []
+        if self.nc is not None:
+            flags.append("nc")
+        if flags:
+            printer.print_string(" {" + ", ".join(flags) + "}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.index.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        ptr, index = _parse_access(parser)
+        attrs = dict(parser.parse_optional_attr_dict())
+        width = attrs.pop("width", None)
+        nc = attrs.pop("nc", None)
+        pt, it = _parse_types(parser)
+        op = cls(parser.resolve_operand(ptr, pt), parser.resolve_operand(index, it),
+                 width.value.data if width is not None else 1, nc is not None)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class StoreOp(IRDLOperation):
+    """``tgpu.store %a, %b, %p[%i] : !tgpu.ptr<f32, global>, i32``: elements
+    ``i .. i+width-1`` of ``%p`` = the values (width = their number, 1, 2 or 4;
+    width > 1 needs a ``width * size``-byte aligned address)."""
+
+    name = "tgpu.store"
+    values = var_operand_def()
+    ptr = operand_def(PtrType)
+    index = operand_def(IntegerType)
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, values, ptr, index):
+        super().__init__(operands=[list(values), ptr, index])
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+    def verify_(self):
+        pt = self.ptr.type
+        _check_index(self, self.index)
+        _check_width(self, pt, self.n)
+        if any(v.type != pt.element_type for v in self.values):
+            _fail(self, f"stores {pt.element_type} values only")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.values, printer.print_operand)
+        printer.print_string(",")
+        _print_access(printer, self.ptr, self.index)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.index.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        # values, then the pointer: parse every operand name, the last one is followed by "["
+        names = [parser.parse_unresolved_operand()]
+        while parser.parse_optional_punctuation(","):
+            names.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation("[")
+        index = parser.parse_unresolved_operand()
+        parser.parse_punctuation("]")
+        attrs = parser.parse_optional_attr_dict()
+        pt, it = _parse_types(parser)
+        if not isinstance(pt, PtrType):
+            parser.raise_error(f"tgpu.store: {pt} is not a !tgpu.ptr")
+        vals = [parser.resolve_operand(v, pt.element_type) for v in names[:-1]]
+        op = cls(vals, parser.resolve_operand(names[-1], pt), parser.resolve_operand(index, it))
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class SharedOp(IRDLOperation):
+    """``%s = tgpu.shared {size = 32} : !tgpu.ptr<f32, shared>``: a static
+    array of ``size`` elements in the block's shared memory, 16-byte aligned,
+    one per op (PTX ``.shared .align 16 .b8 name[bytes]``). Its contents are
+    undefined until written."""
+
+    name = "tgpu.shared"
+    size = prop_def(IntegerAttr)
+    result = result_def(PtrType)
+    traits = traits_def(MemoryAllocEffect())
+
+    def __init__(self, element_type, size: int):
+        super().__init__(properties={"size": IntegerAttr(int(size), i64)},
+                         result_types=[PtrType(element_type, "shared")])
+
+    @property
+    def nbytes(self) -> int:
+        return self.size.value.data * element_bytes(self.result.type.element_type)
+
+    def verify_(self):
+        if not self.result.type.is_shared:
+            _fail(self, "yields a shared pointer")
+        if self.size.value.data <= 0:
+            _fail(self, f"size {self.size.value.data} is not positive")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {{size = {self.size.value.data}}}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        attrs = dict(parser.parse_optional_attr_dict())
+        size = attrs.pop("size", None)
+        if size is None:
+            parser.raise_error("tgpu.shared needs {size = N}")
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if not isinstance(t, PtrType):
+            parser.raise_error(f"tgpu.shared: {t} is not a !tgpu.ptr")
+        op = cls(t.element_type, size.value.data)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class ShuffleOp(IRDLOperation):
+    """``%r = tgpu.shuffle down %v, %off : f32``: the value of ``%v`` in
+    another lane of the warp (all 32 lanes take part; CUDA's
+    ``__shfl_{down,up,xor,}_sync(0xffffffff, v, off)``): down: lane + off,
+    up: lane - off, xor: lane ^ off, idx: lane off; a lane whose source is
+    outside the warp gets its own value. ``%off`` is i32; values are 32-bit
+    (f32, i32)."""
+
+    name = "tgpu.shuffle"
+    mode = prop_def(StringAttr)
+    value = operand_def()
+    offset = operand_def(IntegerType)
+    result = result_def()
+    traits = traits_def(MemoryReadEffect())  # not Pure: a collective, CSE across a branch would be wrong
+
+    def __init__(self, mode: str, value, offset):
+        super().__init__(operands=[value, offset], properties={"mode": StringAttr(mode)},
+                         result_types=[value.type])
+
+    def verify_(self):
+        if self.mode.data not in SHUFFLE_MODES:
+            _fail(self, f"mode {self.mode.data!r} is not one of {', '.join(SHUFFLE_MODES)}")
+        if self.value.type not in (Float32Type(), i32):
+            _fail(self, f"shuffles 32-bit values (f32, i32), not {self.value.type}")
+        if self.offset.type != i32:
+            _fail(self, "offset/lane is i32")
+        if self.result.type != self.value.type:
+            _fail(self, "result type is the value's")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.mode.data} ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.offset)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        mode = parser.parse_identifier()
+        v = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        off = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        op = cls(mode, parser.resolve_operand(v, t), parser.resolve_operand(off, i32))
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class AtomicOp(IRDLOperation):
+    """``tgpu.atomic add %p[%i], %v : !tgpu.ptr<f32, global>, i32``:
+    ``p[i] += v`` atomically (PTX ``red.global.add``); with a result
+    (``%old = ... -> f32``) it also yields the value before (``atom``).
+    Global f32, i32 (and i64) elements."""
+
+    name = "tgpu.atomic"
+    kind = prop_def(StringAttr)
+    ptr = operand_def(PtrType)
+    index = operand_def(IntegerType)
+    value = operand_def()
+    old = opt_result_def()
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+
+    def __init__(self, kind: str, ptr, index, value, returns_old: bool = False):
+        super().__init__(operands=[ptr, index, value], properties={"kind": StringAttr(kind)},
+                         result_types=[[value.type] if returns_old else []])
+
+    def verify_(self):
+        pt = self.ptr.type
+        if self.kind.data not in ATOMIC_KINDS:
+            _fail(self, f"kind {self.kind.data!r} is not one of {', '.join(ATOMIC_KINDS)}")
+        _check_index(self, self.index)
+        if pt.is_shared:
+            _fail(self, "atomics on shared memory are not supported (global only)")
+        if self.value.type != pt.element_type:
+            _fail(self, f"value {self.value.type} is not the pointer's {pt.element_type}")
+        if pt.element_type not in (Float32Type(), i32, i64):
+            _fail(self, f"atomic {self.kind.data} on {pt.element_type} (f32, i32, i64 only)")
+        if self.old is not None and self.old.type != self.value.type:
+            _fail(self, "the old value has the element type")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.kind.data}")
+        _print_access(printer, self.ptr, self.index)
+        printer.print_string(", ")
+        printer.print_operand(self.value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.index.type)
+        if self.old is not None:
+            printer.print_string(" -> ")
+            printer.print_attribute(self.old.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        kind = parser.parse_identifier()
+        ptr, index = _parse_access(parser)
+        parser.parse_punctuation(",")
+        v = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        pt, it = _parse_types(parser)
+        if not isinstance(pt, PtrType):
+            parser.raise_error(f"tgpu.atomic: {pt} is not a !tgpu.ptr")
+        returns = parser.parse_optional_punctuation("->") is not None
+        if returns:
+            parser.parse_type()
+        op = cls(kind, parser.resolve_operand(ptr, pt), parser.resolve_operand(index, it),
+                 parser.resolve_operand(v, pt.element_type), returns)
+        op.attributes.update(attrs)
+        return op
+
+
+def param_type(host_type):
+    """The kernel parameter type a launch argument of ``host_type`` becomes: a
+    memref its element's global pointer (the data address, view offset
+    included), ``index`` i64, ``i1`` i32, i32/i64/f32/f64 themselves."""
+    if isinstance(host_type, MemRefType):
+        return PtrType(host_type.element_type, "global")
+    if isinstance(host_type, IndexType):
+        return i64
+    if host_type == IntegerType(1):
+        return i32
+    if host_type in (i32, i64, Float32Type(), Float64Type()):
+        return host_type
+    raise VerifyException(f"tgpu.launch: no kernel parameter type for a {host_type} argument")
+
+
+@irdl_op_definition
+class LaunchOp(IRDLOperation):
+    """``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0) args(%a, %n
+    : memref<?xf32>, index)``: on the host, run kernel ``@k`` of the module's
+    ``gpu.module @kernels`` on a grid of (gx, gy, gz) blocks (``index`` values)
+    of the static block size (the kernel's ``known_block_size``), with
+    ``shared`` bytes of dynamic shared memory. Each argument becomes the
+    kernel's parameter of the same position (``param_type``)."""
+
+    name = "tgpu.launch"
+    kernel = prop_def(SymbolRefAttr)
+    block = prop_def(DenseArrayBase)
+    shared = prop_def(IntegerAttr)
+    gx = operand_def(IndexType)
+    gy = operand_def(IndexType)
+    gz = operand_def(IndexType)
+    args = var_operand_def()
+
+    def __init__(self, kernel: str, grid, block, args, shared: int = 0):
+        super().__init__(
+            operands=[*grid, list(args)],
+            properties={"kernel": SymbolRefAttr(kernel), "block": DenseArrayBase.from_list(i32, list(block)),
+                        "shared": IntegerAttr(int(shared), i64)})
+
+    @property
+    def block_size(self) -> tuple[int, int, int]:
+        return tuple(int(x) for x in self.block.get_values())
+
+    @property
+    def grid(self):
+        return (self.gx, self.gy, self.gz)
+
+    def kernel_op(self):
+        """The ``gpu.func`` this launch runs, if the enclosing module has it."""
+        from xdsl.dialects import gpu
+
+        top = self
+        while top.parent_op() is not None:
+            top = top.parent_op()
+        for mod in top.walk():
+            if isinstance(mod, gpu.ModuleOp):
+                for f in mod.body.block.ops:
+                    if isinstance(f, gpu.FuncOp) and f.sym_name.data == self.kernel.root_reference.data:
+                        return f
+        return None
+
+    def verify_(self):
+        bs = self.block_size
+        if len(bs) != 3 or any(b <= 0 for b in bs):
+            _fail(self, f"block {list(bs)} is not 3 positive sizes")
+        if bs[0] * bs[1] * bs[2] > 1024:
+            _fail(self, f"block {list(bs)} has more than 1024 threads")
+        if self.shared.value.data < 0:
+            _fail(self, "shared bytes are negative")
+        for a in self.args:
+            try:
+                param_type(a.type)
+            except VerifyException as e:
+                _fail(self, str(e))
+        f = self.kernel_op()
+        if f is None:
+            return  # the kernel module may be built after the host function (checked once it is)
+        want = [param_type(a.type) for a in self.args]
+        got = list(f.function_type.inputs.data)
+        if want != got:
+            _fail(self, f"arguments {[str(t) for t in want]} do not match @{f.sym_name.data}'s parameters "
+                        f"{[str(t) for t in got]}")
+        kb = f.known_block_size
+        if kb is not None and tuple(int(x) for x in kb.get_values()) != bs:
+            _fail(self, f"block {list(bs)} is not @{f.sym_name.data}'s known_block_size "
+                        f"{list(kb.get_values())}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.kernel)
+        printer.print_string(" grid(")
+        printer.print_list(self.grid, printer.print_operand)
+        printer.print_string(") block(" + ", ".join(str(b) for b in self.block_size) + ")")
+        printer.print_string(f" shared({self.shared.value.data}) args(")
+        if self.args:
+            printer.print_list(self.args, printer.print_operand)
+            printer.print_string(" : ")
+            printer.print_list([a.type for a in self.args], printer.print_attribute)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        kernel = parser.parse_symbol_name().data
+        parser.parse_keyword("grid")
+        grid = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        if len(grid) != 3:
+            parser.raise_error("tgpu.launch: grid has 3 sizes")
+        parser.parse_keyword("block")
+        block = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_integer)
+        parser.parse_keyword("shared")
+        parser.parse_punctuation("(")
+        shared = parser.parse_integer()
+        parser.parse_punctuation(")")
+        parser.parse_keyword("args")
+        parser.parse_punctuation("(")
+        names, types = [], []
+        if not parser.parse_optional_punctuation(")"):
+            names = [parser.parse_unresolved_operand()]
+            while parser.parse_optional_punctuation(","):
+                names.append(parser.parse_unresolved_operand())
+            parser.parse_punctuation(":")
+            types = [parser.parse_type()]
+            while parser.parse_optional_punctuation(","):
+                types.append(parser.parse_type())
+            parser.parse_punctuation(")")
+        if len(names) != len(types):
+            parser.raise_error(f"tgpu.launch: {len(names)} arguments and {len(types)} types")
+        attrs = parser.parse_optional_attr_dict()
+        idx = IndexType()
+        op = cls(kernel, [parser.resolve_operand(g, idx) for g in grid], block,
+                 [parser.resolve_operand(n, t) for n, t in zip(names, types)], shared)
+        op.attributes.update(attrs)
+        return op
+
+
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, LaunchOp], [PtrType])
