@@ -11,7 +11,12 @@ value per result. ``reduce`` gives each result its kind: ``"none"`` (the
 result has the iteration shape) or ``"sum"`` (prod, max, min, mean, any, all):
 the yielded values reduced over ``reduce_axes`` with the registry's
 ``reduce_<kind>`` semantics, the result keeping them as size 1 when its rank is
-the iteration rank. Without ``reduce`` every result is elementwise. One kernel
+the iteration rank. ``"argmax"``/``"argmin"`` (over exactly one axis) give
+the index along that axis of the first largest/smallest yielded value, NaN
+as numpy's: the first NaN wins (the registry's ``reduce_argmax`` /
+``reduce_argmin``); such a result has an integer element type (i32 or i64),
+the yielded values any numeric type. Without ``reduce`` every result is
+elementwise. One kernel
 may so make elementwise results and reductions of the same values (a
 multi-output kernel: one pass over the data instead of several).
 """
@@ -34,7 +39,9 @@ from xdsl.traits import HasParent, IsTerminator, Pure, RecursiveMemoryEffect
 from tfc.core import dtypes
 from tfc.dialects.tensor import _fail, dtype_of, element_type, spec_of
 
-REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "any", "all")
+REDUCE_KINDS = ("sum", "prod", "max", "min", "mean", "any", "all", "argmax", "argmin")
+# arg-reductions: the index of the first extreme along their one reduced axis
+ARG_KINDS = ("argmax", "argmin")
 
 
 def ints_attr(values) -> DenseArrayBase:
@@ -133,7 +140,14 @@ class KernelIndexing:
             if not axes or list(axes) != sorted(set(axes)) or axes[0] < 0 or axes[-1] >= n:
                 _fail(self, f"reduce_axes {list(axes)} must be sorted distinct dims of the iteration shape")
         for k, (kind, got, y, t) in enumerate(zip(self.reduce_kinds, out_shapes, yielded_types, out_types)):
-            if y != t:
+            if kind in ARG_KINDS:
+                if len(self.axes) != 1:
+                    _fail(self, f"result {k}: {kind} reduces exactly one axis, not {list(self.axes)}")
+                if self.iteration_shape[self.axes[0]] == 0:
+                    _fail(self, f"result {k}: {kind} over an empty axis (no index to give)")
+                if str(t) not in ("i32", "i64"):
+                    _fail(self, f"result {k}: {kind} gives an index, of element type i32 or i64, not {t}")
+            elif y != t:
                 _fail(self, f"result {k} has element type {t}, the body yields {y}")
             if kind is None:
                 ok = got == shape

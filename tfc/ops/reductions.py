@@ -213,6 +213,43 @@ def argmin(input, axis=0, output_type=dtypes.int64):  # noqa: A002
     return _arg_args(input, axis, output_type)
 
 
+def _arg_reduce_infer(op, x: Spec, axis, keepdims) -> Spec:
+    inf.check_dtype(op, x, NUMERIC)
+    axes = inf.normalize_axes(op, axis, x.ndim)
+    if len(axes) != 1:
+        raise ValueError(f"{op.name}: reduces exactly one axis, got {axis}")
+    if x.shape[axes[0]] == 0:
+        raise ValueError(f"{op.name}: axis {axes[0]} of shape {inf.fmt_shape(x.shape)} is empty")
+    return Spec(inf.reduced_shape(x.shape, axes, keepdims), dtypes.int64)
+
+
+def _arg_reduce(name, fn, doc):
+    def kernel(x, axis, keepdims):
+        (a,) = (a % x.ndim for a in axis)
+        return fn(x, axis=a, keepdims=keepdims)
+
+    def pack(input_tensor, axis=-1, keepdims=False):
+        return (input_tensor,), {"axis": _axis_attr(axis, name), "keepdims": bool(keepdims)}
+
+    pack.__name__ = pack.__qualname__ = name
+    pack.__doc__ = doc
+    return declare(kernel=kernel, infer=_arg_reduce_infer, attrs={"axis": "ints?", "keepdims": "bool"},
+                   name=name)(pack)
+
+
+# The kernels of the "argmax" / "argmin" reduce kinds of tfc.fused and
+# loops.parallel (what tfc-fuse makes of argmax/argmin): the reduction form
+# (``axis`` a one-element tuple, ``keepdims``) that every reduce kind has, so
+# that each backend and the reference executor find a kind's kernel as
+# ``reduce_<kind>``. Eager code calls argmax/argmin.
+reduce_argmax = _arg_reduce("reduce_argmax", np.argmax,
+                            "int64 index of the first largest value along the one axis of ``axis`` (NaN: the "
+                            "first NaN, as numpy's); argmax's kernel in the reduction form of fused kernels.")
+reduce_argmin = _arg_reduce("reduce_argmin", np.argmin,
+                            "int64 index of the first smallest value along the one axis of ``axis`` (NaN: the "
+                            "first NaN, as numpy's); argmin's kernel in the reduction form of fused kernels.")
+
+
 def _arg_args(x, axis, output_type):
     if axis is None:
         from tfc.ops.shapes import reshape

@@ -16,7 +16,8 @@ not yet taken roots a group, which then absorbs the producers of its operands
   producer with several users is never duplicated: it roots its own group and
   its result is an input.
 Cheap copies take their own operands as inputs. Splat constants become
-``arith.constant`` in the body. Reductions are roots only; matmul, conv and all
+``arith.constant`` in the body. Reductions (argmax and argmin among them: the
+"argmax"/"argmin" kinds, an index of the first extreme) are roots only; matmul, conv and all
 other ops without a scalar body stay L1 ops. Ops with dynamic shapes are left
 alone.
 
@@ -52,7 +53,8 @@ from tfc.ops import _scalar as S
 from tfc.passes.pipeline import require_tensor_ir
 
 REDUCTIONS = {"reduce_sum": "sum", "reduce_prod": "prod", "reduce_max": "max", "reduce_min": "min",
-              "reduce_mean": "mean", "reduce_any": "any", "reduce_all": "all"}
+              "reduce_mean": "mean", "reduce_any": "any", "reduce_all": "all",
+              "argmax": "argmax", "argmin": "argmin", "reduce_argmax": "argmax", "reduce_argmin": "argmin"}
 # arith ops that make a body expensive (worth not recomputing)
 _EXPENSIVE_ARITH = {"arith.divf", "arith.floordivsi", "arith.remsi", "arith.divsi", "tfc.floormod"}
 CHEAP_LIMIT = 2  # ops in the body of a cheap op
@@ -81,6 +83,8 @@ def reduction_axes(op):
     if shape is None or _static_shape(op.results[0].type) is None:
         return None
     axis = op.attr_values["axis"]
+    if isinstance(axis, int):  # argmax/argmin: one axis (their input has rank >= 1)
+        axis = (axis,)
     axes = range(len(shape)) if axis is None else sorted({a % len(shape) for a in axis}) if shape else []
     return tuple(axes) or None
 

