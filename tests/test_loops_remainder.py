@@ -145,6 +145,9 @@ def test_arg_reduction_on_chunks_of_rows(rng, which):
     x = _with_nans_and_ties(rng, (2100, 700), F32)
     check(lambda a: op(a + 1.0, axis=1), x)
     check(lambda a: op(a + 1.0, axis=0), x)
+    g = tfc.function(lambda a: op(a, axis=1))
+    src = g.get_concrete_function(x).source
+    assert f"rt.kernel('reduce_{which}')" in src and "R.run_chunks(kernel" in src  # each chunk's rows, on the pool
 
 
 def test_arg_reduction_against_the_reference_executor(rng):
@@ -179,3 +182,164 @@ def test_arg_reduce_kind_verifier():
                       (("4x6", "1", "4", "f32"), "i32 or i64")]:
         with pytest.raises(VerifyException, match=msg):
             parse_module(module(*args)).verify()
+
+
+# -- 2. scatter-adds ---------------------------------------------------------------------
+
+from tfc.ops.shapes import gather_grad_like, unsorted_segment_sum  # noqa: E402
+
+
+def _order_sensitive(rng, shape, dtype=F32):
+    """Values of very different magnitudes: a sum of several of them depends on
+    the order of the adds (so a test of the order can fail)."""
+    if np.dtype(dtype).kind == "f":
+        return (rng.normal(size=shape) * 10.0 ** rng.integers(-4, 5, size=shape)).astype(dtype)
+    return rng.integers(-(2 ** 20), 2 ** 20, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dshape,q", [((9, 4), 1), ((40,), 1), ((5, 3, 2), 2), ((0, 4), 1), ((6, 0), 1), ((7, 1), 1),
+                                      ((2, 3, 4), 1)])
+@pytest.mark.parametrize("dtype,idt", [(np.float32, np.int32), (np.float64, np.int64), (np.int32, np.int64),
+                                       (np.float32, np.int8)])
+def test_unsorted_segment_sum_is_a_scatter_kernel(rng, dshape, q, dtype, idt):
+    """Zeros, then a scatter kernel (loops.add_at, masked: negative ids are
+    dropped) whose adds come in eager's np.add.at order: the same bits with
+    many repeated ids; num_segments 0 where no id is kept."""
+    data = _order_sensitive(rng, dshape, dtype)
+    for n in (4, 1):
+        ids = rng.integers(-2, n, size=dshape[:q]).astype(idt)
+        l3 = check(lambda d, i, n=n: unsorted_segment_sum(d, i, n), data, ids)
+        if data.size:  # (no element: the zeros only)
+            assert "loops.add_at" in l3 and " if " in l3.split("loops.add_at")[1].split("\n")[0]
+    check(lambda d, i: unsorted_segment_sum(d, i, 0), data, np.full(dshape[:q], -1, idt))
+
+
+def test_unsorted_segment_sum_of_a_producer_and_non_contiguous_inputs(rng):
+    data = _order_sensitive(rng, (12, 10))
+    ids = rng.integers(-1, 5, size=12).astype(np.int32)
+    check(lambda d, i: unsorted_segment_sum(d * 3.0 - 1.0, i, 5), data, ids)
+    check(lambda d, i: unsorted_segment_sum(d, i, 6), data.T[:, ::2], ids[::-1][2:])  # transposed, strided
+    check(lambda d, i: unsorted_segment_sum(tfc.transpose(d), i[:10], 5), data, ids)
+    # a 0-d id: every element into one segment; a 0-d datum
+    check(lambda d, i: unsorted_segment_sum(d, i, 3), data[0], np.int32(2))
+    check(lambda d, i: unsorted_segment_sum(d, i, 3), np.float32(2.5), np.int32(1))
+    check(lambda d, i: unsorted_segment_sum(d, i, 3), np.float32(2.5), np.int32(-1))
+
+
+def test_unsorted_segment_sum_out_of_range_is_eagers_error(rng):
+    """An id >= num_segments: eager's InvalidArgumentError naming the largest
+    id, through loops.raise (the check runs before any add)."""
+    data = rng.normal(size=(5, 2)).astype(F32)
+    ids = np.array([0, 7, -1, 9, 1], np.int32)
+    with pytest.raises(tfc.errors.InvalidArgumentError) as eager:
+        unsorted_segment_sum(tfc.constant(data), tfc.constant(ids), 4)
+    g = tfc.function(lambda d, i: unsorted_segment_sum(d, i, 4))
+    with pytest.raises(tfc.errors.InvalidArgumentError) as compiled:
+        g(data, ids)
+    assert str(compiled.value).splitlines()[0] == str(eager.value).splitlines()[0] == \
+        "unsorted_segment_sum: segment id 9 is out of range [0, 4)"
+    assert "loops.raise \"unsorted_segment_sum\"" in g.get_concrete_function(data, ids).ir("loops")
+    h = tfc.function(lambda d, i: unsorted_segment_sum(d, i, 4), input_signature=[
+        tfc.TensorSpec([None, 2]), tfc.TensorSpec([None], tfc.int32)])
+    with pytest.raises(tfc.errors.InvalidArgumentError, match="segment id 9 is out of range"):
+        h(data, ids)
+
+
+def test_unsorted_segment_sum_under_a_none_signature(rng):
+    f = lambda d, i: unsorted_segment_sum(d, i, 7)  # noqa: E731
+    h = tfc.function(f, input_signature=[tfc.TensorSpec([None, 3]), tfc.TensorSpec([None], tfc.int64)])
+    for n in (0, 1, 5, 64):
+        d = _order_sensitive(rng, (n, 3))
+        i = rng.integers(-1, 7, size=n)
+        _same(h(d, i).numpy(), f(tfc.constant(d), tfc.constant(i)).numpy())
+    l3 = h.get_concrete_function(tfc.TensorSpec([None, 3]), tfc.TensorSpec([None], tfc.int64)).ir(
+        "loops", shapes=[(5, 3), (5,)])
+    assert "loops.add_at" in l3 and not _library_calls(l3)
+
+
+@pytest.mark.parametrize("axis,pshape,ishape", [(0, (6, 4), (9,)), (1, (3, 6, 5), (4,)), (1, (3, 6), (2, 5)),
+                                                (-1, (2, 7), (3,)), (0, (5,), (0,)), (0, (4, 0), (6,))])
+def test_gather_gradient_is_a_scatter_kernel(rng, axis, pshape, ishape):
+    """gather's gradient (transposes and unsorted_segment_sum, or
+    gather_grad_like where called with static shapes): compiled equals eager
+    bit for bit with repeated indices; no library call."""
+    n = pshape[axis]
+    p = _order_sensitive(rng, pshape)
+    idx = rng.integers(0, max(n, 1), size=ishape).astype(np.int64) if n else np.zeros(ishape, np.int64)
+
+    def grad(p, i):
+        with tfc.GradientTape() as t:
+            t.watch(p)
+            y = tfc.gather(p, i, axis=axis)
+            loss = tfc.reduce_sum(y * y * y)
+        return t.gradient(loss, p)
+
+    if 0 not in ishape or n:
+        check(grad, p, idx)
+    g = _order_sensitive(rng, tfc.gather(tfc.constant(p), tfc.constant(idx), axis=axis).shape)
+    wrapped = np.where(rng.random(ishape) < 0.5, idx - n, idx) if n else idx  # negatives wrap, as np.add.at
+    l3 = check(lambda g, i, like: gather_grad_like(g, i, like, axis), g, wrapped, p)
+    assert "loops.add_at" in l3 or 0 in g.shape
+
+
+def test_gather_grad_like_out_of_range_is_eagers_error(rng):
+    g = rng.normal(size=(3, 2)).astype(F32)
+    like = np.zeros((4, 2), F32)
+    idx = np.array([1, 4, -5])
+    with pytest.raises(IndexError) as eager:
+        gather_grad_like(tfc.constant(g), tfc.constant(idx), tfc.constant(like), 0)
+    with pytest.raises(IndexError) as compiled:
+        tfc.function(lambda g, i, l: gather_grad_like(g, i, l, 0))(g, idx, like)
+    assert str(compiled.value).splitlines()[0] == str(eager.value).splitlines()[0]
+
+
+def test_unsorted_segment_sum_gradient_and_verify(rng):
+    """Its gradient (a gather where ids >= 0) compiled; verify=True compares the
+    scatter kernel's buffer with the reference executor's."""
+    d = _order_sensitive(rng, (8, 3))
+    ids = np.array([0, -1, 2, 2, 0, 1, -2, 2], np.int32)
+
+    def grad(d, i):
+        with tfc.GradientTape() as t:
+            t.watch(d)
+            s = unsorted_segment_sum(d * d, i, 3)
+            loss = tfc.reduce_sum(s * tfc.constant(np.arange(9, dtype=F32).reshape(3, 3)))
+        return s, t.gradient(loss, d)
+
+    check(grad, d, ids, verify=True)
+
+
+def test_scatter_adds_at_size(rng):
+    """An embedding-sized gradient: the flat np.add.at (rt.add_at) gives
+    eager's bits on 4096 rows of 64 into 1000 segments."""
+    d = _order_sensitive(rng, (4096, 64))
+    ids = rng.integers(0, 1000, size=4096).astype(np.int32)
+    check(lambda d, i: unsorted_segment_sum(d, i, 1000), d, ids)
+
+
+def test_add_at_verifier():
+    from xdsl.utils.exceptions import VerifyException
+
+    from tfc.dialects.tensor import parse_module
+
+    def module(body, dest="%o"):
+        return f"""
+        func.func @f(%x: memref<4xf32>, %i: memref<4xi32>, %o: memref<3xf32>, %arena: memref<64xi8>) {{
+          loops.parallel ins(%x, %i : memref<4xf32>, memref<4xi32>) outs() attributes {{shape = array<i64: 4>,
+              broadcast = [array<i64: 0>, array<i64: 0>]}} {{
+          ^bb0(%a: f32, %b: i32):
+            %j = arith.index_cast %b : i32 to index
+            {body}
+            loops.yield
+          }}
+          func.return
+        }}"""
+
+    m = parse_module(module("loops.add_at %a, %o[%j] : f32 -> memref<3xf32>"))
+    m.verify()
+    assert "loops.add_at %a, %o[%j] : f32 -> memref<3xf32>" in str(m)
+    for body, msg in [("loops.add_at %b, %o[%j] : i32 -> memref<3xf32>", "adds a i32"),
+                      ("loops.add_at %a, %x[%j] : f32 -> memref<4xf32>", "also reads or writes"),
+                      ("loops.add_at %a, %o[%j, %j] : f32 -> memref<3xf32>", "needs 1 indices")]:
+        with pytest.raises(VerifyException, match=msg):
+            parse_module(module(body)).verify()

@@ -30,7 +30,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Dialect
 from xdsl.irdl import (
     AttrSizedOperandSegments, IRDLOperation, ParsePropInAttrDict, irdl_op_definition,
-    lazy_traits_def, operand_def, opt_prop_def, prop_def, region_def, result_def, traits_def,
+    lazy_traits_def, operand_def, opt_operand_def, opt_prop_def, prop_def, region_def, result_def, traits_def,
     var_operand_def, var_result_def,
 )
 from xdsl.parser import Parser
@@ -484,6 +484,91 @@ class LoadAtOp(IRDLOperation):
 
 
 
+@irdl_op_definition
+class AddAtOp(IRDLOperation):
+    """``loops.add_at %v, %b[%i, %j] : f32 -> memref<4x3xf32>`` (``... if %keep``
+    with an ``i1`` mask): inside a ``loops.parallel`` body, a scatter-add:
+    ``%b[%i, %j] += %v`` (where ``%keep`` holds) into a buffer defined
+    outside the loop (captured, as ``loops.load_at``'s source). Several
+    iterations may add into one element. Order: a backend that keeps it
+    applies the adds in the row-major order of the iteration space, from the
+    buffer's value before the kernel (the numpy backend: one ``np.add.at``,
+    the order of eager's scatter-adds, so the same bits); a backend running
+    iterations concurrently adds atomically in any order (floating-point sums
+    then differ by rounding: the reduction family's tolerance; integers wrap
+    and are exact either way). The indices must be in bounds (the lowering
+    checks them before); the kernel's other reads never read the buffer."""
+
+    name = "loops.add_at"
+    value = operand_def()
+    dest = operand_def(MemRefType)
+    indices = var_operand_def(IndexType)
+    mask = opt_operand_def()
+    traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, value, dest, indices, mask=None):
+        super().__init__(operands=[value, dest, list(indices), [] if mask is None else [mask]])
+
+    def verify_(self):
+        if len(self.indices) != self.dest.type.get_num_dims():
+            _fail(self, f"needs {self.dest.type.get_num_dims()} indices for {self.dest.type}")
+        if self.value.type != self.dest.type.element_type:
+            _fail(self, f"adds a {self.value.type} into a {self.dest.type}")
+        if self.mask is not None and str(self.mask.type) != "i1":
+            _fail(self, f"its mask is an i1, not a {self.mask.type}")
+        par = self.parent_op()
+        if not isinstance(par, ParallelOp):
+            _fail(self, "must be in the body of a loops.parallel")
+        owner = self.dest.owner
+        where = owner.parent_op() if isinstance(owner, Block) else owner
+        while where is not None:
+            if where is par:
+                _fail(self, "adds into a buffer defined outside the loops.parallel")
+            where = where.parent_op()
+        if any(isinstance(o, LoadAtOp) and o.source is self.dest for o in par.body.walk()) or \
+                self.dest in list(par.ins) + list(par.outs):
+            _fail(self, "adds into a buffer that its kernel also reads or writes otherwise")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.value)
+        printer.print_string(", ")
+        printer.print_operand(self.dest)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        if self.mask is not None:
+            printer.print_string(" if ")
+            printer.print_operand(self.mask)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.value.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.dest.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        from xdsl.dialects.builtin import i1
+
+        val = parser.parse_unresolved_operand()
+        parser.parse_punctuation(",")
+        dest = parser.parse_unresolved_operand()
+        idx = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, parser.parse_unresolved_operand)
+        mask = parser.parse_unresolved_operand() if parser.parse_optional_keyword("if") else None
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        vt = parser.parse_type()
+        parser.parse_punctuation("->")
+        dt = parser.parse_type()
+        op = cls(parser.resolve_operand(val, vt), parser.resolve_operand(dest, dt),
+                 [parser.resolve_operand(i, IndexType()) for i in idx],
+                 None if mask is None else parser.resolve_operand(mask, i1))
+        op.attributes.update(attrs)
+        return op
+
+
+
 # -- computation ---------------------------------------------------------------------
 
 
@@ -520,7 +605,10 @@ class ParallelOp(KernelIndexing, IRDLOperation):
     any, all) holds the reduction of its yielded values over the
     ``reduce_axes`` dimensions, which are sequential for it (keeping them as
     size 1 when its rank is the rank of ``shape``), with the registry's
-    ``reduce_*`` semantics.
+    ``reduce_*`` semantics; ``"argmax"``/``"argmin"`` give the index of the
+    first extreme along their one reduced axis (tfc/dialects/fused.py). A
+    body may scatter-add into captured buffers with ``loops.add_at`` (a
+    scatter kernel: ``added_into()``; it may have no outputs at all).
     """
 
     name = "loops.parallel"
@@ -533,7 +621,7 @@ class ParallelOp(KernelIndexing, IRDLOperation):
     body = region_def("single_block")
     traits = traits_def(MemoryReadEffect(), MemoryWriteEffect())
     irdl_options = (AttrSizedOperandSegments(as_property=True), ParsePropInAttrDict())
-    assembly_format = ("`ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` $outs `:` type($outs) `)` "
+    assembly_format = ("`ins` `(` ($ins^ `:` type($ins))? `)` `outs` `(` ($outs^ `:` type($outs))? `)` "
                        "attr-dict-with-keyword $body")
 
     def __init__(self, ins, outs, shape, broadcast, body, reduce=None, reduce_axes=None):
@@ -543,12 +631,24 @@ class ParallelOp(KernelIndexing, IRDLOperation):
 
     def captured(self) -> list:
         """Buffers defined outside this op that its body reads with
-        ``loops.load_at``, in order of first use: a backend passes them to the
-        kernel as parameters after ``ins`` and ``outs``."""
+        ``loops.load_at`` or adds into with ``loops.add_at``, in order of
+        first use: a backend passes them to the kernel as parameters after
+        ``ins`` and ``outs``."""
         seen = {}
         for op in self.body.walk():
             if isinstance(op, LoadAtOp):
                 seen.setdefault(op.source, None)
+            elif isinstance(op, AddAtOp):
+                seen.setdefault(op.dest, None)
+        return list(seen)
+
+    def added_into(self) -> list:
+        """The buffers its body scatter-adds into (``loops.add_at``), in order
+        of first use: a scatter kernel, whose iterations may meet at one element."""
+        seen = {}
+        for op in self.body.walk():
+            if isinstance(op, AddAtOp):
+                seen.setdefault(op.dest, None)
         return list(seen)
 
     def verify_(self):
@@ -738,7 +838,7 @@ class AssertOp(IRDLOperation):
 
 
 LOOPS_OPS = [ViewOp, AllocOp, ConstantOp, LoadOp, CopyOp, SubviewOp, TransposeViewOp, ReshapeOp, IndexOp,
-             LoadAtOp, YieldOp, ParallelOp, LibraryOp, RaiseOp, ConditionOp, IfOp, WhileOp, ReadVariableOp,
+             LoadAtOp, AddAtOp, YieldOp, ParallelOp, LibraryOp, RaiseOp, ConditionOp, IfOp, WhileOp, ReadVariableOp,
              AssignVariableOp, PrintOp, AssertOp]
 
 LOOPS = Dialect("loops", LOOPS_OPS, [])

@@ -1204,6 +1204,8 @@ def _gather_kernel(params, indices, axis):
 
 
 def _gather_grad(e, g):
+    from tfc.ops.scatter import gather_grad_like, unsorted_segment_sum
+
     params, indices = e.inputs
     a = e.attrs["axis"] % params.ndim
     q = indices.ndim
@@ -1263,103 +1265,6 @@ def gather(params, indices, axis=0):
     """Slices of ``params`` along ``axis`` at ``indices`` (ints in [0, size));
     the result has the index shape in place of that axis."""
     return (params, indices), {"axis": int(axis)}
-
-
-def _gather_grad_like_infer(op, g: Spec, indices: Spec, like: Spec, axis) -> Spec:
-    want = _gather_infer(op, like, indices, axis).shape
-    if g.ndim != len(want) or not all(_dims_agree(d, e) for d, e in zip(g.shape, want)):
-        raise ValueError(f"gather_grad_like: g of shape {inf.fmt_shape(g.shape)} is not that of a gather from "
-                         f"{inf.fmt_shape(like.shape)} at indices of shape {inf.fmt_shape(indices.shape)}")
-    return Spec(tuple(like.shape), g.dtype)
-
-
-def _gather_grad_like_kernel(g, indices, like, axis):
-    out = np.zeros(like.shape, g.dtype)
-    # rows added in the order of the indices, as unsorted_segment_sum adds them
-    np.add.at(out, (slice(None),) * axis + (indices,), g)
-    return out
-
-
-def _gather_grad_like_static(op):
-    """gather's gradient as a static trace writes it: the index axes of g to the
-    front, unsorted_segment_sum into the size of ``like``'s axis (rows added in
-    the order of the indices, as gather_grad_like's kernel adds them), back."""
-    from tfc.dialects.tensor import build_op, spec_of
-
-    g, indices, like = op.operands
-    lspec = spec_of(like.type)
-    a = op.attr_values["axis"] % max(lspec.ndim, 1)
-    n = lspec.shape[a]
-    if n is None:
-        return None
-    q, rank = spec_of(indices.type).ndim, spec_of(g.type).ndim
-    new_ops, v = [], g
-    perm = [*range(a, a + q), *range(a), *range(a + q, rank)]
-    if perm != sorted(perm):
-        new_ops.append(build_op("transpose", [v], {"perm": tuple(perm)}))
-        v = new_ops[-1].results[0]
-    new_ops.append(build_op("unsorted_segment_sum", [v, indices], {"num_segments": n}))
-    v = new_ops[-1].results[0]
-    back = [*range(1, a + 1), 0, *range(a + 1, spec_of(v.type).ndim)]
-    if back != sorted(back):
-        new_ops.append(build_op("transpose", [v], {"perm": tuple(back)}))
-        v = new_ops[-1].results[0]
-    if v.type != op.results[0].type:  # like's other dims still ?: the static form would say less
-        return None
-    return new_ops, [v]
-
-
-@declare(kernel=_gather_grad_like_kernel, infer=_gather_grad_like_infer,
-         grad=lambda e, g: [gather(g, e.inputs[1], axis=e.attrs["axis"]), None, None], attrs={"axis": "int"},
-         static_form=_gather_grad_like_static)
-def gather_grad_like(g, indices, like, axis):
-    """Zeros of ``like``'s shape, with the slices of ``g`` added at ``indices``
-    along ``axis`` (the gradient of gather where that axis's size is known only
-    at run time)."""
-    return (g, indices, like), {"axis": int(axis)}
-
-
-def _segment_sum_infer(op, data: Spec, ids: Spec, num_segments) -> Spec:
-    inf.check_dtype(op, data, dtypes.NUMERIC, "data")
-    inf.check_dtype(op, ids, dtypes.INTS, "segment_ids")
-    if ids.ndim > data.ndim or not all(_dims_agree(d, e) for d, e in zip(ids.shape, data.shape)):
-        raise ValueError(f"unsorted_segment_sum: segment_ids shape {inf.fmt_shape(ids.shape)} must be a "
-                         f"prefix of data shape {inf.fmt_shape(data.shape)}")
-    if num_segments < 0:
-        raise ValueError(f"unsorted_segment_sum: num_segments must be >= 0, got {num_segments}")
-    return Spec((num_segments,) + data.shape[ids.ndim:], data.dtype)
-
-
-def _segment_sum_kernel(data, ids, num_segments):
-    out = np.zeros((num_segments,) + data.shape[ids.ndim:], data.dtype)
-    if ids.size and ids.max() >= num_segments:
-        raise InvalidArgumentError(f"unsorted_segment_sum: segment id {ids.max()} is out of range [0, {num_segments})")
-    keep = ids >= 0  # negative ids are dropped, as in TensorFlow
-    np.add.at(out, ids[keep], data[keep])
-    return out
-
-
-def _segment_sum_grad(e, g):
-    from tfc.ops.creation import zeros_like
-    from tfc.ops.math import greater_equal, maximum, where
-
-    data, ids = e.inputs
-    rows = gather(g, maximum(ids, 0), axis=0)
-    keep = greater_equal(ids, 0)
-    if None in tuple(ids.shape):  # no static shape to reshape to: one new axis at a time
-        for _ in range(data.ndim - ids.ndim):
-            keep = expand_dims(keep, -1)
-    else:
-        keep = reshape(keep, ids.shape + (1,) * (data.ndim - ids.ndim))
-    return [where(keep, rows, zeros_like(rows)), None]
-
-
-@declare(kernel=_segment_sum_kernel, infer=_segment_sum_infer, grad=_segment_sum_grad,
-         attrs={"num_segments": "int"})
-def unsorted_segment_sum(data, segment_ids, num_segments):
-    """out[k] = sum of data[i...] over the positions where segment_ids[i...] == k
-    (a scatter-add; the gradient of gather). Negative ids are dropped."""
-    return (data, segment_ids), {"num_segments": as_int("unsorted_segment_sum", num_segments, "num_segments")}
 
 
 # -- one_hot ------------------------------------------------------------------------------
@@ -1438,13 +1343,16 @@ def _wrap_index_infer(op, idx: Spec, like: Spec, axis) -> Spec:
 
 
 def _bad_index_flag(b, idx, lo, hi):
-    """A 0-d i1: is any element of ``idx`` (a buffer or a scalar) outside [lo, hi)?"""
+    """A 0-d i1: is any element of ``idx`` (a buffer or a scalar) outside [lo, hi)
+    (``lo`` None: at or above ``hi``)?"""
     from xdsl.dialects import arith
     from xdsl.dialects.builtin import i64
 
     def bad(k, x, const):
         x = k.op(arith.ExtSIOp(x, i64)) if x.type != i64 else x
-        return k.op(arith.OrIOp(k.op(arith.CmpiOp(x, const(lo), "slt")), k.op(arith.CmpiOp(x, const(hi), "sge"))))
+        below = None if lo is None else k.op(arith.CmpiOp(x, const(lo), "slt"))
+        above = k.op(arith.CmpiOp(x, const(hi), "sge"))
+        return above if below is None else k.op(arith.OrIOp(below, above))
 
     shape = b.shape(idx)
     if not shape:  # scalar code
@@ -1546,3 +1454,8 @@ def getitem(tensor, key):
             raise IndexError(f"getitem: too many indices for a tensor of shape {inf.fmt_shape(x.shape)}")
         idx = _wrap_negative(idx, y, axis)
     return gather(y, idx, axis=axis)
+
+
+# the scatter-adds live in tfc/ops/scatter.py (a sum, not data movement); their
+# names stay importable from here
+from tfc.ops.scatter import gather_grad_like, unsorted_segment_sum  # noqa: E402,F401

@@ -100,8 +100,10 @@ class L3Builder:
     - ``parallel(ins, outs, shape, broadcast, body, reduce=None,
       reduce_axes=None)``: a general kernel (reductions as in ``loops.parallel``);
       ``body(k, *elements)`` gets a ``BodyBuilder`` ``k`` (``k.index(d)``,
-      ``k.load_at(buf, idx)``, ``k.op(arith_op)``, ``k.const(x, type)``) and
-      the input elements, and returns the yielded values.
+      ``k.load_at(buf, idx)``, ``k.add_at(buf, idx, value, mask=None)``,
+      ``k.op(arith_op)``, ``k.const(x, type)``) and the input elements, and
+      returns the yielded values (none for a scatter kernel: ``outs`` empty,
+      its writes ``k.add_at``).
     """
 
     def __init__(self, lowering, block, src):
@@ -222,6 +224,11 @@ class BodyBuilder:
 
     def load_at(self, buf, indices):
         return self.op(L.LoadAtOp(buf, list(indices)))
+
+    def add_at(self, buf, indices, value, mask=None):
+        """``loops.add_at``: ``buf[indices] += value`` (where ``mask``), a
+        scatter-add into a buffer defined outside the kernel."""
+        self.block.add_op(L.AddAtOp(value, buf, list(indices), mask))
 
     def const(self, x, t):
         if isinstance(t, IndexType):

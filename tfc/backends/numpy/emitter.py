@@ -615,6 +615,8 @@ class Emitter:
                     for r in op.res:
                         if self.is_py(r):
                             out.append(pad + f"{nm(r)} = {nm(r)}.item()")
+                elif op.added_into():
+                    self.scatter(op, out, pad)
                 elif op.iteration_shape == ():
                     self.scalar_kernel(op, out, pad)
                 elif not op.reduces and self.copy_kernel(op, out, pad):
@@ -670,7 +672,8 @@ class Emitter:
                 for r in op.results:
                     self.hook(r, out, ind)
             if isinstance(op, (L.ParallelOp, L.LibraryOp)):
-                for o in op.outs:  # the buffer a view written here belongs to: seen after each write
+                added = op.added_into() if isinstance(op, L.ParallelOp) else []
+                for o in list(op.outs) + added:  # the buffer a view written here belongs to: seen after each write
                     self.hook(_root(o), out, ind)
 
     def _site(self, op, lines, start):
@@ -811,6 +814,12 @@ class Emitter:
         ops = [o for o in block.ops if o is not term]
         for i, o in enumerate(ops):
             args = [env[v] if v in env else self.name(v) for v in o.operands]
+            if isinstance(o, L.AddAtOp):  # a scatter kernel's adds (see scatter)
+                idx = args[2:2 + len(o.indices)]
+                mask = args[-1] if o.mask is not None else "None"
+                out.append(pad + f"rt.add_at({self._captured[o.dest]}, ({''.join(x + ', ' for x in idx)}), "
+                           f"{args[0]}, {mask}, {op.iteration_shape!r})")
+                continue
             r = o.results[0]
             if _indexed(o):  # index arithmetic and computed loads: small fresh arrays
                 env[r] = f"t{self.n}"
@@ -989,6 +998,22 @@ class Emitter:
             return
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
                    f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
+
+    def scatter(self, op, out, pad):
+        """A scatter kernel (its body adds into buffers with ``loops.add_at``):
+        the body on whole arrays, each add one ``rt.add_at``, np.add.at over the
+        iteration space in row-major order (the order of eager's np.add.at,
+        so the same bits); not chunked: chunks on the pool could add into one
+        element at once. Its elementwise outputs, if any, copied after."""
+        ins = self._inputs(op, out, pad)
+        self._captured = {c: self.name(c) for c in op.captured()}
+        vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
+        for o, v in zip(op.outs, vals):
+            out.append(pad + f"np.copyto({self.name(o)}, {v}, casting='unsafe')")
+        temps = sorted({env[v] for v in env if is_array.get(v) and env[v].startswith("t")
+                        and v not in op.body.block.args})
+        if temps:
+            out.append(pad + f"del {', '.join(temps)}")
 
     def _scalar_arg(self, v) -> str:
         """A kernel's 0-d input as the numpy scalar the kernel reads: a 0-d

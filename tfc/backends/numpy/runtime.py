@@ -176,6 +176,34 @@ def bview(a, bmap, rank: int):
     return input_view(a, bmap, rank)
 
 
+def add_at(dest, index, value, mask, shape):
+    """``loops.add_at`` over a kernel's iteration space ``shape``: ``dest[index]
+    += value`` where ``mask`` (None: everywhere), the adds in the space's
+    row-major order, as np.add.at applies them (each element of ``dest`` sums
+    its contributions in that order: eager's scatter-adds' bits). ``index``
+    holds one integer array (or scalar) per dim of ``dest``, broadcasting
+    against ``shape``. Into a contiguous ``dest`` the indices become flat ones
+    and the adds one 1-D np.add.at (numpy's fast path; 3x eager's 2-D call on
+    [4096, 64] rows)."""
+    n = int(np.prod(shape, dtype=np.int64))
+    value = np.broadcast_to(np.asarray(value, dest.dtype), shape).reshape(n)
+    keep = None if mask is None else np.broadcast_to(mask, shape).reshape(n)
+    if dest.flags.c_contiguous:
+        flat, step = 0, 1
+        for i, d in zip(reversed(index), reversed(dest.shape)):
+            flat = flat + np.asarray(i, np.intp) * step
+            step *= d
+        idx = np.broadcast_to(flat, shape).reshape(n)
+        if keep is not None:
+            idx, value = idx[keep], value[keep]
+        np.add.at(dest.reshape(-1), idx, value)
+        return
+    idx = tuple(np.broadcast_to(np.asarray(i, np.intp), shape).reshape(n) for i in index)
+    if keep is not None:
+        idx, value = tuple(i[keep] for i in idx), value[keep]
+    np.add.at(dest, idx, value)
+
+
 def raise_eager(name: str, args, attrs: dict, where: str):
     """loops.raise: op ``name``'s kernel on ``args`` raises eager's error for
     them; it is raised as it is, with ``where`` (the op's location) noted."""
