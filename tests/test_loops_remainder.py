@@ -343,3 +343,59 @@ def test_add_at_verifier():
                       ("loops.add_at %a, %o[%j, %j] : f32 -> memref<3xf32>", "needs 1 indices")]:
         with pytest.raises(VerifyException, match=msg):
             parse_module(module(body)).verify()
+
+
+# -- 3. dropout_mask writes its planned buffer -------------------------------------------
+
+from tfc.ops.conv import dropout_mask  # noqa: E402
+
+
+def _dropout_cases(rng):
+    x = rng.normal(size=(37, 9)).astype(F32)
+    return [
+        (lambda a: tfc.nn.dropout(a * 2.0, 0.3, seed=5) + 1.0, x),
+        (lambda a: dropout_mask(a, 0.5, seed=11), x.astype(np.float64)),
+        (lambda a: dropout_mask(a, 0.25, noise_shape=(37, 1), seed=3) * a, x),
+        (lambda a: tfc.nn.dropout(a, 0.4, noise_shape=(1, 9), seed=2), x.T[:9].T),  # non-contiguous
+        (lambda a: dropout_mask(a, 0.5, seed=1), np.zeros((0, 4), F32)),
+        (lambda a: dropout_mask(a, 0.5, seed=1) * a, np.float32(3.0)),  # 0-d
+        (lambda a: tfc.nn.dropout(a, 0.5) * 3.0, x),  # the global stream
+    ]
+
+
+def test_dropout_mask_writes_its_planned_buffer(rng):
+    """dropout_mask is a loops.library call with outs (its kernel_into draws
+    into the plan's buffer): the same mask as eager, seeded or from the global
+    stream (eager and compiled consume the same words); odd, zero and 0-d
+    sizes, a non-contiguous input, noise shapes."""
+    for fn, x in _dropout_cases(rng):
+        tfc.random.set_seed(42)
+        want = _results(fn(tfc.constant(x)))
+        g = tfc.function(fn)
+        g.get_concrete_function(x)  # traced before the seed: tracing draws nothing
+        tfc.random.set_seed(42)
+        for a, b in zip(_results(g(x)), want):
+            _same(a, b)
+        l3 = g.get_concrete_function(x).ir("loops")
+        lib = [line for line in l3.splitlines() if 'loops.library "dropout_mask"' in line]
+        assert lib and all(" outs(" in line for line in lib), l3
+        assert not (_library_calls(l3) - {"dropout_mask"})
+
+
+def test_dropout_under_a_none_signature_and_its_gradient(rng):
+    """Specialized per batch: the mask in a planned buffer; the gradient is the
+    same mask times the incoming one (the mask drawn once, as eagerly)."""
+    def f(a):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = tfc.nn.dropout(a * a, 0.5, seed=7)
+            loss = tfc.reduce_sum(y)
+        return y, t.gradient(loss, a)
+
+    h = tfc.function(f, input_signature=[tfc.TensorSpec([None, 6])])
+    for n in (0, 1, 13):
+        x = rng.normal(size=(n, 6)).astype(F32)
+        for a, b in zip(_results(h(x)), _results(f(tfc.constant(x)))):
+            _same(a, b)
+    l3 = h.get_concrete_function(tfc.TensorSpec([None, 6])).ir("loops", shapes=[(13, 6)])
+    assert 'loops.library "dropout_mask"' in l3 and " outs(" in l3.split('loops.library "dropout_mask"')[1].split("\n")[0]

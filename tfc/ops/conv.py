@@ -14,7 +14,7 @@ from tfc.core.registry import Spec, declare, every_row
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
-from tfc.ops.random import _seed_value, draw, dropout_spec
+from tfc.ops.random import _seed_value, draw, draw_into, dropout_spec
 
 _PADDINGS = ("VALID", "SAME")
 
@@ -581,6 +581,12 @@ def _mask_kernel(x, rate, noise_shape, seed):
     return draw(seed, shape, dropout_spec(rate, x.dtype))
 
 
+def _mask_into(x, out, rate, noise_shape, seed):
+    """The mask written into a planned buffer of its shape (``noise_shape``, or
+    x's): the words of the same draw as ``_mask_kernel``'s, chunk by chunk."""
+    draw_into(out, seed, dropout_spec(rate, np.dtype(x.dtype)))
+
+
 def _mask_infer(op, x: Spec, rate, noise_shape, seed) -> Spec:
     inf.check_dtype(op, x, FLOATS)
     if not 0 <= rate < 1:
@@ -595,7 +601,7 @@ def _mask_infer(op, x: Spec, rate, noise_shape, seed) -> Spec:
     return Spec(tuple(noise_shape), x.dtype)
 
 
-@declare(kernel=_mask_kernel, infer=_mask_infer, stateful=True,
+@declare(kernel=_mask_kernel, infer=_mask_infer, stateful=True, kernel_into=_mask_into,
          attrs={"rate": "float", "noise_shape": "ints?", "seed": "seed"})
 def dropout_mask(x, rate, noise_shape=None, seed=None):
     """A random mask for dropout of ``x``: 0 with probability ``rate``, else
