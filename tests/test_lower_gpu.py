@@ -1,0 +1,357 @@
+"""tfc-lower-gpu (L3 -> L4, issue #17 point 2): small tfc functions through the
+real pipeline to L3, lowered to L4, printed as PTX and every launch run in
+order through the PTX simulator; each result against the numpy backend on
+random inputs (odd sizes, sizes not multiples of the block, zero sizes,
+broadcasts, strided views, every reduce kind and axis set, matmul with both
+transpose flags), within the CUDA backend's numerics contract."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import MemRefType
+
+import tfc
+from tfc.dialects import loops as L
+from tfc.dialects.gpu import LaunchOp
+from tfc.dialects.tensor import dtype_of, numpy_from_dense, parse_module, print_ir
+from tfc.passes.lower_gpu import BLOCK, MAX_BLOCKS
+
+ptx_mod = pytest.importorskip("tfc.backends.cuda.ptx", reason="the PTX printer (G1) has not landed")
+sim = pytest.importorskip("tfc.backends.cuda.simulator", reason="the PTX simulator (G3) has not landed")
+
+F32 = np.float32
+
+
+# -- a host for straight-line L4 functions (and loops.if), over the simulator -----------------
+
+
+def _np(t):
+    return np.dtype(dtype_of(t).as_numpy_dtype)
+
+
+def _nbytes(t):
+    return int(np.prod(t.get_shape(), dtype=np.int64)) * _np(t.element_type).itemsize
+
+
+_PARAM = {"i1": np.int32, "i32": np.int32, "i64": np.int64, "f32": np.float32, "f64": np.float64,
+          "index": np.int64}
+
+
+class Host:
+    """Runs the host function of an L4 module: every buffer a simulator
+    allocation, a memref value its data address (view offset included, as
+    kernels get it), each tgpu.launch a simulator run."""
+
+    def __init__(self, module):
+        self.module = module
+        self.program = sim.parse(ptx_mod.to_ptx(module)) if kernels(module) else None
+        self.mem = sim.Memory()
+        self.launches = []
+
+    def run(self, args):
+        (f,) = [op for op in self.module.ops if isinstance(op, func.FuncOp)]
+        env = {}
+        block_args = list(f.body.block.args)
+        for a, x in zip(block_args[:-1], args):
+            env[a] = self.mem.to_device(np.ascontiguousarray(x)) if isinstance(a.type, MemRefType) else x
+        arena = block_args[-1]
+        env[arena] = self.mem.alloc(arena.type.get_shape()[0])
+        return self.block(f.body.block, env)
+
+    def block(self, block, env):
+        for op in block.ops:
+            if isinstance(op, func.ReturnOp):
+                return [self.fetch(v, env) for v in op.operands]
+            if isinstance(op, L.YieldOp):
+                return [env[v] for v in op.values]
+            self.op(op, env)
+        return []
+
+    def fetch(self, v, env):
+        if isinstance(v.type, MemRefType):
+            t = v.type
+            assert L.is_contiguous(t)
+            return self.mem.to_numpy(env[v], _np(t.element_type), tuple(t.get_shape())).copy()
+        return env[v]
+
+    def op(self, op, env):
+        if isinstance(op, L.ViewOp):
+            env[op.result] = env[op.arena] + op.offset.value.data
+        elif isinstance(op, L.AllocOp):
+            env[op.result] = self.mem.alloc(_nbytes(op.result.type))
+        elif isinstance(op, L.ConstantOp):
+            env[op.result] = self.mem.to_device(np.ascontiguousarray(numpy_from_dense(op.value)))
+        elif isinstance(op, (L.SubviewOp, L.TransposeViewOp)):
+            size = _np(op.result.type.element_type).itemsize
+            delta = L.layout_of(op.result.type)[1] - L.layout_of(op.source.type)[1]
+            if 0 in op.result.type.get_shape():
+                delta = 0
+            env[op.result] = env[op.source] + delta * size
+        elif isinstance(op, L.ReshapeOp):
+            env[op.result] = env[op.source]
+        elif isinstance(op, arith.ConstantOp):
+            env[op.result] = op.value.value.data
+        elif isinstance(op, LaunchOp):
+            grid = [int(env[g]) for g in op.grid]
+            args = []
+            for a in op.args:
+                if isinstance(a.type, MemRefType):
+                    args.append(np.uint64(env[a]))
+                else:
+                    args.append(_PARAM[str(a.type)](env[a]))
+            name = op.kernel.root_reference.data
+            self.launches.append(name)
+            sim.run(self.program, name, grid, op.block_size, args, self.mem)
+        elif isinstance(op, L.LoadOp):
+            t = op.source.type
+            env[op.result] = self.mem.to_numpy(env[op.source], _np(t.element_type), ())[()]
+        elif isinstance(op, L.IfOp):
+            branch = op.then_region.block if bool(env[op.cond]) else op.else_region.block
+            for r, v in zip(op.results, self.block(branch, dict(env) | env)):
+                env[r] = v
+        elif isinstance(op, L.RaiseOp):
+            raise RuntimeError(f"loops.raise {op.callee.data}")
+        else:
+            raise NotImplementedError(f"the test host cannot run {op.name}")
+
+
+def l3_of(fn, *args):
+    return fn if isinstance(fn, str) else tfc.function(fn).get_concrete_function(*args).ir("loops")
+
+
+def lower(text):
+    from tfc.dialects.tensor import context, verify_dominance
+    from tfc.passes.lower_gpu import LowerGpuPass
+
+    m = parse_module(text)
+    LowerGpuPass().apply(context(), m)
+    m.verify()
+    verify_dominance(m)
+    return m
+
+
+def check(fn, *args, family=None, launches=None):
+    """``fn`` compiled to L4 and run on the simulator equals the numpy
+    backend's result within the CUDA contract; returns the L4 module."""
+    from helpers import assert_meets_contract
+
+    want = tfc.function(fn)(*args)
+    want = [np.asarray(w) for w in (want if isinstance(want, (list, tuple)) else [want])]
+    m = lower(l3_of(fn, *args))
+    host = Host(m)
+    got = host.run(list(args))
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g = np.asarray(g, dtype=w.dtype).reshape(w.shape)
+        assert_meets_contract(g, w, family, target="cuda")
+    if launches is not None:
+        assert len(host.launches) == launches, host.launches
+    return m
+
+
+def kernels(m):
+    from xdsl.dialects import gpu
+
+    (mod,) = [op for op in m.ops if isinstance(op, gpu.ModuleOp)]
+    return list(mod.body.block.ops)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(17)
+
+
+# -- elementwise ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (1001,), (3, 1, 4), (257,), (1,)])
+def test_elementwise_broadcast(rng, shape):
+    x = rng.normal(size=shape).astype(F32)
+    b = rng.normal(size=shape[-1:]).astype(F32)
+    check(lambda x, b: tfc.tanh(x) * 2.0 + b, x, b, family="elementwise")
+
+
+@pytest.mark.parametrize("n", [1, 4, 1001, 4 * BLOCK + 3])
+def test_contiguous_vector_path(rng, n):
+    x = rng.normal(size=(n,)).astype(F32)
+    y = rng.normal(size=(n,)).astype(F32)
+    m = check(lambda x, y: x * y + x, x, y)
+    (k,) = kernels(m)
+    assert k.attributes["tgpu.width"].value.data == (4 if n >= 4 else 1)
+    assert k.attributes["tgpu.kind"].data == "elementwise"
+    text = print_ir(m)
+    assert "arith.divui" not in text and "arith.remui" not in text  # the flat index, no division
+
+
+def test_float64_vector_width_2(rng):
+    x = rng.normal(size=(37,))
+    m = check(lambda x: x * x - 1.0, x)
+    assert kernels(m)[0].attributes["tgpu.width"].value.data == 2
+
+
+def test_zero_size_launches_nothing(rng):
+    x = np.zeros((0, 4), F32)
+    m = check(lambda x: x + 1.0, x, launches=0)
+    assert kernels(m) == []
+
+
+def test_strided_views(rng):
+    x = rng.normal(size=(6, 9)).astype(F32)
+    check(lambda x: tfc.transpose(x)[1:, ::2] + 1.0, x)
+    check(lambda x: x[::-1, 2:7] * 3.0, x)
+
+
+def test_grid_is_capped():
+    n = MAX_BLOCKS * BLOCK * 4 + 5
+    text = f"""
+func.func @f(%x: memref<{n}xf32>, %arena: memref<0xi8>) -> memref<{n}xf32> {{
+  %0 = loops.alloc : memref<{n}xf32>
+  loops.parallel ins(%x : memref<{n}xf32>) outs(%0 : memref<{n}xf32>) attributes {{shape = array<i64: {n}>, broadcast = [array<i64: 0>]}} {{
+  ^bb0(%a: f32):
+    %b = arith.addf %a, %a : f32
+    loops.yield %b : f32
+  }}
+  func.return %0 : memref<{n}xf32>
+}}"""
+    m = lower(text)
+    (launch,) = [op for op in m.walk() if isinstance(op, LaunchOp)]
+    assert launch.gx.owner.value.value.data == MAX_BLOCKS
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_integer_division_semantics(dtype):
+    a = np.array([7, -7, 7, -7, 5, 0, -128 if dtype == np.int8 else -(2 ** 31), 3, -3], dtype)
+    b = np.array([2, 2, -2, -2, 0, 0, -1, 7, 7], dtype)
+    check(lambda a, b: (a // b, a % b), a, b)
+
+
+def test_float_to_int_casts():
+    x = np.array([1.5, -1.5, np.nan, np.inf, -np.inf, 3e9, -3e9, 0.0, -0.7], F32)
+    check(lambda x: (tfc.cast(x, tfc.int32), tfc.cast(x, tfc.int64)), x)
+
+
+def test_bool_and_compare(rng):
+    x = rng.normal(size=(9, 5)).astype(F32)
+    y = rng.normal(size=(9, 5)).astype(F32)
+    check(lambda x, y: tfc.logical_and(x > y, y > 0.0), x, y)
+
+
+def test_float16_arithmetic(rng):
+    x = rng.normal(size=(13,)).astype(np.float16)
+    y = rng.normal(size=(13,)).astype(np.float16)
+    check(lambda x, y: x * y + x / y, x, y)
+
+
+# -- reductions -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axes", [[0], [1], [2], [0, 2], [1, 2], [0, 1, 2], None])
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "prod", "mean"])
+def test_reduce_kinds_and_axes(rng, kind, axes):
+    x = rng.uniform(0.5, 1.5, size=(3, 5, 7)).astype(F32)
+    op = getattr(tfc, f"reduce_{kind}")
+    check(lambda x: op(x, axis=axes), x, family="reduction")
+
+
+@pytest.mark.parametrize("kind", ["any", "all"])
+def test_reduce_bool(rng, kind):
+    x = rng.normal(size=(4, 33)) > 0.8
+    op = getattr(tfc, f"reduce_{kind}")
+    check(lambda x: (op(x, axis=[1]), op(x, axis=[0]), op(x)), x)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.float64])
+def test_reduce_integer_and_wide(rng, dtype):
+    x = rng.integers(-100, 100, size=(6, 300)).astype(dtype)
+    check(lambda x: (tfc.reduce_sum(x, axis=[1]), tfc.reduce_max(x, axis=[0]), tfc.reduce_mean(x, axis=[1]),
+                     tfc.reduce_min(x)), x, family="reduction")
+
+
+def test_reduce_nan_propagates():
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], F32)
+    check(lambda x: (tfc.reduce_max(x, axis=[1]), tfc.reduce_min(x, axis=[1]), tfc.reduce_sum(x, axis=[1])), x)
+
+
+def test_reduce_empty_axis():
+    x = np.zeros((3, 0), F32)
+    check(lambda x: (tfc.reduce_sum(x, axis=[1]), tfc.reduce_max(x, axis=[1]), tfc.reduce_mean(x, axis=[1]),
+                     tfc.reduce_prod(x, axis=[1])), x)
+
+
+def test_two_pass_full_sum(rng):
+    x = rng.normal(size=(1 << 15) + 3).astype(F32)
+    m = check(lambda x: tfc.reduce_sum(x * 2.0), x, family="reduction", launches=2)
+    names = [k.sym_name.data for k in kernels(m)]
+    assert names[0].endswith("sum_all") and names[1].endswith("sum_all_final"), names
+    assert any(isinstance(op, L.AllocOp) for op in m.walk())  # the partial results
+
+
+def test_multi_output_kernel(rng):
+    x = rng.normal(size=(4, 3)).astype(F32)
+    w = rng.normal(size=(3, 3)).astype(F32)
+
+    def f(x, w):
+        e = tfc.tanh(tfc.exp(tfc.matmul(x, w)))
+        return e * tfc.reduce_sum(e)
+    check(f, x, w)
+
+
+def test_softmax_rows(rng):
+    x = rng.normal(size=(9, 37)).astype(F32)
+    check(lambda x: tfc.nn.softmax(x), x)
+
+
+# -- copies and computed loads ------------------------------------------------------------
+
+
+def test_concat_and_gather(rng):
+    a = rng.normal(size=(3, 5)).astype(F32)
+    b = rng.normal(size=(2, 5)).astype(F32)
+    check(lambda a, b: tfc.concat([a, b * 2.0], axis=0), a, b)
+    idx = np.array([2, 0, 1, 2], np.int32)
+    check(lambda a, i: tfc.gather(a, i), a, idx)
+
+
+# -- matmul -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("ta", [False, True])
+@pytest.mark.parametrize("tb", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul(rng, ta, tb, dtype):
+    m_, k_, n_ = 19, 23, 17
+    a = rng.normal(size=(k_, m_) if ta else (m_, k_)).astype(dtype)
+    b = rng.normal(size=(n_, k_) if tb else (k_, n_)).astype(dtype)
+    m = check(lambda a, b: tfc.matmul(a, b, transpose_a=ta, transpose_b=tb), a, b, family="matmul")
+    (k,) = kernels(m)
+    assert k.attributes["tgpu.kind"].data == "matmul"
+
+
+def test_batched_matmul(rng):
+    a = rng.normal(size=(3, 5, 7)).astype(F32)
+    b = rng.normal(size=(7, 4)).astype(F32)
+    check(lambda a, b: tfc.matmul(a, b), a, b, family="matmul")
+
+
+# -- what raises ----------------------------------------------------------------------------
+
+
+def test_other_library_calls_raise():
+    text = """
+func.func @f(%x: memref<2x8x8x3xf32>, %w: memref<3x3x3x4xf32>, %arena: memref<0xi8>) -> memref<2x6x6x4xf32> {
+  %0 = loops.alloc : memref<2x6x6x4xf32>
+  loops.library "conv2d"(%x, %w : memref<2x8x8x3xf32>, memref<3x3x3x4xf32>) outs(%0 : memref<2x6x6x4xf32>) {attrs = {}} -> ()
+  func.return %0 : memref<2x6x6x4xf32>
+}"""
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for conv2d yet"):
+        lower(text)
+
+
+def test_tensor_ir_is_refused():
+    text = """
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}"""
+    with pytest.raises(ValueError, match="expects L3"):
+        lower(text)

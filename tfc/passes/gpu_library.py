@@ -1,0 +1,140 @@
+"""GPU library kernels written once as L4 (``gpu.func``), for the library calls
+of L3 that tfc-lower-gpu launches (tfc/passes/lower_gpu.py).
+
+- ``matmul`` (float32, float64; ``transpose_a``/``transpose_b``; batched with
+  numpy's broadcasting of the batch dims; any strided layout of the operands
+  and of the planned result): a 16x16 tiled shared-memory kernel, one thread
+  per result element, block (16, 16), grid (ceil(n/16), ceil(m/16), batch).
+  Each K tile is staged through shared memory (zero-padded at the edges, so
+  every thread reaches both barriers); the products are added in k order
+  with ``mulf`` then ``addf`` (no contraction into FMA: the printer's ``.rn``).
+  Register blocking is the next step.
+"""
+from __future__ import annotations
+
+from xdsl.dialects import arith, gpu
+from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
+
+from tfc.dialects import loops as L
+
+TILE = 16
+MAX_GRID_Z = 65535
+
+
+def _digits(kb, q, sizes):
+    """Row-major digits of flat index ``q`` over ``sizes`` (a list, one per dim)."""
+    out = [None] * len(sizes)
+    for k in range(len(sizes) - 1, -1, -1):
+        if sizes[k] == 1:
+            out[k] = None
+            continue
+        if k == 0:
+            out[k] = q
+            break
+        out[k] = kb.remu(q, kb.i(sizes[k]))
+        q = kb.divu(q, kb.i(sizes[k]))
+    return out
+
+
+def _batch_strides(shape, strides, batch):
+    """Per batch dim of the result, the operand's stride there (0 where it is
+    broadcast: missing or of size 1)."""
+    rank = len(shape) - 2
+    out = []
+    for j in range(len(batch)):
+        d = j - (len(batch) - rank)
+        out.append(strides[d] if d >= 0 and shape[d] != 1 else 0)
+    return out
+
+
+def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
+    """(kernel, grid, block) computing ``c = op(a) @ op(b)`` for L3 memrefs
+    ``a``, ``b``, ``c`` (static shapes), or None where ``c`` has no elements."""
+    from tfc.passes.lower_gpu import I32_MAX, _KB, _prod, unsupported
+
+    elt = c.type.element_type
+    if not isinstance(elt, (Float32Type, Float64Type)) or a.type.element_type != elt or b.type.element_type != elt:
+        raise unsupported(f"matmul of {a.type.element_type} and {b.type.element_type} into {elt}")
+    shapes = [tuple(v.type.get_shape()) for v in (a, b, c)]
+    if any(d < 0 for sh in shapes for d in sh):
+        raise unsupported("matmul of run-time shape")
+    ash, bsh, csh = shapes
+    m, n = csh[-2:]
+    k = ash[-2] if transpose_a else ash[-1]
+    batch = list(csh[:-2])
+    nb = _prod(batch)
+    if m == 0 or n == 0 or nb == 0:
+        return None
+    if nb > MAX_GRID_Z:
+        raise unsupported(f"batched matmul of {nb} matrices (more than {MAX_GRID_Z})")
+    ast, _ = L.layout_of(a.type)
+    bst, _ = L.layout_of(b.type)
+    cst, _ = L.layout_of(c.type)
+    a_i, a_k = (ast[-1], ast[-2]) if transpose_a else (ast[-2], ast[-1])
+    b_k, b_j = (bst[-1], bst[-2]) if transpose_b else (bst[-2], bst[-1])
+    c_i, c_j = cst[-2], cst[-1]
+    a_b, b_b, c_b = (_batch_strides(ash, ast, batch), _batch_strides(bsh, bst, batch),
+                     _batch_strides(csh, cst, batch))
+
+    def extent(sh, st):
+        return sum((d - 1) * abs(s) for d, s in zip(sh, st) if d > 0)
+    span = max(extent(ash, ast), extent(bsh, bst), extent(csh, cst)) + TILE * (abs(a_k) + abs(b_k) + 1)
+    it = i32 if span <= I32_MAX else i64
+    ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
+    name = namer(f"matmul_{ta}{tb}_{'f32' if isinstance(elt, Float32Type) else 'f64'}")
+    kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
+    pa, pb, pc = kb.args
+    tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
+    row = kb.add(kb.mul(kb.bid("y"), kb.i(TILE)), ty)
+    col = kb.add(kb.mul(kb.bid("x"), kb.i(TILE)), tx)
+    if batch:
+        z = _digits(kb, kb.bid("z"), batch)
+        bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
+    else:
+        bases = [kb.i(0)] * 3
+    sa, sb = kb.shared(elt, TILE * TILE), kb.shared(elt, TILE * TILE)
+    row_ok = kb.cmpi("slt", row, kb.i(m))
+    col_ok = kb.cmpi("slt", col, kb.i(n))
+    zero = kb.c(0.0, elt)
+    at = kb.add(kb.mul(ty, kb.i(TILE)), tx)  # this thread's slot in a tile
+    a_row = kb.add(bases[0], kb.mul(row, kb.i(a_i)))
+    b_col = kb.add(bases[1], kb.mul(col, kb.i(b_j)))
+
+    def tile(t, acc):
+        ka = kb.add(t, tx)
+        ok = kb.emit(arith.AndIOp(row_ok, kb.cmpi("slt", ka, kb.i(k))))
+        idx = kb.select(ok, kb.add(a_row, kb.mul(ka, kb.i(a_k))), kb.i(0))
+        x = kb.select(ok, kb.load(pa, idx, nc=True)[0], zero)
+        kb.store([x], sa, at)
+        kr = kb.add(t, ty)
+        ok = kb.emit(arith.AndIOp(col_ok, kb.cmpi("slt", kr, kb.i(k))))
+        idx = kb.select(ok, kb.add(b_col, kb.mul(kr, kb.i(b_k))), kb.i(0))
+        y = kb.select(ok, kb.load(pb, idx, nc=True)[0], zero)
+        kb.store([y], sb, at)
+        kb.emit(gpu.BarrierOp())
+        a_at = kb.mul(ty, kb.i(TILE))
+        for kk in range(TILE):
+            u = kb.load(sa, kb.add(a_at, kb.i(kk)) if kk else a_at)[0]
+            v = kb.load(sb, kb.add(tx, kb.i(kk * TILE)) if kk else tx)[0]
+            acc = kb.emit(arith.AddfOp(acc, kb.emit(arith.MulfOp(u, v))))
+        kb.emit(gpu.BarrierOp())
+        return [acc]
+
+    (acc,) = kb.for_(kb.i(0), kb.i(k), kb.i(TILE), tile, [zero])
+
+    def store():
+        idx = kb.add(kb.add(bases[2], kb.mul(row, kb.i(c_i))), kb.mul(col, kb.i(c_j)))
+        kb.store([acc], pc, idx)
+    kb.if_(kb.emit(arith.AndIOp(row_ok, col_ok)), store)
+    kernel = kb.finish()
+    grid = (-(-n // TILE), -(-m // TILE), nb)
+    return kernel, grid, (TILE, TILE, 1)
+
+
+def _ptr(v):
+    from tfc.dialects.gpu import PtrType
+
+    return PtrType(v.type.element_type, "global")
+
+
+__all__ = ["matmul_kernel", "TILE"]

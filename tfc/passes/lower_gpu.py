@@ -1,0 +1,1240 @@
+"""Lowering L3 -> L4 (``tfc-lower-gpu``): every ``loops.parallel``,
+``loops.copy`` and GPU library call of an L3 module becomes a kernel of one
+``gpu.module @kernels`` and a ``tgpu.launch`` in its place (docs/gpu.md,
+docs/ir-gpu-dialect.md). Everything else stays L3 and runs on the host.
+
+Kernels (``tgpu.kind``):
+
+- ``elementwise`` / ``copy``: a grid-stride loop over the flat index of the
+  iteration shape (block 256, at most ``MAX_BLOCKS`` blocks). A buffer that is
+  contiguous and read at the identity map is indexed by the flat index itself
+  (no division); any other (a strided view, a broadcast input, a strided
+  output) by the multi-index's digits and its layout's strides. Where every
+  buffer is flat, 16-byte aligned and the body reads no index, elements go in
+  16-byte vectors (``width`` 4 for 32-bit elements, 2 for 64-bit) with a
+  scalar tail. 0-d buffers and scalars are read once per thread;
+- ``reduction``: work items ``(output element, chunk)``, one per block in
+  turn; the threads of a block stride over the chunk's reduced elements,
+  then a warp shuffle tree and a shared-memory step over the warps (32-bit
+  accumulators; 64-bit ones reduce through a shared-memory tree of 128
+  threads). Few outputs over many elements take two passes: partial results
+  per chunk into a ``loops.alloc`` buffer, then a second kernel over them;
+- ``matmul``: the library kernel of ``tfc/passes/gpu_library.py``.
+
+Index arithmetic is ``i32`` where every buffer a kernel touches spans fewer
+than 2^31 elements (``tgpu.index``), else ``i64``; index values of a body
+(``loops.index``, ``loops.load_at`` indices) are ``i64``. Scalar bodies keep
+their ``arith``/``math`` ops, except those whose numpy semantics PTX does not
+have, which are expanded here: integer division and remainders by zero
+(numpy gives 0), float to integer casts of NaN and out-of-range values
+(numpy, on x86, gives the lowest integer), float16 arithmetic (numpy computes
+in float32 and rounds each result to float16).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import arith, func, gpu, scf
+from xdsl.dialects.builtin import (
+    Float16Type, Float32Type, Float64Type, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
+    ModuleOp, StringAttr, i1, i8, i32, i64,
+)
+from xdsl.ir import Block, BlockArgument, Region
+from xdsl.passes import ModulePass
+
+from tfc.dialects import gpu as G
+from tfc.dialects import loops as L
+from tfc.passes.pipeline import PassPreconditionError
+
+BLOCK = 256            # threads per block of elementwise and reduction kernels
+WIDE_BLOCK = 128       # a reduction with 64-bit accumulators: 128 x 8 bytes of shared memory
+MAX_BLOCKS = 132 * 8   # grid cap (132 SMs x 8 resident blocks); larger work is grid-strided
+TWO_PASS_MIN = 1 << 14  # reduced elements per output from which few outputs take two passes
+I32_MAX = (1 << 31) - 1
+f16, f32, f64 = Float16Type(), Float32Type(), Float64Type()
+
+
+class LowerGpuPass(ModulePass):
+    """``tfc-lower-gpu``: an L3 module (after tfc-lower-loops) -> L4."""
+
+    name = "tfc-lower-gpu"
+
+    def apply(self, ctx, op: ModuleOp) -> None:
+        lower_module(op)
+
+
+def lower_module(module: ModuleOp) -> ModuleOp:
+    """Lower every L3 function of ``module`` in place; returns it."""
+    low = _Lowering()
+    funcs = [f for f in module.ops if isinstance(f, func.FuncOp)]
+    if any(isinstance(op, gpu.ModuleOp) for op in module.ops):
+        raise PassPreconditionError("tfc-lower-gpu: the module is already lowered to L4 (it has a gpu.module)")
+    for f in funcs:
+        if not f.body.blocks or not f.body.block.args or not isinstance(f.body.block.args[-1].type, MemRefType):
+            raise PassPreconditionError(f"tfc-lower-gpu expects L3 (loops) functions; @{f.sym_name.data} is "
+                                        "tensor IR: run tfc-lower-loops first (it takes no arena argument)")
+        low.block(f.body.block)
+    kernels = gpu.ModuleOp(StringAttr("kernels"), Region(Block(low.kernels)))
+    first = module.body.block.first_op
+    if first is None:
+        module.body.block.add_op(kernels)
+    else:
+        module.body.block.insert_op_before(kernels, first)
+    return module
+
+
+def unsupported(what: str) -> NotImplementedError:
+    return NotImplementedError(f"target cuda: no GPU kernel for {what} yet")
+
+
+# -- layouts ------------------------------------------------------------------------
+
+
+def _prod(xs) -> int:
+    return int(np.prod([int(x) for x in xs], dtype=np.int64)) if len(xs) else 1
+
+
+def _elem_offset(v) -> int:
+    """Element offset of view ``v``'s first element from the start of the
+    buffer it belongs to (which the memory plan or an allocation aligns)."""
+    owner = v.owner
+    if isinstance(owner, (L.SubviewOp, L.TransposeViewOp)):
+        return _origin(owner.source) + L.layout_of(v.type)[1]
+    if isinstance(owner, L.ReshapeOp):
+        return _elem_offset(owner.source)
+    return 0
+
+
+def _origin(v) -> int:
+    """Element offset of the origin that ``v``'s layout offset counts from."""
+    owner = v.owner
+    if isinstance(owner, (L.SubviewOp, L.TransposeViewOp)):
+        return _origin(owner.source)
+    if isinstance(owner, L.ReshapeOp):
+        return _elem_offset(owner.source)
+    return 0
+
+
+def _root_aligned(v, nbytes: int, seen=None) -> bool:
+    """Is the buffer view ``v`` belongs to aligned to ``nbytes`` (<= 16)? Arena
+    views at their planned offset; allocations, constants, arguments, variables
+    and library results are device allocations (256-byte aligned); loop
+    variables and branch results where every value they may hold is."""
+    seen = set() if seen is None else seen
+    while isinstance(v.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+        v = v.owner.source
+    if v in seen:
+        return True
+    seen.add(v)
+    owner = v.owner
+    if isinstance(owner, L.ViewOp):
+        return owner.offset.value.data % nbytes == 0
+    if isinstance(owner, (L.AllocOp, L.ConstantOp, L.ReadVariableOp, L.LibraryOp)):
+        return True
+    if isinstance(owner, L.IfOp):
+        k = list(owner.results).index(v)
+        return all(_root_aligned(r.block.last_op.operands[k], nbytes, seen)
+                   for r in (owner.then_region, owner.else_region))
+    if isinstance(owner, L.WhileOp):
+        k = list(owner.results).index(v)
+        return _root_aligned(owner.inits[k], nbytes, seen) and \
+            _root_aligned(owner.cond_region.block.args[k], nbytes, seen)
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        if isinstance(parent, func.FuncOp):
+            return True
+        if isinstance(parent, L.WhileOp):  # a loop variable: its init, or what the body yields
+            k = v.index
+            vals = [parent.inits[k], parent.body_region.block.last_op.operands[k]]
+            return all(_root_aligned(x, nbytes, seen) for x in vals)
+    return False
+
+
+def _aligned(v, nbytes: int) -> bool:
+    t = v.type
+    return _root_aligned(v, nbytes) and (_elem_offset(v) * G.element_bytes(t.element_type)) % nbytes == 0
+
+
+# -- operand accesses -----------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Access:
+    """How a kernel reads or writes one operand: ``scalar`` (a parameter by
+    value), ``zero`` (a 0-d buffer: element 0) or ``buffer`` (element
+    sum(digit[bmap[j]] * strides[j]) of the pointer parameter; ``flat``: that
+    is the flat index itself)."""
+
+    param: int
+    elt: object
+    kind: str
+    bmap: tuple = ()
+    strides: tuple = ()
+    flat: bool = False
+    nc: bool = False
+
+    def extent(self, shape) -> int:
+        """The largest |element index| it reaches."""
+        return sum((shape[d] - 1) * abs(s) for d, s in zip(self.bmap, self.strides) if d >= 0 and shape[d] > 0)
+
+
+class _Params:
+    """A kernel's parameters: one per distinct host value (pointer or scalar)."""
+
+    def __init__(self):
+        self.values: list = []
+
+    def add(self, v) -> int:
+        for k, w in enumerate(self.values):
+            if w is v:
+                return k
+        self.values.append(v)
+        return len(self.values) - 1
+
+    def types(self):
+        out = []
+        for v in self.values:
+            if isinstance(v.type, MemRefType):
+                out.append(G.PtrType(v.type.element_type, "global"))
+            elif v.type == f16:
+                raise unsupported("a float16 scalar kernel argument")
+            else:
+                out.append(G.param_type(v.type))
+        return out
+
+
+def _roots_written(outs) -> set:
+    roots = set()
+    for o in outs:
+        while isinstance(o.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+            o = o.owner.source
+        roots.add(o)
+    return roots
+
+
+def _root(v):
+    while isinstance(v.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
+        v = v.owner.source
+    return v
+
+
+def _access(params, v, bmap, shape, written) -> _Access:
+    """The access of host value ``v`` read (or written) at ``bmap`` over ``shape``."""
+    k = params.add(v)
+    t = v.type
+    if not isinstance(t, MemRefType):
+        return _Access(k, t, "scalar")
+    if any(d < 0 for d in t.get_shape()):
+        raise unsupported(f"a buffer of run-time shape {t}")
+    if not t.get_shape():
+        return _Access(k, t.element_type, "zero", nc=_root(v) not in written)
+    strides, _ = L.layout_of(t)
+    flat = tuple(bmap) == tuple(range(len(shape))) and L.is_contiguous(t)
+    return _Access(k, t.element_type, "buffer", tuple(bmap), tuple(strides), flat, _root(v) not in written)
+
+
+def _index_type(accesses, shape, n_items: int):
+    """i32 where every access and the grid-stride loop stay below 2^31."""
+    span = n_items + MAX_BLOCKS * BLOCK * 4
+    for a in accesses:
+        if a.kind == "buffer":
+            span = max(span, a.extent(shape) + 1)
+    return i32 if span <= I32_MAX else i64
+
+
+# -- the kernel builder -------------------------------------------------------------------
+
+
+class _KB:
+    """Builds one ``gpu.func`` kernel: ops go into the innermost open block;
+    constants and thread/block ids are made once, at the entry."""
+
+    def __init__(self, name: str, param_types, kind: str, index_type, block=(BLOCK, 1, 1)):
+        self.func = gpu.FuncOp(name, (list(param_types), []), kernel=True, known_block_size=list(block))
+        self.func.attributes["tgpu.kind"] = StringAttr(kind)
+        self.func.attributes["tgpu.index"] = StringAttr(str(index_type))
+        self.entry = self.func.body.block
+        self.args = list(self.entry.args)
+        self.blocks = [self.entry]
+        self.it = index_type
+        self.block_size = block
+        self._consts: dict = {}
+        self._known: dict = {}
+        self._head: list = []  # entry ops made once (constants, ids), kept first
+
+    # -- emission --
+    def emit(self, op):
+        self.blocks[-1].add_op(op)
+        return op.results[0] if len(op.results) == 1 else op
+
+    def _hoist(self, op):
+        """Put ``op`` (no operands from the body) at the start of the entry block."""
+        if self._head:
+            self.entry.insert_op_after(op, self._head[-1])
+        elif self.entry.first_op is not None:
+            self.entry.insert_op_before(op, self.entry.first_op)
+        else:
+            self.entry.add_op(op)
+        self._head.append(op)
+        return op.results[0]
+
+    def c(self, value, t):
+        """A constant of type ``t`` (made once)."""
+        if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+            value = float(value)
+            key = (str(t), "nan" if value != value else value.hex() if abs(value) != float("inf") else str(value))
+            attr = FloatAttr(value, t)
+        else:
+            value = int(value)
+            if isinstance(t, IntegerType):
+                w = t.width.data
+                value = ((value + (1 << (w - 1))) % (1 << w)) - (1 << (w - 1)) if w > 1 else value & 1
+            key = (str(t), value)
+            attr = IntegerAttr(value, t)
+        got = self._consts.get(key)
+        if got is None:
+            got = self._consts[key] = self._hoist(arith.ConstantOp(attr))
+            self._known[got] = value
+        return got
+
+    def known(self, v):
+        """The value of a constant made by ``c``, else None."""
+        return self._known.get(v)
+
+    def i(self, value):
+        return self.c(value, self.it)
+
+    def special(self, cls, dim="x"):
+        key = (cls.__name__, dim)
+        got = self._consts.get(key)
+        if got is None:
+            d = gpu.DimensionAttr(getattr(gpu.DimensionEnum, dim.upper()))
+            raw = self._hoist(cls(d))
+            got = self._consts[key] = self._hoist(arith.IndexCastOp(raw, self.it))
+        return got
+
+    def tid(self):
+        return self.special(gpu.ThreadIdOp)
+
+    def bid(self, dim="x"):
+        return self.special(gpu.BlockIdOp, dim)
+
+    def gdim(self, dim="x"):
+        return self.special(gpu.GridDimOp, dim)
+
+    # -- integer helpers (on the kernel's index type unless given values of another) --
+    def add(self, a, b):
+        if self.known(b) == 0:
+            return a
+        if self.known(a) == 0:
+            return b
+        return self.emit(arith.AddiOp(a, b))
+
+    def sub(self, a, b):
+        return self.emit(arith.SubiOp(a, b))
+
+    def mul(self, a, b):
+        if self.known(b) == 1:
+            return a
+        if self.known(a) == 1:
+            return b
+        return self.emit(arith.MuliOp(a, b))
+
+    def divu(self, a, b):
+        return self.emit(arith.DivUIOp(a, b))
+
+    def remu(self, a, b):
+        return self.emit(arith.RemUIOp(a, b))
+
+    def cmpi(self, pred: str, a, b):
+        return self.emit(arith.CmpiOp(a, b, pred))
+
+    def select(self, c, a, b):
+        return self.emit(arith.SelectOp(c, a, b))
+
+    def cast_int(self, v, t, signed=True):
+        """``v`` as integer type ``t`` (sign- or zero-extended, or truncated)."""
+        if v.type == t:
+            return v
+        wv, wt = v.type.width.data, t.width.data
+        if wt < wv:
+            return self.emit(arith.TruncIOp(v, t))
+        return self.emit(arith.ExtSIOp(v, t) if signed else arith.ExtUIOp(v, t))
+
+    def dot(self, terms):
+        """sum(a * s) over (value, static int) pairs, in the kernel's index type."""
+        acc = None
+        for v, s in terms:
+            if s == 0:
+                continue
+            term = v if s == 1 else self.mul(v, self.i(s))
+            acc = term if acc is None else self.add(acc, term)
+        return self.i(0) if acc is None else acc
+
+    # -- memory --
+    def load(self, ptr, index, nc=False, width=1):
+        op = self.emit(G.LoadOp(ptr, index, width, nc))
+        return [op] if width == 1 else list(op.results)
+
+    def store(self, values, ptr, index):
+        self.emit(G.StoreOp(list(values), ptr, index))
+
+    def shared(self, t, size):
+        return self._hoist(G.SharedOp(t, size))
+
+    # -- structured control flow --
+    def for_(self, lb, ub, step, fn, inits=()):
+        """scf.for lb..ub step: ``fn(iv, *carried)`` builds the body and returns
+        the carried values' next values; returns the loop's results."""
+        block = Block(arg_types=[lb.type] + [v.type for v in inits])
+        self.blocks.append(block)
+        nxt = fn(block.args[0], *block.args[1:]) or []
+        self.emit(scf.YieldOp(*nxt))
+        self.blocks.pop()
+        op = scf.ForOp(lb, ub, step, list(inits), Region(block))
+        self.blocks[-1].add_op(op)
+        return list(op.results)
+
+    def if_(self, cond, then_fn, else_fn=None, types=()):
+        """scf.if: each branch builder returns the values it yields (``types``)."""
+        def region(fn):
+            block = Block()
+            self.blocks.append(block)
+            vals = fn() or []
+            self.emit(scf.YieldOp(*vals))
+            self.blocks.pop()
+            return Region(block)
+
+        if types and else_fn is None:
+            raise ValueError("an scf.if with results needs both branches")
+        op = scf.IfOp(cond, list(types), region(then_fn), region(else_fn) if else_fn is not None else Region())
+        self.blocks[-1].add_op(op)
+        return list(op.results)
+
+    def finish(self):
+        self.emit(gpu.ReturnOp([]))
+        return self.func
+
+    def param(self, a: _Access):
+        """The kernel value of a scalar parameter (i1 travels as i32)."""
+        v = self.args[a.param]
+        if a.elt == i1:
+            return self.emit(arith.TruncIOp(v, i1))
+        return v
+
+
+# -- scalar bodies ------------------------------------------------------------------
+
+
+_FLOAT = (Float16Type, Float32Type, Float64Type)
+
+
+def _is_float(t) -> bool:
+    return isinstance(t, _FLOAT)
+
+
+def _kernel_type(t):
+    return i64 if isinstance(t, IndexType) else t
+
+
+def _int_min(t) -> int:
+    return -(1 << (t.width.data - 1))
+
+
+def _fptosi(kb, x, t):
+    """numpy's float -> int cast as x86 does it: NaN and out-of-range values give
+    the lowest integer (cvttss2si's "integer indefinite"); 8-bit targets go
+    through int32 and keep the low byte (C's cast)."""
+    if x.type == f16:
+        x = kb.emit(arith.ExtFOp(x, f32))
+    wide = t if t.width.data >= 32 else i32
+    w = wide.width.data
+    r = kb.emit(arith.FPToSIOp(x, wide))
+    bad = kb.emit(arith.CmpfOp(x, x, "uno"))
+    big = kb.emit(arith.CmpfOp(x, kb.c(float(1 << (w - 1)), x.type), "uge"))
+    small = kb.emit(arith.CmpfOp(x, kb.c(-float(1 << (w - 1)), x.type), "olt"))
+    off = kb.emit(arith.OrIOp(kb.emit(arith.OrIOp(bad, big)), small))
+    r = kb.select(off, kb.c(_int_min(wide), wide), r)
+    return kb.cast_int(r, t)
+
+
+def _safe_divisor(kb, b):
+    """(b with 0 and -1 replaced by 1, b == 0, b == -1)."""
+    t = b.type
+    zero = kb.cmpi("eq", b, kb.c(0, t))
+    minus = kb.cmpi("eq", b, kb.c(-1, t))
+    return kb.select(kb.emit(arith.OrIOp(zero, minus)), kb.c(1, t), b), zero, minus
+
+
+def _remsi(kb, a, b):
+    """np.fmod on integers: truncated remainder, 0 for a zero divisor (and for
+    -1: MIN % -1 would trap)."""
+    sb, _, _ = _safe_divisor(kb, b)
+    return kb.emit(arith.RemSIOp(a, sb))
+
+
+def _floordivsi(kb, a, b):
+    """np.floor_divide on integers: floor of a / b; 0 for a zero divisor; MIN // -1 wraps to MIN."""
+    t = a.type
+    sb, zero, minus = _safe_divisor(kb, b)
+    q = kb.emit(arith.DivSIOp(a, sb))
+    r = kb.emit(arith.RemSIOp(a, sb))
+    z = kb.c(0, t)
+    adjust = kb.emit(arith.AndIOp(kb.cmpi("ne", r, z),
+                                  kb.cmpi("ne", kb.cmpi("slt", r, z), kb.cmpi("slt", sb, z))))
+    q = kb.select(adjust, kb.sub(q, kb.c(1, t)), q)
+    q = kb.select(minus, kb.sub(z, a), q)
+    return kb.select(zero, z, q)
+
+
+def _floormod(kb, a, b):
+    """np.mod on integers: the remainder with the divisor's sign; 0 for a zero divisor."""
+    t = a.type
+    sb, _, _ = _safe_divisor(kb, b)
+    r = kb.emit(arith.RemSIOp(a, sb))
+    z = kb.c(0, t)
+    adjust = kb.emit(arith.AndIOp(kb.cmpi("ne", r, z), kb.cmpi("ne", kb.cmpi("slt", r, z), kb.cmpi("slt", b, z))))
+    return kb.select(adjust, kb.add(r, b), r)
+
+
+_NARROW_OK = ("arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.select", "arith.index_cast",
+              "arith.index_castui", "arith.constant")
+_REBUILD_BINARY = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,
+                   arith.MaxSIOp, arith.MinSIOp, arith.DivSIOp, arith.DivUIOp, arith.RemUIOp)
+
+
+_INT_EXPANSIONS = {"arith.remsi": _remsi, "arith.floordivsi": _floordivsi, "tfc.floormod": _floormod}
+
+
+def scalar_op(kb, op, args):
+    """The kernel value of L3 body op ``op`` on kernel values ``args`` (index
+    values are i64)."""
+    name = op.name
+    rtypes = [r.type for r in op.results]
+    if name == "arith.constant":
+        t = rtypes[0]
+        v = op.value.value.data
+        if t == i1:
+            v = 1 if v else 0
+        return kb.c(v, _kernel_type(t))
+    if name in ("arith.index_cast", "arith.index_castui"):
+        return kb.cast_int(args[0], _kernel_type(rtypes[0]), signed=name == "arith.index_cast")
+    if name not in _NARROW_OK and any(a.type == i8 for a in args):
+        # PTX has no 8-bit arithmetic: in int32, the result wrapped back (numpy's int8 wraps)
+        wide = [kb.cast_int(a, i32) if a.type == i8 else a for a in args]
+        if name == "arith.cmpi":
+            return kb.emit(arith.CmpiOp(wide[0], wide[1], op.predicate.value.data))
+        if name in _INT_EXPANSIONS:
+            r = _INT_EXPANSIONS[name](kb, *wide)
+        elif isinstance(op, _REBUILD_BINARY) or name == "math.absi":
+            r = kb.emit(type(op)(*wide))
+        else:
+            raise unsupported(f"{name} on int8 values in a kernel body")
+        return kb.emit(arith.TruncIOp(r, i8)) if rtypes[0] == i8 else r
+    if name == "arith.remsi":
+        return _remsi(kb, *args)
+    if name == "arith.floordivsi":
+        return _floordivsi(kb, *args)
+    if name == "tfc.floormod":
+        return _floormod(kb, *args)
+    if name == "arith.fptosi":
+        return _fptosi(kb, args[0], rtypes[0])
+    if name in ("math.ipowi", "tfc.remf", "math.fpowi"):
+        raise unsupported(f"{name} in a kernel body")
+    if name in ("arith.sitofp", "arith.uitofp") and rtypes[0] == f16:
+        wide = kb.emit(type(op)(args[0], f32))
+        return kb.emit(arith.TruncFOp(wide, f16))
+    if name != "arith.select" and name not in ("arith.extf", "arith.truncf") and \
+            (any(a.type == f16 for a in args) or f16 in rtypes):
+        wide = [kb.emit(arith.ExtFOp(a, f32)) if a.type == f16 else a for a in args]
+        if name == "arith.cmpf":
+            return kb.emit(arith.CmpfOp(wide[0], wide[1], op.predicate.value.data))
+        r = kb.emit(type(op)(*wide))
+        return kb.emit(arith.TruncFOp(r, f16)) if rtypes[0] == f16 else r
+    if any(isinstance(t, IndexType) for t in rtypes):
+        if name == "arith.select":
+            return kb.select(*args)
+        if isinstance(op, _REBUILD_BINARY):
+            return kb.emit(type(op)(*args))
+        raise unsupported(f"{name} on index values in a kernel body")
+    new = op.clone(value_mapper=dict(zip(op.operands, args)))
+    return kb.emit(new)
+
+
+def run_body(kb, block, vals, index_of, load_at):
+    """The values a parallel body yields, its ops written into the kernel:
+    ``vals`` for its arguments, ``index_of(d)`` (i64) for ``loops.index d``,
+    ``load_at(op, indices)`` for ``loops.load_at``."""
+    env = dict(zip(block.args, vals))
+    for op in block.ops:
+        if isinstance(op, L.YieldOp):
+            return [env[v] for v in op.values]
+        if isinstance(op, L.IndexOp):
+            env[op.result] = index_of(op.dim.value.data)
+        elif isinstance(op, L.LoadAtOp):
+            env[op.result] = load_at(op, [env[v] for v in op.indices])
+        else:
+            if len(op.results) != 1:
+                raise unsupported(f"{op.name} in a kernel body")
+            env[op.results[0]] = scalar_op(kb, op, [env[v] for v in op.operands])
+    raise ValueError("a loops.parallel body without loops.yield")
+
+
+def _body_index_dims(block) -> set:
+    return {op.dim.value.data for op in block.walk() if isinstance(op, L.IndexOp)}
+
+
+def _has_load_at(block) -> bool:
+    return any(isinstance(op, L.LoadAtOp) for op in block.walk())
+
+
+# -- digits of a flat index ---------------------------------------------------------
+
+
+def digits(kb, q, sizes, dims, needed):
+    """{dim: digit} of flat index ``q`` over ``sizes`` (row-major; ``dims``
+    names each size's iteration dim), for the dims in ``needed`` (size-1 dims
+    are 0)."""
+    out = {}
+    want = [k for k, d in enumerate(dims) if d in needed and sizes[k] > 1]
+    if not want:
+        return {d: None for d in needed}
+    lowest = min(want)
+    for k in range(len(sizes) - 1, lowest - 1, -1):
+        if sizes[k] == 1:
+            continue
+        if k == lowest and all(sizes[j] == 1 for j in range(k)):
+            out[dims[k]] = q  # the leading digit: q < sizes[k]
+            break
+        if k == lowest:
+            out[dims[k]] = kb.remu(q, kb.i(sizes[k]))
+            break
+        out[dims[k]] = kb.remu(q, kb.i(sizes[k]))
+        q = kb.divu(q, kb.i(sizes[k]))
+    return out
+
+
+def _access_index(kb, a: _Access, dig, skip=()):
+    """sum(digit * stride) of a buffer access over the digits ``dig`` (None or
+    missing: 0), leaving out iteration dims in ``skip``."""
+    terms = []
+    for d, s in zip(a.bmap, a.strides):
+        if d < 0 or d in skip:
+            continue
+        v = dig.get(d)
+        if v is not None:
+            terms.append((v, s))
+    return kb.dot(terms)
+
+
+def _kind_name(block, fallback: str) -> str:
+    names = []
+    for op in block.ops:
+        if isinstance(op, (L.YieldOp, L.IndexOp)) or op.name == "arith.constant":
+            continue
+        if isinstance(op, L.LoadAtOp):
+            stem = "gather"
+        else:
+            stem = op.name.split(".", 1)[1]
+            for suffix in ("f", "i", "si", "ui"):
+                if stem.endswith(suffix) and stem[:-len(suffix)] in (
+                        "add", "sub", "mul", "div", "neg", "abs", "max", "min", "rem", "floordiv", "cmp",
+                        "maximum", "minimum", "ext", "trunc"):
+                    stem = stem[:-len(suffix)]
+                    break
+        if any(isinstance(r.type, IndexType) for r in op.results):
+            continue
+        if stem not in names:
+            names.append(stem)
+    names = [n.replace("_", "") for n in names[:3]]
+    return "_".join([fallback] + names) if names else fallback
+
+
+# -- the lowering ----------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class _Red:
+    """A reduced output of a reduction kernel."""
+
+    kind: str          # sum prod max min mean any all
+    val_t: object      # the yielded element type
+    acc_t: object      # the accumulator type
+    out_t: object      # the stored element type
+    access: _Access    # where the result goes
+    kept_strides: tuple  # per kept iteration dim (in order), the stride of the destination
+    count: int         # reduced elements per output (mean's divisor)
+    finalize: bool     # divide a mean, cast to out_t (False: a partial of pass 1)
+    identity_plus: bool = False  # a float sum over nothing: +0.0, numpy's empty sum
+
+
+def _acc_type(kind, t):
+    if kind not in ("sum", "prod", "max", "min", "mean", "any", "all"):
+        raise unsupported(f"reduce kind {kind!r}")
+    if kind in ("any", "all"):
+        if t != i1:
+            raise unsupported(f"reduce_{kind} of {t}")
+        return i32
+    if t == i1:
+        raise unsupported(f"reduce_{kind} of booleans")
+    if kind == "mean" and isinstance(t, IntegerType):
+        return i64
+    if t == f16:
+        return f32
+    if isinstance(t, IntegerType) and t.width.data < 32:
+        return i32
+    return t
+
+
+def _identity(kb, red: _Red):
+    t, kind = red.acc_t, red.kind
+    if kind in ("sum", "mean"):
+        return kb.c(0.0 if red.identity_plus else -0.0, t) if _is_float(t) else kb.c(0, t)
+    if kind == "prod":
+        return kb.c(1, t)
+    if kind == "any":
+        return kb.c(0, t)
+    if kind == "all":
+        return kb.c(1, t)
+    if _is_float(t):
+        return kb.c(float("-inf") if kind == "max" else float("inf"), t)
+    vt = red.val_t  # the value type's range (an int8 max starts at -128)
+    w = vt.width.data
+    return kb.c(-(1 << (w - 1)) if kind == "max" else (1 << (w - 1)) - 1, t)
+
+
+def _combine(kb, kind, a, b):
+    fl = _is_float(a.type)
+    cls = {"sum": (arith.AddfOp, arith.AddiOp), "mean": (arith.AddfOp, arith.AddiOp),
+           "prod": (arith.MulfOp, arith.MuliOp), "max": (arith.MaximumfOp, arith.MaxSIOp),
+           "min": (arith.MinimumfOp, arith.MinSIOp), "any": (None, arith.OrIOp),
+           "all": (None, arith.AndIOp)}[kind][0 if fl else 1]
+    return kb.emit(cls(a, b))
+
+
+def _to_acc(kb, v, red: _Red):
+    t = red.acc_t
+    if v.type == t:
+        return v
+    if _is_float(t):
+        return kb.emit(arith.ExtFOp(v, t))
+    return kb.cast_int(v, t, signed=v.type != i1)
+
+
+def _finalize(kb, acc, red: _Red):
+    if not red.finalize:
+        return acc
+    if red.kind == "mean":
+        if _is_float(acc.type):
+            acc = kb.emit(arith.DivfOp(acc, kb.c(float(red.count), acc.type)))
+        else:  # integer mean: the int64 sum over the count, rounded toward zero (tfc's reduce_mean)
+            acc = kb.emit(arith.DivSIOp(acc, kb.c(max(1, red.count), acc.type)))
+    t = red.out_t
+    if acc.type == t:
+        return acc
+    if _is_float(t):
+        return kb.emit(arith.TruncFOp(acc, t))
+    return kb.emit(arith.TruncIOp(acc, t))
+
+
+class _Lowering:
+    def __init__(self):
+        self.kernels: list = []
+        self.count = 0
+
+    def name(self, stem: str) -> str:
+        n = f"k{self.count}_{stem}"
+        self.count += 1
+        return n
+
+    # -- host blocks --
+    def block(self, block):
+        for op in list(block.ops):
+            if isinstance(op, L.ParallelOp):
+                self.replace(op, self.parallel(op))
+            elif isinstance(op, L.CopyOp):
+                self.replace(op, self.copy(op))
+            elif isinstance(op, L.LibraryOp):
+                self.replace(op, self.library(op))
+            else:
+                for region in op.regions:
+                    for b in region.blocks:
+                        self.block(b)
+
+    @staticmethod
+    def replace(op, new_ops):
+        block = op.parent_block()
+        if new_ops:
+            block.insert_ops_before(new_ops, op)
+        if op.results:
+            raise unsupported(f"{op.name} with results (a library call that allocates its result)")
+        op.detach()
+        op.erase()
+
+    def launch(self, kernel, grid, args, block=(BLOCK, 1, 1)):
+        """Host ops: the grid sizes (index constants) and the tgpu.launch."""
+        consts = [arith.ConstantOp(IntegerAttr(int(g), IndexType())) for g in grid]
+        return consts + [G.LaunchOp(kernel.sym_name.data, [c.result for c in consts], block, args)]
+
+    # -- loops.parallel --
+    def parallel(self, op):
+        shape = op.iteration_shape
+        if any(d < 0 for d in shape):
+            raise unsupported("a loops.parallel of run-time shape")
+        if op.reduces:
+            return self.reduction(op)
+        if _prod(shape) == 0:
+            return []
+        body = op.body.block
+        term = body.last_op
+        copy_like = len(op.outs) == 1 and len(list(body.ops)) <= 2 and (
+            (isinstance(term.values[0], BlockArgument) and term.values[0].block is body)
+            or isinstance(term.values[0].owner, arith.ConstantOp))
+        if copy_like:
+            stem = "copy" if isinstance(term.values[0], BlockArgument) else "fill"
+            kind = "copy"
+        else:
+            stem, kind = _kind_name(body, "fused"), "elementwise"
+        params = _Params()
+        written = _roots_written(op.outs)
+        ident = tuple(range(len(shape)))
+        ins = [_access(params, v, m, shape, written) for v, m in zip(op.ins, op.broadcast_maps)]
+        outs = [_access(params, v, ident, shape, written) for v in op.outs]
+        caps = {c: _access(params, c, tuple(range(len(c.type.get_shape()))), tuple(c.type.get_shape()), written)
+                for c in op.captured()}
+        for a in outs:
+            a.nc = False
+        kernel = self.elementwise(self.name(stem), kind, shape, params, ins, outs,
+                                  lambda kb, vals, index_of: run_body(kb, body, vals, index_of,
+                                                                      self._load_at(kb, caps)),
+                                  _body_index_dims(body), vector_ok=not _has_load_at(body),
+                                  values=list(op.ins) + list(op.outs), extra=list(caps.values()),
+                                  extra_shapes=[tuple(c.type.get_shape()) for c in caps])
+        return self.launch(kernel, self._grid, params.values)
+
+    @staticmethod
+    def _load_at(kb, caps):
+        def load_at(op, idx):
+            a = caps[op.source]
+            terms = [(i, s) for i, s in zip(idx, a.strides)]
+            acc = None
+            for v, s in terms:
+                t = v if s == 1 else kb.emit(arith.MuliOp(v, kb.c(s, i64)))
+                acc = t if acc is None else kb.emit(arith.AddiOp(acc, t))
+            index = kb.c(0, i64) if acc is None else acc
+            return kb.load(kb.args[a.param], index, nc=a.nc)[0]
+        return load_at
+
+    def copy(self, op):
+        src, dst = op.source, op.dest
+        shape = tuple(dst.type.get_shape())
+        if any(d < 0 for d in shape):
+            raise unsupported("a loops.copy of run-time shape")
+        if _prod(shape) == 0:
+            return []
+        params = _Params()
+        written = _roots_written([dst])
+        ident = tuple(range(len(shape)))
+        ins = [_access(params, src, ident, shape, written)]
+        outs = [_access(params, dst, ident, shape, written)]
+        outs[0].nc = False
+        kernel = self.elementwise(self.name("copy"), "copy", shape, params, ins, outs,
+                                  lambda kb, vals, index_of: vals, set(), vector_ok=True, values=[src, dst])
+        return self.launch(kernel, self._grid, params.values)
+
+    def elementwise(self, name, kind, shape, params, ins, outs, body, index_dims, vector_ok, values,
+                    extra=(), extra_shapes=()):
+        """A grid-stride kernel over the flat index of ``shape``; ``body(kb,
+        vals, index_of)`` gives the output values from the input values.
+        Sets ``self._grid``."""
+        n = _prod(shape)
+        rank = len(shape)
+        buffers = [a for a in ins + outs if a.kind == "buffer"]
+        it = _index_type(buffers, shape, n)
+        for a, sh in zip(extra, extra_shapes):
+            if a.kind == "buffer" and a.extent(sh) + 1 > I32_MAX:
+                it = i64
+        width = 1
+        if vector_ok and buffers and all(a.flat for a in buffers) and not index_dims:
+            size = max(G.element_bytes(a.elt) for a in buffers)
+            w = 16 // size if size in (4, 8) else 4 if size <= 4 else 1
+            mem = [v for v, a in zip(values, ins + outs) if a.kind == "buffer"]
+            if n >= w and all(_aligned(v, w * G.element_bytes(v.type.element_type)) for v in mem):
+                width = w
+        kb = _KB(name, params.types(), kind, it)
+        hoisted = {}
+        for a in ins:
+            if a.kind == "scalar":
+                hoisted[id(a)] = kb.param(a)
+            elif a.kind == "zero":
+                hoisted[id(a)] = kb.load(kb.args[a.param], kb.i(0), nc=a.nc)[0]
+        gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
+        stride = kb.mul(kb.gdim(), kb.i(BLOCK))
+        needed = set(index_dims)
+        for a in buffers:
+            if not a.flat:
+                needed.update(d for d in a.bmap if d >= 0)
+
+        def element(i):
+            dig = digits(kb, i, shape, tuple(range(rank)), needed) if needed else {}
+            vals = []
+            for a in ins:
+                if a.kind == "buffer":
+                    idx = i if a.flat else _access_index(kb, a, dig)
+                    vals.append(kb.load(kb.args[a.param], idx, nc=a.nc)[0])
+                else:
+                    vals.append(hoisted[id(a)])
+
+            def index_of(d):
+                v = dig.get(d)
+                return kb.c(0, i64) if v is None else kb.cast_int(v, i64)
+            res = body(kb, vals, index_of)
+            for a, v in zip(outs, res):
+                kb.store([v], kb.args[a.param], i if a.flat else _access_index(kb, a, dig))
+
+        if width > 1:
+            nq = n // width
+
+            def quad(q):
+                i = kb.mul(q, kb.i(width))
+                lanes = []
+                for a in ins:
+                    if a.kind == "buffer":
+                        lanes.append(kb.load(kb.args[a.param], i, nc=a.nc, width=width))
+                    else:
+                        lanes.append([hoisted[id(a)]] * width)
+                res = [body(kb, [lane[j] for lane in lanes], None) for j in range(width)]
+                for k, a in enumerate(outs):
+                    kb.store([res[j][k] for j in range(width)], kb.args[a.param], i)
+            kb.for_(gid, kb.i(nq), stride, lambda q: quad(q))
+            if n % width:
+                kb.for_(kb.add(gid, kb.i(nq * width)), kb.i(n), stride, lambda i: element(i))
+            blocks = -(-nq // BLOCK)
+        else:
+            kb.for_(gid, kb.i(n), stride, lambda i: element(i))
+            blocks = -(-n // BLOCK)
+        self._grid = (max(1, min(blocks, MAX_BLOCKS)), 1, 1)
+        kernel = kb.finish()
+        kernel.attributes["tgpu.width"] = IntegerAttr(width, i64)
+        self.kernels.append(kernel)
+        return kernel
+
+    # -- reductions --
+    def reduction(self, op):
+        shape = op.iteration_shape
+        axes = op.axes
+        kept = tuple(d for d in range(len(shape)) if d not in axes)
+        m = _prod([shape[d] for d in kept])
+        r = _prod([shape[d] for d in axes])
+        if m == 0:
+            return []
+        body = op.body.block
+        term = body.last_op
+        params = _Params()
+        written = _roots_written(op.outs)
+        ident = tuple(range(len(shape)))
+        ins = [_access(params, v, mp, shape, written) for v, mp in zip(op.ins, op.broadcast_maps)]
+        caps = {c: _access(params, c, tuple(range(len(c.type.get_shape()))), tuple(c.type.get_shape()), written)
+                for c in op.captured()}
+        kinds = op.reduce_kinds
+        p_chunks = 1
+        wide = any(G.element_bytes(_acc_type(k, y.type)) == 8 for k, y in zip(kinds, term.values) if k)
+        bsize = WIDE_BLOCK if wide else BLOCK
+        if m < MAX_BLOCKS // 2 and r >= TWO_PASS_MIN:
+            p_chunks = max(1, min(MAX_BLOCKS // m, -(-r // (bsize * 8))))
+            if p_chunks > 1:
+                chunk = -(-r // p_chunks)
+                p_chunks = -(-r // chunk)
+        host = []
+        ew, reds, partials = [], [], []
+        for k, (o, kind, y) in enumerate(zip(op.outs, kinds, term.values)):
+            if kind is None:
+                a = _access(params, o, ident, shape, written)
+                a.nc = False
+                ew.append((k, a))
+                continue
+            acc_t = _acc_type(kind, y.type)
+            out_t = o.type.element_type
+            if p_chunks > 1:
+                tmp = L.AllocOp(MemRefType(acc_t, [m, p_chunks]))
+                host.append(tmp)
+                partials.append((k, tmp.result, o, kind, acc_t, out_t))
+                a = _access(params, tmp.result, (0, 1), (m, p_chunks), written | {tmp.result})
+                a.nc = False
+                reds.append((k, _Red(kind, y.type, acc_t, acc_t, a, (), r, False)))
+            else:
+                a, ks = self._red_out(params, o, shape, kept, written)
+                reds.append((k, _Red(kind, y.type, acc_t, out_t, a, ks, r, True, identity_plus=r == 0)))
+        stem = "_".join(dict.fromkeys(k for k in kinds if k)) + "_" + _axes_name(shape, axes)
+        kernel = self.reduce_kernel(
+            self.name(stem), shape, axes, params, ins, ew, reds,
+            lambda kb, vals, index_of: run_body(kb, body, vals, index_of, self._load_at(kb, caps)),
+            _body_index_dims(body), p_chunks, bsize, extra=list(caps.values()),
+            extra_shapes=[tuple(c.type.get_shape()) for c in caps])
+        host += self.launch(kernel, self._grid, params.values, (bsize, 1, 1))
+        if p_chunks > 1:  # the second pass: each output over its chunks' partial results
+            kshape = tuple(shape[d] for d in kept)
+            shape2 = kshape + (p_chunks,)
+            params2 = _Params()
+            written2 = _roots_written([o for _, _, o, _, _, _ in partials])
+            ins2, reds2 = [], []
+            for k, tmp, o, kind, acc_t, out_t in partials:
+                # the partial buffer [m, p]: read at row o, element ri (reduce_kernel's partial_input)
+                ins2.append(_Access(params2.add(tmp), acc_t, "buffer", nc=True))
+                dest, ks = self._red_out(params2, o, shape, kept, written2)
+                reds2.append((len(reds2), _Red(kind, acc_t, acc_t, out_t, dest, ks, r, True)))
+            wide2 = any(G.element_bytes(rd.acc_t) == 8 for _, rd in reds2)
+            b2 = WIDE_BLOCK if wide2 else BLOCK
+            kernel2 = self.reduce_kernel(self.name(stem + "_final"), shape2, (len(kshape),), params2, ins2, [],
+                                         reds2, lambda kb, vals, index_of: vals, set(), 1, b2, partial_input=True)
+            host += self.launch(kernel2, self._grid, params2.values, (b2, 1, 1))
+        return host
+
+    @staticmethod
+    def _red_out(params, o, shape, kept, written):
+        """The destination of a reduced output and its stride per kept dim."""
+        a = _access(params, o, tuple(range(len(o.type.get_shape()))), tuple(o.type.get_shape()), written)
+        a.nc = False
+        if a.kind != "buffer":
+            return a, ()
+        if len(o.type.get_shape()) == len(shape):  # keepdims: the kept dims keep their place
+            ks = tuple(a.strides[d] for d in kept)
+        else:
+            ks = tuple(a.strides)
+        return a, ks
+
+    def reduce_kernel(self, name, shape, axes, params, ins, ew, reds, body, index_dims, p_chunks, bsize,
+                      extra=(), extra_shapes=(), partial_input=False):
+        """Work items (kept flat index o, chunk p), one per block in turn; the
+        block's threads stride over the chunk's reduced elements; each reduced
+        output's accumulators meet in a block reduction, which thread 0 finishes
+        and stores. Sets ``self._grid``."""
+        kept = tuple(d for d in range(len(shape)) if d not in axes)
+        ksizes = [shape[d] for d in kept]
+        rsizes = [shape[d] for d in axes]
+        m, r = _prod(ksizes), _prod(rsizes)
+        chunk = -(-r // p_chunks) if p_chunks > 1 else r
+        work = m * p_chunks
+        it = _index_type([a for a in ins if a.kind == "buffer" and not partial_input] + [a for _, a in ew],
+                         shape, m * r)
+        for rd_k, rd in reds:
+            span = sum((n - 1) * abs(s) for n, s in zip(ksizes, rd.kept_strides)) + m * p_chunks
+            if span > I32_MAX:
+                it = i64
+        if partial_input and m * p_chunks + MAX_BLOCKS * BLOCK > I32_MAX:
+            it = i64
+        for a, sh in zip(extra, extra_shapes):
+            if a.kind == "buffer" and a.extent(sh) + 1 > I32_MAX:
+                it = i64
+        kb = _KB(name, params.types(), "reduction", it, (bsize, 1, 1))
+        hoisted = {}
+        for a in ins:
+            if a.kind == "scalar":
+                hoisted[id(a)] = kb.param(a)
+            elif a.kind == "zero":
+                hoisted[id(a)] = kb.load(kb.args[a.param], kb.i(0), nc=a.nc)[0]
+        tid = kb.tid()
+        nwarps = bsize // 32
+        needed_r = set(index_dims) & set(axes)
+        needed_k = set(index_dims) & set(kept)
+        fast_r = {}
+        for a in ins + [x for _, x in ew]:
+            if a.kind != "buffer":
+                continue
+            if partial_input:
+                continue
+            c = _row_major_step(a, shape, axes)
+            fast_r[id(a)] = c
+            if c is None:
+                needed_r.update(d for d in a.bmap if d in axes)
+            needed_k.update(d for d in a.bmap if d in kept)
+        for _, a in ew:
+            needed_k.update(kept)
+            break
+        small = [(k, rd) for k, rd in reds if G.element_bytes(rd.acc_t) == 4]
+        big = [(k, rd) for k, rd in reds if G.element_bytes(rd.acc_t) == 8]
+        sh_small = {id(rd): kb.shared(rd.acc_t, nwarps) for _, rd in small}
+        sh_big = {}
+        for _, rd in big:  # one array per type, reused by each output in turn
+            if str(rd.acc_t) not in sh_big:
+                sh_big[str(rd.acc_t)] = kb.shared(rd.acc_t, bsize)
+        lane = kb.emit(arith.AndIOp(tid, kb.i(31)))
+        warp = kb.emit(arith.ShRUIOp(tid, kb.i(5)))
+
+        def r_offset(a, ri, rdig):
+            c = fast_r[id(a)]
+            if c is None:
+                return _access_index(kb, a, rdig, skip=kept)
+            return kb.i(0) if c == 0 else ri if c == 1 else kb.mul(ri, kb.i(c))
+
+        def item(w):
+            if p_chunks > 1:
+                o = kb.divu(w, kb.i(p_chunks))
+                p = kb.remu(w, kb.i(p_chunks))
+            else:
+                o, p = w, None
+            kdig = digits(kb, o, ksizes, kept, set(kept)) if kept else {}
+            if partial_input:
+                base = {id(a): kb.mul(o, kb.i(r)) for a in ins if a.kind == "buffer"}
+            else:
+                base = {id(a): _access_index(kb, a, kdig, skip=axes) for a in ins + [x for _, x in ew]
+                        if a.kind == "buffer"}
+            inits = [_identity(kb, rd) for _, rd in reds]
+            lo = tid if p is None else kb.add(kb.mul(p, kb.i(chunk)), tid)
+            if p is None:
+                hi = kb.i(r)
+            else:
+                end = kb.mul(kb.add(p, kb.i(1)), kb.i(chunk))
+                hi = kb.select(kb.cmpi("slt", end, kb.i(r)), end, kb.i(r))
+
+            def step(ri, *accs):
+                if partial_input:
+                    rdig = {}
+                else:
+                    rdig = digits(kb, ri, rsizes, axes, needed_r) if needed_r else {}
+                dig = dict(kdig)
+                dig.update({d: v for d, v in rdig.items() if v is not None})
+                vals = []
+                for a in ins:
+                    if a.kind != "buffer":
+                        vals.append(hoisted[id(a)])
+                        continue
+                    if partial_input:
+                        idx = kb.add(base[id(a)], ri)
+                    else:
+                        idx = kb.add(base[id(a)], r_offset(a, ri, rdig))
+                    vals.append(kb.load(kb.args[a.param], idx, nc=a.nc)[0])
+
+                def index_of(d):
+                    v = dig.get(d)
+                    return kb.c(0, i64) if v is None else kb.cast_int(v, i64)
+                res = body(kb, vals, index_of)
+                for k, a in ew:
+                    kb.store([res[k]], kb.args[a.param], kb.add(base[id(a)], r_offset(a, ri, rdig)))
+                return [_combine(kb, rd.kind, acc, _to_acc(kb, res[k], rd)) for (k, rd), acc in zip(reds, accs)]
+
+            accs = kb.for_(lo, hi, kb.i(bsize), step, inits) if reds else (kb.for_(lo, hi, kb.i(bsize), step) or [])
+            if not reds:
+                return
+            accs = dict(zip([id(rd) for _, rd in reds], accs))
+
+            def dest_index(rd):
+                if not rd.finalize:
+                    return w  # the partial buffer [m, p]: flat o * p + chunk
+                return kb.dot([(kdig.get(d), s) for d, s in zip(kept, rd.kept_strides) if kdig.get(d) is not None])
+
+            # 32-bit accumulators: shuffles in each warp, then warp 0 over the warps' results
+            for _, rd in small:
+                v = accs[id(rd)]
+                for off in (16, 8, 4, 2, 1):
+                    v = _combine(kb, rd.kind, v, kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))))
+                accs[id(rd)] = v
+            if small:
+                is_lane0 = kb.cmpi("eq", lane, kb.i(0))
+
+                def lane0():
+                    for _, rd in small:
+                        kb.store([accs[id(rd)]], sh_small[id(rd)], warp)
+                kb.if_(is_lane0, lane0)
+                kb.emit(gpu.BarrierOp())
+
+                def warp0():
+                    inside = kb.cmpi("ult", lane, kb.i(nwarps))
+                    at = kb.select(inside, lane, kb.i(0))
+                    finals = []
+                    for _, rd in small:
+                        x = kb.load(sh_small[id(rd)], at)[0]
+                        v = kb.select(inside, x, _identity(kb, rd))
+                        for off in (16, 8, 4, 2, 1):
+                            v = _combine(kb, rd.kind, v, kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))))
+                        finals.append((rd, v))
+
+                    def store0():
+                        for rd, v in finals:
+                            kb.store([_finalize(kb, v, rd)], kb.args[rd.access.param], dest_index(rd))
+                    kb.if_(kb.cmpi("eq", lane, kb.i(0)), store0)
+                kb.if_(kb.cmpi("eq", warp, kb.i(0)), warp0)
+                kb.emit(gpu.BarrierOp())
+            # 64-bit accumulators: a shared-memory tree over the block's threads
+            for _, rd in big:
+                sh = sh_big[str(rd.acc_t)]
+                kb.store([accs[id(rd)]], sh, tid)
+                kb.emit(gpu.BarrierOp())
+                s = bsize // 2
+                while s >= 1:
+                    def fold(s=s, sh=sh, rd=rd):
+                        x = kb.load(sh, tid)[0]
+                        y = kb.load(sh, kb.add(tid, kb.i(s)))[0]
+                        kb.store([_combine(kb, rd.kind, x, y)], sh, tid)
+                    kb.if_(kb.cmpi("ult", tid, kb.i(s)), fold)
+                    kb.emit(gpu.BarrierOp())
+                    s //= 2
+
+                def store_big(sh=sh, rd=rd):
+                    v = kb.load(sh, kb.i(0))[0]
+                    kb.store([_finalize(kb, v, rd)], kb.args[rd.access.param], dest_index(rd))
+                kb.if_(kb.cmpi("eq", tid, kb.i(0)), store_big)
+                kb.emit(gpu.BarrierOp())
+
+        kb.for_(kb.bid(), kb.i(work), kb.gdim(), lambda w: item(w))
+        self._grid = (max(1, min(work, MAX_BLOCKS)), 1, 1)
+        kernel = kb.finish()
+        self.kernels.append(kernel)
+        return kernel
+
+    # -- library calls --
+    def library(self, op):
+        name = op.callee.data
+        if name == "matmul" and op.outs:
+            from tfc.passes.gpu_library import matmul_kernel
+
+            attrs = {k: v for k, v in op.kernel_attrs.data.items()}
+            ta = bool(attrs["transpose_a"].value.data) if "transpose_a" in attrs else False
+            tb = bool(attrs["transpose_b"].value.data) if "transpose_b" in attrs else False
+            a, b = op.ins
+            (c,) = op.outs
+            made = matmul_kernel(self.name, a, b, c, ta, tb)
+            if made is None:
+                return []
+            kernel, grid, block = made
+            self.kernels.append(kernel)
+            return self.launch(kernel, grid, [a, b, c], block)
+        raise unsupported(name)
+
+
+def _row_major_step(a: _Access, shape, axes):
+    """The stride c with which access ``a`` reads the reduced elements in
+    row-major order over ``axes`` (element offset r * c for the flat reduced
+    index r), or None where it does not (a broadcast axis, strides out of
+    order)."""
+    want = None
+    c = None
+    by_dim = {d: s for d, s in zip(a.bmap, a.strides) if d >= 0}
+    for d in reversed(axes):
+        if shape[d] == 1:
+            continue
+        if d not in by_dim:
+            return None
+        s = by_dim[d]
+        if want is None:
+            c = s
+            want = s * shape[d]
+        elif s != want:
+            return None
+        else:
+            want = s * shape[d]
+    return 0 if c is None else c
+
+
+def _axes_name(shape, axes) -> str:
+    if len(axes) == len(shape):
+        return "all"
+    if list(axes) == list(range(len(shape) - len(axes), len(shape))):
+        return "rows"
+    if list(axes) == list(range(len(axes))):
+        return "cols"
+    return "axes" + "_".join(str(a) for a in axes)
+
+
+__all__ = ["LowerGpuPass", "lower_module", "BLOCK", "MAX_BLOCKS", "WIDE_BLOCK", "TWO_PASS_MIN"]
