@@ -399,3 +399,67 @@ def test_dropout_under_a_none_signature_and_its_gradient(rng):
             _same(a, b)
     l3 = h.get_concrete_function(tfc.TensorSpec([None, 6])).ir("loops", shapes=[(13, 6)])
     assert 'loops.library "dropout_mask"' in l3 and " outs(" in l3.split('loops.library "dropout_mask"')[1].split("\n")[0]
+
+
+# -- 4. the _like pooling and convolution gradients write their planned buffers ---------
+
+from tfc.ops.conv import (  # noqa: E402
+    avg_pool2d_grad_like, conv2d_backprop_filter_like, conv2d_backprop_input_like,
+)
+
+
+@pytest.mark.parametrize("n,hw,k,s,pad", [(3, (7, 9), 3, 2, "SAME"), (2, (6, 6), 2, 2, "VALID"), (0, (5, 5), 2, 1, "SAME"),
+                                          (1, (4, 3), 3, 1, "SAME")])
+def test_avg_pool_grad_like_writes_its_planned_buffer(rng, n, hw, k, s, pad):
+    """avg_pool2d_grad_like of static shapes (called as is, or left by a trace)
+    is a loops.library call with outs: its kernel_into copies the kernel's
+    result into the planned buffer; non-contiguous inputs; eager's bits."""
+    x = rng.normal(size=(n, *hw, 3)).astype(F32)
+    g = rng.normal(size=tfc.nn.avg_pool2d(tfc.constant(x), k, s, pad).shape).astype(F32)
+    lib = {"avg_pool2d_grad_like"}
+    l3 = check(lambda like, g: avg_pool2d_grad_like(like, g * 2.0, k, s, pad) + 1.0, x, g, library=lib)
+    line = [ln for ln in l3.splitlines() if 'loops.library "avg_pool2d_grad_like"' in ln]
+    assert line and " outs(" in line[0]
+    check(lambda like, g: avg_pool2d_grad_like(like, g, k, s, pad), x[..., ::-1], g[:, ::-1, ::-1], library=lib)
+
+
+def test_avg_pool_grad_like_on_chunks_of_images(rng):
+    """Large enough to run on chunks of images written straight into the buffer."""
+    x = rng.normal(size=(64, 32, 32, 16)).astype(F32)
+    g = rng.normal(size=(64, 16, 16, 16)).astype(F32)
+    fn = lambda like, g: avg_pool2d_grad_like(like, g, 2, 2, "VALID")  # noqa: E731
+    check(fn, x, g, library={"avg_pool2d_grad_like"})
+    src = tfc.function(fn).get_concrete_function(x, g).source
+    assert "rt.kernel('avg_pool2d_grad_like')" in src and "def rows" in src
+
+
+def test_pooling_gradients_under_none_signatures(rng):
+    """A None-shaped input: traced with the _like gradients, specialized per
+    shape (to avg_pool2d_grad, a kernel_into call); eager's bits."""
+    def f(a):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = tfc.nn.avg_pool2d(a * a, 3, 2, "SAME") + tfc.nn.max_pool2d(a, 2, 2, "SAME")
+            loss = tfc.reduce_sum(y * y)
+        return t.gradient(loss, a)
+
+    h = tfc.function(f, input_signature=[tfc.TensorSpec([None, None, None, 2])])
+    for shape in ((1, 5, 7, 2), (3, 8, 8, 2), (0, 4, 4, 2)):
+        x = rng.normal(size=shape).astype(F32)
+        _same(h(x).numpy(), f(tfc.constant(x)).numpy())
+    conc = h.get_concrete_function(tfc.TensorSpec([None, None, None, 2]))
+    assert "avg_pool2d_grad_like" in conc.ir()
+    l3 = conc.ir("loops", shapes=[(3, 8, 8, 2)])
+    for line in l3.splitlines():
+        if "loops.library" in line:
+            assert " outs(" in line, line
+
+
+def test_conv_gradients_like_write_their_planned_buffers(rng):
+    x = rng.normal(size=(2, 7, 6, 3)).astype(F32)
+    w = rng.normal(size=(3, 2, 3, 4)).astype(F32)
+    g = rng.normal(size=tfc.nn.conv2d(tfc.constant(x), tfc.constant(w), 1, "SAME").shape).astype(F32)
+    for fn in (lambda x, w, g: conv2d_backprop_input_like(x, w, g, 1, "SAME"),
+               lambda x, w, g: conv2d_backprop_filter_like(x, g, w, 1, "SAME")):
+        l3 = check(fn, x, w, g, library={"conv2d_backprop_input_like", "conv2d_backprop_filter_like"})
+        assert all(" outs(" in ln for ln in l3.splitlines() if "loops.library" in ln)

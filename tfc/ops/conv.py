@@ -563,9 +563,13 @@ def avg_pool2d_grad(input_hw, grad, ksize, strides, padding="VALID"):
     return (grad,), {"input_hw": hw, **_pool_attrs("avg_pool2d_grad", ksize, strides, padding)}
 
 
-@declare(kernel=lambda like, g, **a: _avg_grad_kernel(g, like.shape[1:3], **a),
+def _avg_grad_like_kernel(like, g, **a):
+    return _avg_grad_kernel(g, like.shape[1:3], **a)
+
+
+@declare(kernel=_avg_grad_like_kernel, kernel_into=copy_into(_avg_grad_like_kernel),
          infer=lambda op, like, g, **a: _avg_grad_infer(op, g, tuple(like.shape[1:3]), **a),
-         grad=_avg_grad_grad, attrs=_POOL_ATTRS)
+         grad=_avg_grad_grad, attrs=_POOL_ATTRS, rows=every_row)
 def avg_pool2d_grad_like(like, grad, ksize, strides, padding="VALID"):
     """avg_pool2d_grad for an input of ``like``'s height and width (known only at
     run time)."""
