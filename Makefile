@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-floor bench setup clean
+.PHONY: demo test test-floor bench setup clean gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -39,6 +39,32 @@ BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_ste
 # every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed
 bench: $(STAMP)
 	for b in $(BENCHES); do $(PY) bench/$$b.py || exit 1; done
+
+# The GPU check (docs/gpu-runtime.md), on a machine with an NVIDIA GPU and a Python
+# with numpy and pytest (torch for the peers of bench/gpu.py), no network needed:
+# installs the kit of tools/gpu_kit.sh (.whl/: xdsl, pycuda, their dependencies) into
+# GPU_SITE, then runs every test marked gpu, the GPU tests (tests/test_cuda*.py,
+# tests/test_gpu*.py, tests/test_ptx*.py) with TFC_CUDA_DRIVER unset (the real
+# driver), and bench/gpu.py. Every step runs and prints; the target fails if one did.
+# Not `make test`'s venv: GPU_PYTHON is the machine's own Python.
+GPU_PYTHON ?= python3
+GPU_SITE ?= /tmp/tfc-gpu-site
+GPU_TESTS = $(wildcard tests/test_cuda*.py tests/test_gpu*.py tests/test_ptx*.py)
+GPU_BENCH_ARGS ?=
+GPU_ENV = env -u TFC_CUDA_DRIVER PYTHONPATH=$(GPU_SITE):$(CURDIR) PYTHONUNBUFFERED=1
+gpu-check:
+	@ls .whl/*.whl >/dev/null 2>&1 || { echo "gpu-check: no .whl/ here: run tools/gpu_kit.sh first (on a machine with internet)"; exit 1; }
+	$(GPU_PYTHON) -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $(GPU_SITE) .whl/*.whl
+	@nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+	@rc=0; \
+	echo "== pytest -m gpu tests/"; \
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest -q -p no:cacheprovider -rs -m gpu tests/ || rc=1; \
+	echo "== pytest $(GPU_TESTS)"; \
+	$(GPU_ENV) $(GPU_PYTHON) -m pytest -q -p no:cacheprovider -rs $(GPU_TESTS) || rc=1; \
+	echo "== python bench/gpu.py $(GPU_BENCH_ARGS)"; \
+	$(GPU_ENV) $(GPU_PYTHON) bench/gpu.py $(GPU_BENCH_ARGS) || rc=1; \
+	if [ $$rc = 0 ]; then echo "gpu-check: every step passed"; else echo "gpu-check: a step FAILED (above)"; fi; \
+	exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

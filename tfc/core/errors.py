@@ -23,3 +23,14 @@ class AssertionFailedError(InvalidArgumentError, AssertionError):
     """A tfc.Assert (or a converted ``assert``) failed while compiled code ran:
     an AssertionError, as eagerly, and an InvalidArgumentError, as any failed
     run-time check of compiled code."""
+
+
+class UnavailableError(RuntimeError):
+    """A backend cannot run on this machine: for CUDA, no pycuda or
+    cuda-bindings, no libcuda, no device, or the driver failed to initialize.
+    The message names each reason."""
+
+
+class CompileError(RuntimeError):
+    """Generated code was refused by a compiler that tfc calls: for CUDA, the
+    driver's JIT rejecting a PTX module (the message holds the JIT log)."""
