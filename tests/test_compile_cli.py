@@ -216,12 +216,8 @@ def test_unknown_stage(model):
     check_error([model, "--emit", "assembly"], 2, "unknown stage 'assembly'", "fused")
 
 
-def test_stage_not_available_yet(model):
-    check_error([model, "--emit", "ptx"], 2, "stage 'ptx' is not available yet")
-
-
-def test_cuda_target_not_implemented(model):
-    check_error([model, "--target", "cuda"], 1, "target 'cuda' is not implemented yet")
+def test_ptx_stage_is_the_cuda_targets(model):
+    check_error([model, "--emit", "ptx"], 2, "stage 'ptx' is the cuda backend's: add --target cuda")
 
 
 def test_unknown_target(model):
@@ -476,9 +472,9 @@ def test_export_never_replaces_a_directory_of_the_users(tmp_path):
     assert run([model, "-o", str(out)])[0] == 0  # and an earlier export replaced
 
 
-def test_stage_not_available_is_refused_before_the_model_runs(tmp_path):
+def test_stage_of_another_target_is_refused_before_the_model_runs(tmp_path):
     p = write(tmp_path, "import os\nos.mkdir(os.path.join(os.path.dirname(__file__), 'ran'))\n" + MODEL)
-    check_error([p, "--emit", "gpu"], 2, "stage 'gpu' is not available yet")
+    check_error([p, "--emit", "gpu"], 2, "stage 'gpu' is the cuda backend's: add --target cuda")
     assert not (tmp_path / "ran").exists()
 
 
@@ -533,3 +529,14 @@ def test_bad_shape_option(tmp_path, option, needle):
 def test_shape_option_with_no_none_signature_is_an_error(tmp_path):
     p = write(tmp_path, MODEL)
     check_error([p, "--function", "dense", "--shape", "x=4x3"], 2, "no function compiled here has a None dimension")
+
+
+def test_cuda_target_emits_gpu_and_ptx(model):
+    """--target cuda needs no GPU: the L4 module and its PTX."""
+    code, out, err = run([model, "--target", "cuda", "--emit", "ptx"])
+    assert code == 0, err
+    assert out.startswith("//") or ".version 8.0" in out
+    assert ".target sm_80" in out and ".visible .entry" in out
+    code, out, err = run([model, "--target", "cuda", "--emit", "gpu"])
+    assert code == 0, err
+    assert "gpu.module" in out and "kernels" in out and "tgpu.launch" in out

@@ -87,8 +87,8 @@ def test_specialize_then_lower():
 def test_backend_registry():
     cpu = backends.backend("cpu")
     assert cpu is backends.backend("cpu") and cpu.target == "cpu" and "numpy" in cpu.stages
-    with pytest.raises(NotImplementedError, match="target 'cuda' is not implemented yet.*GPU backend"):
-        backends.backend("cuda")
+    cuda = backends.backend("cuda")
+    assert cuda.target == "cuda" and cuda.stages == ("gpu", "ptx") and not cuda.numerics.exact
     with pytest.raises(ValueError, match="unknown target 'tpu'; targets: cpu, cuda"):
         backends.backend("tpu")
     assert backends.targets() == ("cpu", "cuda")

@@ -314,6 +314,8 @@ def _check_options(args):
                            code=2) from None
         except StageNotAvailable as e:
             raise CliError(str(e), code=2) from None
+        if args.emit in ("gpu", "ptx") and args.target != "cuda":
+            raise CliError(f"stage {args.emit!r} is the cuda backend's: add --target cuda", code=2)
     try:
         args.pass_names = resolve_passes(args.passes)
     except ValueError as e:

@@ -27,8 +27,8 @@ def _stages() -> dict:
     stages = {"tensor-raw": _ir("tensor-raw")}  # L1 as traced
     stages.update((stop, _ir(stop)) for stop in STOPS)  # tensor (L1 after the pass list), fused (L2), loops (L3)
     stages["numpy"] = _ir("numpy")  # the cpu backend's generated module (NumpyBackend.stages)
-    stages["gpu"] = None  # the cuda backend's, once it lands
-    stages["ptx"] = None
+    stages["gpu"] = _ir("gpu")  # the cuda backend's: L4 and its PTX (CudaBackend.stages)
+    stages["ptx"] = _ir("ptx")
     return stages
 
 

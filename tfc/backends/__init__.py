@@ -113,8 +113,8 @@ _LOADED: dict = {}
 
 
 def backend(target: str):
-    """The backend of ``target``: "cpu" is the numpy backend; "cuda" raises
-    NotImplementedError until the GPU backend lands."""
+    """The backend of ``target``: "cpu" is the numpy backend, "cuda" the CUDA
+    backend (compiling needs no GPU; running asks for a driver)."""
     b = _LOADED.get(target)
     if b is not None:
         return b
@@ -124,9 +124,10 @@ def backend(target: str):
         b = _LOADED[target] = NumpyBackend()
         return b
     if target == "cuda":
-        raise NotImplementedError("target 'cuda' is not implemented yet: target='cuda' needs the GPU backend "
-                                  "(PTX code generation from L3, its runtime and its numerics contract); "
-                                  "use target='cpu'")
+        from tfc.backends.cuda import CudaBackend
+
+        b = _LOADED[target] = CudaBackend()
+        return b
     raise ValueError(f"unknown target {target!r}; targets: {', '.join(_TARGETS)}")
 
 

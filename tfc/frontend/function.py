@@ -873,8 +873,8 @@ class ConcreteFunction:
         be = self.backend
         if stage not in STOPS and stage not in be.stages:
             if stage in ("gpu", "ptx"):
-                raise NotImplementedError(f"IR stage {stage!r}: the GPU backend (target='cuda') is not "
-                                          "implemented yet")
+                raise ValueError(f"IR stage {stage!r} is the cuda backend's: compile {self.name} with "
+                                 f"target='cuda' (this one is compiled for target={self.target!r})")
             raise ValueError(f"unknown IR stage {stage!r} (available: tensor-raw, {', '.join(STOPS)}, "
                              f"{', '.join(be.stages)})")
         form = self._shown(shapes)
@@ -898,8 +898,12 @@ class ConcreteFunction:
 
     @property
     def ptx(self) -> str:
-        """The PTX of a function compiled for target="cuda"."""
-        raise NotImplementedError("ConcreteFunction.ptx: the PTX backend (target='cuda') is not implemented yet")
+        """The PTX of a function compiled for target="cuda" (of ``default_shapes()``'s
+        specialization where there are run-time dimensions)."""
+        if self.target != "cuda":
+            raise ValueError(f"{self.name} is compiled for target={self.target!r}; .ptx is the PTX of "
+                             "target='cuda'")
+        return self.ir("ptx")
 
     # -- calls ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
