@@ -1,7 +1,7 @@
-"""target="cuda" end to end without a GPU: tfc.function compiled for cuda runs
-its PTX through the simulated driver (TFC_CUDA_DRIVER=simulator) and must give
-eager's results within the CUDA backend's numerics contract; the same programs
-run on a real GPU under the ``gpu`` marker (tests/test_cuda_backend.py::*_gpu)."""
+"""target="cuda" end to end: tfc.function compiled for cuda runs its PTX
+through the simulated driver (TFC_CUDA_DRIVER=simulator) and, marked ``gpu``,
+on a real GPU where there is one; both must give eager's results within the
+CUDA backend's numerics contract."""
 import numpy as np
 import pytest
 
@@ -13,9 +13,19 @@ from tfc.core.errors import UnavailableError
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-@pytest.fixture
-def simulator(monkeypatch):
-    monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+@pytest.fixture(params=["simulator", pytest.param("gpu", marks=pytest.mark.gpu)])
+def simulator(request, monkeypatch):
+    """Each test runs on the simulated driver, and (marked gpu) on the real
+    driver where there is one: pycuda, else cuda-bindings."""
+    if request.param == "simulator":
+        monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+        return
+    monkeypatch.delenv("TFC_CUDA_DRIVER", raising=False)
+    from tfc.backends.cuda.driver import available
+
+    driver, why = available()
+    if driver is None:
+        pytest.skip(f"no GPU: {why}")
 
 
 def _rand(rng, shape, dtype=np.float32):
