@@ -53,6 +53,11 @@ def _plan_memory():
     return PlanMemoryPass
 
 
+def _lower_gpu():
+    from tfc.passes.lower_gpu import LowerGpuPass
+    return LowerGpuPass
+
+
 def _specialize():
     from tfc.passes.specialize import SpecializePass
     return SpecializePass
@@ -66,7 +71,7 @@ def _lower_loops():
 # name -> factory returning the pass class (imported lazily)
 PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-expand": _expand,
           "tfc-fuse": _fuse, "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
-          "tfc-specialize": _specialize}
+          "tfc-specialize": _specialize, "tfc-lower-gpu": _lower_gpu}
 
 # name -> one line for `tfc opt --help` and --list-passes
 DESCRIPTIONS = {
@@ -79,6 +84,7 @@ DESCRIPTIONS = {
     "tfc-bufferize": "annotates which values get buffers and which reuse an input in place (L1/L2)",
     "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
     "tfc-lower-loops": "lowering L2 -> L3: memrefs at planned offsets, parallel loops, library calls",
+    "tfc-lower-gpu": "lowering L3 -> L4 (target cuda): a gpu.module of kernels, tgpu.launch on the host",
     "tfc-specialize": "{shapes=\"4x64,2\"}: tensor arguments get these static shapes, result types re-inferred (L1)",
 }
 # passes that take options (no defaults that fit every module): run as NAME{opt=...}

@@ -1,0 +1,94 @@
+// RUN: %tfc-opt %s -p tfc-lower-gpu | filecheck %s
+
+// One block per output row: threads stride over the row, shuffles in each
+// warp, the warps' results through shared memory, thread 0 stores. Every
+// barrier is outside the branches (all threads reach it).
+func.func @rows(%x: memref<5x300xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
+  %0 = loops.alloc : memref<5xf32>
+  loops.parallel ins(%x : memref<5x300xf32>) outs(%0 : memref<5xf32>) attributes {shape = array<i64: 5, 300>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} {
+  ^bb0(%a: f32):
+    %e = math.exp %a : f32
+    loops.yield %e : f32
+  }
+  func.return %0 : memref<5xf32>
+}
+
+// CHECK:       "gpu.func"()
+// CHECK:         %[[SH:.*]] = tgpu.shared {size = 8} : !tgpu.ptr<f32, shared>
+// CHECK:         %[[NEG0:.*]] = arith.constant -0.000000e+00 : f32
+// CHECK:         scf.for %[[O:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK:           %[[ROW:.*]] = arith.muli %[[O]], %{{.*}} : i32
+// CHECK:           %[[ACC:.*]] = scf.for %[[R:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[NEG0]]) -> (f32) : i32 {
+// CHECK-NEXT:        %[[IDX:.*]] = arith.addi %[[ROW]], %[[R]] : i32
+// CHECK-NEXT:        %[[X:.*]] = tgpu.load %{{.*}}[%[[IDX]]] {nc}
+// CHECK-NEXT:        %[[E:.*]] = math.exp %[[X]] : f32
+// CHECK-NEXT:        %[[S:.*]] = arith.addf %[[A]], %[[E]] : f32
+// CHECK-NEXT:        scf.yield %[[S]] : f32
+// CHECK:           tgpu.shuffle down %[[ACC]], %{{.*}} : f32
+// CHECK-COUNT-4:   tgpu.shuffle down
+// CHECK:           scf.if
+// CHECK-NEXT:        tgpu.store %{{.*}}, %[[SH]][%{{.*}}] : !tgpu.ptr<f32, shared>, i32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      "gpu.barrier"() : () -> ()
+// CHECK-NEXT:      %[[W0:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:      scf.if %[[W0]] {
+// CHECK:             tgpu.load %[[SH]]
+// CHECK-COUNT-5:     tgpu.shuffle down
+// CHECK:             scf.if
+// CHECK-NEXT:          tgpu.store %{{.*}}, %{{.*}}[%[[O]]] : !tgpu.ptr<f32, global>, i32
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:      "gpu.barrier"() : () -> ()
+// CHECK-NEXT:    }
+// CHECK:       sym_name = "k0_sum_rows", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction", tgpu.index = "i32"
+
+// A full max over 2^15 elements: two passes, the partial maxima of 16 chunks
+// into a fresh buffer, then one block over them.
+func.func @full(%x: memref<32768xf32>, %arena: memref<64xi8>) -> memref<f32> {
+  %0 = loops.alloc : memref<f32>
+  loops.parallel ins(%x : memref<32768xf32>) outs(%0 : memref<f32>) attributes {shape = array<i64: 32768>, broadcast = [array<i64: 0>], reduce = ["max"], reduce_axes = array<i64: 0>} {
+  ^bb0(%a: f32):
+    loops.yield %a : f32
+  }
+  func.return %0 : memref<f32>
+}
+
+// CHECK:       "gpu.func"()
+// CHECK:         arith.constant 0xff800000 : f32
+// CHECK:         arith.maximumf
+// CHECK:       sym_name = "k1_max_all", {{.*}}tgpu.kind = "reduction"
+// CHECK:       "gpu.func"()
+// CHECK:         arith.maximumf
+// CHECK:       sym_name = "k2_max_all_final", {{.*}}tgpu.kind = "reduction"
+
+// float64 accumulators reduce through a shared-memory tree of 128 threads
+// (1 KiB), one barrier per level, the halving step under a branch.
+func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
+  %0 = loops.alloc : memref<3xf64>
+  loops.parallel ins(%x : memref<3x50xf64>) outs(%0 : memref<3xf64>) attributes {shape = array<i64: 3, 50>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} {
+  ^bb0(%a: f64):
+    loops.yield %a : f64
+  }
+  func.return %0 : memref<3xf64>
+}
+
+// CHECK:       "gpu.func"()
+// CHECK:         %[[T:.*]] = tgpu.shared {size = 128} : !tgpu.ptr<f64, shared>
+// CHECK:         tgpu.store %{{.*}}, %[[T]][%{{.*}}] : !tgpu.ptr<f64, shared>, i32
+// CHECK-NEXT:    "gpu.barrier"() : () -> ()
+// CHECK-NEXT:    arith.cmpi ult
+// CHECK-NEXT:    scf.if
+// CHECK-COUNT-2:   tgpu.load %[[T]]
+// CHECK:         "gpu.barrier"() : () -> ()
+// CHECK-NOT:     tgpu.shuffle
+// CHECK:       sym_name = "k3_sum_rows", gpu.known_block_size = array<i32: 128, 1, 1>
+
+// CHECK-LABEL: func.func @rows
+// CHECK:         tgpu.launch @k0_sum_rows grid(%{{.*}}) block(256, 1, 1)
+// CHECK-LABEL: func.func @full
+// CHECK:         %[[OUT:.*]] = loops.alloc : memref<f32>
+// CHECK-NEXT:    %[[PART:.*]] = loops.alloc : memref<1x16xf32>
+// CHECK:         tgpu.launch @k1_max_all {{.*}} args(%x, %[[PART]] : memref<32768xf32>, memref<1x16xf32>)
+// CHECK:         tgpu.launch @k2_max_all_final {{.*}} args(%[[PART]], %[[OUT]] : memref<1x16xf32>, memref<f32>)
+// CHECK-LABEL: func.func @wide
+// CHECK:         tgpu.launch @k3_sum_rows grid(%{{.*}}) block(128, 1, 1)
