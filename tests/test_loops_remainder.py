@@ -463,3 +463,26 @@ def test_conv_gradients_like_write_their_planned_buffers(rng):
                lambda x, w, g: conv2d_backprop_filter_like(x, g, w, 1, "SAME")):
         l3 = check(fn, x, w, g, library={"conv2d_backprop_input_like", "conv2d_backprop_filter_like"})
         assert all(" outs(" in ln for ln in l3.splitlines() if "loops.library" in ln)
+
+
+# -- guarded_select: an elementwise select, fused -----------------------------------------
+
+from tfc.ops.control_flow import guarded_select  # noqa: E402
+
+
+def test_guarded_select_is_a_kernel(rng):
+    """guarded_select (how tapes add a gradient that exists only on some
+    run-time paths) lowers to a select kernel instead of a library copy; NaN
+    and inf in the operand not chosen stay out; a (1,)-shaped, a
+    kernel-made and a host predicate; 0-d, empty and non-contiguous operands."""
+    a = rng.normal(size=(7, 5)).astype(F32)
+    b = rng.normal(size=(7, 5)).astype(F32)
+    a[0, 0], b[1, 1] = np.nan, np.inf
+    for p in (True, False):
+        l3 = check(lambda p, a, b: guarded_select(p, tfc.exp(a) * 2.0, b - 1.0) + 1.0, np.bool_(p), a, b)
+        assert "arith.select" in l3
+        check(lambda p, a, b: guarded_select(p, a, tfc.zeros_like(a)), np.array([p]), a, b)
+        check(lambda a, b: guarded_select(tfc.reduce_sum(a) > 0.0 if p else tfc.reduce_sum(b) < 0.0, a, b), a, b)
+        check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), a[:, ::2], b.T[::2].T)
+        check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), a[:0], b[:0])
+        check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), np.int32(3), np.int32(-4))

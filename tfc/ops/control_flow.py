@@ -232,7 +232,19 @@ def _select_grad(e, g):
             Guarded(g, logical_not(pred)) if e.needs_grad(2) else None]
 
 
-@declare(kernel=_select_kernel, infer=_select_infer, grad=_select_grad)
+def _lower_select(b, outs, pred, x, y):
+    """A kernel writing ``x`` where ``pred`` holds, else ``y`` (an
+    ``arith.select`` on the predicate, a scalar or a one-element buffer read
+    at every index): the chosen operand's bits, as the kernel's copy."""
+    from xdsl.dialects import arith
+
+    (out,) = outs
+    shape = b.result_shapes[0]
+    maps = [(-1,) * len(b.shape(pred))] + [tuple(range(len(shape))) if b.is_buffer(v) else () for v in (x, y)]
+    return b.parallel([pred, x, y], [out], shape, maps, lambda k, p, u, v: [k.op(arith.SelectOp(p, u, v))])
+
+
+@declare(kernel=_select_kernel, infer=_select_infer, grad=_select_grad, lower=_lower_select)
 def guarded_select(pred, a, b):
     """``a`` if the bool scalar ``pred`` holds, else ``b``: how a tape adds a
     gradient that exists only on some run-time paths. Its gradient reaches
