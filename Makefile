@@ -45,12 +45,16 @@ bench: $(STAMP)
 # installs the kit of tools/gpu_kit.sh (.whl/: xdsl, pycuda, their dependencies) into
 # GPU_SITE, then runs every test marked gpu, the GPU tests (tests/test_cuda*.py,
 # tests/test_gpu*.py, tests/test_ptx*.py) with TFC_CUDA_DRIVER unset (the real
-# driver), and bench/gpu.py. Every step runs and prints; the target fails if one did.
+# driver), bench/gpu.py, and with GPU_SANITIZE the gpu tests under compute-sanitizer.
+# Every step runs and prints; the target fails if one did.
 # Not `make test`'s venv: GPU_PYTHON is the machine's own Python.
 GPU_PYTHON ?= python3
 GPU_SITE ?= /tmp/tfc-gpu-site
 GPU_TESTS = $(wildcard tests/test_cuda*.py tests/test_gpu*.py tests/test_ptx*.py)
 GPU_BENCH_ARGS ?=
+# GPU_SANITIZE="memcheck racecheck": the gpu tests again under compute-sanitizer (slow)
+GPU_SANITIZE ?=
+GPU_SANITIZE_TESTS ?= tests/
 GPU_ENV = env -u TFC_CUDA_DRIVER PYTHONPATH=$(GPU_SITE):$(CURDIR) PYTHONUNBUFFERED=1
 gpu-check:
 	@ls .whl/*.whl >/dev/null 2>&1 || { echo "gpu-check: no .whl/ here: run tools/gpu_kit.sh first (on a machine with internet)"; exit 1; }
@@ -63,6 +67,11 @@ gpu-check:
 	$(GPU_ENV) $(GPU_PYTHON) -m pytest -q -p no:cacheprovider -rs $(GPU_TESTS) || rc=1; \
 	echo "== python bench/gpu.py $(GPU_BENCH_ARGS)"; \
 	$(GPU_ENV) $(GPU_PYTHON) bench/gpu.py $(GPU_BENCH_ARGS) || rc=1; \
+	for tool in $(GPU_SANITIZE); do \
+		echo "== compute-sanitizer --tool $$tool: pytest -m gpu $(GPU_SANITIZE_TESTS)"; \
+		$(GPU_ENV) compute-sanitizer --tool $$tool --error-exitcode 99 \
+			$(GPU_PYTHON) -m pytest -q -p no:cacheprovider -m gpu $(GPU_SANITIZE_TESTS) || rc=1; \
+	done; \
 	if [ $$rc = 0 ]; then echo "gpu-check: every step passed"; else echo "gpu-check: a step FAILED (above)"; fi; \
 	exit $$rc
 

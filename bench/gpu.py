@@ -31,6 +31,7 @@ import platform
 import sys
 import time
 import traceback
+import warnings
 
 import numpy as np
 
@@ -290,7 +291,7 @@ def mlp_rows(torch, tg, timer, batch, rows, lr=0.1):
                 return loss
             return step
         eager = make(False)
-        loss_ref = float(eager())
+        loss_ref = float(eager().detach())
         rows.append(peer_row(group, "torch eager", timer, make(False), batch, "steps*batch/s"))
         rows.append(peer_row(group, "torch.compile", timer, make(True), batch, "steps*batch/s"))
 
@@ -410,6 +411,7 @@ def main(argv=None):
     mm = 1024 if q else 4096
     batches = (256, 1024) if q else (256, 4096)
 
+    warnings.filterwarnings("ignore", "TensorFloat32 tensor cores")  # TF32 stays off on purpose
     try:
         import torch
         if not torch.cuda.is_available():
