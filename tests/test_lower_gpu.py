@@ -147,7 +147,31 @@ def check(fn, *args, family=None, launches=None):
         assert_meets_contract(g, w, family, target="cuda")
     if launches is not None:
         assert len(host.launches) == launches, host.launches
+    check_budgets(m)
     return m
+
+
+# docs/gpu.md's budgets per kernel kind: (registers, shared bytes)
+BUDGETS = {"elementwise": (64, 0), "copy": (64, 0), "reduction": (64, 1024), "matmul": (128, 48 * 1024)}
+
+
+def check_budgets(m):
+    """Every kernel assembles with ptxas for sm_80 and sm_90 (-Werror, spills
+    are errors) within its kind's budgets (where ptxas is installed; the
+    test_ptxas_* tests say when it is not)."""
+    from tfc.backends.cuda import ptxas
+
+    ks = kernels(m)
+    if not ks or not ptxas.available():
+        return
+    kinds = {k.sym_name.data: k.attributes["tgpu.kind"].data for k in ks}
+    text = ptx_mod.to_ptx(m)
+    for arch in ("sm_80", "sm_90"):
+        for name, res in ptxas.assemble(text, arch).items():
+            regs, smem = BUDGETS[kinds[name]]
+            assert res.spills == 0, (arch, res)
+            assert res.registers <= regs, (arch, res)
+            assert res.shared_bytes <= smem, (arch, res)
 
 
 def kernels(m):
@@ -273,6 +297,16 @@ def test_reduce_nan_propagates():
     check(lambda x: (tfc.reduce_max(x, axis=[1]), tfc.reduce_min(x, axis=[1]), tfc.reduce_sum(x, axis=[1])), x)
 
 
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64, np.int8])
+def test_argmax_argmin(rng, axis, dtype):
+    x = rng.integers(-3, 3, size=(7, 300)).astype(dtype)  # many ties: the first index wins
+    if dtype in (np.float32, np.float64):
+        x[2, 5] = x[2, 40] = np.nan  # the first NaN wins
+        x[4, :] = -np.inf
+    check(lambda x: (tfc.argmax(x, axis=axis), tfc.argmin(x, axis=axis, output_type=tfc.int32)), x)
+
+
 def test_reduce_empty_axis():
     x = np.zeros((3, 0), F32)
     check(lambda x: (tfc.reduce_sum(x, axis=[1]), tfc.reduce_max(x, axis=[1]), tfc.reduce_mean(x, axis=[1]),
@@ -332,6 +366,16 @@ def test_batched_matmul(rng):
     a = rng.normal(size=(3, 5, 7)).astype(F32)
     b = rng.normal(size=(7, 4)).astype(F32)
     check(lambda a, b: tfc.matmul(a, b), a, b, family="matmul")
+
+
+def test_ptxas_is_there():
+    from tfc.backends.cuda import ptxas
+
+    if not ptxas.available():
+        pytest.skip("ptxas not found (PATH, /usr/local/cuda/bin, cuda.pathfinder): kernel budgets unchecked")
+    x = np.ones((5, 7), F32)
+    m = lower(l3_of(lambda x: (tfc.exp(x) * 2.0, tfc.reduce_sum(x, axis=[1])), x))
+    check_budgets(m)
 
 
 # -- what raises ----------------------------------------------------------------------------

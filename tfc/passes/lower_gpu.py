@@ -667,11 +667,17 @@ class _Red:
     count: int         # reduced elements per output (mean's divisor)
     finalize: bool     # divide a mean, cast to out_t (False: a partial of pass 1)
     identity_plus: bool = False  # a float sum over nothing: +0.0, numpy's empty sum
+    idx_t: object = None         # argmax/argmin: the type of the index part (the kernel's index type)
+
+
+ARG_KINDS = ("argmax", "argmin")
 
 
 def _acc_type(kind, t):
-    if kind not in ("sum", "prod", "max", "min", "mean", "any", "all"):
+    if kind not in ("sum", "prod", "max", "min", "mean", "any", "all") + ARG_KINDS:
         raise unsupported(f"reduce kind {kind!r}")
+    if kind in ARG_KINDS and t == i1:
+        return i32
     if kind in ("any", "all"):
         if t != i1:
             raise unsupported(f"reduce_{kind} of {t}")
@@ -713,6 +719,45 @@ def _combine(kb, kind, a, b):
     return kb.emit(cls(a, b))
 
 
+def _parts(red: _Red) -> list:
+    """The accumulator's parts: the value, and for argmax/argmin its index."""
+    return [red.acc_t, red.idx_t] if red.kind in ARG_KINDS else [red.acc_t]
+
+
+def _identity_parts(kb, red: _Red) -> list:
+    if red.kind not in ARG_KINDS:
+        return [_identity(kb, red)]
+    t = red.acc_t
+    if _is_float(t):
+        v = kb.c(float("-inf") if red.kind == "argmax" else float("inf"), t)
+    else:
+        w = red.val_t.width.data if red.val_t != i1 else 2
+        v = kb.c(-(1 << (w - 1)) if red.kind == "argmax" else (1 << (w - 1)) - 1, t)
+        if red.val_t == i1:
+            v = kb.c(-1 if red.kind == "argmax" else 2, t)
+    return [v, kb.c(I32_MAX, red.idx_t)]
+
+
+def _combine_parts(kb, red: _Red, a: list, b: list) -> list:
+    """``a`` combined with ``b``; for argmax/argmin (value, index) pairs: the
+    better value, the first NaN (numpy's), the smaller index among equals."""
+    if red.kind not in ARG_KINDS:
+        return [_combine(kb, red.kind, a[0], b[0])]
+    (x, i), (y, j) = a, b
+    if _is_float(x.type):
+        better = kb.emit(arith.CmpfOp(y, x, "ogt" if red.kind == "argmax" else "olt"))
+        ynan = kb.emit(arith.CmpfOp(y, y, "uno"))
+        xnan = kb.emit(arith.CmpfOp(x, x, "uno"))
+        xnum = kb.emit(arith.CmpfOp(x, x, "ord"))
+        better = kb.emit(arith.OrIOp(better, kb.emit(arith.AndIOp(ynan, xnum))))
+        same = kb.emit(arith.OrIOp(kb.emit(arith.CmpfOp(y, x, "oeq")), kb.emit(arith.AndIOp(ynan, xnan))))
+    else:
+        better = kb.cmpi("sgt" if red.kind == "argmax" else "slt", y, x)
+        same = kb.cmpi("eq", y, x)
+    take = kb.emit(arith.OrIOp(better, kb.emit(arith.AndIOp(same, kb.cmpi("slt", j, i)))))
+    return [kb.select(take, y, x), kb.select(take, j, i)]
+
+
 def _to_acc(kb, v, red: _Red):
     t = red.acc_t
     if v.type == t:
@@ -722,7 +767,10 @@ def _to_acc(kb, v, red: _Red):
     return kb.cast_int(v, t, signed=v.type != i1)
 
 
-def _finalize(kb, acc, red: _Red):
+def _finalize(kb, parts, red: _Red):
+    if red.kind in ARG_KINDS:
+        return kb.cast_int(parts[1], red.out_t)
+    acc = parts[0]
     if not red.finalize:
         return acc
     if red.kind == "mean":
@@ -939,9 +987,8 @@ class _Lowering:
                 for c in op.captured()}
         kinds = op.reduce_kinds
         p_chunks = 1
-        wide = any(G.element_bytes(_acc_type(k, y.type)) == 8 for k, y in zip(kinds, term.values) if k)
-        bsize = WIDE_BLOCK if wide else BLOCK
-        if m < MAX_BLOCKS // 2 and r >= TWO_PASS_MIN:
+        bsize = _block_for([(k, _acc_type(k, y.type)) for k, y in zip(kinds, term.values) if k])
+        if m < MAX_BLOCKS // 2 and r >= TWO_PASS_MIN and not any(k in ARG_KINDS for k in kinds):
             p_chunks = max(1, min(MAX_BLOCKS // m, -(-r // (bsize * 8))))
             if p_chunks > 1:
                 chunk = -(-r // p_chunks)
@@ -984,8 +1031,7 @@ class _Lowering:
                 ins2.append(_Access(params2.add(tmp), acc_t, "buffer", nc=True))
                 dest, ks = self._red_out(params2, o, shape, kept, written2)
                 reds2.append((len(reds2), _Red(kind, acc_t, acc_t, out_t, dest, ks, r, True)))
-            wide2 = any(G.element_bytes(rd.acc_t) == 8 for _, rd in reds2)
-            b2 = WIDE_BLOCK if wide2 else BLOCK
+            b2 = _block_for([(rd.kind, rd.acc_t) for _, rd in reds2])
             kernel2 = self.reduce_kernel(self.name(stem + "_final"), shape2, (len(kshape),), params2, ins2, [],
                                          reds2, lambda kb, vals, index_of: vals, set(), 1, b2, partial_input=True)
             host += self.launch(kernel2, self._grid, params2.values, (b2, 1, 1))
@@ -1052,13 +1098,17 @@ class _Lowering:
         for _, a in ew:
             needed_k.update(kept)
             break
-        small = [(k, rd) for k, rd in reds if G.element_bytes(rd.acc_t) == 4]
-        big = [(k, rd) for k, rd in reds if G.element_bytes(rd.acc_t) == 8]
-        sh_small = {id(rd): kb.shared(rd.acc_t, nwarps) for _, rd in small}
+        for _, rd in reds:
+            if rd.kind in ARG_KINDS:
+                rd.idx_t = it
+        small = [(k, rd) for k, rd in reds if all(G.element_bytes(t) == 4 for t in _parts(rd))]
+        big = [(k, rd) for k, rd in reds if (k, rd) not in small]
+        sh_small = {id(rd): [kb.shared(t, nwarps) for t in _parts(rd)] for _, rd in small}
         sh_big = {}
-        for _, rd in big:  # one array per type, reused by each output in turn
-            if str(rd.acc_t) not in sh_big:
-                sh_big[str(rd.acc_t)] = kb.shared(rd.acc_t, bsize)
+        for _, rd in big:  # one array per part and type, reused by each output in turn
+            for j, t in enumerate(_parts(rd)):
+                if (j, str(t)) not in sh_big:
+                    sh_big[(j, str(t))] = kb.shared(t, bsize)
         lane = kb.emit(arith.AndIOp(tid, kb.i(31)))
         warp = kb.emit(arith.ShRUIOp(tid, kb.i(5)))
 
@@ -1067,6 +1117,12 @@ class _Lowering:
             if c is None:
                 return _access_index(kb, a, rdig, skip=kept)
             return kb.i(0) if c == 0 else ri if c == 1 else kb.mul(ri, kb.i(c))
+
+        def shuffled(rd, parts):
+            for off in (16, 8, 4, 2, 1):
+                other = [kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))) for v in parts]
+                parts = _combine_parts(kb, rd, parts, other)
+            return parts
 
         def item(w):
             if p_chunks > 1:
@@ -1080,7 +1136,8 @@ class _Lowering:
             else:
                 base = {id(a): _access_index(kb, a, kdig, skip=axes) for a in ins + [x for _, x in ew]
                         if a.kind == "buffer"}
-            inits = [_identity(kb, rd) for _, rd in reds]
+            layout = [len(_parts(rd)) for _, rd in reds]
+            inits = [v for _, rd in reds for v in _identity_parts(kb, rd)]
             lo = tid if p is None else kb.add(kb.mul(p, kb.i(chunk)), tid)
             if p is None:
                 hi = kb.i(r)
@@ -1088,11 +1145,15 @@ class _Lowering:
                 end = kb.mul(kb.add(p, kb.i(1)), kb.i(chunk))
                 hi = kb.select(kb.cmpi("slt", end, kb.i(r)), end, kb.i(r))
 
-            def step(ri, *accs):
-                if partial_input:
-                    rdig = {}
-                else:
-                    rdig = digits(kb, ri, rsizes, axes, needed_r) if needed_r else {}
+            def split(flat):
+                out, k = [], 0
+                for n in layout:
+                    out.append(list(flat[k:k + n]))
+                    k += n
+                return out
+
+            def step(ri, *flat):
+                rdig = {} if partial_input else (digits(kb, ri, rsizes, axes, needed_r) if needed_r else {})
                 dig = dict(kdig)
                 dig.update({d: v for d, v in rdig.items() if v is not None})
                 vals = []
@@ -1100,11 +1161,8 @@ class _Lowering:
                     if a.kind != "buffer":
                         vals.append(hoisted[id(a)])
                         continue
-                    if partial_input:
-                        idx = kb.add(base[id(a)], ri)
-                    else:
-                        idx = kb.add(base[id(a)], r_offset(a, ri, rdig))
-                    vals.append(kb.load(kb.args[a.param], idx, nc=a.nc)[0])
+                    off = ri if partial_input else r_offset(a, ri, rdig)
+                    vals.append(kb.load(kb.args[a.param], kb.add(base[id(a)], off), nc=a.nc)[0])
 
                 def index_of(d):
                     v = dig.get(d)
@@ -1112,12 +1170,16 @@ class _Lowering:
                 res = body(kb, vals, index_of)
                 for k, a in ew:
                     kb.store([res[k]], kb.args[a.param], kb.add(base[id(a)], r_offset(a, ri, rdig)))
-                return [_combine(kb, rd.kind, acc, _to_acc(kb, res[k], rd)) for (k, rd), acc in zip(reds, accs)]
+                nxt = []
+                for (k, rd), acc in zip(reds, split(flat)):
+                    new = [_to_acc(kb, res[k], rd)] + ([ri] if rd.kind in ARG_KINDS else [])
+                    nxt += _combine_parts(kb, rd, acc, new)
+                return nxt
 
-            accs = kb.for_(lo, hi, kb.i(bsize), step, inits) if reds else (kb.for_(lo, hi, kb.i(bsize), step) or [])
+            flat = kb.for_(lo, hi, kb.i(bsize), step, inits)
             if not reds:
                 return
-            accs = dict(zip([id(rd) for _, rd in reds], accs))
+            accs = {id(rd): parts for (_, rd), parts in zip(reds, split(flat))}
 
             def dest_index(rd):
                 if not rd.finalize:
@@ -1126,17 +1188,13 @@ class _Lowering:
 
             # 32-bit accumulators: shuffles in each warp, then warp 0 over the warps' results
             for _, rd in small:
-                v = accs[id(rd)]
-                for off in (16, 8, 4, 2, 1):
-                    v = _combine(kb, rd.kind, v, kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))))
-                accs[id(rd)] = v
+                accs[id(rd)] = shuffled(rd, accs[id(rd)])
             if small:
-                is_lane0 = kb.cmpi("eq", lane, kb.i(0))
-
                 def lane0():
                     for _, rd in small:
-                        kb.store([accs[id(rd)]], sh_small[id(rd)], warp)
-                kb.if_(is_lane0, lane0)
+                        for v, sh in zip(accs[id(rd)], sh_small[id(rd)]):
+                            kb.store([v], sh, warp)
+                kb.if_(kb.cmpi("eq", lane, kb.i(0)), lane0)
                 kb.emit(gpu.BarrierOp())
 
                 def warp0():
@@ -1144,36 +1202,36 @@ class _Lowering:
                     at = kb.select(inside, lane, kb.i(0))
                     finals = []
                     for _, rd in small:
-                        x = kb.load(sh_small[id(rd)], at)[0]
-                        v = kb.select(inside, x, _identity(kb, rd))
-                        for off in (16, 8, 4, 2, 1):
-                            v = _combine(kb, rd.kind, v, kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))))
-                        finals.append((rd, v))
+                        parts = [kb.select(inside, kb.load(sh, at)[0], ident)
+                                 for sh, ident in zip(sh_small[id(rd)], _identity_parts(kb, rd))]
+                        finals.append((rd, shuffled(rd, parts)))
 
                     def store0():
-                        for rd, v in finals:
-                            kb.store([_finalize(kb, v, rd)], kb.args[rd.access.param], dest_index(rd))
+                        for rd, parts in finals:
+                            kb.store([_finalize(kb, parts, rd)], kb.args[rd.access.param], dest_index(rd))
                     kb.if_(kb.cmpi("eq", lane, kb.i(0)), store0)
                 kb.if_(kb.cmpi("eq", warp, kb.i(0)), warp0)
                 kb.emit(gpu.BarrierOp())
             # 64-bit accumulators: a shared-memory tree over the block's threads
             for _, rd in big:
-                sh = sh_big[str(rd.acc_t)]
-                kb.store([accs[id(rd)]], sh, tid)
+                shs = [sh_big[(j, str(t))] for j, t in enumerate(_parts(rd))]
+                for v, sh in zip(accs[id(rd)], shs):
+                    kb.store([v], sh, tid)
                 kb.emit(gpu.BarrierOp())
                 s = bsize // 2
                 while s >= 1:
-                    def fold(s=s, sh=sh, rd=rd):
-                        x = kb.load(sh, tid)[0]
-                        y = kb.load(sh, kb.add(tid, kb.i(s)))[0]
-                        kb.store([_combine(kb, rd.kind, x, y)], sh, tid)
+                    def fold(s=s, shs=shs, rd=rd):
+                        mine = [kb.load(sh, tid)[0] for sh in shs]
+                        other = [kb.load(sh, kb.add(tid, kb.i(s)))[0] for sh in shs]
+                        for v, sh in zip(_combine_parts(kb, rd, mine, other), shs):
+                            kb.store([v], sh, tid)
                     kb.if_(kb.cmpi("ult", tid, kb.i(s)), fold)
                     kb.emit(gpu.BarrierOp())
                     s //= 2
 
-                def store_big(sh=sh, rd=rd):
-                    v = kb.load(sh, kb.i(0))[0]
-                    kb.store([_finalize(kb, v, rd)], kb.args[rd.access.param], dest_index(rd))
+                def store_big(shs=shs, rd=rd):
+                    parts = [kb.load(sh, kb.i(0))[0] for sh in shs]
+                    kb.store([_finalize(kb, parts, rd)], kb.args[rd.access.param], dest_index(rd))
                 kb.if_(kb.cmpi("eq", tid, kb.i(0)), store_big)
                 kb.emit(gpu.BarrierOp())
 
@@ -1201,6 +1259,24 @@ class _Lowering:
             self.kernels.append(kernel)
             return self.launch(kernel, grid, [a, b, c], block)
         raise unsupported(name)
+
+
+def _block_for(kinds_types) -> int:
+    """Threads per block of a reduction: BLOCK, or fewer where 64-bit
+    accumulators reduce through shared memory (one array of a thread's part
+    per part and type), so that those arrays take at most 1 KiB."""
+    keys = {}
+    for kind, t in kinds_types:
+        parts = [t, i32] if kind in ARG_KINDS else [t]
+        if all(G.element_bytes(x) == 4 for x in parts):
+            continue
+        for j, x in enumerate(parts):
+            keys[(j, str(x))] = G.element_bytes(x)
+    per_thread = sum(keys.values())
+    b = BLOCK
+    while per_thread and b * per_thread > 1024:
+        b //= 2
+    return b
 
 
 def _row_major_step(a: _Access, shape, axes):
