@@ -294,6 +294,9 @@ def fma_f32_exact(a, b, c):
     from fractions import Fraction
     out = np.empty(len(a), np.float32)
     for i, (x, y, z) in enumerate(zip(a.tolist(), b.tolist(), c.tolist())):
+        if not all(map(np.isfinite, (x, y, z))):
+            out[i] = np.float32(x * y + z)
+            continue
         out[i] = round_fraction_f32(Fraction(x) * Fraction(y) + Fraction(z), x * y + z)
     return out
 
@@ -320,3 +323,70 @@ def round_fraction_f32(fr, approx):
     if v >= Fraction(2) ** 128:
         return np.float32(sign * np.inf)
     return np.float32(sign * float(v))
+
+
+# -- probes: one instruction over arrays, out[i] = op(in0[i], in1[i], ...) ------------------------
+
+_SIZE = {"f16": 2, "b16": 2, "u16": 2, "s16": 2, "f32": 4, "u32": 4, "s32": 4, "b32": 4,
+         "f64": 8, "u64": 8, "s64": 8, "b64": 8, "pred": 1}
+
+
+def probe(body: str, srcs, dst: str, name: str = "probe") -> str:
+    """A kernel computing ``out[i] = body(in0[i], in1[i], ...)`` for i < n:
+    ``body`` is PTX using the sources %a0, %a1, ... (typed ``srcs``), the result
+    %d (typed ``dst``) and a spare predicate %q. A .pred travels as one byte."""
+    k = len(srcs)
+    params = ", ".join([f".param .u64 p_in{j}" for j in range(k)] + [".param .u64 p_out", ".param .u32 p_n"])
+    decl = ["    .reg .pred %pb;", "    .reg .pred %q;", "    .reg .u32 %i<5>;", "    .reg .u32 %n;",
+            "    .reg .u32 %t<3>;", f"    .reg .u64 %rd<{2 * k + 4}>;"]
+    decl += [f"    .reg .{t} %a{j};" for j, t in enumerate(srcs)]
+    decl.append(f"    .reg .{dst} %d;")
+    code = ["    mov.u32 %i0, %ctaid.x;", "    mov.u32 %i1, %ntid.x;", "    mov.u32 %i2, %tid.x;",
+            "    mad.lo.u32 %i3, %i0, %i1, %i2;", "    ld.param.u32 %n, [p_n];",
+            "    setp.ge.u32 %pb, %i3, %n;", "    @%pb bra $L_done;"]
+    for j, t in enumerate(srcs):
+        p, a = f"%rd{2 * j}", f"%rd{2 * j + 1}"
+        code += [f"    ld.param.u64 {p}, [p_in{j}];", f"    cvta.to.global.u64 {p}, {p};",
+                 f"    mul.wide.u32 {a}, %i3, {_SIZE[t]};", f"    add.s64 {a}, {p}, {a};"]
+        if t == "pred":
+            code += [f"    ld.global.u8 %t0, [{a}];", f"    setp.ne.u32 %a{j}, %t0, 0;"]
+        else:
+            code.append(f"    ld.global.{t} %a{j}, [{a}];")
+    code += ["    " + line.strip() for line in body.strip().splitlines()]
+    p, a = f"%rd{2 * k}", f"%rd{2 * k + 1}"
+    code += [f"    ld.param.u64 {p}, [p_out];", f"    cvta.to.global.u64 {p}, {p};",
+             f"    mul.wide.u32 {a}, %i3, {_SIZE[dst]};", f"    add.s64 {a}, {p}, {a};"]
+    if dst == "pred":
+        code += ["    selp.u32 %t1, 1, 0, %d;", f"    st.global.u8 [{a}], %t1;"]
+    else:
+        code.append(f"    st.global.{dst} [{a}], %d;")
+    return (HEADER + f"\n.visible .entry {name}({params})\n{{\n" + "\n".join(decl) + "\n"
+            + "\n".join(code) + "\n$L_done:\n    ret;\n}\n")
+
+
+def float_inputs(np_dtype, n_random=200, seed=0):
+    """Pairs (a, b) over the special values (zeros, infinities, NaN, subnormals,
+    halves for rounding, extremes) crossed with each other, then random values."""
+    import numpy as np
+    dt = np.dtype(np_dtype)
+    fi = np.finfo(dt)
+    sp = np.array([0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, fi.tiny, -fi.tiny, fi.tiny / 4,
+                   fi.max, -fi.max, 0.5, 1.5, 2.5, -2.5, 3.0, 1e-3, 7.25, -1e4], dt)
+    a, b = np.meshgrid(sp, sp)
+    rng = np.random.default_rng(seed)
+    r = (rng.standard_normal((2, n_random)) * 10.0 ** rng.integers(-5, 6, (2, n_random))).astype(dt)
+    return np.concatenate([a.ravel(), r[0]]), np.concatenate([b.ravel(), r[1]])
+
+
+def int_inputs(np_dtype, n_random=200, seed=0):
+    import numpy as np
+    dt = np.dtype(np_dtype)
+    info = np.iinfo(dt)
+    sp = [0, 1, 2, 3, 7, 31, 32, 33, 63, 64, 1000, info.max, info.max - 1, info.min, info.min + 1]
+    if info.min < 0:
+        sp += [-1, -2, -3, -7, -1000]
+    sp = np.array(sp, dtype=np.int64 if info.min < 0 else np.uint64).astype(dt)
+    a, b = np.meshgrid(sp, sp)
+    rng = np.random.default_rng(seed)
+    r = rng.integers(info.min, info.max, (2, n_random), dtype=dt, endpoint=True)
+    return np.concatenate([a.ravel(), r[0]]), np.concatenate([b.ravel(), r[1]])

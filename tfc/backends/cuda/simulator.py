@@ -757,6 +757,7 @@ class _Decoder:
         return 1
 
     def _i_ld(self, mods, ops, opcode):
+        self._vec(mods)
         space = "generic"
         for sp in ("param", "global", "shared"):
             if sp in mods:
@@ -809,6 +810,7 @@ class _Decoder:
         return _OP, ld, None
 
     def _i_st(self, mods, ops, opcode):
+        self._vec(mods)
         space = "generic"
         for sp in ("global", "shared"):
             if sp in mods:
@@ -1382,11 +1384,12 @@ def _fma64(a, b, c):
         vs, ve = _two_sum(tl, ul)
         v = _round_to_odd(vs, ve)
         r = th + v
-        r = np.asarray(r, np.float64)
+        # an exact zero takes its sign from the plain sum (+0 unless both terms are -0)
+        r = np.where(r == 0, a * b + c, r)
         aa, ab, ac = np.abs(a), np.abs(b), np.abs(c)
         risky = ~(np.isfinite(a) & np.isfinite(b) & np.isfinite(c)) | \
             (aa > 2.0 ** 500) | (ab > 2.0 ** 500) | (ac > 2.0 ** 1000) | \
-            ((aa * ab < 2.0 ** -900) & (aa * ab != 0)) | ((ac < 2.0 ** -900) & (ac != 0))
+            ((aa * ab < 2.0 ** -900) & (aa != 0) & (ab != 0)) | ((ac < 2.0 ** -900) & (ac != 0))
         if np.any(risky):
             r = np.array(r, copy=True) if r.ndim else np.array([r])
             ab_, bb_, cb_ = (np.broadcast_to(x, r.shape) for x in (a, b, c))
@@ -1407,7 +1410,10 @@ def _fma_exact(a, b, c):
         # sign of an exact zero: -0 only when both terms are -0 (round to nearest)
         p = a * b
         return p + c
-    return float(exact)   # Fraction -> float is correctly rounded
+    try:
+        return float(exact)   # Fraction -> float is correctly rounded
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
 
 
 def _mulhi(x, y):
@@ -1493,18 +1499,15 @@ def _popc(x):
 
 def _clz(x, bits):
     x = np.asarray(x).astype(np.uint64)
-    out = np.full(x.shape, bits, np.uint32)
-    nz = x != 0
-    if np.any(nz):
-        out[nz] = (bits - 1 - np.floor(np.log2(x[nz].astype(np.float64))).astype(np.int64)).astype(np.uint32)
-        # float log2 can be off by one near powers of two for 64-bit values: fix exactly
-        hi = np.left_shift(np.uint64(1), (bits - 1 - out[nz]).astype(np.uint64))
-        too_far = x[nz] < hi
-        out_nz = out[nz] + too_far
-        hi2 = np.left_shift(np.uint64(1), np.minimum(bits - out_nz, 63).astype(np.uint64))
-        out_nz = out_nz - ((x[nz] >= hi2) & (bits - out_nz < 64))
-        out[nz] = out_nz
-    return out
+
+    def bit_length32(v):   # exact: float64 holds every 32-bit value
+        v = v.astype(np.float64)
+        return np.where(v > 0, np.floor(np.log2(np.maximum(v, 1))) + 1, 0).astype(np.int64)
+    lo = bit_length32(x & np.uint64(0xFFFFFFFF))
+    if bits == 32:
+        return (32 - lo).astype(np.uint32)
+    hi = bit_length32(x >> np.uint64(32))
+    return np.where(hi > 0, 32 - hi, 64 - lo).astype(np.uint32)
 
 
 def _brev(x, bits):
@@ -1844,9 +1847,8 @@ def _check_launch(k, grid, block, shared_bytes):
     block = tuple(int(x) for x in block)
     if len(grid) != 3 or len(block) != 3:
         raise SimulationError(f"launch of {k.name}: grid and block must be 3-tuples")
-    if min(grid) < 1 or min(block) < 1:
-        raise SimulationError(f"launch of {k.name}: empty grid {grid} or block {block} "
-                              "(a CUDA launch with a zero dimension fails: skip empty launches on the host)")
+    if min(block) < 1 or min(grid) < 0:
+        raise SimulationError(f"launch of {k.name}: block {block} or grid {grid} has a dimension below 1")
     if grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535:
         raise SimulationError(f"launch of {k.name}: grid {grid} beyond (2^31-1, 65535, 65535)")
     nt = block[0] * block[1] * block[2]
@@ -1896,6 +1898,9 @@ def run(program: Program, kernel: str, grid, block, args, memory: Memory, shared
         raise SimulationError(f"no kernel {kernel!r} in the module (has {', '.join(program.kernels)})")
     k = program.kernels[kernel]
     grid, block = _check_launch(k, grid, block, int(shared_bytes))
+    if min(grid) == 0:   # an empty grid launches nothing (docs/gpu.md's Driver.launch)
+        _pack_args(k, [np.uint64(0) if isinstance(a, np.ndarray) else a for a in args])
+        return
     staged = []
     args = list(args)
     try:
