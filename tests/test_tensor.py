@@ -331,21 +331,32 @@ def test_reference_collatz(capsys):
     assert float(a) == 1.0
 
 
-def test_devices_cpu_only_build():
-    """api.md's Devices: the CPU under any TensorFlow spelling; a GPU is a clear
-    NotImplementedError in this build, as is Tensor.gpu()."""
-    assert tfc.config.list_devices() == [("/physical_device:CPU:0", "CPU")]
-    assert tfc.config.list_physical_devices("GPU") == []
+def test_devices(monkeypatch):
+    """api.md's Devices: the CPU under any TensorFlow spelling; the GPU listed
+    and usable only where a CUDA driver is (tests/test_eager_gpu.py runs GPU
+    tensors on the simulated driver); without one, a GPU scope and Tensor.gpu()
+    raise UnavailableError naming what is missing."""
+    from tfc.backends.cuda.driver import available
+
+    monkeypatch.setenv("TFC_CUDA_DRIVER", "pycuda")
+    assert tfc.config.list_devices("CPU") == [("/physical_device:CPU:0", "CPU")]
     for name in ("cpu", "CPU:0", "/cpu:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:CPU:0"):
         with tfc.device(name):
             t = tfc.constant([1.0, 2.0]) * 2
-    assert t.cpu() is t
-    with pytest.raises(NotImplementedError, match="GPU backend"):
-        with tfc.device("gpu:0"):
-            pass
-    with pytest.raises(NotImplementedError, match="GPU backend"):
-        t.gpu()
-    for bad in ("tpu:0", "cpu:1", 3):
+    assert t.cpu() is t and t.device == "/device:CPU:0"
+    driver, why = available("pycuda")
+    if driver is None:  # this machine: no pycuda or no device
+        assert tfc.config.list_devices() == [("/physical_device:CPU:0", "CPU")]
+        assert tfc.config.list_physical_devices("GPU") == []
+        with pytest.raises(tfc.errors.UnavailableError, match="pycuda"):
+            with tfc.device("gpu:0"):
+                pass
+        with pytest.raises(tfc.errors.UnavailableError, match="pycuda"):
+            t.gpu()
+    else:
+        assert tfc.config.list_physical_devices("GPU") == [("/physical_device:GPU:0", "GPU")]
+        assert t.gpu().device == "/device:GPU:0"
+    for bad in ("tpu:0", "cpu:1", "gpu:1", 3):
         with pytest.raises(ValueError, match="tfc.device"):
             with tfc.device(bad):
                 pass

@@ -51,7 +51,9 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.context import STATE, TAPES
-from tfc.core.tensor import Tensor, constant, is_python_scalar, wrap
+from tfc.core import device as _device
+from tfc.core.device import PLACEMENT
+from tfc.core.tensor import OnDeviceError, Tensor, constant, is_python_scalar, wrap
 
 
 class Spec(NamedTuple):
@@ -247,7 +249,17 @@ _INFERRED_MAX = 4096
 
 
 def run_eager(op: OpDef, tensors, attrs):
-    values = [t._value for t in tensors]
+    try:
+        values = [t._value for t in tensors]
+    except OnDeviceError:  # a GPU tensor among the inputs (raised by its _value): run it there
+        values = None  # (dispatched outside the handler: its errors chain to no OnDeviceError)
+    if values is None or PLACEMENT.gpu is not None:  # or inside ``with tfc.device("gpu:0")``
+        return _device.run_placed(op, tensors, attrs)
+    return run_host(op, values, attrs)
+
+
+def run_host(op: OpDef, values, attrs):
+    """Run ``op``'s numpy kernel on host arrays; the result as Tensor(s)."""
     try:
         key = (op, *[(v.shape, v.dtype) for v in values], *attrs.items())
         out_specs = _INFERRED.get(key)

@@ -15,7 +15,8 @@ import inspect
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import OpDef
-from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.device import GPU, PLACEMENT, placed
+from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
 
@@ -432,7 +433,11 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
             prevs = [grads.get(id(x)) for x in e.inputs]
             e.prev = [_seed(p) for p in prevs]
             e.totals = ()  # the rule says which (a persistent tape runs it again)
-        in_grads = e.op.grad(e, g)
+        if PLACEMENT.gpu is None and any(type(o) is GpuTensor for o in e.outputs):
+            with placed(GPU):  # the rule runs where the op ran: its constants are made there
+                in_grads = e.op.grad(e, g)
+        else:
+            in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
             raise AssertionError(f"gradient rule of {e.op.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
         totals = e.totals if seeded else ()

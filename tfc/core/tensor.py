@@ -12,6 +12,8 @@ import numbers
 import numpy as np
 
 from tfc.core import dtypes
+from tfc.core.context import STATE
+from tfc.core.device import PLACEMENT
 
 
 class Tensor:
@@ -49,12 +51,19 @@ class Tensor:
         return Spec(self.shape, self.dtype)
 
     # -- devices (tfc.core.device) -------------------------------------------------
+    device = "/device:CPU:0"  # where the value lives (GpuTensor: "/device:GPU:0")
+
     def cpu(self) -> "Tensor":
-        """This tensor on the CPU: itself, where every tensor of this build lives."""
+        """This tensor on the CPU: itself (a GpuTensor copies to the host)."""
         return self
 
     def gpu(self, index: int = 0) -> "Tensor":
-        raise NotImplementedError("Tensor.gpu(): the GPU backend is not implemented yet; tensors are on the CPU")
+        """A copy of this tensor on the GPU (a GpuTensor: its value in device
+        memory). No usable CUDA driver raises tfc.errors.UnavailableError."""
+        from tfc.core import device as _device
+
+        _device.canonical(f"gpu:{index}")
+        return _device.gpu_runtime().to_gpu(self)
 
     # -- numpy interop ----------------------------------------------------------
     def numpy(self) -> np.ndarray:
@@ -152,6 +161,87 @@ def _format_value(v) -> str:
     return str(np.asarray(v).reshape(())[()])
 
 
+class OnDeviceError(NotImplementedError):
+    """The host value of a GPU tensor was needed where tfc does not copy it
+    implicitly (a tfc.Variable's initial value, a tfc.function argument, ...)."""
+
+
+class GpuTensor(Tensor):
+    """A tensor whose value lives in GPU memory (tfc.core.device): ``_buf`` is
+    the device buffer (its data contiguous from ``_buf.addr``; ``_buf.owner``
+    keeps the allocation alive), ``_spec`` its shape and dtype, ``_rt`` the
+    runtime of the driver that holds it (tfc.frontend.eager_gpu). Ops on it run
+    on the GPU; ``numpy()``, ``np.asarray``, printing and ``float()`` copy the
+    value to the host."""
+
+    __slots__ = ("_buf", "_spec", "_rt")
+    device = "/device:GPU:0"
+
+    @property
+    def _value(self):
+        # an eager op's input: tfc.core.registry.run_eager catches this and runs the op on the GPU
+        raise OnDeviceError(
+            f"the value of a GPU tensor ({self._spec}, on {self.device}) is needed on the host here, and tfc "
+            f"does not copy it implicitly: copy it with .cpu() first (a tfc.Variable and the arguments of a "
+            f"tfc.function live on the host in this build)")
+
+    @property
+    def shape(self) -> tuple:
+        return self._spec.shape
+
+    @property
+    def dtype(self) -> dtypes.DType:
+        return self._spec.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._spec.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self._spec.shape:
+            n *= d
+        return n
+
+    @property
+    def spec(self):
+        return self._spec
+
+    def cpu(self) -> Tensor:
+        """A copy of this tensor on the host."""
+        return wrap(self._rt.to_host(self))
+
+    def gpu(self, index: int = 0) -> "GpuTensor":
+        from tfc.core import device as _device
+
+        _device.canonical(f"gpu:{index}")
+        return self
+
+    def numpy(self) -> np.ndarray:
+        """The value copied to the host, as a read-only numpy array (0-d: a numpy scalar)."""
+        a = self._rt.to_host(self)
+        if a.ndim == 0:
+            return a[()]
+        a.flags.writeable = False
+        return a
+
+    def __array__(self, dtype=None, copy=None):
+        a = self._rt.to_host(self)
+        return a if dtype is None or a.dtype == dtype else a.astype(dtype)
+
+    def _scalar(self, what: str):
+        if self.size != 1:
+            raise ValueError(f"{what}() needs a tensor with one element, got shape {self.shape}")
+        return self._rt.to_host(self).item()
+
+    def __repr__(self) -> str:
+        return (f"tfc.Tensor({_format_value(self._rt.to_host(self))}, shape={self.shape}, "
+                f"dtype={self.dtype.name}, device={self.device})")
+
+    __str__ = __repr__
+
+
 def wrap(array) -> Tensor:
     """A Tensor around a numpy array, without copying or checks (the hot path)."""
     t = Tensor.__new__(Tensor)
@@ -224,6 +314,8 @@ def constant(value, dtype=None, shape=None) -> Tensor:
             t = _shapes.broadcast_to(_shapes.reshape(t, ()), shape)
         else:
             t = _shapes.reshape(t, shape)
+    if PLACEMENT.gpu is not None and not t.symbolic and type(t) is Tensor and STATE.builder is None:
+        t = t.gpu()  # made inside ``with tfc.device("gpu:0")``: lives there
     return t
 
 

@@ -1,0 +1,317 @@
+"""Eager ops on GPU tensors (docs/gpu-eager.md, issue 17 point 5).
+
+An eager op whose inputs live on the GPU (tfc.core.tensor.GpuTensor), or that
+runs inside ``with tfc.device("gpu:0")``, runs here as a single-op kernel
+compiled through the same pipeline as ``tfc.function(..., target="cuda")``: a
+one-op function of the op's input shapes and dtypes (its attributes constants
+of the trace) is traced, compiled for cuda and cached by (op, input shapes and
+dtypes, attributes); the cached executable runs on the device buffers
+(``CudaExecutable.run_device``: buffers in, buffers out, no host copies).
+
+Inputs of a single-op function:
+
+- a GPU tensor with dimensions: its buffer;
+- a 0-d GPU tensor: its buffer as a ``[1]`` argument, reshaped to ``()`` in
+  the trace (a 0-d argument of a compiled function is a host scalar, which
+  would cost a device-to-host read per op);
+- a 0-d host tensor (a Python scalar converted by the op): a kernel argument
+  of the launch (soft placement of scalars: no upload, one compiled kernel for
+  every value).
+
+Ops that are stateful (the random generators) or take no tensor (creation
+ops) run their numpy kernel on the host and upload the result: the same bits
+as on the CPU. A 0-d result that the compiled program reads back to the host
+(its L3 form keeps 0-d values as host scalars) is uploaded again.
+
+Importing this module imports nothing of CUDA: tfc.backends.cuda and the driver
+load at the first GPU tensor.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from tfc.core import device as _device
+from tfc.core.device import CPU, GPU, DeviceMismatchError, PhysicalDevice
+from tfc.core.registry import Spec, execute, run_host
+from tfc.core.tensor import GpuTensor, Tensor, wrap
+
+_new_gpu = GpuTensor.__new__
+_new_tuple = tuple.__new__
+
+
+class _Entry:
+    """One compiled single-op function: its executable, how each argument is
+    passed, the result specs, and what each result needs after the run."""
+
+    __slots__ = ("ex", "run", "specs", "single", "fix")
+
+    def __init__(self, ex, specs, single, fix):
+        self.ex = ex
+        self.run = ex.run_device
+        self.specs = specs
+        self.single = single
+        self.fix = fix  # None, or per result: whether it may need a copy (a strided view, the arena)
+
+
+class DriverRuntime:
+    """GPU tensors of one driver: uploads, downloads and the op cache."""
+
+    def __init__(self, driver):
+        from tfc.backends.cuda.memory import allocator_for
+
+        self.driver = driver
+        self.allocator = allocator_for(driver)
+        self.cache: dict = {}   # (op, input kinds, attrs) -> _Entry
+        self.compiles = 0       # single-op functions compiled (the cache's misses)
+        self._lock = threading.Lock()
+
+    # -- host <-> device -----------------------------------------------------------
+    def alloc(self, nbytes: int):
+        from tfc.backends.cuda.host import Buf
+
+        a = self.allocator.alloc(nbytes)
+        return Buf(a.ptr, a)
+
+    def upload(self, array) -> GpuTensor:
+        host = np.ascontiguousarray(array)
+        buf = self.alloc(host.nbytes)
+        if host.nbytes:
+            self.driver.copy_htod(buf.addr, host)
+        return self.tensor(buf, _new_tuple(Spec, (host.shape, _dtype_of(host.dtype))))
+
+    def to_host(self, t: GpuTensor) -> np.ndarray:
+        """A host copy of a GPU tensor's value (a fresh C-contiguous array)."""
+        host = np.empty(t._spec.shape, t._spec.dtype.as_numpy_dtype)
+        if host.nbytes:
+            self.driver.copy_dtoh(host, t._buf.addr)
+        return host
+
+    def tensor(self, buf, spec) -> GpuTensor:
+        t = _new_gpu(GpuTensor)
+        t._buf = buf
+        t._spec = spec
+        t._rt = self
+        return t
+
+    # -- ops -------------------------------------------------------------------------
+    def run(self, op, tensors, attrs, scope):
+        """Run ``op`` on the GPU (see the module docstring for the inputs)."""
+        key = [op]
+        args = []
+        for i, t in enumerate(tensors):
+            if type(t) is GpuTensor:
+                if t._rt is not self:
+                    raise DeviceMismatchError(
+                        f"{op.name}: input {i} is on the GPU of another CUDA driver "
+                        f"({t._rt.driver.name}, not {self.driver.name}): copy it with .cpu() first")
+                key.append(t._spec)
+                args.append(t._buf)
+                continue
+            v = t._value
+            if not isinstance(v, np.ndarray | np.generic):
+                v = np.asarray(v)
+            if v.ndim == 0:
+                key.append(v.dtype)  # a host scalar: a kernel argument
+                args.append(v)
+            elif scope == GPU:
+                g = self.upload(v)
+                key.append(g._spec)
+                args.append(g._buf)
+            else:
+                raise _mismatch(op, tensors, i)
+        if op.stateful or not tensors:
+            return self.run_on_host(op, tensors, attrs)
+        key.extend(attrs.items())
+        try:
+            key = tuple(key)
+            entry = self.cache.get(key)
+        except TypeError:  # an unhashable attribute (slices of an index): its text names it
+            key = tuple(key[:len(tensors) + 1]) + (repr(attrs),)
+            entry = self.cache.get(key)
+        if entry is None:
+            entry = self.compile(op, key[1:len(tensors) + 1], attrs)
+        outs = entry.run(args)
+        if entry.fix is not None:
+            outs = self.fixed(entry, outs)
+        if entry.single:
+            return self.tensor(outs[0], entry.specs[0])
+        return [self.tensor(o, s) for o, s in zip(outs, entry.specs)]
+
+    def run_on_host(self, op, tensors, attrs):
+        """Run ``op``'s numpy kernel on host copies of its inputs; upload the results."""
+        values = [self.to_host(t) if type(t) is GpuTensor else t._value for t in tensors]
+        out = run_host(op, values, attrs)
+        if isinstance(out, Tensor):
+            return self.upload(out._value)
+        return [self.upload(o._value) for o in out]
+
+    def fixed(self, entry, outs):
+        """Results as contiguous buffers of their own: a scalar the host program
+        read back is uploaded, a strided view or a buffer in the arena copied."""
+        from tfc.backends.cuda.host import Buf
+
+        arena = entry.ex._device.arena.block
+        out = []
+        for o, s, (strided, t) in zip(outs, entry.specs, entry.fix):
+            if not isinstance(o, Buf):  # a 0-d result the host program holds as a scalar
+                o = self.upload(np.asarray(o, s.dtype.as_numpy_dtype))._buf
+            elif strided:  # not produced by the lowering today; a host round trip keeps it correct
+                host = entry.ex._device.call().to_host(o, t)
+                o = self.upload(host)._buf
+            elif arena is not None and o.owner is arena:
+                n = host_nbytes(s)
+                b = self.alloc(n)
+                if n:
+                    self.driver.copy_dtod(b.addr, o.addr, n)
+                o = b
+            out.append(o)
+        return out
+
+    def compile(self, op, kinds, attrs) -> _Entry:
+        """Trace, compile for cuda and cache the single-op function of ``op`` on
+        inputs of these kinds (Specs of GPU tensors, numpy dtypes of host scalars)."""
+        from tfc.backends.cuda import Device
+        from tfc.frontend.function import Function, TensorSpec
+        from tfc.ops.shapes import reshape
+        from xdsl.dialects.builtin import MemRefType, NoneAttr
+
+        specs, flat0, in_specs = [], [], []
+        for k in kinds:
+            if isinstance(k, Spec):
+                in_specs.append(k)
+                flat0.append(k.shape == ())
+                specs.append(TensorSpec((1,) if k.shape == () else k.shape, k.dtype))
+            else:
+                dt = _dtype_of(k)
+                in_specs.append(_new_tuple(Spec, ((), dt)))
+                flat0.append(False)
+                specs.append(TensorSpec((), dt))
+
+        def one_op(*xs):
+            return execute(op, [reshape(x, ()) if f else x for x, f in zip(xs, flat0)], attrs)
+
+        one_op.__name__ = f"eager_{op.name}"
+        out_specs = op.infer(op, *in_specs, **attrs)
+        single = type(out_specs) is Spec
+        out_specs = [out_specs] if single else list(out_specs)
+        for s in out_specs:
+            if any(d is None for d in s.shape):
+                raise NotImplementedError(f"{op.name} on the GPU: a result shape that depends on the values "
+                                          f"({s}) is not supported by eager GPU tensors")
+        prev = _device.PLACEMENT.name, _device.PLACEMENT.gpu
+        _device.PLACEMENT.name = _device.PLACEMENT.gpu = None  # the trace places nothing
+        try:
+            conc = Function(one_op, input_signature=specs, autograph=False, target="cuda").get_concrete_function()
+            ex = conc.compiled
+        except NotImplementedError as e:
+            if op.name not in str(e):
+                e.add_note(f"  (compiling the eager op {op.name} for the GPU)")
+            raise
+        finally:
+            _device.PLACEMENT.name, _device.PLACEMENT.gpu = prev
+        if len(ex.result_types) != len(out_specs) or conc.variables:
+            raise NotImplementedError(f"{op.name} on the GPU: its single-op function has {len(ex.result_types)} "
+                                      f"results for {len(out_specs)} outputs")
+        ex._device = Device(self.driver, ex.ptx, ex.plan.arena_size)  # this runtime's driver
+        fix = [(isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr), t) for t in ex.result_types]
+        needs = any(s or not isinstance(t, MemRefType) for s, t in fix) or ex.plan.arena_size > 0
+        entry = _Entry(ex, out_specs, single, fix if needs else None)
+        with self._lock:
+            self.compiles += 1
+            self.cache[(op, *kinds, *attrs.items()) if _hashable(attrs) else (op, *kinds, repr(attrs))] = entry
+        return entry
+
+
+def host_nbytes(spec) -> int:
+    n = np.dtype(spec.dtype.as_numpy_dtype).itemsize
+    for d in spec.shape:
+        n *= d
+    return n
+
+
+def _hashable(attrs) -> bool:
+    try:
+        hash(tuple(attrs.items()))
+        return True
+    except TypeError:
+        return False
+
+
+def _dtype_of(np_dtype):
+    from tfc.core import dtypes
+
+    return dtypes.from_numpy(np_dtype)
+
+
+def _where(t) -> str:
+    return GPU if type(t) is GpuTensor else CPU
+
+
+def _mismatch(op, tensors, host_index) -> DeviceMismatchError:
+    gpu_index = next(i for i, t in enumerate(tensors) if type(t) is GpuTensor)
+    h, g = tensors[host_index], tensors[gpu_index]
+    return DeviceMismatchError(
+        f"{op.name}: input {gpu_index} ({g.spec}) is on {GPU} and input {host_index} ({h.spec}) on {CPU}: "
+        f"an op's tensors must be on one device. Copy one of them: .gpu() puts a tensor on the GPU, .cpu() "
+        f"on the host (or run the op inside `with tfc.device(...)`, which copies its inputs to that device)")
+
+
+class Runtime:
+    """The GPU runtime tfc.core.device calls (registered below): one
+    DriverRuntime per driver (the one TFC_CUDA_DRIVER or the default order picks)."""
+
+    def __init__(self):
+        self._per_driver: dict = {}
+        self._lock = threading.Lock()
+
+    def current(self) -> DriverRuntime:
+        """The runtime of the driver in use; UnavailableError where there is none."""
+        from tfc.backends.cuda.driver import get_driver
+
+        d = get_driver()
+        r = self._per_driver.get(d.name)
+        if r is None or r.driver is not d:
+            with self._lock:
+                r = self._per_driver.get(d.name)
+                if r is None or r.driver is not d:
+                    r = self._per_driver[d.name] = DriverRuntime(d)
+        return r
+
+    def check(self) -> None:
+        self.current()
+
+    def devices(self) -> list:
+        from tfc.core.errors import UnavailableError
+
+        try:
+            self.current()
+        except UnavailableError:
+            return []
+        return [PhysicalDevice("/physical_device:GPU:0", "GPU")]
+
+    def to_gpu(self, t) -> GpuTensor:
+        if type(t) is GpuTensor:
+            return t
+        return self.current().upload(np.asarray(t._value))
+
+    def run(self, op, tensors, attrs, scope):
+        if scope == CPU:  # ``with tfc.device("cpu:0")``: GPU inputs come to the host
+            return run_host(op, [t._rt.to_host(t) if type(t) is GpuTensor else t._value for t in tensors], attrs)
+        for t in tensors:
+            if type(t) is GpuTensor:
+                return t._rt.run(op, tensors, attrs, scope)
+        return self.current().run(op, tensors, attrs, scope)  # a GPU scope, host inputs only
+
+
+RUNTIME = Runtime()
+_device.set_gpu_runtime(RUNTIME)
+
+
+def compiles() -> int:
+    """Single-op functions compiled so far (all drivers): the op cache's misses."""
+    return sum(r.compiles for r in RUNTIME._per_driver.values())
+
+
+__all__ = ["DriverRuntime", "RUNTIME", "Runtime", "compiles"]
