@@ -486,3 +486,45 @@ def test_guarded_select_is_a_kernel(rng):
         check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), a[:, ::2], b.T[::2].T)
         check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), a[:0], b[:0])
         check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), np.int32(3), np.int32(-4))
+
+
+# -- custom_gradient's marker: no op in L3 ------------------------------------------------
+
+@tfc.custom_gradient
+def _clipped(x):
+    def grad(g):
+        return tfc.clip_by_value(g, -1.0, 1.0)
+    return x, grad
+
+
+@tfc.custom_gradient
+def _sum_sq(x):
+    def grad(g):
+        return g * 3.0 * x
+    return tfc.reduce_sum(x * x), grad
+
+
+def test_custom_gradient_marker_is_no_op_in_l3(rng):
+    """The marker's outputs are its operands' L3 values (lower.forward): no
+    library call, no copy; its value escapes, is 0-d, is carried by a loop;
+    the user's gradient still runs (taken from the L1 IR), compiled and under
+    a None signature."""
+    x = rng.normal(size=(5, 3)).astype(F32)
+
+    def grad(a):
+        with tfc.GradientTape() as t:
+            t.watch(a)
+            y = _clipped(a * 5.0) * 2.0 + _sum_sq(a)
+        return t.gradient(y, a)
+
+    def loop(a):
+        i = tfc.constant(0)
+        while i < 3:
+            a = _clipped(a) * 2.0
+            i += 1
+        return a
+
+    for fn in (lambda a: _clipped(a), lambda a: (_sum_sq(a) + 1.0, _sum_sq(a[0])), grad, loop):
+        l3 = check(fn, x, signature=[tfc.TensorSpec([None, 3])])
+        assert "custom_gradient" not in l3
+    assert not np.shares_memory(tfc.function(lambda a: _clipped(a))(x).numpy(), x)
