@@ -1,0 +1,252 @@
+"""Float32 transcendental functions as PTX sequences for the PTX printer
+(tfc/backends/cuda/ptx.py): exact ``.rn`` arithmetic around one
+``ex2.approx.f32`` on a reduced argument (exp family) or none at all (log
+family: fdlibm's ``logf`` reduction and polynomial). Errors against numpy's
+float64 results, measured over wide input ranges: docs/ir-gpu-dialect.md.
+
+Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
+the destination register and the argument registers. ``model_*`` in
+tests/test_ptx.py re-implements the same sequences in numpy.
+
+Not implemented (NotImplementedError naming the op): sin, cos, tan (they need
+a Payne-Hanek argument reduction to be accurate over all of float32), erf,
+powf, the hyperbolic functions other than tanh, the inverse trigonometric
+functions, cbrt.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.backends.cuda.ptx import f32_hex
+
+# fdlibm e_logf.c
+LG1, LG2, LG3, LG4 = (np.float32(x) for x in (0.66666662693, 0.40000972152, 0.28498786688, 0.24279078841))
+LN2_HI = np.uint32(0x3F317180).view(np.float32)
+LN2_LO = np.uint32(0x3717F7D1).view(np.float32)
+L2E = np.float32(1.4426950408889634)                      # log2(e), rounded
+L2E_LO = np.float32(1.4426950408889634 - float(L2E))      # what rounding dropped
+INV_LN2 = np.float32(1.4426950408889634)
+INV_LN10 = np.float32(0.4342944819032518)
+LOG10_2_HI = np.uint32(np.float32(0.30102999566398120).view(np.uint32) & 0xFFFFF000).view(np.float32)
+LOG10_2_LO = np.float32(0.30102999566398120 - float(LOG10_2_HI))
+
+
+def h(x) -> str:
+    return f32_hex(float(x))
+
+
+class _F:
+    """Float32 instructions with fresh registers."""
+
+    def __init__(self, k):
+        self.k = k
+
+    def r(self, cls="f"):
+        return self.k.reg(cls)
+
+    def op(self, opcode, *args, cls="f", dst=None, pred=None):
+        d = dst or self.r(cls)
+        self.k.i(opcode, d, *args, pred=pred)
+        return d
+
+    def add(self, a, b):
+        return self.op("add.rn.f32", a, b)
+
+    def sub(self, a, b):
+        return self.op("sub.rn.f32", a, b)
+
+    def mul(self, a, b):
+        return self.op("mul.rn.f32", a, b)
+
+    def div(self, a, b):
+        return self.op("div.rn.f32", a, b)
+
+    def fma(self, a, b, c):
+        return self.op("fma.rn.f32", a, b, c)
+
+    def setp(self, cmp, a, b):
+        return self.op(f"setp.{cmp}.f32", a, b, cls="p")
+
+    def sel(self, dst, value, p):
+        """dst = value where p (predicated move)."""
+        self.k.i("mov.f32", dst, value, pred=p)
+
+
+def _scale(F, p, n):
+    """p * 2^n for a float32 integer n (NaN: 0, clamped to [-254, 254]) in two
+    exact power-of-two factors, so a subnormal result rounds once."""
+    k = F.k
+    ni = F.op("cvt.rzi.s32.f32", n, cls="r")
+    k.i("max.s32", ni, ni, "-254")
+    k.i("min.s32", ni, ni, "254")
+    n1 = F.op("shr.s32", ni, "1", cls="r")
+    n2 = F.op("sub.s32", ni, n1, cls="r")
+    out = p
+    for part in (n1, n2):
+        b = F.op("add.s32", part, "127", cls="r")
+        k.i("shl.b32", b, b, "23")
+        s = F.op("mov.b32", b)
+        out = F.mul(out, s)
+    return out
+
+
+def emit_exp2(k, dst, x):
+    F = _F(k)
+    n = F.op("cvt.rni.f32.f32", x)
+    f = F.sub(x, n)                                       # exact, |f| <= 0.5
+    p = F.op("ex2.approx.f32", f)
+    r = _scale(F, p, n)
+    k.i("mov.f32", dst, r)
+    F.sel(dst, h(np.inf), F.setp("gt", x, h(128.0)))
+    F.sel(dst, h(0.0), F.setp("lt", x, h(-255.0)))
+
+
+def emit_exp(k, dst, x):
+    """2^(x log2 e) with x log2 e carried as t + e (t rounded, e its error
+    from an fma, plus x times log2 e's own rounding error)."""
+    F = _F(k)
+    t = F.mul(x, h(L2E))
+    nt = F.op("neg.f32", t)
+    e = F.fma(x, h(L2E), nt)
+    e = F.fma(x, h(L2E_LO), e)
+    n = F.op("cvt.rni.f32.f32", t)
+    f = F.sub(t, n)
+    f = F.add(f, e)
+    p = F.op("ex2.approx.f32", f)
+    r = _scale(F, p, n)
+    k.i("mov.f32", dst, r)
+    F.sel(dst, h(np.inf), F.setp("gt", x, h(89.0)))
+    F.sel(dst, h(0.0), F.setp("lt", x, h(-105.0)))
+
+
+def _log_core(F, x):
+    """fdlibm's logf: x = 2^k m, m in [sqrt(2)/2, sqrt(2)), f = m - 1;
+    returns (k as float32, f, hfsq = f*f/2, s*(hfsq+R)) so that
+    log(m) = f - (hfsq - s*(hfsq+R))."""
+    k = F.k
+    tiny = F.setp("lt", x, h(np.float32(2.0 ** -126)))
+    xs = F.op("mov.f32", x)
+    k.i("mul.rn.f32", xs, x, h(np.float32(2.0 ** 25)), pred=tiny)  # subnormals: scale to normal
+    k0 = F.op("selp.b32", "-25", "0", tiny, cls="r")
+    bits = F.op("mov.b32", xs, cls="r")
+    ix = F.op("and.b32", bits, "8388607", cls="r")                    # 0x7fffff
+    i = F.op("add.s32", ix, "4913952", cls="r")                        # 0x4afb20
+    k.i("and.b32", i, i, "8388608")                                    # 0x800000
+    mb = F.op("xor.b32", i, "1065353216", cls="r")                     # 0x3f800000
+    k.i("or.b32", mb, mb, ix)
+    m = F.op("mov.b32", mb)
+    ki = F.op("shr.u32", bits, "23", cls="r")
+    k.i("sub.s32", ki, ki, "127")
+    i23 = F.op("shr.u32", i, "23", cls="r")
+    k.i("add.s32", ki, ki, i23)
+    k.i("add.s32", ki, ki, k0)
+    dk = F.op("cvt.rn.f32.s32", ki)
+    f = F.sub(m, h(1.0))
+    s = F.div(f, F.add(f, h(2.0)))
+    z = F.mul(s, s)
+    w = F.mul(z, z)
+    t1 = F.mul(w, F.add(F.mul(w, h(LG4)), h(LG2)))
+    t2 = F.mul(z, F.add(F.mul(w, h(LG3)), h(LG1)))
+    R = F.add(t2, t1)
+    hfsq = F.mul(F.mul(f, f), h(0.5))
+    sR = F.mul(s, F.add(hfsq, R))
+    return dk, f, hfsq, sR
+
+
+def _log_specials(F, dst, x, at_inf=np.inf):
+    F.sel(dst, h(np.nan), F.setp("lt", x, h(0.0)))
+    F.sel(dst, h(-np.inf), F.setp("eq", x, h(0.0)))
+    F.sel(dst, h(at_inf), F.setp("eq", x, h(np.inf)))
+    F.sel(dst, x, F.setp("nan", x, x))
+
+
+def emit_log(k, dst, x):
+    F = _F(k)
+    dk, f, hfsq, sR = _log_core(F, x)
+    # dk*ln2_hi - ((hfsq - (s*(hfsq+R) + dk*ln2_lo)) - f)
+    u = F.sub(F.sub(hfsq, F.add(sR, F.mul(dk, h(LN2_LO)))), f)
+    k.i("sub.rn.f32", dst, F.mul(dk, h(LN2_HI)), u)
+    _log_specials(F, dst, x)
+
+
+def _logm(F, f, hfsq, sR):
+    return F.sub(f, F.sub(hfsq, sR))
+
+
+def emit_log2(k, dst, x):
+    F = _F(k)
+    dk, f, hfsq, sR = _log_core(F, x)
+    k.i("fma.rn.f32", dst, _logm(F, f, hfsq, sR), h(INV_LN2), dk)
+    _log_specials(F, dst, x)
+
+
+def emit_log10(k, dst, x):
+    F = _F(k)
+    dk, f, hfsq, sR = _log_core(F, x)
+    lo = F.fma(_logm(F, f, hfsq, sR), h(INV_LN10), F.mul(dk, h(LOG10_2_LO)))
+    k.i("fma.rn.f32", dst, dk, h(LOG10_2_HI), lo)
+    _log_specials(F, dst, x)
+
+
+def emit_log1p(k, dst, x):
+    """Goldberg: u = 1 + x; x where u == 1, else log(u) * x / (u - 1)."""
+    F = _F(k)
+    u = F.add(x, h(1.0))
+    lu = F.r()
+    emit_log(k, lu, u)
+    q = F.div(lu, F.sub(u, h(1.0)))
+    k.i("mul.rn.f32", dst, q, x)
+    F.sel(dst, x, F.setp("eq", u, h(1.0)))
+    F.sel(dst, h(np.inf), F.setp("eq", x, h(np.inf)))
+
+
+def emit_expm1(k, dst, x):
+    """Kahan: u = exp(x); x where u == 1, -1 where u - 1 == -1, else
+    (u - 1) * (x / log(u)) (the rounding errors of u cancel)."""
+    F = _F(k)
+    u = F.r()
+    emit_exp(k, u, x)
+    d = F.sub(u, h(1.0))
+    lu = F.r()
+    emit_log(k, lu, u)
+    k.i("mul.rn.f32", dst, d, F.div(x, lu))  # x / log(u) ~ 1 first: (u - 1) * x overflows near x = 88
+    F.sel(dst, x, F.setp("eq", u, h(1.0)))
+    F.sel(dst, h(-1.0), F.setp("eq", d, h(-1.0)))
+    F.sel(dst, h(np.inf), F.setp("eq", u, h(np.inf)))
+
+
+TANH_P = tuple(np.float32(c) for c in (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+                                        -3.33332819422e-1))
+
+
+def emit_tanh(k, dst, x):
+    """tanh |x| = e / (e + 2), e = expm1(2|x|), for |x| >= 0.625; below,
+    cephes' tanhf polynomial |x| + |x| z P(z), z = x^2; 1 beyond 9 (tanh 9
+    rounds to 1 in float32); x's sign."""
+    F = _F(k)
+    a = F.op("abs.f32", x)
+    e = F.r()
+    emit_expm1(k, e, F.add(a, a))
+    t = F.div(e, F.add(e, h(2.0)))
+    z = F.mul(a, a)
+    q = F.op("mov.f32", h(TANH_P[0]))
+    for c in TANH_P[1:]:
+        q = F.fma(q, z, h(c))
+    small = F.fma(F.mul(q, z), a, a)
+    F.sel(t, small, F.setp("lt", a, h(0.625)))
+    F.sel(t, h(1.0), F.setp("gt", a, h(9.0)))
+    k.i("copysign.f32", dst, x, t)
+
+
+EMITTERS = {
+    "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
+    "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
+}
+
+
+def emit(k, name, dst, *args):
+    fn = EMITTERS.get(name)
+    if fn is None:
+        raise NotImplementedError(f"PTX printer: {name} (float32 {name.split('.')[1]} has no PTX sequence yet; "
+                                  "implemented: " + ", ".join(sorted(EMITTERS)) + ")")
+    fn(k, dst, *args)
