@@ -3,9 +3,9 @@
 // One block per output row: threads stride over the row, shuffles in each
 // warp, the warps' results through shared memory, thread 0 stores. Every
 // barrier is outside the branches (all threads reach it).
-func.func @rows(%x: memref<5x300xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
+func.func @rows(%x: memref<5x301xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
   %0 = loops.alloc : memref<5xf32>
-  loops.parallel ins(%x : memref<5x300xf32>) outs(%0 : memref<5xf32>) attributes {shape = array<i64: 5, 300>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} {
+  loops.parallel ins(%x : memref<5x301xf32>) outs(%0 : memref<5xf32>) attributes {shape = array<i64: 5, 301>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} {
   ^bb0(%a: f32):
     %e = math.exp %a : f32
     loops.yield %e : f32
@@ -43,7 +43,8 @@ func.func @rows(%x: memref<5x300xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
 // CHECK:       sym_name = "k0_sum_rows", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction", tgpu.index = "i32"
 
 // A full max over 2^15 elements: two passes, the partial maxima of 16 chunks
-// into a fresh buffer, then one block over them.
+// into a fresh buffer, then one block over them; the first pass reads
+// 16-byte vectors (a contiguous, aligned input).
 func.func @full(%x: memref<32768xf32>, %arena: memref<64xi8>) -> memref<f32> {
   %0 = loops.alloc : memref<f32>
   loops.parallel ins(%x : memref<32768xf32>) outs(%0 : memref<f32>) attributes {shape = array<i64: 32768>, broadcast = [array<i64: 0>], reduce = ["max"], reduce_axes = array<i64: 0>} {
@@ -55,7 +56,8 @@ func.func @full(%x: memref<32768xf32>, %arena: memref<64xi8>) -> memref<f32> {
 
 // CHECK:       "gpu.func"()
 // CHECK:         arith.constant 0xff800000 : f32
-// CHECK:         arith.maximumf
+// CHECK:         tgpu.load %{{.*}}[%{{.*}}] {width = 4, nc}
+// CHECK-COUNT-4: arith.maximumf
 // CHECK:       sym_name = "k1_max_all", {{.*}}tgpu.kind = "reduction"
 // CHECK:       "gpu.func"()
 // CHECK:         arith.maximumf

@@ -988,11 +988,16 @@ class _Lowering:
         kinds = op.reduce_kinds
         p_chunks = 1
         bsize = _block_for([(k, _acc_type(k, y.type)) for k, y in zip(kinds, term.values) if k])
+        width = self._reduce_width(op, ins, shape, axes, m, r)
+        chunk = None
         if m < MAX_BLOCKS // 2 and r >= TWO_PASS_MIN and not any(k in ARG_KINDS for k in kinds):
             p_chunks = max(1, min(MAX_BLOCKS // m, -(-r // (bsize * 8))))
             if p_chunks > 1:
                 chunk = -(-r // p_chunks)
+                chunk = -(-chunk // width) * width  # every chunk starts on a vector
                 p_chunks = -(-r // chunk)
+            if p_chunks <= 1:
+                p_chunks, chunk = 1, None
         host = []
         ew, reds, partials = [], [], []
         for k, (o, kind, y) in enumerate(zip(op.outs, kinds, term.values)):
@@ -1018,7 +1023,7 @@ class _Lowering:
             self.name(stem), shape, axes, params, ins, ew, reds,
             lambda kb, vals, index_of: run_body(kb, body, vals, index_of, self._load_at(kb, caps)),
             _body_index_dims(body), p_chunks, bsize, extra=list(caps.values()),
-            extra_shapes=[tuple(c.type.get_shape()) for c in caps])
+            extra_shapes=[tuple(c.type.get_shape()) for c in caps], width=width, chunk=chunk)
         host += self.launch(kernel, self._grid, params.values, (bsize, 1, 1))
         if p_chunks > 1:  # the second pass: each output over its chunks' partial results
             kshape = tuple(shape[d] for d in kept)
@@ -1038,6 +1043,28 @@ class _Lowering:
         return host
 
     @staticmethod
+    def _reduce_width(op, ins, shape, axes, m, r) -> int:
+        """Vector width of a reduction's loads: every buffer read contiguously
+        along the reduced elements (stride 1), each row's start a multiple of
+        the width, 16-byte aligned, no elementwise output and no index read;
+        else 1."""
+        body = op.body.block
+        if any(k is None for k in op.reduce_kinds) or _body_index_dims(body) or _has_load_at(body):
+            return 1
+        bufs = [(v, a) for v, a in zip(op.ins, ins) if a.kind == "buffer"]
+        if not bufs or any(_row_major_step(a, shape, axes) != 1 for _, a in bufs):
+            return 1
+        size = max(G.element_bytes(a.elt) for _, a in bufs)
+        w = 2 if size == 8 else 4
+        if r < w:
+            return 1
+        for v, a in bufs:
+            kept_strides = [s for d, s in zip(a.bmap, a.strides) if d >= 0 and d not in axes and shape[d] > 1]
+            if any(s % w for s in kept_strides) or not _aligned(v, w * G.element_bytes(a.elt)):
+                return 1
+        return w
+
+    @staticmethod
     def _red_out(params, o, shape, kept, written):
         """The destination of a reduced output and its stride per kept dim."""
         a = _access(params, o, tuple(range(len(o.type.get_shape()))), tuple(o.type.get_shape()), written)
@@ -1051,7 +1078,7 @@ class _Lowering:
         return a, ks
 
     def reduce_kernel(self, name, shape, axes, params, ins, ew, reds, body, index_dims, p_chunks, bsize,
-                      extra=(), extra_shapes=(), partial_input=False):
+                      extra=(), extra_shapes=(), partial_input=False, width=1, chunk=None):
         """Work items (kept flat index o, chunk p), one per block in turn; the
         block's threads stride over the chunk's reduced elements; each reduced
         output's accumulators meet in a block reduction, which thread 0 finishes
@@ -1060,7 +1087,8 @@ class _Lowering:
         ksizes = [shape[d] for d in kept]
         rsizes = [shape[d] for d in axes]
         m, r = _prod(ksizes), _prod(rsizes)
-        chunk = -(-r // p_chunks) if p_chunks > 1 else r
+        if chunk is None:
+            chunk = -(-r // p_chunks) if p_chunks > 1 else r
         work = m * p_chunks
         it = _index_type([a for a in ins if a.kind == "buffer" and not partial_input] + [a for _, a in ew],
                          shape, m * r)
@@ -1176,7 +1204,38 @@ class _Lowering:
                     nxt += _combine_parts(kb, rd, acc, new)
                 return nxt
 
-            flat = kb.for_(lo, hi, kb.i(bsize), step, inits)
+            if width == 1:
+                flat = kb.for_(lo, hi, kb.i(bsize), step, inits)
+            else:
+                # 16-byte vectors over the chunk (its start and every row a multiple of width),
+                # then the scalar tail of the last chunk
+                def vstep(q, *flat):
+                    ri0 = kb.mul(q, kb.i(width))
+                    lanes = []
+                    for a in ins:
+                        if a.kind != "buffer":
+                            lanes.append([hoisted[id(a)]] * width)
+                        else:
+                            lanes.append(kb.load(kb.args[a.param], kb.add(base[id(a)], ri0), nc=a.nc, width=width))
+                    flat = list(flat)
+                    for j in range(width):
+                        res = body(kb, [lane[j] for lane in lanes], None)
+                        nxt = []
+                        for (k, rd), acc in zip(reds, split(flat)):
+                            idx = [kb.add(ri0, kb.i(j))] if rd.kind in ARG_KINDS else []
+                            nxt += _combine_parts(kb, rd, acc, [_to_acc(kb, res[k], rd)] + idx)
+                        flat = nxt
+                    return flat
+                rq = r // width
+                if p is None:
+                    lo_q, hi_q = tid, kb.i(rq)
+                else:
+                    lo_q = kb.add(kb.mul(p, kb.i(chunk // width)), tid)
+                    end_q = kb.mul(kb.add(p, kb.i(1)), kb.i(chunk // width))
+                    hi_q = kb.select(kb.cmpi("slt", end_q, kb.i(rq)), end_q, kb.i(rq))
+                flat = kb.for_(lo_q, hi_q, kb.i(bsize), vstep, inits)
+                if r % width:
+                    flat = kb.for_(kb.add(kb.i(rq * width), tid), hi, kb.i(bsize), step, flat)
             if not reds:
                 return
             accs = {id(rd): parts for (_, rd), parts in zip(reds, split(flat))}
