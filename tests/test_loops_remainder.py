@@ -528,3 +528,21 @@ def test_custom_gradient_marker_is_no_op_in_l3(rng):
         l3 = check(fn, x, signature=[tfc.TensorSpec([None, 3])])
         assert "custom_gradient" not in l3
     assert not np.shares_memory(tfc.function(lambda a: _clipped(a))(x).numpy(), x)
+
+
+# -- integer matmul writes its planned buffer ---------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.float16])
+def test_matmul_of_any_dtype_writes_its_planned_buffer(rng, dtype):
+    """Integer (wrapping) and float16 products: kernel_into (numpy's loop of
+    the operands' dtype, with out=) into the plan's buffer; eager's values;
+    batched, transposed, non-contiguous, empty."""
+    big = 120 if dtype == np.int8 else 10 ** 6
+    a = rng.integers(-big, big, size=(2, 5, 7)).astype(dtype)
+    b = rng.integers(-big, big, size=(2, 7, 3)).astype(dtype)
+    for fn, args in [(lambda x, y: tfc.matmul(x, y) + y[:, :5, :1], (a, b)),
+                     (lambda x, y: tfc.matmul(x, y, transpose_a=True), (a[:, :, :4], a)),
+                     (lambda x, y: tfc.matmul(x, y), (a[:, ::-1], b[:, :, ::2])),
+                     (lambda x, y: tfc.matmul(x, y), (a[:, :0], b))]:
+        l3 = check(fn, *args, library={"matmul"})
+        assert all(" outs(" in ln for ln in l3.splitlines() if 'loops.library "matmul"' in ln)

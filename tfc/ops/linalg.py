@@ -41,8 +41,9 @@ def _matmul_into(a, b, out, transpose_a, transpose_b):
     np.matmul(blas_ready(a), blas_ready(b), out=out)
 
 
-# float operands of the result's dtype: numpy's matmul would otherwise cast (integers: its own loop)
-_matmul_into.when = lambda ins, out, **attrs: out.dtype.is_floating and all(s.dtype == out.dtype for s in ins)
+# operands of the result's dtype: numpy's matmul would otherwise cast them (with out=, it
+# runs the loop of out's dtype); integers run numpy's own loop either way (exact, wrapping)
+_matmul_into.when = lambda ins, out, **attrs: all(s.dtype == out.dtype for s in ins)
 
 
 def _matmul_infer(op, a: Spec, b: Spec, transpose_a, transpose_b) -> Spec:
