@@ -276,8 +276,9 @@ def test_float_arithmetic_is_ieee(t):
             want = ref(a, b)
             assert np.array_equal(got, want, equal_nan=True), op
         assert np.array_equal(_probe(f"sqrt.rn.{t} %d, %a0;", [t], t, a), np.sqrt(a), equal_nan=True)
-        assert _bits_equal(_probe(f"neg.{t} %d, %a0;", [t], t, a), -a)
-        assert _bits_equal(_probe(f"abs.{t} %d, %a0;", [t], t, a), np.abs(a))
+        num = ~np.isnan(a)   # NaN results: test_nan_results_as_an_h100_gives_them
+        assert _bits_equal(_probe(f"neg.{t} %d, %a0;", [t], t, a)[num], -a[num])
+        assert _bits_equal(_probe(f"abs.{t} %d, %a0;", [t], t, a)[num], np.abs(a[num]))
         got = _probe(f"copysign.{t} %d, %a0, %a1;", [t, t], t, a, b)
         assert _bits_equal(got, np.copysign(b, a))   # PTX: a's sign on b
 
@@ -289,6 +290,32 @@ def test_fma_f64_exact():
     want = np.array([S._fma_exact(x, y, z) for x, y, z in zip(a.tolist(), b.tolist(), c.tolist())])
     assert np.array_equal(got, want, equal_nan=True)
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_nan_results_as_an_h100_gives_them():
+    a, b = K.float_inputs(np.float32)
+    with np.errstate(all="ignore"):
+        for body, srcs, ref in [("add.rn.f32 %d, %a0, %a1;", 2, np.add), ("mul.rn.f32 %d, %a0, %a1;", 2, np.multiply),
+                                ("sqrt.rn.f32 %d, %a0;", 1, np.sqrt), ("neg.f32 %d, %a0;", 1, np.negative),
+                                ("cvt.rni.f32.f32 %d, %a0;", 1, np.rint)]:
+            got = _probe(body, ["f32"] * srcs, "f32", *((a, b)[:srcs]))
+            want = ref(a, b) if srcs == 2 else ref(a)
+            assert np.array_equal(got, want, equal_nan=True), body
+            assert (got.view(np.uint32)[np.isnan(got)] == 0x7FFFFFFF).all(), body   # the canonical NaN
+        h = _probe("cvt.rn.f16.f32 %d, %a0;", ["f32"], "b16", a)
+        assert (h[np.isnan(a)] == 0x7FFF).all()
+        d = np.array([np.nan, -np.nan, 1.0], np.float64)
+        assert _bits_equal(_probe("neg.f64 %d, %a0;", ["f64"], "f64", d)[:2], d[:2])   # f64: the NaN as it is
+        # float to integer: NaN is 0 from f32 to 32 bits, the sign bit alone otherwise
+        nan32, nan64 = np.full(3, np.nan, np.float32), np.full(3, np.nan)
+        assert (_probe("cvt.rzi.s32.f32 %d, %a0;", ["f32"], "s32", nan32) == 0).all()
+        assert (_probe("cvt.rzi.s32.f64 %d, %a0;", ["f64"], "s32", nan64) == -2**31).all()
+        assert (_probe("cvt.rni.u64.f32 %d, %a0;", ["f32"], "u64", nan32) == 2**63).all()
+        # fma: the exact product is finite, an infinite c wins
+        m = np.finfo(np.float64).max
+        got = _probe("fma.rn.f64 %d, %a0, %a1, %a2;", ["f64"] * 3, "f64", np.array([-m, m]), np.array([m, 2.0]),
+                     np.array([np.inf, -m]))
+        assert got[0] == np.inf and got[1] == m
 
 
 def test_min_max_nan_and_zero_signs():
@@ -313,12 +340,12 @@ def test_integer_division(t):
     tq = np.array([abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1) for x, y in zip(aa, bb)], object)
     assert np.array_equal(q[ok].astype(object), tq)
     assert np.array_equal(r[ok].astype(object), aa - tq * bb)
-    # by zero: all ones (what an H100 gives); the remainder is the dividend
-    assert (q[~nz] == np.iinfo(dt).max).all() if t[0] == "u" else (q[~nz] == -1).all()
+    # by zero: all ones, quotient and remainder (what an H100 gives)
+    ones = np.iinfo(dt).max if t[0] == "u" else -1
+    assert (q[~nz] == ones).all() and (r[~nz] == ones).all()
     if t[0] == "s":   # INT_MIN / -1 wraps
         m = (a == np.iinfo(dt).min) & (b == -1)
         assert m.any() and (q[m] == np.iinfo(dt).min).all() and (r[m] == 0).all()
-    assert np.array_equal(r[~nz], a[~nz])
 
 
 def test_integer_ops():
@@ -378,7 +405,8 @@ def test_cvt_rounding_and_saturation():
                               [np.float32(float(int(v))) if abs(int(v)) < 2**53 else
                                np.float32(K.round_fraction_f32(__import__("fractions").Fraction(int(v)), float(v)))
                                for v in i])
-        assert _bits_equal(_probe("cvt.rn.f16.f32 %d, %a0;", ["f32"], "b16", a), a.astype(np.float16))
+        num = ~np.isnan(a)
+        assert _bits_equal(_probe("cvt.rn.f16.f32 %d, %a0;", ["f32"], "b16", a)[num], a[num].astype(np.float16))
         h = np.arange(0, 65536, 7, dtype=np.uint16)
         assert np.array_equal(_probe("cvt.f32.f16 %d, %a0;", ["b16"], "f32", h), h.view(np.float16).astype(np.float32),
                               equal_nan=True)

@@ -132,6 +132,7 @@ def inputs(srcs, kind, name, rng):
         else:
             x = (rng.uniform(0.5, 2, n_min) * 2.0 ** rng.integers(-126, 127, n_min)).astype(np.float32)
         x = x.astype(NP[t0])
+        x[:10] = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, -1.0, 1.0, 1e-40, -1e-40, 2.0], NP[t0])
         out = [x]
         if len(srcs) > 1:
             out.append((rng.uniform(0.5, 2, n_min) * 2.0 ** rng.integers(-60, 60, n_min)).astype(np.float32))
@@ -200,7 +201,10 @@ def compare(name, kind, sim, gpu, inp):
         d = _ulps(sim, gpu)
         fin = np.isfinite(d)
         worst = int(np.argmax(np.where(fin, d, -1))) if fin.any() else 0
+        sb, gb = _bits(sim[:10]), _bits(gpu[:10])
+        specials = [f"{inp[0][i]!r}: sim {int(sb[i]):#x} gpu {int(gb[i]):#x}" for i in range(10) if sb[i] != gb[i]]
         return {"name": name, "kind": kind, "max_ulp": float(d[fin].max()) if fin.any() else None,
+                "special_diffs": specials,
                 "mean_ulp": float(d[fin].mean()) if fin.any() else None,
                 "nan_mismatch": int((~fin).sum()), "n": len(d),
                 "worst": [repr(x[worst]) for x in inp] + [repr(sim[worst]), repr(gpu[worst])]}

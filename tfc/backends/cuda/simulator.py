@@ -602,6 +602,20 @@ class _Decoder:
         """store(ctx, sel, value) writing a value of PTX type ``t`` to register ``tok``."""
         have = np.dtype(_DTYPES[t])
         slot, rd = self.reg(tok)
+        if getattr(self, "_canon", False) and t in ("f32", "f16"):
+            store = self._dst(slot, rd, have, tok, t)
+            canon = _CANON_NAN[t]
+
+            def store_canonical(ctx, sel, v):
+                v = np.asarray(v, have)
+                nan = np.isnan(v)
+                if nan.any():
+                    v = np.where(nan, canon, v)
+                store(ctx, sel, v)
+            return store_canonical
+        return self._dst(slot, rd, have, tok, t)
+
+    def _dst(self, slot, rd, have, tok, t):
         if rd == have:
             conv = None
         elif (rd.kind == "b") != (have.kind == "b"):
@@ -695,6 +709,8 @@ class _Decoder:
         for bad in ("ftz", "sat", "cc", "relu", "volatile", "relaxed", "acquire", "release"):
             if bad in mods:
                 self._unsupported(opcode, f".{bad} is outside the subset")
+        # float32 arithmetic gives the canonical NaN on a GPU (checked on an H100)
+        self._canon = name in _CANON_NAN_OPS
         return fn(mods, ops, opcode)
 
     def _nops(self, ops, n, opcode):
@@ -953,6 +969,8 @@ class _Decoder:
         t = self._type(mods, opcode)
         if t[0] == "u" or t[0] == "b":
             self._unsupported(opcode)
+        if t == "f64":   # an H100 leaves a NaN as it is (f32: the canonical NaN)
+            return self._unary(ops, t, opcode, lambda x: np.where(np.isnan(x), x, np.negative(x)))
         return self._unary(ops, t, opcode, np.negative)
 
     def _i_abs(self, mods, ops, opcode):
@@ -1140,6 +1158,7 @@ class _Decoder:
         dt_, st_ = types
         if "pred" in types:
             self._unsupported(opcode)
+        self._canon = (dt_, st_) in (("f32", "f32"), ("f32", "f16"), ("f16", "f32"))
         self._nops(ops, 2, opcode)
         a, d = self.src(ops[1], st_), self.dst(ops[0], dt_)
         ddt, sdt = np.dtype(_DTYPES[dt_]), np.dtype(_DTYPES[st_])
@@ -1161,9 +1180,11 @@ class _Decoder:
             if r not in ("rni", "rzi", "rmi", "rpi"):
                 self._unsupported(opcode, "float to int needs .rni/.rzi/.rmi/.rpi")
             rf = _ROUND_INT[r]
+            # NaN: 0 from f32 to a 32-bit integer, else the sign bit alone (an H100's F2I)
+            nan_bits = 0 if (st_ == "f32" and ddt.itemsize == 4) else 1 << (8 * ddt.itemsize - 1)
 
             def f(x):
-                return _float_to_int(rf(np.asarray(x, np.float64)), ddt)
+                return _float_to_int(rf(np.asarray(x, np.float64)), ddt, nan_bits)
         else:
             if ddt == sdt:
                 if r not in ("rni", "rzi", "rmi", "rpi"):
@@ -1403,6 +1424,8 @@ def _fma64(a, b, c):
 def _fma_exact(a, b, c):
     import math
     from fractions import Fraction
+    if math.isfinite(a) and math.isfinite(b) and math.isinf(c):
+        return c   # the exact product is finite: no overflow inside an fma
     if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
         return a * b + c
     exact = Fraction(a) * Fraction(b) + Fraction(c)
@@ -1469,7 +1492,7 @@ def _irem(x, y):
     with np.errstate(all="ignore"):
         q = _idiv(x, np.where(zero, dt.type(1), y))
         r = x - q * np.where(zero, dt.type(1), y)
-    return np.where(zero, x, r)
+    return np.where(zero, dt.type(-1) if dt.kind == "i" else dt.type(np.iinfo(dt).max), r)
 
 
 def _fminmax(x, y, is_min, nan):
@@ -1539,11 +1562,17 @@ _CMP = {
     "nan": lambda a, b, isf: np.isnan(a) | np.isnan(b),
 }
 
+_CANON_NAN_OPS = {"add", "sub", "mul", "mad", "fma", "div", "min", "max", "neg", "abs", "sqrt", "rcp"}
+_CANON_NAN = {"f32": np.array(0x7FFFFFFF, np.uint32).view(np.float32)[()],
+              "f16": np.array(0x7FFF, np.uint16).view(np.float16)[()]}
+
 _ROUND_INT = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 
-def _float_to_int(r, dt):
-    """Rounded float64 values to an integer type: saturating, NaN -> 0 (PTX cvt)."""
+def _float_to_int(r, dt, nan_bits=0):
+    """Rounded float64 values to an integer type: saturating; NaN gives
+    ``nan_bits`` (the PTX ISA says 0; an H100 gives 0 only from f32 to a 32-bit
+    integer, the sign bit alone otherwise)."""
     info = np.iinfo(dt)
     lo, hi = float(info.min), float(info.max) + 1.0   # powers of two: exact
     nan = np.isnan(r)
@@ -1552,6 +1581,8 @@ def _float_to_int(r, dt):
     out = safe.astype(dt)
     out = np.where(over, dt.type(info.max), out)
     out = np.where(under, dt.type(info.min), out)
+    if nan_bits:
+        out = np.where(nan, np.array(nan_bits, f"u{dt.itemsize}").view(dt)[()], out)
     return out.astype(dt)
 
 
