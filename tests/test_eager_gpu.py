@@ -1,0 +1,400 @@
+"""Eager GPU tensors (docs/gpu-eager.md) without a GPU: every test runs on the
+simulated CUDA driver (TFC_CUDA_DRIVER=simulator), so the single-op kernels go
+through the whole pipeline (L3 -> L4 -> PTX -> the PTX simulator) and the
+results are checked against the same ops on CPU tensors within the cuda
+backend's numerics contract."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.backends import backend
+from tfc.core.device import DeviceMismatchError
+from tfc.core.errors import UnavailableError
+from tfc.core.tensor import GpuTensor, OnDeviceError
+from tfc.frontend import eager_gpu
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+GPU = "/device:GPU:0"
+CPU = "/device:CPU:0"
+
+
+@pytest.fixture
+def sim(monkeypatch):
+    monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+
+
+def _rand(rng, shape, dtype=np.float32):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return rng.standard_normal(shape).astype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < 0.5
+    return rng.integers(-5, 6, shape).astype(dtype)
+
+
+def same(cpu_result, gpu_result, family=None):
+    """The GPU result (a GpuTensor, or a list of them) against the CPU one."""
+    wants = cpu_result if isinstance(cpu_result, (list, tuple)) else [cpu_result]
+    gots = gpu_result if isinstance(gpu_result, (list, tuple)) else [gpu_result]
+    assert len(wants) == len(gots)
+    numerics = backend("cuda").numerics
+    for w, g in zip(wants, gots):
+        assert type(g) is GpuTensor and g.device == GPU, g
+        assert (g.shape, g.dtype) == (w.shape, w.dtype)
+        problem = numerics.difference(np.asarray(w), np.asarray(g), family)
+        assert problem is None, problem
+
+
+def both(fn, *arrays, family=None):
+    """fn on CPU tensors and on their GPU copies: the results agree."""
+    want = fn(*[tfc.constant(a) for a in arrays])
+    got = fn(*[tfc.constant(a).gpu() for a in arrays])
+    same(want, got, family)
+    return got
+
+
+# -- ops ------------------------------------------------------------------------------
+
+EXACT = {  # .rn arithmetic, comparisons, selects: bit-identical to the CPU
+    "add": lambda x, y: x + y,
+    "sub_mul": lambda x, y: (x - y) * y,
+    "div": lambda x, y: x / (tfc.abs(y) + 0.5),
+    "max_min": lambda x, y: tfc.maximum(x, y) - tfc.minimum(x, y),
+    "where": lambda x, y: tfc.where(x > y, x, y),
+    "sqrt_square": lambda x, y: tfc.sqrt(tfc.abs(x)) + tfc.square(y),
+    "neg_relu": lambda x, y: tfc.nn.relu(-x) + y,
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+@pytest.mark.parametrize("shape", [(2, 2), (37, 5), (1,), (0, 3), (257,)])
+def test_elementwise_exact(sim, name, shape):
+    rng = np.random.default_rng(1)
+    got = both(EXACT[name], _rand(rng, shape), _rand(rng, shape))
+    assert got.shape == shape
+
+
+def test_elementwise_bit_identical(sim):
+    rng = np.random.default_rng(2)
+    a, b = _rand(rng, (13, 7)), _rand(rng, (13, 7))
+    for fn in EXACT.values():
+        want = fn(tfc.constant(a), tfc.constant(b))
+        got = fn(tfc.constant(a).gpu(), tfc.constant(b).gpu())
+        assert np.array_equal(np.asarray(want), np.asarray(got))
+
+
+def test_transcendental(sim):
+    rng = np.random.default_rng(3)
+    both(lambda x: tfc.exp(x) + tfc.tanh(x) + tfc.log(tfc.abs(x) + 1.0) + tfc.sigmoid(x),
+         _rand(rng, (9, 11)), family="elementwise")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.bool_])
+def test_other_dtypes(sim, dtype):
+    rng = np.random.default_rng(4)
+    a, b = _rand(rng, (5, 6), dtype), _rand(rng, (5, 6), dtype)
+    if np.dtype(dtype).kind == "b":
+        got = both(lambda x, y: tfc.logical_and(x, tfc.logical_not(y)), a, b)
+    else:
+        got = both(lambda x, y: x * y - y, a, b)
+    assert got.dtype == tfc.as_dtype(dtype)
+
+
+def test_cast(sim):
+    rng = np.random.default_rng(5)
+    both(lambda x: tfc.cast(x * 3.0, tfc.int32), _rand(rng, (4, 9)))
+    both(lambda x: tfc.cast(x, tfc.float32), _rand(rng, (4, 9), np.int64))
+
+
+def test_broadcasting(sim):
+    rng = np.random.default_rng(6)
+    both(lambda x, b: x * b + b, _rand(rng, (6, 7)), _rand(rng, (7,)))
+    both(lambda x, b: x - b, _rand(rng, (6, 7)), _rand(rng, (6, 1)))
+    both(lambda x, b: x + b, _rand(rng, (1, 5)), _rand(rng, (4, 1)))
+    both(lambda x, b: x / b, _rand(rng, (3, 0)), _rand(rng, (3, 1)) + 3.0)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+def test_reductions(sim, axis):
+    rng = np.random.default_rng(7)
+    x = _rand(rng, (33, 70))
+    both(lambda t: tfc.reduce_sum(t, axis=axis), x, family="reduction")
+    both(lambda t: tfc.reduce_max(t, axis=axis), x)
+    both(lambda t: tfc.reduce_mean(t * t, axis=axis, keepdims=True), x, family="reduction")
+    both(lambda t: tfc.argmax(t, axis=0 if axis is None else axis), x)
+
+
+def test_reduction_of_empty(sim):
+    both(lambda t: tfc.reduce_sum(t, axis=0), np.zeros((0, 5), np.float32), family="reduction")
+    both(lambda t: tfc.reduce_sum(t), np.zeros((0, 5), np.float32), family="reduction")
+
+
+@pytest.mark.parametrize("shapes", [((2, 2), (2, 2)), ((17, 33), (33, 9)), ((1, 5), (5, 1)), ((4, 0), (0, 3))])
+def test_matmul(sim, shapes):
+    rng = np.random.default_rng(8)
+    a, b = _rand(rng, shapes[0]), _rand(rng, shapes[1])
+    both(lambda x, y: x @ y, a, b, family="matmul")
+    both(lambda x, y: tfc.matmul(x, y, transpose_a=True), a.T.copy(), b, family="matmul")
+
+
+def test_data_movement(sim):
+    rng = np.random.default_rng(9)
+    x = _rand(rng, (6, 5))
+    both(lambda t: tfc.transpose(t), x)
+    both(lambda t: tfc.reshape(t, [5, 6]), x)
+    both(lambda t: t[1:, ::2], x)
+    both(lambda t: tfc.concat([t, t * 2.0], axis=1), x)
+    both(lambda t: tfc.split(t, [2, 3], axis=1), x)
+    both(lambda t: tfc.gather(t, tfc.constant([4, 0, 4]) if t.device == CPU else tfc.constant([4, 0, 4]).gpu()), x)
+    # a transposed (strided) result feeds the next op as a contiguous device buffer
+    both(lambda t: tfc.transpose(t) @ t, x, family="matmul")
+
+
+def test_softmax_and_cross_entropy(sim):
+    rng = np.random.default_rng(10)
+    logits = _rand(rng, (5, 7))
+    both(lambda t: tfc.nn.softmax(t), logits, family="elementwise")
+
+
+def test_zero_d_tensors(sim):
+    """A 0-d GPU tensor (a reduction's result) is an op input as a [1] buffer;
+    a 0-d result is a GPU tensor too."""
+    rng = np.random.default_rng(11)
+    x = _rand(rng, (4, 5))
+    got = both(lambda t: t - tfc.reduce_mean(t), x, family="reduction")
+    assert got.shape == (4, 5)
+    s = both(lambda t: tfc.reduce_sum(t) * 2.0 + tfc.reduce_max(t), x, family="reduction")
+    assert s.shape == () and s.device == GPU
+    assert float(s) == pytest.approx(float(np.sum(x) * 2 + np.max(x)), rel=1e-5)
+    c = tfc.constant(3.5).gpu()
+    assert (c + c).device == GPU and float(c + c) == 7.0
+
+
+def test_python_scalars_travel_with_the_launch(sim):
+    """Soft placement of scalars: a Python number (a 0-d host tensor) is a
+    kernel argument; one compiled kernel serves every value."""
+    g = tfc.constant([[1.0, 2.0], [3.0, 4.0]]).gpu()
+    (g * 2.0).numpy()
+    before = eager_gpu.compiles()
+    for k in (3.0, -1.5, 0.25):
+        r = g * k
+        assert r.device == GPU and np.array_equal(r.numpy(), np.float32([[1, 2], [3, 4]]) * np.float32(k))
+    assert eager_gpu.compiles() == before
+    assert np.array_equal((1.0 - g).numpy(), 1.0 - np.float32([[1, 2], [3, 4]]))
+    h = tfc.constant(np.float32(2.0))  # a 0-d host tensor: soft-placed as well
+    assert np.array_equal((g + h).numpy(), np.float32([[3, 4], [5, 6]]))
+
+
+# -- devices ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 0, 3), (5, 7)])
+def test_round_trip(sim, dtype, shape):
+    a = _rand(np.random.default_rng(12), shape, dtype)
+    t = tfc.constant(a)
+    g = t.gpu()
+    assert type(g) is GpuTensor and g.device == GPU and g.gpu() is g
+    assert (g.shape, g.dtype, g.ndim, g.size) == (t.shape, t.dtype, t.ndim, t.size)
+    back = g.cpu()
+    assert type(back) is tfc.Tensor and back.device == CPU
+    for host in (back.numpy(), g.numpy(), np.asarray(g)):
+        assert np.asarray(host).dtype == a.dtype and np.array_equal(host, a)
+
+
+def test_non_contiguous_upload(sim):
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2].T  # strided, transposed
+    g = tfc.constant(a).gpu()
+    assert np.array_equal(g.numpy(), a)
+    assert np.array_equal((g + g).numpy(), a + a)
+
+
+def test_host_views_of_gpu_tensors(sim):
+    g = tfc.constant([[1.5, 2.0], [3.0, 4.0]]).gpu()
+    n = g.numpy()
+    assert not n.flags.writeable
+    assert np.asarray(g, dtype=np.float64).dtype == np.float64
+    text = repr(g)
+    assert "device=/device:GPU:0" in text and "1.5" in text and "shape=(2, 2)" in text
+    assert str(g) == text
+    s = tfc.constant(7).gpu()
+    assert int(s) == 7 and bool(s) and float(s) == 7.0 and f"{s:03d}" == "007"
+    assert len(g) == 2 and [r.device for r in g] == [GPU, GPU]
+    with pytest.raises(ValueError, match="one element"):
+        float(g)
+
+
+def test_device_scope(sim):
+    with tfc.device("gpu:0"):
+        c = tfc.constant([1.0, 2.0, 3.0])
+        z = tfc.zeros([3])
+        o = tfc.ones_like(c)
+        e = tfc.eye(3)
+        r = tfc.random.normal([4, 5], seed=7)
+        y = c + z + o
+    for t in (c, z, o, e, r, y):
+        assert t.device == GPU, t
+    assert np.array_equal(y.numpy(), [2.0, 3.0, 4.0])
+    assert np.array_equal(e.numpy(), np.eye(3, dtype=np.float32))
+    # random ops run their numpy kernel: the same bits as on the CPU
+    assert np.array_equal(r.numpy(), tfc.random.normal([4, 5], seed=7).numpy())
+    # the scope copies host inputs to the GPU; a cpu scope copies GPU inputs back
+    h = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with tfc.device("/device:GPU:0"):
+        s = tfc.reduce_sum(h, axis=1)
+    assert s.device == GPU and np.array_equal(s.numpy(), [3.0, 12.0])
+    with tfc.device("cpu:0"):
+        back = s * 2.0
+        with tfc.device("gpu:0"):
+            inner = tfc.constant(1.0)
+        after = tfc.constant(1.0)
+    assert back.device == CPU and np.array_equal(back.numpy(), [6.0, 24.0])
+    assert inner.device == GPU and after.device == CPU
+    assert tfc.constant(1.0).device == CPU  # the scope ended
+
+
+def test_mixing_devices_is_an_error(sim):
+    g = tfc.constant([[1.0, 2.0]]).gpu()
+    h = tfc.constant([[3.0, 4.0]])
+    for f in (lambda: g + h, lambda: h + g, lambda: tfc.matmul(g, tfc.transpose(h))):
+        with pytest.raises(DeviceMismatchError) as e:
+            f()
+        msg = str(e.value)
+        assert GPU in msg and CPU in msg and ".gpu()" in msg and ".cpu()" in msg
+    with pytest.raises(DeviceMismatchError, match="^add: input 0"):
+        tfc.add(g, h)
+    assert np.array_equal((g + h.gpu()).numpy(), [[4.0, 6.0]])
+    assert np.array_equal((g.cpu() + h).numpy(), [[4.0, 6.0]])
+
+
+def test_host_value_of_gpu_tensor_is_not_read_implicitly(sim):
+    """A Variable and a tfc.function argument live on the host: a GPU tensor
+    there is a clear NotImplementedError (copy it with .cpu())."""
+    g = tfc.constant([1.0, 2.0]).gpu()
+    with pytest.raises(NotImplementedError, match=r"GPU tensor.*\.cpu\(\)"):
+        tfc.Variable(g)
+    with pytest.raises(OnDeviceError, match=r"\.cpu\(\)"):
+        with tfc.device("gpu:0"):
+            tfc.Variable([1.0, 2.0])
+    f = tfc.function(lambda x: x * 2.0)
+    with pytest.raises(NotImplementedError, match=r"\.cpu\(\)"):
+        f(g)
+
+
+def test_op_the_backend_cannot_compile(sim):
+    g = tfc.constant(np.ones((1, 5, 5, 2), np.float32)).gpu()
+    k = tfc.constant(np.ones((3, 3, 2, 2), np.float32)).gpu()
+    with pytest.raises(NotImplementedError, match="conv2d"):
+        tfc.nn.conv2d(g, k, strides=1, padding="SAME")
+    with pytest.raises(NotImplementedError, match="eager op pow on the GPU"):
+        tfc.pow(tfc.constant([2.0]).gpu(), 1.5)
+
+
+# -- the op cache ------------------------------------------------------------------------
+
+def test_op_cache(sim):
+    """An op on inputs of shapes, dtypes and attributes seen before runs its
+    cached kernel: nothing is traced or compiled again."""
+    rng = np.random.default_rng(13)
+    a = tfc.constant(_rand(rng, (3, 11))).gpu()
+    b = tfc.constant(_rand(rng, (3, 11))).gpu()
+    first = [a + b, tfc.reduce_sum(a, axis=1), tfc.transpose(a)]
+    n = eager_gpu.compiles()
+    again = [a + b, tfc.reduce_sum(a, axis=1), tfc.transpose(a)]
+    assert eager_gpu.compiles() == n
+    for x, y in zip(first, again):
+        assert np.array_equal(x.numpy(), y.numpy())
+    c = tfc.constant(_rand(rng, (3, 11))).gpu()
+    a + c  # other tensors, the same shapes
+    assert eager_gpu.compiles() == n
+    tfc.reduce_sum(a, axis=0)  # another attribute
+    assert eager_gpu.compiles() == n + 1
+    a[:, 1:] + b[:, 1:]  # another shape (getitem's index is unhashable in 3.11: cached by its text)
+    n2 = eager_gpu.compiles()
+    a[:, 1:] + b[:, 1:]
+    assert eager_gpu.compiles() == n2
+
+
+# -- gradients -----------------------------------------------------------------------------
+
+def _mlp_grads(arrays, labels, on_gpu):
+    params = [tfc.constant(a) for a in arrays[1:]]
+    x = tfc.constant(arrays[0])
+    y = tfc.constant(labels)
+    if on_gpu:
+        params, x, y = [p.gpu() for p in params], x.gpu(), y.gpu()
+    w1, b1, w2, b2 = params
+    with tfc.GradientTape() as tape:
+        for p in params:
+            tape.watch(p)
+        h = tfc.nn.relu(x @ w1 + b1)
+        logits = tfc.matmul(h, w2) + b2
+        loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        loss = loss + 1e-3 * tfc.reduce_sum(tfc.square(w1))
+    return loss, tape.gradient(loss, params)
+
+
+def test_mlp_gradients(sim):
+    """GradientTape on GPU tensors: every gradient rule runs on the GPU and
+    gives the CPU's gradients within the numerics contract."""
+    rng = np.random.default_rng(14)
+    arrays = [_rand(rng, s) for s in ((9, 7), (7, 6), (6,), (6, 3), (3,))]
+    labels = rng.integers(0, 3, 9).astype(np.int32)
+    loss_c, grads_c = _mlp_grads(arrays, labels, False)
+    loss_g, grads_g = _mlp_grads(arrays, labels, True)
+    same(loss_c, loss_g, "reduction")
+    same(grads_c, grads_g, "reduction")
+
+
+def test_gradients_of_broadcasts_and_reductions(sim):
+    rng = np.random.default_rng(15)
+    x, b = _rand(rng, (5, 4)), _rand(rng, (4,))
+
+    def grads(on_gpu):
+        tx, tb = tfc.constant(x), tfc.constant(b)
+        if on_gpu:
+            tx, tb = tx.gpu(), tb.gpu()
+        with tfc.GradientTape(persistent=True) as tape:
+            tape.watch(tx)
+            tape.watch(tb)
+            y = tfc.reduce_max(tfc.tanh(tx * tb), axis=1) + tfc.reduce_sum(tfc.exp(tb) / 2.0)
+            z = tfc.reduce_sum(y * y)
+        return tape.gradient(z, [tx, tb]) + tape.gradient(y, [tb])
+
+    same(grads(False), grads(True), "reduction")
+
+
+# -- drivers -----------------------------------------------------------------------------------
+
+def test_list_devices(sim):
+    assert tfc.config.list_devices("GPU") == [("/physical_device:GPU:0", "GPU")]
+    assert tfc.config.list_physical_devices() == [("/physical_device:CPU:0", "CPU"),
+                                                  ("/physical_device:GPU:0", "GPU")]
+    assert tfc.config.list_devices("cpu") == [("/physical_device:CPU:0", "CPU")]
+
+
+def test_unavailable_without_a_driver(monkeypatch):
+    from tfc.backends.cuda.driver import available
+
+    if available("pycuda")[0] is not None:
+        pytest.skip("pycuda has a device on this machine")
+    monkeypatch.setenv("TFC_CUDA_DRIVER", "pycuda")
+    assert tfc.config.list_devices("GPU") == []
+    t = tfc.constant([1.0])
+    with pytest.raises(UnavailableError, match="pycuda"):
+        t.gpu()
+    with pytest.raises(UnavailableError, match="pycuda"):
+        with tfc.device("gpu:0"):
+            pass
+    with pytest.raises(ValueError, match="one GPU device"):
+        t.gpu(1)
+
+
+def test_import_tfc_imports_no_cuda():
+    code = ("import sys, tfc; tfc.constant(1.0) + 1.0; tfc.config.list_devices('CPU'); "
+            "bad = [m for m in sys.modules if m.startswith(('tfc.backends.cuda', 'pycuda', 'cuda'))]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
