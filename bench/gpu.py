@@ -67,8 +67,8 @@ def fmt_time(s):
 def explain(e: BaseException) -> str:
     """The cell of a row that could not run: the error's own text."""
     text = " ".join(str(e).split())
-    if len(text) > 200:
-        text = text[:197] + "..."
+    if len(text) > 320:
+        text = text[:317] + "..."
     return f"{type(e).__name__}: {text}"
 
 
@@ -131,17 +131,45 @@ class TfcGPU:
         return tfc.function(fn, target="cuda")
 
 
-def tfc_row(group, name, tfc_gpu, timer, build, reference, work, unit, rtol=1e-5, atol=1e-6):
+def to_host(t):
+    """A result as numpy: a GPU tensor is copied with .cpu() (tfc copies nothing implicitly)."""
+    return np.asarray(t.cpu() if hasattr(t, "cpu") else t)
+
+
+def compiled_rows(group, tg, timer, fn, inputs, reference, work, unit, rtol, atol):
+    """``fn`` compiled for cuda, called on GPU tensors (the targets' row: data
+    stays on the device) and on numpy arrays (each call uploads its arguments
+    and downloads its results: the copies are in its time)."""
+    f = [None]
+
+    def compiled():
+        if f[0] is None:
+            f[0] = tg.compile(fn)
+        return f[0]
+
+    def on_device():
+        c, args = compiled(), [tg.put(a) for a in inputs]
+        return lambda: c(*args)
+
+    def on_host():
+        c = compiled()
+        return lambda: c(*inputs)
+    return [tfc_row(group, "tfc cuda (GPU tensors)", tg, timer, on_device, reference, work, unit, rtol, atol),
+            tfc_row(group, "tfc cuda (host arrays)", tg, timer, on_host, reference, work, unit, rtol, atol,
+                    note="copies in and out included")]
+
+
+def tfc_row(group, name, tfc_gpu, timer, build, reference, work, unit, rtol=1e-5, atol=1e-6, note=""):
     """Build (compile, place inputs), check against ``reference``, time."""
     try:
         if tfc_gpu.error is not None:
             raise tfc_gpu.error
         run = build()
         out = run()
-        ok, err = close(np.asarray(out), reference, rtol, atol)
+        ok, err = close(to_host(out), reference, rtol, atol)
         if not ok:
             return Row(group, name, note=f"WRONG RESULT ({err}): not timed")
-        return Row(group, name, timer(run), work, unit, note=f"checked ({err})")
+        return Row(group, name, timer(run), work, unit, note=", ".join(filter(None, [note, f"checked ({err})"])))
     except (NotImplementedError, UnavailableError) as e:
         return Row(group, name, error=explain(e))
     except Exception as e:  # noqa: BLE001 - a failing row must not hide the others
@@ -199,21 +227,15 @@ def elementwise_rows(torch, tg, timer, n, rows):
     if ref is None:
         ref = (0.5 * x * (1 + np.tanh(GELU_C * (x + 0.044715 * x * x * x)))).astype(np.float32)
 
-    def build():
-        f, gx = tg.compile(gelu_tfc), tg.put(x)
-        return lambda: f(gx)
-    rows.append(tfc_row(group, "tfc cuda", tg, timer, build, ref, 8 * n, "GB/s", rtol=1e-5, atol=1e-6))
+    rows.extend(compiled_rows(group, tg, timer, gelu_tfc, [x], ref, 8 * n, "GB/s", 1e-5, 1e-6))
 
     group = f"sum, {n} float32"
     ref = float(np.sum(x, dtype=np.float64))
     if torch is not None:
         rows.append(peer_row(group, "torch eager", timer, lambda: tx.sum(), 4 * n, "GB/s"))
 
-    def build_sum():
-        f, gx = tg.compile(lambda t: tfc.reduce_sum(t)), tg.put(x)
-        return lambda: f(gx)
-    rows.append(tfc_row(group, "tfc cuda", tg, timer, build_sum, np.float32(ref), 4 * n, "GB/s",
-                        rtol=1e-4, atol=1e-2))
+    rows.extend(compiled_rows(group, tg, timer, lambda t: tfc.reduce_sum(t), [x], np.float32(ref), 4 * n,
+                              "GB/s", 1e-4, 1e-2))
 
 
 def softmax_rows(torch, tg, timer, shape, rows):
@@ -226,10 +248,8 @@ def softmax_rows(torch, tg, timer, shape, rows):
         tx = torch.from_numpy(x).cuda()
         rows.append(peer_row(group, "torch eager", timer, lambda: torch.softmax(tx, dim=1), 8 * n, "GB/s"))
 
-    def build():
-        f, gx = tg.compile(lambda t: tfc.nn.softmax(t, axis=1)), tg.put(x)
-        return lambda: f(gx)
-    rows.append(tfc_row(group, "tfc cuda", tg, timer, build, ref, 8 * n, "GB/s", rtol=1e-5, atol=1e-7))
+    rows.extend(compiled_rows(group, tg, timer, lambda t: tfc.nn.softmax(t, axis=1), [x], ref, 8 * n,
+                              "GB/s", 1e-5, 1e-7))
 
 
 def matmul_rows(torch, tg, timer, n, rows):
@@ -250,11 +270,9 @@ def matmul_rows(torch, tg, timer, n, rows):
         if ref is None:
             ref = a.astype(np.float64) @ b
 
-        def build():
-            f, ga, gb = tg.compile(lambda p, q: tfc.matmul(p, q)), tg.put(a), tg.put(b)
-            return lambda: f(ga, gb)
         tol = (1e-4, 1e-3) if dtype == "float32" else (2e-2, 0.5)
-        rows.append(tfc_row(group, "tfc cuda", tg, timer, build, ref, flops, "TFLOP/s", *tol))
+        rows.extend(compiled_rows(group, tg, timer, lambda p, q: tfc.matmul(p, q), [a, b], ref, flops,
+                                  "TFLOP/s", *tol))
 
 
 def mlp_params(rng):
@@ -295,28 +313,37 @@ def mlp_rows(torch, tg, timer, batch, rows, lr=0.1):
         rows.append(peer_row(group, "torch eager", timer, make(False), batch, "steps*batch/s"))
         rows.append(peer_row(group, "torch.compile", timer, make(True), batch, "steps*batch/s"))
 
-    def build():
-        tx, tl = tg.put(x), tg.put(labels)
-        with tfc.device("gpu:0"):
-            variables = [tfc.Variable(p.copy()) for p in params]
+    def build(on_device):
+        def make():
+            if on_device:
+                tx, tl = tg.put(x), tg.put(labels)
+                with tfc.device("gpu:0"):
+                    variables = [tfc.Variable(p.copy()) for p in params]
+            else:
+                tx, tl = tfc.constant(x), tfc.constant(labels)
+                variables = [tfc.Variable(p.copy()) for p in params]
 
-        def step():
-            w1, b1, w2, b2 = variables
-            with tfc.GradientTape() as tape:
-                h = tfc.relu(tfc.matmul(tx, w1) + b1)
-                logits = tfc.matmul(h, w2) + b2
-                loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(tl, logits))
-            for v, g in zip(variables, tape.gradient(loss, variables)):
-                v.assign_sub(lr * g)
-            return loss
-        return tg.compile(step)
+            def step():
+                w1, b1, w2, b2 = variables
+                with tfc.GradientTape() as tape:
+                    h = tfc.relu(tfc.matmul(tx, w1) + b1)
+                    logits = tfc.matmul(h, w2) + b2
+                    loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(tl, logits))
+                for v, g in zip(variables, tape.gradient(loss, variables)):
+                    v.assign_sub(lr * g)
+                return loss
+            return tg.compile(step)
+        return make
     if loss_ref is None:
         h = np.maximum(x @ params[0] + params[1], 0)
         z = h @ params[2] + params[3]
         z = z - z.max(axis=1, keepdims=True)
         loss_ref = float(np.mean(np.log(np.exp(z).sum(axis=1)) - z[np.arange(batch), labels]))
-    rows.append(tfc_row(group, "tfc cuda (compiled step)", tg, timer, build, np.float32(loss_ref),
-                        batch, "steps*batch/s", rtol=1e-4, atol=1e-5))
+    rows.append(tfc_row(group, "tfc cuda (GPU data and variables)", tg, timer, build(True),
+                        np.float32(loss_ref), batch, "steps*batch/s", rtol=1e-4, atol=1e-5))
+    rows.append(tfc_row(group, "tfc cuda (host data and variables)", tg, timer, build(False),
+                        np.float32(loss_ref), batch, "steps*batch/s", rtol=1e-4, atol=1e-5,
+                        note="copies in and out included"))
 
 
 def eager_rows(torch, tg, timer, rows):

@@ -529,9 +529,9 @@ def roundtrip_and_kernel(d, n=1000, launches=None):
     d.copy_htod(px, x)
     d.copy_htod(py, y)
     f = d.function(d.load_module(AXPYB_PTX), "axpyb")
-    for a, b in ((1.5, 3), (-0.25, -7)):
-        d.memset(po, 0xFF, x.nbytes)
-        d.launch(f, ((n + 127) // 128, 1, 1), (128, 1, 1), axpyb_args(px, py, po, a, b, n))
+    for a, b, grid in ((1.5, 3, ((n + 127) // 128, 1, 1)), (-0.25, -7, (np.int64((n + 127) // 128), 1, 1))):
+        d.memset(po, 0xFF, x.nbytes)  # numpy integers as dimensions too (computed on the host)
+        d.launch(f, grid, (128, 1, 1), axpyb_args(px, py, po, a, b, n))
         d.synchronize()
         out = np.empty_like(x)
         d.copy_dtoh(out, po)
@@ -833,3 +833,31 @@ def test_simulator_allocator_cache_and_arena():
 def test_gpu_default_driver():
     d = real_driver(None) if os.environ.get("TFC_CUDA_DRIVER") != "simulator" else pytest.skip("simulator")
     assert d.name in REAL
+
+
+def test_bench_gpu_rows_on_the_simulator(monkeypatch):
+    """bench/gpu.py's tfc rows at tiny sizes on the simulator: each row is a
+    checked figure or an error's text, never a wrong result."""
+    pytest.importorskip("tfc.backends.cuda.sim_driver")
+    import importlib.util
+    import pathlib
+
+    monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+    path = pathlib.Path(__file__).parent.parent / "bench" / "gpu.py"
+    spec = importlib.util.spec_from_file_location("bench_gpu", path)
+    B = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(B)
+    tg = B.TfcGPU()
+    assert tg.driver is not None and tg.driver.name == "simulator"
+    timer, rows = B.Timer(1, tg.sync), []
+    B.bandwidth_rows(None, tg, timer, 1000, rows)
+    B.elementwise_rows(None, tg, timer, 1001, rows)
+    B.softmax_rows(None, tg, timer, (5, 33), rows)
+    B.eager_rows(None, tg, timer, rows)
+    text = B.table(rows, rows[0].rate)
+    assert "WRONG" not in text
+    checked = [r for r in rows if r.name.startswith(("tfc cuda", "tfc eager"))]
+    assert len(checked) == 7
+    for r in checked:
+        assert r.error or (r.seconds is not None and "checked" in r.note), (r.name, r.note)
+    assert rows[0].rate > 0  # the driver's copy_dtod

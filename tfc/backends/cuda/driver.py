@@ -308,8 +308,13 @@ class PycudaDriver(Driver):
             p.check(function.name, args)
         if not (grid[0] and grid[1] and grid[2]):
             return
+        buf = p.struct.pack(*args)
         try:
-            function.handle._launch_kernel(grid, block, p.struct.pack(*args), shared_bytes, None)
+            try:
+                function.handle._launch_kernel(grid, block, buf, shared_bytes, None)
+            except TypeError:  # boost.python converts no numpy integer: the dimensions as ints
+                function.handle._launch_kernel(tuple(map(int, grid)), tuple(map(int, block)), buf,
+                                               int(shared_bytes), None)
         except self.drv.Error as e:
             raise self._error(f"cuLaunchKernel({function.name})", e) from None
 
