@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WHL="$PWD/.whl"
-PIP_PYTHON=${PIP_PYTHON:-.venv/bin/python}
+PIP_PYTHON=${PIP_PYTHON:-$(if [ -x .venv/bin/python ]; then echo .venv/bin/python; else echo python3; fi)}
 if [ -z "${PY312:-}" ]; then  # the first Python 3.12 that runs (pyenv's shims may not)
     for c in /root/.pyenv/versions/3.12*/bin/python python3.12; do
         if "$c" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then PY312=$c; break; fi
