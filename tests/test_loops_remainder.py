@@ -546,3 +546,31 @@ def test_matmul_of_any_dtype_writes_its_planned_buffer(rng, dtype):
                      (lambda x, y: tfc.matmul(x, y), (a[:, :0], b))]:
         l3 = check(fn, *args, library={"matmul"})
         assert all(" outs(" in ln for ln in l3.splitlines() if 'loops.library "matmul"' in ln)
+
+
+def test_runtime_add_at_is_np_add_at_in_iteration_order(rng):
+    """rt.add_at (the numpy backend's loops.add_at): the flat path (a
+    contiguous buffer) and the indexed path (a strided view) give np.add.at's
+    bits over the iteration space in row-major order, masked or not, with a
+    scalar value and open-grid indices."""
+    from tfc.backends.numpy import runtime as rt
+
+    shape = (50, 4)
+    ids = rng.integers(0, 6, size=(50, 1))
+    cols = np.arange(4).reshape(1, 4)
+    vals = _order_sensitive(rng, shape)
+    keep = rng.random((50, 1)) < 0.7
+    want = np.zeros((6, 4), F32)
+    sel = np.broadcast_to(keep, shape)
+    np.add.at(want, (np.broadcast_to(ids, shape)[sel], np.broadcast_to(cols, shape)[sel]), vals[sel])
+    flat = np.zeros((6, 4), F32)
+    rt.add_at(flat, (ids, cols), vals, keep, shape)
+    _same(flat, want)
+    base = np.zeros((6, 8), F32)
+    strided = base[:, ::2]
+    rt.add_at(strided, (ids, cols), vals, keep, shape)
+    _same(strided, want)
+    assert not base[:, 1::2].any()
+    ones = np.zeros(6, np.int32)
+    rt.add_at(ones, (ids[:, 0],), np.int32(1), None, (50,))
+    _same(ones, np.bincount(ids[:, 0], minlength=6).astype(np.int32))
