@@ -1005,6 +1005,9 @@ class Emitter:
         iteration space in row-major order (the order of eager's np.add.at,
         so the same bits); not chunked: chunks on the pool could add into one
         element at once. Its elementwise outputs, if any, copied after."""
+        if op.reduces:
+            raise NotImplementedError("the numpy backend: a loops.parallel that both reduces and adds into "
+                                      "buffers (loops.add_at); no lowering makes one")
         ins = self._inputs(op, out, pad)
         self._captured = {c: self.name(c) for c in op.captured()}
         vals, env, is_array = self._body(op, [e for e, _ in ins], out, pad)
