@@ -353,18 +353,21 @@ def test_concat_and_gather(rng):
 @pytest.mark.parametrize("ta", [False, True])
 @pytest.mark.parametrize("tb", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_matmul(rng, ta, tb, dtype):
-    m_, k_, n_ = 19, 23, 17
+@pytest.mark.parametrize("mkn", [(19, 23, 17), (70, 33, 130)])  # the 16x16 kernel, the register-blocked one
+def test_matmul(rng, ta, tb, dtype, mkn):
+    m_, k_, n_ = mkn
     a = rng.normal(size=(k_, m_) if ta else (m_, k_)).astype(dtype)
     b = rng.normal(size=(n_, k_) if tb else (k_, n_)).astype(dtype)
     m = check(lambda a, b: tfc.matmul(a, b, transpose_a=ta, transpose_b=tb), a, b, family="matmul")
     (k,) = kernels(m)
     assert k.attributes["tgpu.kind"].data == "matmul"
+    assert k.sym_name.data.endswith(("128x128", "64x64")) == (m_ >= 64)
 
 
-def test_batched_matmul(rng):
-    a = rng.normal(size=(3, 5, 7)).astype(F32)
-    b = rng.normal(size=(7, 4)).astype(F32)
+@pytest.mark.parametrize("shapes", [((3, 5, 7), (7, 4)), ((2, 1, 70, 9), (3, 9, 66)), ((70, 0), (0, 80))])
+def test_batched_and_empty_matmul(rng, shapes):
+    a = rng.normal(size=shapes[0]).astype(F32)
+    b = rng.normal(size=shapes[1]).astype(F32)
     check(lambda a, b: tfc.matmul(a, b), a, b, family="matmul")
 
 

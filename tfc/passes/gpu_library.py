@@ -19,6 +19,11 @@ from tfc.dialects import loops as L
 
 TILE = 16
 MAX_GRID_Z = 65535
+# the register-blocked kernel (results of at least BM/2 x BN/2): (BM, BN, BK, TM, TN) per
+# element type: float32 a 128 x 128 tile per block of 16 x 16 threads, 8 x 8 results per
+# thread (128 registers), K in steps of 8; float64 64 x 64, 4 x 4 per thread
+BLOCKED = {"f32": (128, 128, 8, 8, 8), "f64": (64, 64, 8, 4, 4)}
+PAD = 4  # A's tile row in shared memory is BM + PAD: the k-major stores hit distinct banks
 
 
 def _digits(kb, q, sizes):
@@ -78,9 +83,16 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
 
     def extent(sh, st):
         return sum((d - 1) * abs(s) for d, s in zip(sh, st) if d > 0)
-    span = max(extent(ash, ast), extent(bsh, bst), extent(csh, cst)) + TILE * (abs(a_k) + abs(b_k) + 1)
+    tname = "f32" if isinstance(elt, Float32Type) else "f64"
+    BM, BN = BLOCKED[tname][:2]
+    span = max(extent(ash, ast), extent(bsh, bst), extent(csh, cst)) + BM * (abs(a_k) + abs(b_k) + 1) \
+        + BM * (abs(a_i) + abs(b_j) + abs(c_i) + abs(c_j))
     it = i32 if span <= I32_MAX else i64
     ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
+    if m >= BM // 2 and n >= BN // 2:
+        name = namer(f"matmul_{ta}{tb}_{'f32' if isinstance(elt, Float32Type) else 'f64'}_{BM}x{BN}")
+        return _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, (a_i, a_k, b_k, b_j, c_i, c_j),
+                        (a_b, b_b, c_b), BLOCKED[tname])
     name = namer(f"matmul_{ta}{tb}_{'f32' if isinstance(elt, Float32Type) else 'f64'}")
     kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
     pa, pb, pc = kb.args
@@ -129,6 +141,91 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     kernel = kb.finish()
     grid = (-(-n // TILE), -(-m // TILE), nb)
     return kernel, grid, (TILE, TILE, 1)
+
+
+def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides, config):
+    """The register-blocked kernel: a BM x BN tile of the result per block of
+    (BN/TN, BM/TM) threads, TM x TN results per thread in registers, K in
+    steps of BK through shared memory (A's tile stored k-major with a padded
+    row, so that a thread reads its TM values of a k as vectors)."""
+    from tfc.passes.lower_gpu import _KB
+
+    a_i, a_k, b_k, b_j, c_i, c_j = strides
+    a_b, b_b, c_b = batch_strides
+    BM, BN, BK, TM, TN = config
+    SA_ROW = BM + PAD
+    tx_n, ty_n = BN // TN, BM // TM
+    nthreads = tx_n * ty_n
+    kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (tx_n, ty_n, 1))
+    pa, pb, pc = kb.args
+    tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
+    tid = kb.add(kb.mul(ty, kb.i(tx_n)), tx)
+    row0 = kb.mul(kb.bid("y"), kb.i(BM))
+    col0 = kb.mul(kb.bid("x"), kb.i(BN))
+    if batch:
+        z = _digits(kb, kb.bid("z"), batch)
+        bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
+    else:
+        bases = [kb.i(0)] * 3
+    sa = kb.shared(elt, BK * SA_ROW)
+    sb = kb.shared(elt, BK * BN)
+    zero = kb.c(0.0, elt)
+    width = min(TM, 4 if isinstance(elt, Float32Type) else 2)
+    a_frag_at = kb.mul(ty, kb.i(TM))
+    b_frag_at = kb.mul(tx, kb.i(TN))
+
+    def slots(rows, cols, q):
+        """(row, column) in a rows x cols tile of this thread's q-th load (made
+        in the loop: fewer values live across it, for the register budget)."""
+        e = kb.add(tid, kb.i(q * nthreads)) if q else tid
+        return kb.divu(e, kb.i(cols)), kb.remu(e, kb.i(cols)), e
+
+    def tile(t, *acc):
+        for q in range(BM * BK // nthreads):
+            ml, kl, _ = slots(BM, BK, q)
+            r_ = kb.add(row0, ml)
+            kk = kb.add(t, kl)
+            ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r_, kb.i(m)), kb.cmpi("slt", kk, kb.i(k))))
+            at = kb.add(bases[0], kb.add(kb.mul(r_, kb.i(a_i)), kb.mul(kk, kb.i(a_k))))
+            x = kb.select(ok, kb.load(pa, kb.select(ok, at, kb.i(0)), nc=True)[0], zero)
+            kb.store([x], sa, kb.add(kb.mul(kl, kb.i(SA_ROW)), ml))
+        for q in range(BK * BN // nthreads):
+            kl, nl, e = slots(BK, BN, q)
+            c_ = kb.add(col0, nl)
+            kk = kb.add(t, kl)
+            ok = kb.emit(arith.AndIOp(kb.cmpi("slt", c_, kb.i(n)), kb.cmpi("slt", kk, kb.i(k))))
+            at = kb.add(bases[1], kb.add(kb.mul(c_, kb.i(b_j)), kb.mul(kk, kb.i(b_k))))
+            y = kb.select(ok, kb.load(pb, kb.select(ok, at, kb.i(0)), nc=True)[0], zero)
+            kb.store([y], sb, e)
+        kb.emit(gpu.BarrierOp())
+        acc = list(acc)
+        for kk in range(BK):
+            av, bv = [], []
+            for v in range(0, TM, width):
+                av += kb.load(sa, kb.add(a_frag_at, kb.i(kk * SA_ROW + v)), width=width)
+            for v in range(0, TN, width):
+                bv += kb.load(sb, kb.add(b_frag_at, kb.i(kk * BN + v)), width=width)
+            for i in range(TM):
+                for j in range(TN):
+                    acc[i * TN + j] = kb.emit(arith.AddfOp(acc[i * TN + j], kb.emit(arith.MulfOp(av[i], bv[j]))))
+        kb.emit(gpu.BarrierOp())
+        return acc
+
+    acc = kb.for_(kb.i(0), kb.i(k), kb.i(BK), tile, [zero] * (TM * TN))
+    for i in range(TM):
+        row = kb.add(kb.add(row0, a_frag_at), kb.i(i))
+        row_ok = kb.cmpi("slt", row, kb.i(m))
+        row_at = kb.add(bases[2], kb.mul(row, kb.i(c_i)))
+        for j in range(TN):
+            col = kb.add(kb.add(col0, b_frag_at), kb.i(j))
+            ok = kb.emit(arith.AndIOp(row_ok, kb.cmpi("slt", col, kb.i(n))))
+
+            def store(i=i, j=j, col=col, row_at=row_at):
+                kb.store([acc[i * TN + j]], pc, kb.add(row_at, kb.mul(col, kb.i(c_j))))
+            kb.if_(ok, store)
+    kernel = kb.finish()
+    grid = (-(-n // BN), -(-m // BM), nb)
+    return kernel, grid, (tx_n, ty_n, 1)
 
 
 def _ptr(v):
