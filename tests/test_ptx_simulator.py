@@ -146,6 +146,42 @@ def test_missing_barrier_is_a_race():
     assert "PTX line" in msg and "ld.shared.f32" in msg
 
 
+_RW = K.HEADER + """
+.visible .entry rw(.param .u32 p_shift)
+{
+    .reg .u32 %r<8>;
+    .reg .TYPE %v;
+    .shared .align 4 .TYPE s[64];
+    ld.param.u32 %r1, [p_shift];
+    mov.u32 %r2, %tid.x;
+    mov.u32 %r3, s;
+    mad.lo.u32 %r4, %r2, SIZE, %r3;
+    ld.shared.TYPE %v, [%r4];
+    BARRIER
+    add.u32 %r5, %r2, %r1;
+    and.b32 %r5, %r5, 63;
+    mad.lo.u32 %r6, %r5, SIZE, %r3;
+    st.shared.TYPE [%r6], %v;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("type_,size", [("f32", 4), ("u8", 1)])
+def test_write_after_read_race(type_, size):
+    ptx = _RW.replace("TYPE", type_).replace("SIZE", str(size))
+    # each thread reads its element, then writes its neighbour's: a race without a barrier between
+    with pytest.raises(S.SimulationError, match="shared-memory race: write of .* read by block .0, 0, 0. thread .1, 0, 0."):
+        _run(ptx.replace("BARRIER", ""), "rw", (2, 1, 1), (64, 1, 1), [np.uint32(1)])
+    _run(ptx.replace("BARRIER", "bar.sync 0;"), "rw", (2, 1, 1), (64, 1, 1), [np.uint32(1)])
+    # its own element again: no other thread touches it
+    _run(ptx.replace("BARRIER", ""), "rw", (2, 1, 1), (64, 1, 1), [np.uint32(0)])
+    # two threads write one element in the same instruction
+    two = ptx.replace("BARRIER", "bar.sync 0;").replace("and.b32 %r5, %r5, 63;", "and.b32 %r5, %r5, 62;")
+    with pytest.raises(S.SimulationError, match="written in the same instruction"):
+        _run(two, "rw", (1, 1, 1), (64, 1, 1), [np.uint32(0)])
+
+
 def test_barrier_inside_bounds_check_is_divergent():
     x = np.ones(100, np.float32)
     with pytest.raises(S.SimulationError) as e:

@@ -262,6 +262,7 @@ class Kernel:
     code: list = field(default_factory=list)
     specials: set = field(default_factory=set)
     lines: list = field(default_factory=list)
+    min_shared_access: int = 16     # the narrowest shared ld/st: the race check's granularity
 
 
 @dataclass
@@ -811,6 +812,8 @@ class _Decoder:
             return _OP, ld_param, None
         nbytes = vec * dt.itemsize
         shared = space == "shared"
+        if shared:
+            self.k.min_shared_access = min(self.k.min_shared_access, dt.itemsize)
 
         def ld(ctx, sel):
             a = fetch(ctx, sel)
@@ -842,6 +845,8 @@ class _Decoder:
         dt = np.dtype(_DTYPES[t])
         nbytes = vec * dt.itemsize
         shared = space == "shared"
+        if shared:
+            self.k.min_shared_access = min(self.k.min_shared_access, dt.itemsize)
 
         def st(ctx, sel):
             a = fetch(ctx, sel)
@@ -1617,8 +1622,12 @@ class _Ctx:
         if self.shared_size:
             self.sstride = (self.shared_size + 15) // 16 * 16
             self.shared = np.zeros(nblocks * self.sstride, np.uint8)
-            self.writer = np.full(nblocks * self.sstride, -1, np.int32)
-            self.reader = np.full(nblocks * self.sstride, -1, np.int32)
+            # the race check tracks 4-byte words when every shared access is 4 bytes or wider
+            self.gran = 4 if k.min_shared_access >= 4 else 1
+            self.writer = np.full(nblocks * self.sstride // self.gran, -1, np.int32)
+            self.reader = np.full(nblocks * self.sstride // self.gran, -1, np.int32)
+            self.pending_reads = []     # reads not yet in ``reader`` (merged when a write comes)
+            self.written = False        # any shared write since the last barrier of every block
         self.ins = None
 
     # identification -----------------------------------------------------------------------
@@ -1759,39 +1768,61 @@ class _Ctx:
         return buf[e[:, None] + np.arange(vec)] if vec > 1 else buf[e]
 
     def _race(self, lanes, pos, nbytes, write):
-        if nbytes > 1:
-            p = (pos[:, None] + np.arange(nbytes)).ravel()
-            t = np.repeat(lanes, nbytes).astype(np.int32)
+        """Racecheck: per byte (per 4-byte word where no shared access is
+        narrower), the thread that wrote it since the last barrier and the one
+        that read it (-2: several); reads are checked against the writers at
+        once and merged into the readers only when a write comes (most
+        intervals only read)."""
+        g = self.gran
+        units = nbytes // g
+        if units > 1:
+            p = (pos[:, None] // g + np.arange(units)).ravel()
+            t = np.repeat(lanes, units).astype(np.int32)
         else:
-            p, t = pos, lanes.astype(np.int32)
-        W, R = self.writer, self.reader
+            p, t = pos // g, lanes.astype(np.int32)
+        W = self.writer
+        if not write:
+            if self.written:
+                w = W[p]
+                bad = (w != -1) & (w != t)
+                if np.any(bad):
+                    j = int(np.flatnonzero(bad)[0])
+                    self._race_fail(t[j], p[j], "read", "written", int(w[j]))
+            self.pending_reads.append((p, t))
+            return
+        self._merge_reads()
+        R = self.reader
         w = W[p]
-        bad = (w != -1) & (w != t)
-        if write:
-            r = R[p]
-            bad |= (r != -1) & (r != t)
+        r = R[p]
+        bad = ((w != -1) & (w != t)) | ((r != -1) & (r != t))
         if np.any(bad):
             j = int(np.flatnonzero(bad)[0])
-            other = int(w[j]) if w[j] not in (-1, t[j]) else int(R[p[j]])
-            kind = "write" if write else "read"
-            prev = "written" if w[j] not in (-1, t[j]) else "read"
-            oth = self.where(other) if other >= 0 else "other threads"
-            self.fail(t[j], f"shared-memory race: {kind} of byte {int(p[j] % self.sstride) + _SHARED_BASE:#x} "
-                            f"{prev} by {oth} since the last barrier")
-        if write:
-            W[p] = t
-            after = W[p]
-            clash = after != t
-            if np.any(clash):
-                j = int(np.flatnonzero(clash)[0])
-                self.fail(t[j], f"shared-memory race: byte {int(p[j] % self.sstride) + _SHARED_BASE:#x} "
-                                f"written by {self.where(int(after[j]))} in the same instruction")
-        else:
+            if w[j] not in (-1, t[j]):
+                self._race_fail(t[j], p[j], "write", "written", int(w[j]))
+            self._race_fail(t[j], p[j], "write", "read", int(r[j]))
+        W[p] = t
+        self.written = True
+        after = W[p]
+        clash = after != t
+        if np.any(clash):
+            j = int(np.flatnonzero(clash)[0])
+            self._race_fail(t[j], p[j], "write", "written in the same instruction", int(after[j]))
+
+    def _merge_reads(self):
+        R = self.reader
+        for p, t in self.pending_reads:
             r = R[p]
             new = np.where((r == -1) | (r == t), t, -2).astype(np.int32)
             R[p] = new
             after = R[p]
-            R[p[after != new]] = -2
+            R[p[after != new]] = -2   # two threads read it in this instruction
+        self.pending_reads = []
+
+    def _race_fail(self, lane, unit, kind, prev, other):
+        addr = int(unit) * self.gran % self.sstride + _SHARED_BASE
+        oth = self.where(other) if other >= 0 else "several threads"
+        self.fail(lane, f"shared-memory race: {kind} of {'byte' if self.gran == 1 else '4-byte word'} "
+                        f"{addr:#x} {prev} by {oth} since the last barrier")
 
     def barrier_reset(self, sel):
         if not self.shared_size:
@@ -1799,12 +1830,17 @@ class _Ctx:
         if sel is None:
             self.writer.fill(-1)
             self.reader.fill(-1)
+            self.pending_reads = []
+            self.written = False
             return
+        self._merge_reads()
         blocks = np.unique(sel // self.nt)
-        W = self.writer.reshape(self.nblocks, self.sstride)
-        R = self.reader.reshape(self.nblocks, self.sstride)
+        W = self.writer.reshape(self.nblocks, -1)
+        R = self.reader.reshape(self.nblocks, -1)
         W[blocks] = -1
         R[blocks] = -1
+        if len(blocks) == self.nblocks:
+            self.written = False
 
     # warps, atomics ----------------------------------------------------------------------------
 
