@@ -22,9 +22,19 @@ GPU = "/device:GPU:0"
 CPU = "/device:CPU:0"
 
 
-@pytest.fixture
-def sim(monkeypatch):
-    monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+@pytest.fixture(params=["simulator", pytest.param("gpu", marks=pytest.mark.gpu)])
+def sim(request, monkeypatch):
+    """Each test runs on the simulated driver, and (marked gpu) on the real
+    driver where there is one: pycuda, else cuda-bindings."""
+    if request.param == "simulator":
+        monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+        return
+    monkeypatch.delenv("TFC_CUDA_DRIVER", raising=False)
+    from tfc.backends.cuda.driver import available
+
+    driver, why = available()
+    if driver is None:
+        pytest.skip(f"no GPU: {why}")
 
 
 def _rand(rng, shape, dtype=np.float32):
@@ -370,6 +380,7 @@ def test_gradients_of_broadcasts_and_reductions(sim):
 # -- drivers -----------------------------------------------------------------------------------
 
 def test_list_devices(sim):
+    """The simulator counts as a device (docs/gpu-eager.md), as a real one does."""
     assert tfc.config.list_devices("GPU") == [("/physical_device:GPU:0", "GPU")]
     assert tfc.config.list_physical_devices() == [("/physical_device:CPU:0", "CPU"),
                                                   ("/physical_device:GPU:0", "GPU")]
