@@ -347,6 +347,16 @@ def test_concat_and_gather(rng):
     check(lambda a, i: tfc.gather(a, i), a, idx)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_scatter_add(rng, dtype):
+    import tfc.ops.scatter as S
+
+    x = rng.integers(-9, 9, size=(300, 3)).astype(dtype)
+    ids = rng.integers(-1, 7, size=300).astype(np.int32)  # -1: dropped (the mask)
+    m = check(lambda x, i: S.unsorted_segment_sum(x, i, 7), x, ids, family="reduction")
+    assert any("scatter_add" in k.sym_name.data for k in kernels(m))
+
+
 # -- matmul -------------------------------------------------------------------------------
 
 

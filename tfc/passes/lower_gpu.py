@@ -562,10 +562,11 @@ def scalar_op(kb, op, args):
     return kb.emit(new)
 
 
-def run_body(kb, block, vals, index_of, load_at):
+def run_body(kb, block, vals, index_of, indexed):
     """The values a parallel body yields, its ops written into the kernel:
-    ``vals`` for its arguments, ``index_of(d)`` (i64) for ``loops.index d``,
-    ``load_at(op, indices)`` for ``loops.load_at``."""
+    ``vals`` for its arguments, ``index_of(d)`` (i64) for ``loops.index d``;
+    ``indexed`` (``_Lowering._indexed``) writes ``loops.load_at`` and
+    ``loops.add_at``."""
     env = dict(zip(block.args, vals))
     for op in block.ops:
         if isinstance(op, L.YieldOp):
@@ -573,7 +574,10 @@ def run_body(kb, block, vals, index_of, load_at):
         if isinstance(op, L.IndexOp):
             env[op.result] = index_of(op.dim.value.data)
         elif isinstance(op, L.LoadAtOp):
-            env[op.result] = load_at(op, [env[v] for v in op.indices])
+            env[op.result] = indexed.load_at(op, [env[v] for v in op.indices])
+        elif isinstance(op, L.AddAtOp):
+            indexed.add_at(op, [env[v] for v in op.indices], env[op.value],
+                           None if op.mask is None else env[op.mask])
         else:
             if len(op.results) != 1:
                 raise unsupported(f"{op.name} in a kernel body")
@@ -586,7 +590,8 @@ def _body_index_dims(block) -> set:
 
 
 def _has_load_at(block) -> bool:
-    return any(isinstance(op, L.LoadAtOp) for op in block.walk())
+    """Does the body read or write at computed indices (loops.load_at / add_at)?"""
+    return any(isinstance(op, (L.LoadAtOp, L.AddAtOp)) for op in block.walk())
 
 
 # -- digits of a flat index ---------------------------------------------------------
@@ -652,6 +657,44 @@ def _kind_name(block, fallback: str) -> str:
 
 
 # -- the lowering ----------------------------------------------------------------------
+
+
+class _Indexed:
+    """loops.load_at / loops.add_at of a kernel's captured buffers: the element
+    index sum(index * stride) in i64; add_at an atomic add (the adds of one
+    element then happen in any order: float sums within the reduction
+    family's tolerance, integers exact), under its mask."""
+
+    def __init__(self, kb, caps):
+        self.kb, self.caps = kb, caps
+
+    def _index(self, a, idx):
+        kb = self.kb
+        acc = None
+        for v, s in zip(idx, a.strides):
+            if s == 0:
+                continue
+            t = v if s == 1 else kb.emit(arith.MuliOp(v, kb.c(s, i64)))
+            acc = t if acc is None else kb.emit(arith.AddiOp(acc, t))
+        return kb.c(0, i64) if acc is None else acc
+
+    def load_at(self, op, idx):
+        a = self.caps[op.source]
+        return self.kb.load(self.kb.args[a.param], self._index(a, idx), nc=a.nc)[0]
+
+    def add_at(self, op, idx, value, mask):
+        a = self.caps[op.dest]
+        if a.elt not in (f32, i32, i64):
+            raise unsupported(f"loops.add_at into {a.elt} (atomic adds: f32, i32, i64)")
+        kb = self.kb
+
+        def add():
+            kb.emit(G.AtomicOp("add", kb.args[a.param], self._index(a, idx), value))
+        if mask is None:
+            add()
+        else:
+            kb.if_(mask, add)
+
 
 
 @dataclass(eq=False)
@@ -843,9 +886,10 @@ class _Lowering:
             stem = "copy" if isinstance(term.values[0], BlockArgument) else "fill"
             kind = "copy"
         else:
-            stem, kind = _kind_name(body, "fused"), "elementwise"
+            stem = "scatter_add" if any(isinstance(o, L.AddAtOp) for o in body.walk()) else _kind_name(body, "fused")
+            kind = "elementwise"
         params = _Params()
-        written = _roots_written(op.outs)
+        written = _roots_written(list(op.outs) + list(op.added_into()))
         ident = tuple(range(len(shape)))
         ins = [_access(params, v, m, shape, written) for v, m in zip(op.ins, op.broadcast_maps)]
         outs = [_access(params, v, ident, shape, written) for v in op.outs]
@@ -863,16 +907,7 @@ class _Lowering:
 
     @staticmethod
     def _load_at(kb, caps):
-        def load_at(op, idx):
-            a = caps[op.source]
-            terms = [(i, s) for i, s in zip(idx, a.strides)]
-            acc = None
-            for v, s in terms:
-                t = v if s == 1 else kb.emit(arith.MuliOp(v, kb.c(s, i64)))
-                acc = t if acc is None else kb.emit(arith.AddiOp(acc, t))
-            index = kb.c(0, i64) if acc is None else acc
-            return kb.load(kb.args[a.param], index, nc=a.nc)[0]
-        return load_at
+        return _Indexed(kb, caps)
 
     def copy(self, op):
         src, dst = op.source, op.dest
@@ -980,7 +1015,7 @@ class _Lowering:
         body = op.body.block
         term = body.last_op
         params = _Params()
-        written = _roots_written(op.outs)
+        written = _roots_written(list(op.outs) + list(op.added_into()))
         ident = tuple(range(len(shape)))
         ins = [_access(params, v, mp, shape, written) for v, mp in zip(op.ins, op.broadcast_maps)]
         caps = {c: _access(params, c, tuple(range(len(c.type.get_shape()))), tuple(c.type.get_shape()), written)
