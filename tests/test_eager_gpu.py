@@ -409,3 +409,18 @@ def test_import_tfc_imports_no_cuda():
             "bad = [m for m in sys.modules if m.startswith(('tfc.backends.cuda', 'pycuda', 'cuda'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_op_cache_is_bounded(sim, monkeypatch):
+    rt = eager_gpu.RUNTIME.current()
+    monkeypatch.setattr(eager_gpu, "CACHE_MAX", 2)
+    sizes = (1001, 1002, 1003, 1004)  # shapes no other test uses
+    outs = [tfc.constant(np.arange(n, dtype=np.float32)).gpu() * 3.0 for n in sizes]
+    assert len(rt.cache) == eager_gpu.CACHE_MAX
+    for n, o in zip(sizes, outs):
+        assert np.array_equal(o.numpy(), np.arange(n, dtype=np.float32) * 3)
+    n = eager_gpu.compiles()
+    tfc.constant(np.arange(1004, dtype=np.float32)).gpu() * 3.0  # the newest: cached
+    assert eager_gpu.compiles() == n
+    tfc.constant(np.arange(1001, dtype=np.float32)).gpu() * 3.0  # evicted: compiled again
+    assert eager_gpu.compiles() == n + 1

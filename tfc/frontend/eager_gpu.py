@@ -37,6 +37,10 @@ from tfc.core.device import CPU, GPU, DeviceMismatchError, PhysicalDevice
 from tfc.core.registry import Spec, execute, run_host
 from tfc.core.tensor import GpuTensor, Tensor, wrap
 
+# Compiled single-op functions kept per driver (each holds its PTX module and
+# its arena); a program that cycles through more shapes recompiles the oldest.
+CACHE_MAX = 2048
+
 _new_gpu = GpuTensor.__new__
 _new_tuple = tuple.__new__
 
@@ -243,6 +247,8 @@ class DriverRuntime:
         entry = _Entry(ex, out_specs, single, fix if needs else None)
         with self._lock:
             self.compiles += 1
+            while len(self.cache) >= CACHE_MAX:  # the oldest first: its executable and arena go with it
+                del self.cache[next(iter(self.cache))]
             self.cache[(op, *kinds, *attrs.items()) if _hashable(attrs) else (op, *kinds, repr(attrs))] = entry
         return entry
 
