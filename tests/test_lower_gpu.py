@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IndexType, MemRefType
 
 import tfc
+from tfc.backends.vectorized import IMPLS
 from tfc.dialects import loops as L
 from tfc.dialects.gpu import LaunchOp
 from tfc.dialects.tensor import dtype_of, numpy_from_dense, parse_module, print_ir
@@ -90,8 +91,27 @@ class Host:
             env[op.result] = env[op.source] + delta * size
         elif isinstance(op, L.ReshapeOp):
             env[op.result] = env[op.source]
-        elif isinstance(op, arith.ConstantOp):
+        elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
             env[op.result] = op.value.value.data
+        elif op.name.startswith(("arith.", "math.")):  # host scalar code, as the vectorized interpreter runs it
+            out = IMPLS[op.name](op, [np.asarray(env[v]) for v in op.operands])
+            env[op.results[0]] = np.asarray(out).astype(_np(op.results[0].type))[()]
+        elif isinstance(op, L.WhileOp):
+            vals = [env[v] for v in op.inits]
+            while True:
+                cond = op.cond_region.block
+                e = dict(env) | dict(zip(cond.args, vals))
+                for o in cond.ops:
+                    if isinstance(o, L.ConditionOp):
+                        go = bool(e[o.cond])
+                        break
+                    self.op(o, e)
+                if not go:
+                    break
+                body = op.body_region.block
+                vals = self.block(body, dict(env) | dict(zip(body.args, vals)))
+            for r, v in zip(op.results, vals):
+                env[r] = v
         elif isinstance(op, LaunchOp):
             grid = [int(env[g]) for g in op.grid]
             args = []
@@ -334,6 +354,26 @@ def test_multi_output_kernel(rng):
 def test_softmax_rows(rng):
     x = rng.normal(size=(9, 37)).astype(F32)
     check(lambda x: tfc.nn.softmax(x), x)
+
+
+# -- control flow on the host ----------------------------------------------------------
+
+
+def test_while_and_if(rng):
+    x = rng.normal(size=(37,)).astype(F32)
+
+    def f(x, n):
+        i = 0
+        while i < n:
+            x = x * 0.5 + tfc.tanh(x)
+            i += 1
+        if tfc.reduce_sum(x) > 0.0:
+            x = x + 1.0
+        else:
+            x = x - 1.0
+        return x, tfc.reduce_max(x)
+    check(f, x, np.int32(5))
+    check(f, -np.abs(x), np.int32(0))
 
 
 # -- copies and computed loads ------------------------------------------------------------
