@@ -55,10 +55,13 @@ class Allocation:
             a._release(self)
 
     def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: BLE001 - at interpreter exit the driver may be gone
-            pass
+        a = self._allocator
+        if a is not None:
+            self._allocator = None
+            try:
+                a._release(self)
+            except Exception:  # noqa: BLE001 - at interpreter exit the allocator may be half gone
+                pass
 
     def __int__(self):
         return self.ptr
@@ -87,25 +90,29 @@ class CachingAllocator:
         self.misses = 0
 
     def alloc(self, nbytes: int) -> Allocation:
-        nbytes = int(nbytes)
-        if nbytes < 0:
-            raise ValueError(f"alloc of {nbytes} bytes")
-        size = size_class(nbytes)
+        # the fast path (a cached block: every eager op's result) takes the lock once
+        if nbytes <= MIN_BLOCK:
+            if nbytes < 0:
+                raise ValueError(f"alloc of {nbytes} bytes")
+            size = MIN_BLOCK
+        else:
+            size = size_class(nbytes)
         with self._lock:
             blocks = self._free.get(size)
             if blocks:
                 ptr = blocks.pop()
                 self.bytes_cached -= size
                 self.hits += 1
-            else:
-                self.misses += 1
-                ptr = None
-        if ptr is None:
-            ptr = self._driver_alloc(size)
+                used = self.bytes_in_use = self.bytes_in_use + size
+                if used > self.peak_bytes_in_use:
+                    self.peak_bytes_in_use = used
+                return Allocation(ptr, nbytes, size, self)
+            self.misses += 1
+        ptr = self._driver_alloc(size)
         with self._lock:
-            self.bytes_in_use += size
-            if self.bytes_in_use > self.peak_bytes_in_use:
-                self.peak_bytes_in_use = self.bytes_in_use
+            used = self.bytes_in_use = self.bytes_in_use + size
+            if used > self.peak_bytes_in_use:
+                self.peak_bytes_in_use = used
         return Allocation(ptr, nbytes, size, self)
 
     def _driver_alloc(self, size: int) -> int:
@@ -120,10 +127,15 @@ class CachingAllocator:
         return ptr
 
     def _release(self, a: Allocation) -> None:
+        size = a.size
         with self._lock:
-            self.bytes_in_use -= a.size
-            self.bytes_cached += a.size
-            self._free.setdefault(a.size, []).append(a.ptr)
+            self.bytes_in_use -= size
+            self.bytes_cached += size
+            blocks = self._free.get(size)
+            if blocks is None:
+                self._free[size] = [a.ptr]
+            else:
+                blocks.append(a.ptr)
 
     def empty_cache(self) -> int:
         """Give every free block back to the driver; the bytes given back."""
