@@ -183,25 +183,46 @@ def add_at(dest, index, value, mask, shape):
     its contributions in that order: eager's scatter-adds' bits). ``index``
     holds one integer array (or scalar) per dim of ``dest``, broadcasting
     against ``shape``. Into a contiguous ``dest`` the indices become flat ones
-    and the adds one 1-D np.add.at (numpy's fast path; 3x eager's 2-D call on
-    [4096, 64] rows)."""
+    and the adds one 1-D np.add.at (numpy's fast path: 0.7 ms where eager's
+    2-D call takes 1.8, [4096, 64] rows into 1000 segments)."""
+    shape = tuple(shape)
     n = int(np.prod(shape, dtype=np.int64))
-    value = np.broadcast_to(np.asarray(value, dest.dtype), shape).reshape(n)
-    keep = None if mask is None else np.broadcast_to(mask, shape).reshape(n)
+    if mask is not None and np.all(mask):  # (checked on the mask as made: a row's, before broadcasting)
+        mask = None
+    p, rows = len(shape), n
+    if mask is not None:
+        # the mask varies along the leading p dims only (unsorted_segment_sum's: per id):
+        # whole rows of the trailing dims are kept or dropped, in order
+        m = np.asarray(mask)
+        m = m.reshape((1,) * (len(shape) - m.ndim) + m.shape)
+        p = max((d + 1 for d in range(m.ndim) if m.shape[d] != 1), default=0)
+        mask = np.broadcast_to(m.reshape(m.shape[:p]), shape[:p]).reshape(-1)
+        rows = mask.size
+    cols = n // rows if rows else 0
+
+    def part(a):
+        """``a`` as a (kept rows, cols) operand that broadcasts: selected along
+        the rows before it is broadcast along the columns where it can be."""
+        a = np.asarray(a)
+        a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
+        if mask is None:  # broadcast once, at the end
+            return a
+        if all(d == 1 for d in a.shape[p:]):  # constant along the columns: rows first
+            return np.broadcast_to(a.reshape(a.shape[:p]), shape[:p]).reshape(rows, 1)[mask]
+        if all(d == 1 for d in a.shape[:p]):  # constant along the rows
+            return np.broadcast_to(a.reshape(a.shape[p:]), shape[p:]).reshape(1, cols)
+        return np.broadcast_to(a, shape).reshape(rows, cols)[mask]
+
+    space = shape if mask is None else (int(np.count_nonzero(mask)), cols)
+    value = np.broadcast_to(part(np.asarray(value, dest.dtype)), space).reshape(-1)
     if dest.flags.c_contiguous:
-        flat, step = 0, 1
+        lin, step = 0, 1
         for i, d in zip(reversed(index), reversed(dest.shape)):
-            flat = flat + np.asarray(i, np.intp) * step
+            lin = lin + part(np.asarray(i, np.intp)) * step
             step *= d
-        idx = np.broadcast_to(flat, shape).reshape(n)
-        if keep is not None:
-            idx, value = idx[keep], value[keep]
-        np.add.at(dest.reshape(-1), idx, value)
+        np.add.at(dest.reshape(-1), np.broadcast_to(lin, space).reshape(-1), value)
         return
-    idx = tuple(np.broadcast_to(np.asarray(i, np.intp), shape).reshape(n) for i in index)
-    if keep is not None:
-        idx, value = tuple(i[keep] for i in idx), value[keep]
-    np.add.at(dest, idx, value)
+    np.add.at(dest, tuple(np.broadcast_to(part(np.asarray(i, np.intp)), space).reshape(-1) for i in index), value)
 
 
 def raise_eager(name: str, args, attrs: dict, where: str):
