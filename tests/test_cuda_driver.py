@@ -861,3 +861,22 @@ def test_bench_gpu_rows_on_the_simulator(monkeypatch):
     for r in checked:
         assert r.error or (r.seconds is not None and "checked" in r.note), (r.name, r.note)
     assert rows[0].rate > 0  # the driver's copy_dtod
+
+
+def test_pycuda_close_after_a_fault(monkeypatch):
+    """At exit the context is popped and the allocations freed even when every
+    call fails (a faulted kernel): pycuda aborts the process otherwise."""
+    mem = HostMemory()
+    drv = fake_pycuda(monkeypatch, mem=mem, launches=[])
+    d = D.PycudaDriver()
+    d.alloc(100), d.alloc(1000)
+    assert drv.Context.current is d.context and len(mem.blocks) == 2
+
+    def fault():
+        raise drv.LogicError("cuCtxSynchronize failed: an illegal memory access was encountered")
+    monkeypatch.setattr(drv.Context, "synchronize", staticmethod(fault))
+    with pytest.raises(D.CudaError, match="illegal memory access"):
+        d.synchronize()
+    d.close()
+    assert drv.Context.current is None and not mem.blocks
+    d.free(12345)  # after close: nothing to do

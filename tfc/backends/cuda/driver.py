@@ -221,14 +221,15 @@ class PycudaDriver(Driver):
         if self._closed:
             return
         self._closed = True
-        try:
-            self.context.synchronize()
-            for a in self._allocs.values():
-                a.free()
-            self._allocs.clear()
-            self.context.pop()
-        except self.drv.Error:
-            pass
+        # each step on its own: after a kernel fault every call fails, and the
+        # context must still be popped (pycuda aborts the process otherwise)
+        steps = [self.context.synchronize] + [a.free for a in self._allocs.values()] + [self.context.pop]
+        self._allocs.clear()
+        for step in steps:
+            try:
+                step()
+            except self.drv.Error:
+                pass
 
     def alloc(self, nbytes: int) -> int:
         try:
