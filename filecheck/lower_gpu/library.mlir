@@ -17,7 +17,7 @@ func.func @mm(%a: memref<37x19xf32>, %b: memref<23x37xf32>, %arena: memref<0xi8>
 // CHECK:           tgpu.store %{{.*}}, %[[SA]]
 // CHECK:           tgpu.store %{{.*}}, %[[SB]]
 // CHECK-NEXT:      "gpu.barrier"() : () -> ()
-// CHECK-COUNT-16:  arith.addf
+// CHECK-COUNT-16:  math.fma
 // CHECK-NEXT:      "gpu.barrier"() : () -> ()
 // CHECK:       sym_name = "k0_matmul_tt_f32", gpu.known_block_size = array<i32: 16, 16, 1>, tgpu.kind = "matmul", tgpu.index = "i32"
 // CHECK-LABEL: func.func @mm
