@@ -880,3 +880,16 @@ def test_pycuda_close_after_a_fault(monkeypatch):
     d.close()
     assert drv.Context.current is None and not mem.blocks
     d.free(12345)  # after close: nothing to do
+
+
+def test_cuda_namespace_without_bindings(fresh, monkeypatch):
+    """Another package of the cuda namespace (cuda-pathfinder, cuda-core) without
+    cuda-bindings: the reason is the missing cuda.bindings."""
+    no_pycuda(monkeypatch)
+    cuda = types.ModuleType("cuda")
+    cuda.__path__ = []
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    block_import(monkeypatch, {"cuda.bindings"}, "No module named 'cuda.bindings'")
+    block_import(monkeypatch, {"cuda.cuda"}, "No module named 'cuda.cuda'")
+    msg = str(pytest.raises(UnavailableError, D.get_driver).value)
+    assert "cuda-bindings: not installed (No module named 'cuda.bindings')" in msg

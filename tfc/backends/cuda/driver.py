@@ -331,8 +331,11 @@ class PycudaDriver(Driver):
 def _import_cuda_bindings():
     try:
         from cuda.bindings import driver as cu
-    except ImportError:
-        from cuda import cuda as cu  # cuda-python before the cuda.bindings split
+    except ImportError as e:
+        try:
+            from cuda import cuda as cu  # cuda-python before the cuda.bindings split
+        except ImportError:
+            raise e from None  # the reason is the current package's
     return cu
 
 
