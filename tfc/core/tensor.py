@@ -163,7 +163,16 @@ def _format_value(v) -> str:
 
 class OnDeviceError(NotImplementedError):
     """The host value of a GPU tensor was needed where tfc does not copy it
-    implicitly (a tfc.Variable's initial value, a tfc.function argument, ...)."""
+    implicitly (a tfc.Variable's initial value, a tfc.function argument, ...).
+    Raised on every eager op on a GPU tensor (tfc.core.registry.run_eager
+    catches it), so it is made cheaply: its one argument is the tensor, the
+    message is written when shown."""
+
+    def __str__(self) -> str:
+        t = self.args[0]
+        return (f"the value of a GPU tensor ({t._spec}, on {t.device}) is needed on the host here, and tfc "
+                f"does not copy it implicitly: copy it with .cpu() first (a tfc.Variable and the arguments of a "
+                f"tfc.function live on the host in this build)")
 
 
 class GpuTensor(Tensor):
@@ -180,10 +189,7 @@ class GpuTensor(Tensor):
     @property
     def _value(self):
         # an eager op's input: tfc.core.registry.run_eager catches this and runs the op on the GPU
-        raise OnDeviceError(
-            f"the value of a GPU tensor ({self._spec}, on {self.device}) is needed on the host here, and tfc "
-            f"does not copy it implicitly: copy it with .cpu() first (a tfc.Variable and the arguments of a "
-            f"tfc.function live on the host in this build)")
+        raise OnDeviceError(self)
 
     @property
     def shape(self) -> tuple:
