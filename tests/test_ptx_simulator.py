@@ -220,6 +220,23 @@ def test_misaligned_vector_load():
     assert "ld.global.nc.v4.f32" in str(e.value)
 
 
+def test_nc_load_of_a_buffer_the_kernel_writes():
+    # in place: out is a: an ld.global.nc of a buffer the launch writes
+    mem = S.Memory()
+    n = 300
+    a = mem.to_device(np.ones(n, np.float32))
+    b = mem.to_device(np.ones(n, np.float32))
+    with pytest.raises(S.SimulationError, match="ld.global.nc bytes this launch writes|through ld.global.nc"):
+        _run(K.FMA_F32, "fma_f32", (2, 1, 1), (256, 1, 1),
+             [np.uint64(a), np.uint64(b), np.uint64(b), np.uint64(a), np.uint64(n)], mem)
+    # the same without .nc is fine, and so are disjoint parts of one allocation
+    _run(K.FMA_F32.replace("ld.global.nc.f32", "ld.global.f32"), "fma_f32", (2, 1, 1), (256, 1, 1),
+         [np.uint64(a), np.uint64(b), np.uint64(b), np.uint64(a), np.uint64(n)], mem)
+    arena = mem.alloc(4 * 4 * 128)
+    p = [np.uint64(arena + 512 * i) for i in range(4)]
+    _run(K.FMA_F32, "fma_f32", (1, 1, 1), (256, 1, 1), p + [np.uint64(128)], mem)
+
+
 @pytest.mark.parametrize("line,why", [
     ("mul.f32 %f1, %f1, %f1;", "must be .rn"),
     ("ex2.approx.ftz.f32 %f1, %f1;", ".ftz"),
@@ -352,6 +369,20 @@ def test_nan_results_as_an_h100_gives_them():
         got = _probe("fma.rn.f64 %d, %a0, %a1, %a2;", ["f64"] * 3, "f64", np.array([-m, m]), np.array([m, 2.0]),
                      np.array([np.inf, -m]))
         assert got[0] == np.inf and got[1] == m
+
+
+def test_approximations():
+    x = np.array([np.nan, -1.0, 1e-40, -1e-40, 0.5, 3.0, -np.inf], np.float32)
+    with np.errstate(all="ignore"):
+        for op, f in [("ex2", np.exp2), ("lg2", np.log2), ("sin", np.sin), ("cos", np.cos), ("tanh", np.tanh),
+                      ("rsqrt", lambda v: 1 / np.sqrt(v))]:
+            got = _probe(f"{op}.approx.f32 %d, %a0;", ["f32"], "f32", x)
+            want = f(x.astype(np.float64)).astype(np.float32)   # correctly rounded
+            num = ~np.isnan(want)
+            if op == "sin":   # a subnormal argument is flushed to zero (an H100)
+                want[2:4] = [0.0, -0.0]
+            assert _bits_equal(got[num], want[num]), op
+            assert (got.view(np.uint32)[~num] == 0x7FFFFFFF).all(), op
 
 
 def test_min_max_nan_and_zero_signs():

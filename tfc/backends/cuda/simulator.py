@@ -263,6 +263,9 @@ class Kernel:
     specials: set = field(default_factory=set)
     lines: list = field(default_factory=list)
     min_shared_access: int = 16     # the narrowest shared ld/st: the race check's granularity
+    min_global_access: int = 16     # the narrowest global ld/st/atomic: the .nc check's granularity
+    has_nc: bool = False            # any ld.global.nc
+    has_global_write: bool = False  # any st.global / atom / red
 
 
 @dataclass
@@ -814,6 +817,10 @@ class _Decoder:
         shared = space == "shared"
         if shared:
             self.k.min_shared_access = min(self.k.min_shared_access, dt.itemsize)
+        else:
+            self.k.min_global_access = min(self.k.min_global_access, dt.itemsize)
+        nc = "nc" in mods
+        self.k.has_nc |= nc
 
         def ld(ctx, sel):
             a = fetch(ctx, sel)
@@ -821,7 +828,7 @@ class _Decoder:
                 a = a + np.uint64(off & 0xFFFFFFFFFFFFFFFF)
             a = _lanes(a, ctx, sel)
             vals = (ctx.shared_access(a, sel, dt, vec, nbytes, None) if shared
-                    else ctx.global_load(a, sel, dt, vec, nbytes))
+                    else ctx.global_load(a, sel, dt, vec, nbytes, nc))
             for j, st in enumerate(stores):
                 v = vals[:, j] if vec > 1 else vals
                 st(ctx, sel, v if rt == t else v.astype(_DTYPES[rt]))
@@ -847,6 +854,9 @@ class _Decoder:
         shared = space == "shared"
         if shared:
             self.k.min_shared_access = min(self.k.min_shared_access, dt.itemsize)
+        else:
+            self.k.min_global_access = min(self.k.min_global_access, dt.itemsize)
+            self.k.has_global_write = True
 
         def st(ctx, sel):
             a = fetch(ctx, sel)
@@ -1106,7 +1116,9 @@ class _Decoder:
         return self._approx_fn(mods, ops, opcode, np.log2)
 
     def _i_sin(self, mods, ops, opcode):
-        return self._approx_fn(mods, ops, opcode, np.sin)
+        # an H100 flushes a subnormal argument to zero (sin(1e-40) is 0)
+        return self._approx_fn(mods, ops, opcode,
+                               lambda v: np.sin(np.where(np.abs(v) < 2.0 ** -126, v * 0.0, v)))
 
     def _i_cos(self, mods, ops, opcode):
         return self._approx_fn(mods, ops, opcode, np.cos)
@@ -1275,6 +1287,9 @@ class _Decoder:
         v = self.src(ops[2] if result else ops[1], t)
         d = self.dst(ops[0], t) if result else None
         dt = np.dtype(_DTYPES[t])
+        if space == "global":
+            self.k.min_global_access = min(self.k.min_global_access, dt.itemsize)
+            self.k.has_global_write = True
 
         def atom(ctx, sel):
             a = fetch(ctx, sel)
@@ -1567,7 +1582,8 @@ _CMP = {
     "nan": lambda a, b, isf: np.isnan(a) | np.isnan(b),
 }
 
-_CANON_NAN_OPS = {"add", "sub", "mul", "mad", "fma", "div", "min", "max", "neg", "abs", "sqrt", "rcp"}
+_CANON_NAN_OPS = {"add", "sub", "mul", "mad", "fma", "div", "min", "max", "neg", "abs", "sqrt", "rcp",
+                  "rsqrt", "ex2", "lg2", "sin", "cos", "tanh"}
 _CANON_NAN = {"f32": np.array(0x7FFFFFFF, np.uint32).view(np.float32)[()],
               "f16": np.array(0x7FFF, np.uint16).view(np.float16)[()]}
 
@@ -1598,8 +1614,9 @@ def _float_to_int(r, dt, nan_bits=0):
 class _Ctx:
     """The state of one chunk of blocks."""
 
-    def __init__(self, k, memory, grid, block, block0, nblocks, params, shared_bytes):
+    def __init__(self, k, memory, grid, block, block0, nblocks, params, shared_bytes, nc_state=None):
         self.k = k
+        self.nc_state = nc_state
         self.memory = memory
         self.grid, self.block = grid, block
         self.nt = block[0] * block[1] * block[2]
@@ -1691,7 +1708,32 @@ class _Ctx:
                       f"{mem._explain(int(a[j]), nbytes)}")
         return idx
 
-    def global_load(self, a, sel, dt, vec, nbytes):
+    def _nc_track(self, gi, m, e, isz, nbytes, sel, write):
+        """The .nc check: bytes read through the non-coherent cache and bytes
+        written in the same launch must not meet (ld.global.nc is only for data
+        read-only for the whole kernel: a GPU may return stale values)."""
+        state = self.nc_state
+        g = min(4, self.k.min_global_access)
+        size = (self.memory._sizes[gi] + g - 1) // g
+        first = e * isz // g
+        units = nbytes // g
+        pos = (first[:, None] + np.arange(units)).ravel() if units > 1 else first
+        mine = state["w" if write else "nc"].setdefault(gi, np.zeros(size, bool))
+        other = state["nc" if write else "w"].get(gi)
+        if other is not None:
+            hit = other[pos]
+            if hit.any():
+                j = int(np.flatnonzero(hit)[0]) // units
+                lanes = np.arange(self.n) if sel is None else sel
+                lane = (lanes if m is None else lanes[m])[j]
+                addr = self.memory._bases[gi] + int(first[j]) * g
+                what = ("writes bytes this launch read through ld.global.nc" if write
+                        else "reads through ld.global.nc bytes this launch writes")
+                self.fail(lane, f"{what} (at {addr:#x}; the non-coherent cache may return stale data: "
+                                "use ld.global for a buffer the kernel writes)")
+        mine[pos] = True
+
+    def global_load(self, a, sel, dt, vec, nbytes, nc=False):
         idx = self._global_check(a, sel, nbytes, "read")
         mem = self.memory
         bases = mem._tables()[0]
@@ -1705,6 +1747,8 @@ class _Ctx:
             buf = mem._bufs[gi].view(dt)
             e = ((a if m is None else a[m]) - bases[gi]) // np.uint64(dt.itemsize)
             e = e.astype(np.int64)
+            if nc and self.nc_state is not None:
+                self._nc_track(gi, m, e, dt.itemsize, nbytes, sel, False)
             v = buf[e[:, None] + np.arange(vec)] if vec > 1 else buf[e]
             if m is None:
                 out[...] = v
@@ -1725,6 +1769,8 @@ class _Ctx:
             buf = mem._bufs[gi].view(dt)
             e = ((a if m is None else a[m]) - bases[gi]) // np.uint64(dt.itemsize)
             e = e.astype(np.int64)
+            if self.nc_state is not None:
+                self._nc_track(gi, m, e, dt.itemsize, nbytes, sel, True)
             v = vals if m is None else vals[m]
             if vec > 1:
                 buf[e[:, None] + np.arange(vec)] = v
@@ -1877,6 +1923,8 @@ class _Ctx:
             for g in np.unique(idx):
                 m = idx == g
                 e = ((a[m] - bases[g]) // np.uint64(nbytes)).astype(np.int64)
+                if self.nc_state is not None:
+                    self._nc_track(int(g), m, e, nbytes, nbytes, sel, True)
                 bufs.append((self.memory._bufs[int(g)].view(dt), e, m))
         old = np.empty(n, dt) if result else None
         for buf, e, m in bufs:
@@ -1999,10 +2047,11 @@ def _run(k, grid, block, params, memory, shared_bytes, max_steps):
     if smem:
         per = max(1, min(per, _SHARED_CHUNK_BYTES // smem))
     steps = [0]
+    nc_state = {"nc": {}, "w": {}} if k.has_nc and k.has_global_write else None
     with np.errstate(all="ignore"):
         for b0 in range(0, total, per):
             nb = min(per, total - b0)
-            ctx = _Ctx(k, memory, grid, block, b0, nb, params, shared_bytes)
+            ctx = _Ctx(k, memory, grid, block, b0, nb, params, shared_bytes, nc_state)
             _run_chunk(k, ctx, steps, max_steps)
 
 
