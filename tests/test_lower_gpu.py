@@ -452,3 +452,18 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 }"""
     with pytest.raises(ValueError, match="expects L3"):
         lower(text)
+
+
+def test_unsupported_scalar_argument(rng):
+    x = rng.normal(size=(4,)).astype(np.float16)
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for a f16 scalar kernel argument"):
+        lower(l3_of(lambda x, s: x * s, x, np.float16(2.0)))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_integer_matmul(rng, dtype):
+    a = rng.integers(-1000, 1000, size=(9, 70)).astype(dtype)
+    b = rng.integers(-1000, 1000, size=(70, 11)).astype(dtype)
+    check(lambda a, b: tfc.matmul(a, b), a, b)
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for matmul of i8"):
+        lower(l3_of(lambda a, b: tfc.matmul(a, b), a.astype(np.int8), b.astype(np.int8)))

@@ -9,7 +9,9 @@ of L3 that tfc-lower-gpu launches (tfc/passes/lower_gpu.py).
   every thread reaches both barriers); the products are accumulated in k
   order with ``math.fma`` (one rounding per step, as BLAS's FMA kernels: the
   matmul family's tolerance covers the other summation order anyway).
-- results of at least half a tile: a register-blocked kernel (``BLOCKED``:
+- int32 / int64 (numpy's wrapping products and sums: exact in any order)
+  through the 16x16 kernel;
+- float results of at least half a tile: a register-blocked kernel (``BLOCKED``:
   float32 128x128 tiles, 8x8 results per thread; float64 64x64, 4x4).
 """
 from __future__ import annotations
@@ -61,8 +63,10 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     from tfc.passes.lower_gpu import I32_MAX, _KB, _prod, unsupported
 
     elt = c.type.element_type
-    if not isinstance(elt, (Float32Type, Float64Type)) or a.type.element_type != elt or b.type.element_type != elt:
+    if elt not in (Float32Type(), Float64Type(), i32, i64) or a.type.element_type != elt \
+            or b.type.element_type != elt:
         raise unsupported(f"matmul of {a.type.element_type} and {b.type.element_type} into {elt}")
+    floats = isinstance(elt, (Float32Type, Float64Type))
     shapes = [tuple(v.type.get_shape()) for v in (a, b, c)]
     if any(d < 0 for sh in shapes for d in sh):
         raise unsupported("matmul of run-time shape")
@@ -86,17 +90,17 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
 
     def extent(sh, st):
         return sum((d - 1) * abs(s) for d, s in zip(sh, st) if d > 0)
-    tname = "f32" if isinstance(elt, Float32Type) else "f64"
-    BM, BN = BLOCKED[tname][:2]
+    tname = str(elt)
+    BM, BN = BLOCKED[tname][:2] if floats else (TILE, TILE)
     span = max(extent(ash, ast), extent(bsh, bst), extent(csh, cst)) + BM * (abs(a_k) + abs(b_k) + 1) \
         + BM * (abs(a_i) + abs(b_j) + abs(c_i) + abs(c_j))
     it = i32 if span <= I32_MAX else i64
     ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
-    if m >= BM // 2 and n >= BN // 2:
-        name = namer(f"matmul_{ta}{tb}_{'f32' if isinstance(elt, Float32Type) else 'f64'}_{BM}x{BN}")
+    if floats and m >= BM // 2 and n >= BN // 2:
+        name = namer(f"matmul_{ta}{tb}_{tname}_{BM}x{BN}")
         return _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, (a_i, a_k, b_k, b_j, c_i, c_j),
                         (a_b, b_b, c_b), BLOCKED[tname])
-    name = namer(f"matmul_{ta}{tb}_{'f32' if isinstance(elt, Float32Type) else 'f64'}")
+    name = namer(f"matmul_{ta}{tb}_{tname}")
     kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
     pa, pb, pc = kb.args
     tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
@@ -110,7 +114,7 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     sa, sb = kb.shared(elt, TILE * TILE), kb.shared(elt, TILE * TILE)
     row_ok = kb.cmpi("slt", row, kb.i(m))
     col_ok = kb.cmpi("slt", col, kb.i(n))
-    zero = kb.c(0.0, elt)
+    zero = kb.c(0.0 if floats else 0, elt)
     at = kb.add(kb.mul(ty, kb.i(TILE)), tx)  # this thread's slot in a tile
     a_row = kb.add(bases[0], kb.mul(row, kb.i(a_i)))
     b_col = kb.add(bases[1], kb.mul(col, kb.i(b_j)))
@@ -131,7 +135,8 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
         for kk in range(TILE):
             u = kb.load(sa, kb.add(a_at, kb.i(kk)) if kk else a_at)[0]
             v = kb.load(sb, kb.add(tx, kb.i(kk * TILE)) if kk else tx)[0]
-            acc = kb.emit(xmath.FmaOp(u, v, acc))
+            acc = kb.emit(xmath.FmaOp(u, v, acc)) if floats else \
+                kb.emit(arith.AddiOp(acc, kb.emit(arith.MuliOp(u, v))))  # integers wrap, exact in any order
         kb.emit(gpu.BarrierOp())
         return [acc]
 
