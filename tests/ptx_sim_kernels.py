@@ -390,3 +390,89 @@ def int_inputs(np_dtype, n_random=200, seed=0):
     rng = np.random.default_rng(seed)
     r = rng.integers(info.min, info.max, (2, n_random), dtype=dt, endpoint=True)
     return np.concatenate([a.ravel(), r[0]]), np.concatenate([b.ravel(), r[1]])
+
+
+# every special register of every thread: out[8 * i + k], i the thread's linear index in the grid
+# (block-major, x fastest), k: tid.x, tid.y, tid.z, ctaid.x, ctaid.y, ctaid.z, laneid, warpid;
+# and the dimensions in dims[0..5] (ntid.xyz, nctaid.xyz)
+SPECIALS = HEADER + """
+.visible .entry specials(.param .u64 p_out, .param .u64 p_dims)
+{
+    .reg .pred %p<2>;
+    .reg .u32 %r<24>;
+    .reg .u64 %rd<6>;
+    ld.param.u64 %rd1, [p_out];
+    ld.param.u64 %rd2, [p_dims];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %tid.y;
+    mov.u32 %r3, %tid.z;
+    mov.u32 %r4, %ctaid.x;
+    mov.u32 %r5, %ctaid.y;
+    mov.u32 %r6, %ctaid.z;
+    mov.u32 %r7, %laneid;
+    mov.u32 %r8, %warpid;
+    mov.u32 %r9, %ntid.x;
+    mov.u32 %r10, %ntid.y;
+    mov.u32 %r11, %ntid.z;
+    mov.u32 %r12, %nctaid.x;
+    mov.u32 %r13, %nctaid.y;
+    mov.u32 %r14, %nctaid.z;
+    mad.lo.u32 %r15, %r6, %r13, %r5;
+    mad.lo.u32 %r15, %r15, %r12, %r4;
+    mul.lo.u32 %r16, %r9, %r10;
+    mul.lo.u32 %r16, %r16, %r11;
+    mad.lo.u32 %r17, %r3, %r10, %r2;
+    mad.lo.u32 %r17, %r17, %r9, %r1;
+    mad.lo.u32 %r18, %r15, %r16, %r17;
+    mul.wide.u32 %rd3, %r18, 32;
+    add.s64 %rd4, %rd1, %rd3;
+    st.global.v4.u32 [%rd4], {%r1, %r2, %r3, %r4};
+    st.global.v4.u32 [%rd4+16], {%r5, %r6, %r7, %r8};
+    or.b32 %r19, %r15, %r17;
+    setp.ne.u32 %p1, %r19, 0;
+    @%p1 bra $L_done;
+    st.global.v2.u32 [%rd2], {%r9, %r10};
+    st.global.v2.u32 [%rd2+8], {%r11, %r12};
+    st.global.v2.u32 [%rd2+16], {%r13, %r14};
+$L_done:
+    ret;
+}
+"""
+
+# dynamic shared memory: each block reverses its slice of x through an .extern .shared array
+REVERSE_DYNAMIC = HEADER + """
+.extern .shared .align 16 .b8 smem[];
+
+.visible .entry reverse_dynamic(.param .u64 p_x, .param .u64 p_out)
+{
+    .reg .u32 %r<10>;
+    .reg .u64 %rd<8>;
+    .reg .f32 %f<2>;
+    ld.param.u64 %rd1, [p_x];
+    ld.param.u64 %rd2, [p_out];
+    cvta.to.global.u64 %rd1, %rd1;
+    cvta.to.global.u64 %rd2, %rd2;
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ntid.x;
+    mov.u32 %r3, %ctaid.x;
+    mad.lo.u32 %r4, %r3, %r2, %r1;
+    mul.wide.u32 %rd3, %r4, 4;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.f32 %f1, [%rd4];
+    mov.u32 %r5, smem;
+    shl.b32 %r6, %r1, 2;
+    add.u32 %r7, %r5, %r6;
+    st.shared.f32 [%r7], %f1;
+    bar.sync 0;
+    sub.u32 %r8, %r2, %r1;
+    sub.u32 %r8, %r8, 1;
+    shl.b32 %r8, %r8, 2;
+    add.u32 %r8, %r5, %r8;
+    ld.shared.f32 %f1, [%r8];
+    add.s64 %rd5, %rd2, %rd3;
+    st.global.f32 [%rd5], %f1;
+    ret;
+}
+"""

@@ -106,6 +106,35 @@ def test_sgemm_tiled16(m, n, k):
     np.testing.assert_allclose(C, A.astype(np.float64) @ B, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("grid,block", [((2, 3, 2), (8, 4, 2)), ((1, 1, 1), (1, 1, 1)), ((3, 1, 1), (16, 16, 1)),
+                                        ((1, 2, 3), (5, 3, 7))])
+def test_special_registers(grid, block):
+    nb, nt = int(np.prod(grid)), int(np.prod(block))
+    out = np.zeros((nb * nt, 8), np.uint32)
+    dims = np.zeros(6, np.uint32)
+    _run(K.SPECIALS, "specials", grid, block, [out, dims])
+    assert dims.tolist() == [*block, *grid]
+    i = np.arange(nb * nt)
+    lt, lb = i % nt, i // nt
+    bx, by, _ = block
+    gx, gy, _ = grid
+    want = np.stack([lt % bx, lt // bx % by, lt // (bx * by), lb % gx, lb // gx % gy, lb // (gx * gy),
+                     lt % 32, lt // 32], axis=1)
+    assert np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("nt", [32, 96, 256])
+def test_dynamic_shared_memory(nt):
+    x = np.arange(3 * nt, dtype=np.float32)
+    out = np.zeros_like(x)
+    _run(K.REVERSE_DYNAMIC, "reverse_dynamic", (3, 1, 1), (nt, 1, 1), [x, out], shared_bytes=4 * nt)
+    assert np.array_equal(out, x.reshape(3, nt)[:, ::-1].ravel())
+    with pytest.raises(S.SimulationError, match="outside the block's"):
+        _run(K.REVERSE_DYNAMIC, "reverse_dynamic", (3, 1, 1), (nt, 1, 1), [x, out], shared_bytes=4 * nt - 4)
+    with pytest.raises(S.SimulationError, match="no shared memory"):
+        _run(K.REVERSE_DYNAMIC, "reverse_dynamic", (3, 1, 1), (nt, 1, 1), [x, out])
+
+
 def test_zero_grid_launches_nothing():
     mem = S.Memory()
     out = np.full(3, 7, np.float32)
@@ -686,7 +715,7 @@ def test_printer_op_kernels():
 
 # -- every kernel here is real PTX -----------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(K.GOOD) + ["SGEMM_NO_BARRIER", "BLOCK_SUM_BARRIER_IN_BOUNDS",
+@pytest.mark.parametrize("name", sorted(K.GOOD) + ["SPECIALS", "REVERSE_DYNAMIC", "SGEMM_NO_BARRIER", "BLOCK_SUM_BARRIER_IN_BOUNDS",
                                                   "FMA_F32_NO_BOUNDS", "probe"])
 def test_kernels_assemble_for_sm80(name):
     ptxas = _ptxas()

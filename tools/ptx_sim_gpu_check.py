@@ -159,22 +159,22 @@ def inputs(srcs, kind, name, rng):
     return out
 
 
-def run_sim(ptx, name, grid, block, args):
+def run_sim(ptx, name, grid, block, args, shared_bytes=0):
     prog = S.parse(ptx)
     mem = S.Memory()
     arrs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    S.run(prog, name, grid, block, arrs, mem)
+    S.run(prog, name, grid, block, arrs, mem, shared_bytes)
     return arrs
 
 
-def run_gpu(ptx, name, grid, block, args):
+def run_gpu(ptx, name, grid, block, args, shared_bytes=0):
     import cupy as cp
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
     mod = cp.RawModule(path=f.name)
     fn = mod.get_function(name)
     dev = [cp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
-    fn(tuple(grid), tuple(block), tuple(dev))
+    fn(tuple(grid), tuple(block), tuple(dev), shared_mem=shared_bytes)
     cp.cuda.runtime.deviceSynchronize()
     return [cp.asnumpy(d) if isinstance(a, np.ndarray) else a for a, d in zip(args, dev)]
 
@@ -260,9 +260,14 @@ def check_kernels(results, rng):
         B = rng.standard_normal((KK, N)).astype(np.float32)
         cases.append(("sgemm_tiled16", K.SGEMM_TILED16, ((N + 15) // 16, (M + 15) // 16, 1), (16, 16, 1),
                       [A, B, np.zeros((M, N), np.float32), np.uint32(M), np.uint32(N), np.uint32(KK)], 2))
-    for name, ptx, grid, block, args, oi in cases:
-        sim = run_sim(ptx, name, grid, block, args)[oi]
-        gpu = run_gpu(ptx, name, grid, block, args)[oi]
+    for grid, block in (((2, 3, 2), (8, 4, 2)), ((3, 1, 1), (16, 16, 1)), ((1, 2, 3), (5, 3, 7))):
+        n = int(np.prod(grid)) * int(np.prod(block))
+        cases.append(("specials", K.SPECIALS, grid, block, [np.zeros((n, 8), np.uint32), np.zeros(6, np.uint32)], 0))
+    x = rng.standard_normal(3 * 96).astype(np.float32)
+    cases.append(("reverse_dynamic", K.REVERSE_DYNAMIC, (3, 1, 1), (96, 1, 1), [x, np.zeros_like(x)], 1, 4 * 96))
+    for name, ptx, grid, block, args, oi, *smem in cases:
+        sim = run_sim(ptx, name, grid, block, args, *smem)[oi]
+        gpu = run_gpu(ptx, name, grid, block, args, *smem)[oi]
         res = compare(f"kernel {name} {grid} {block} {args[oi].shape}", "exact", sim.ravel(), gpu.ravel(),
                       [sim.ravel()])
         results.append(res)

@@ -318,7 +318,7 @@ def parse(ptx: str) -> Program:
     while True:
         m = _ENTRY.search(text, pos)
         head = text[pos:m.start() if m else len(text)]
-        for d in re.finditer(r"\.(shared|global|const|local)\b[^;{}]*;", head):
+        for d in re.finditer(r"(?:\.extern\s+)?\.(shared|global|const|local)\b[^;{}]*;", head):
             stmt = d.group(0)
             if d.group(1) != "shared":
                 raise SimulationError(f"unsupported module-scope .{d.group(1)} variable, line "
@@ -405,8 +405,11 @@ def _parse_body(k: Kernel, text: str, start: int, end: int, module_shared):
             continue
         if s.startswith(".reg"):
             _declare_regs(k, regs, s, line)
-        elif s.startswith(".shared") or s.startswith(".extern"):
+        elif s.startswith(".shared"):
             shared_decls.append((s, line))
+        elif s.startswith(".extern"):
+            raise PTXSyntaxError(f"kernel {k.name}: .extern inside a function, line {line} (ptxas: a "
+                                 "parsing error; declare it at module scope)")
         elif s.startswith(".local") or s.startswith(".const") or s.startswith(".global"):
             raise SimulationError(f"kernel {k.name}: unsupported declaration, line {line}: {s}")
         elif s.startswith(".pragma"):
