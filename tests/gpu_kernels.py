@@ -16,6 +16,7 @@ scalars.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -526,6 +527,7 @@ TRANSCENDENTAL = [
     ("log1p", "math.log1p", (-1.0, 3e38), np.log1p, 2.5),
     ("expm1", "math.expm1", (-110.0, 95.0), np.expm1, 2.7),
     ("tanh", "math.tanh", (-20.0, 20.0), np.tanh, 1.6),
+    ("erf", "math.erf", (-7.0, 7.0), lambda x: np.vectorize(math.erf, otypes=[np.float64])(x), 1.0),
 ]
 
 
@@ -640,6 +642,7 @@ def shuffle_kernel(mode: str, t: str = "f32") -> GpuCase:
     text = _wrap(_func(name, [("%in", P), ("%off", Q), ("%out", P)], (64, 1, 1), body))
 
     def ref(x, off):
+        off = off & 31  # PTX reads the low 5 bits of the offset / lane (checked on an H100)
         lane = np.arange(x.size) % 32
         warp = np.arange(x.size) - lane
         if mode == "down":
@@ -653,7 +656,8 @@ def shuffle_kernel(mode: str, t: str = "f32") -> GpuCase:
         return [x[warp + src]]
 
     return GpuCase(name, text, (64, 1, 1), lambda x, off: (1, 1, 1), lambda x, off: [x, off, np.zeros_like(x)],
-                   (2,), ref, notes={"size": 64, "offsets": "per lane: the same within a warp for down/up/xor"})
+                   (2,), ref, notes={"size": 64, "offsets": "per lane (the same within a warp for down/up/xor); "
+                                                     "only their low 5 bits count"})
 
 
 def atomic_kernel(t: str, returns_old: bool) -> GpuCase:

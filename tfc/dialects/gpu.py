@@ -315,8 +315,9 @@ class ShuffleOp(IRDLOperation):
     another lane of the warp (all 32 lanes take part; CUDA's
     ``__shfl_{down,up,xor,}_sync(0xffffffff, v, off)``): down: lane + off,
     up: lane - off, xor: lane ^ off, idx: lane off; a lane whose source is
-    outside the warp gets its own value. ``%off`` is i32; values are 32-bit
-    (f32, i32)."""
+    outside the warp gets its own value. ``%off`` is i32, of which only the
+    low 5 bits count (PTX's rule: an offset of 35 shuffles by 3); values are
+    32-bit (f32, i32)."""
 
     name = "tgpu.shuffle"
     mode = prop_def(StringAttr)

@@ -9,8 +9,7 @@ the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
 Not implemented (NotImplementedError naming the op): sin, cos, tan (they need
-a Payne-Hanek argument reduction to be accurate over all of float32), erf,
-powf, the hyperbolic functions other than tanh, the inverse trigonometric
+a Payne-Hanek argument reduction to be accurate over all of float32), powf, the hyperbolic functions other than tanh, the inverse trigonometric
 functions, cbrt.
 """
 from __future__ import annotations
@@ -238,9 +237,84 @@ def emit_tanh(k, dst, x):
     k.i("copysign.f32", dst, x, t)
 
 
+# erf: fdlibm's s_erff.c (Sun Microsystems, 1993) coefficients: rational approximations on
+# [0, 0.84375), [0.84375, 1.25), and of erfc on [1.25, 1/0.35), [1/0.35, 6)
+_E = {k: tuple(np.float32(c) for c in v) for k, v in dict(
+    pp=(1.2837916613e-01, -3.2504209876e-01, -2.8481749818e-02, -5.7702702470e-03, -2.3763017452e-05),
+    qq=(1.0, 3.9791721106e-01, 6.5022252500e-02, 5.0813062117e-03, 1.3249473704e-04, -3.9602282413e-06),
+    pa=(-2.3621185683e-03, 4.1485610604e-01, -3.7220788002e-01, 3.1834661961e-01, -1.1089469492e-01,
+        3.5478305072e-02, -2.1663755178e-03),
+    qa=(1.0, 1.0642088205e-01, 5.4039794207e-01, 7.1828655899e-02, 1.2617121637e-01, 1.3637083583e-02,
+        1.1984500103e-02),
+    ra=(-9.8649440333e-03, -6.9385856390e-01, -1.0558626175e+01, -6.2375331879e+01, -1.6239666748e+02,
+        -1.8460508728e+02, -8.1287437439e+01, -9.8143291473e+00),
+    sa=(1.0, 1.9651271820e+01, 1.3765776062e+02, 4.3456588745e+02, 6.4538726807e+02, 4.2900814819e+02,
+        1.0863500214e+02, 6.5702495575e+00, -6.0424413532e-02),
+    rb=(-9.8649431020e-03, -7.9928326607e-01, -1.7757955551e+01, -1.6063638306e+02, -6.3756646729e+02,
+        -1.0250950928e+03, -4.8351919556e+02),
+    sb=(1.0, 3.0338060379e+01, 3.2579251099e+02, 1.5367296143e+03, 3.1998581543e+03, 2.5530502930e+03,
+        4.7452853394e+02, -2.2440952301e+01),
+).items()}
+_E["erx"] = np.float32(8.4506291151e-01)
+_E["efx8"] = np.float32(1.0270333290e+00)
+ERF_ERFC_SPLIT = np.uint32(0x4036DB6D).view(np.float32)   # about 1/0.35
+
+
+def _horner(F, s, coeffs):
+    """c0 + s*(c1 + s*(c2 + ...)) with separate roundings (as C evaluates it)."""
+    acc = F.op("mov.f32", h(coeffs[-1]))
+    for c in reversed(coeffs[:-1]):
+        acc = F.add(F.mul(s, acc), h(c))
+    return acc
+
+
+def emit_erf(k, dst, x):
+    """fdlibm's erff, every range computed and the right one selected (no
+    branches): |x| < 2^-28: x + x·(efx8 - 1) as 0.125·(8x + efx8·x);
+    < 0.84375: x + x·P(x²)/Q(x²); < 1.25: erx + P(s)/Q(s), s = |x| - 1;
+    < 6: 1 - exp(-z² - 0.5625)·exp((z - |x|)(z + |x|) + R/S)/|x| (z: |x|
+    with its low 13 bits cleared, R/S rational in 1/x²); else 1; x's sign."""
+    F = _F(k)
+    E = _E
+    a = F.op("abs.f32", x)
+    # [0, 0.84375)
+    z = F.mul(x, x)
+    y = F.div(_horner(F, z, E["pp"]), _horner(F, z, E["qq"]))
+    small = F.add(x, F.mul(x, y))
+    tiny = F.mul(F.add(F.mul(x, h(8.0)), F.mul(x, h(E["efx8"]))), h(0.125))
+    # [0.84375, 1.25)
+    s1 = F.sub(a, h(1.0))
+    pq = F.div(_horner(F, s1, E["pa"]), _horner(F, s1, E["qa"]))
+    mid = F.sub(h(1.0), F.sub(F.sub(h(1.0), h(E["erx"])), pq))
+    # [1.25, 6)
+    s = F.div(h(1.0), F.mul(a, a))
+    near = F.setp("lt", a, h(ERF_ERFC_SPLIT))
+    R = _horner(F, s, E["rb"])
+    S = _horner(F, s, E["sb"])
+    F.sel(R, _horner(F, s, E["ra"]), near)
+    F.sel(S, _horner(F, s, E["sa"]), near)
+    zb = F.op("mov.b32", a, cls="r")
+    k.i("and.b32", zb, zb, "-8192")                       # 0xffffe000
+    zz = F.op("mov.b32", zb)
+    e1, e2 = F.r(), F.r()
+    emit_exp(k, e1, F.sub(F.mul(F.op("neg.f32", zz), zz), h(0.5625)))
+    emit_exp(k, e2, F.add(F.mul(F.sub(zz, a), F.add(zz, a)), F.div(R, S)))
+    tail = F.sub(h(1.0), F.div(F.mul(e1, e2), a))
+    # select by range (every comparison is false for NaN: handled last)
+    r = F.op("mov.f32", h(1.0))
+    F.sel(r, tail, F.setp("lt", a, h(6.0)))
+    F.sel(r, mid, F.setp("lt", a, h(1.25)))
+    k.i("copysign.f32", r, x, r)
+    F.sel(r, small, F.setp("lt", a, h(0.84375)))
+    F.sel(r, tiny, F.setp("lt", a, h(np.float32(2.0 ** -28))))
+    F.sel(r, x, F.setp("nan", x, x))
+    k.i("mov.f32", dst, r)
+
+
 EMITTERS = {
     "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
     "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
+    "math.erf": emit_erf,
 }
 
 
