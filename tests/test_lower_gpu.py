@@ -130,6 +130,14 @@ class Host:
             branch = op.then_region.block if bool(env[op.cond]) else op.else_region.block
             for r, v in zip(op.results, self.block(branch, dict(env) | env)):
                 env[r] = v
+        elif isinstance(op, L.LibraryOp):  # on host scalars only (tfc-lower-gpu launches the others)
+            from tfc.core.registry import REGISTRY
+            from tfc.dialects.tensor import decode_attrs
+
+            opdef = REGISTRY[op.callee.data]
+            out = opdef.kernel(*[np.asarray(env[v]) for v in op.ins], **decode_attrs(opdef, dict(op.kernel_attrs.data)))
+            for r, v in zip(op.res, out if isinstance(out, (tuple, list)) else [out]):
+                env[r] = np.asarray(v).astype(_np(r.type))[()]
         elif isinstance(op, L.RaiseOp):
             raise RuntimeError(f"loops.raise {op.callee.data}")
         else:
@@ -467,3 +475,44 @@ def test_integer_matmul(rng, dtype):
     check(lambda a, b: tfc.matmul(a, b), a, b)
     with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for matmul of i8"):
         lower(l3_of(lambda a, b: tfc.matmul(a, b), a.astype(np.int8), b.astype(np.int8)))
+
+
+# -- random programs ----------------------------------------------------------------------
+
+
+def test_random_programs(tmp_path):
+    """The fuzz's random programs (tests/fuzz/programs.py; forward, static
+    shapes) through L4 on the simulator against the numpy backend. A program
+    using what has no GPU kernel yet (a NotImplementedError naming it, from
+    the lowering or the printer) is counted, not compared; most must run."""
+    import pathlib
+    import sys
+
+    from helpers import assert_meets_contract
+
+    root = str(pathlib.Path(__file__).resolve().parent.parent)
+    if root not in sys.path:  # tests.fuzz, as tests/test_fuzz.py imports it
+        sys.path.insert(0, root)
+    from tests.fuzz.programs import generate
+    from tests.fuzz.run import _import
+
+    ran, missing = 0, {}
+    for index in range(24):
+        p = generate(5, index)
+        mod = _import(p.source(), str(tmp_path), p.name)
+        g = tfc.function(mod.prog)
+        try:
+            want = [np.asarray(w) for w in g(*p.values)]
+        except Exception:
+            continue  # an invalid program (eager raises): nothing to compare
+        try:
+            m = lower(g.get_concrete_function(*p.values).ir("loops"))
+            got = Host(m).run(list(p.values))
+        except NotImplementedError as e:
+            missing[p.name] = str(e)
+            continue
+        for a, b in zip(got, want):
+            assert_meets_contract(np.asarray(a, dtype=b.dtype).reshape(b.shape), b, target="cuda")
+        check_budgets(m)
+        ran += 1
+    assert ran >= 16, (ran, missing)

@@ -1,7 +1,9 @@
 """Lowering L3 -> L4 (``tfc-lower-gpu``): every ``loops.parallel``,
 ``loops.copy`` and GPU library call of an L3 module becomes a kernel of one
 ``gpu.module @kernels`` and a ``tgpu.launch`` in its place (docs/gpu.md,
-docs/ir-gpu-dialect.md). Everything else stays L3 and runs on the host.
+docs/ir-gpu-dialect.md). Everything else stays L3 and runs on the host, a
+``loops.library`` call on host scalars only (``reduce_min`` of a 0-d value)
+included: the host runs its registry kernel on the numbers.
 
 Kernels (``tgpu.kind``):
 
@@ -850,6 +852,8 @@ class _Lowering:
             elif isinstance(op, L.CopyOp):
                 self.replace(op, self.copy(op))
             elif isinstance(op, L.LibraryOp):
+                if not any(isinstance(v.type, MemRefType) for v in list(op.operands) + list(op.results)):
+                    continue  # on host scalars only (a reduction of a 0-d value): the host runs its kernel
                 self.replace(op, self.library(op))
             else:
                 for region in op.regions:
