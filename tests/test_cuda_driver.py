@@ -242,7 +242,8 @@ def fake_pycuda(monkeypatch, mem=None, init_error=None, count=1, launches=None):
         def push(self):
             Context.current = self
 
-        def pop(self):
+        @staticmethod
+        def pop():  # pycuda's pops the current context
             Context.current = None
 
         def synchronize(self):
@@ -567,6 +568,35 @@ def test_driver_code_over_fake_library(kind, monkeypatch):
     d.close()
 
 
+def test_entry_params():
+    assert D.entry_params(AXPYB_PTX, "axpyb") == ["u64", "u64", "u64", "f32", "s32", "u64"]
+    assert D.entry_params(AXPYB_PTX, "other") is None
+    ptx = ".visible .entry k(.param .align 8 .b8 s[16], .param .u32 n)\n{\n ret;\n}"
+    assert D.entry_params(ptx, "k") is None  # a struct parameter: not read
+    assert D.entry_params(".entry k()\n{\n ret;\n}", "k") == []
+    assert D.entry_params(".entry k(.param .u64 .ptr .global .align 16 p, .param .f64 x)", "k") == ["u64", "f64"]
+
+
+@pytest.mark.parametrize("kind", ["pycuda", "cuda-bindings"])
+def test_first_launch_checked_against_the_declaration(kind, monkeypatch):
+    mem, launches = HostMemory(), []
+    d = make(kind, monkeypatch, mem, launches)
+    f = d.function(d.load_module(AXPYB_PTX), "axpyb")
+    assert f.declared == ["u64", "u64", "u64", "f32", "s32", "u64"]
+    bad = axpyb_args(0, 0, 0, 1.0, 1, 0)
+    bad[4] = np.int64(1)  # an index where the kernel takes an s32
+    with pytest.raises(TypeError, match=r"axpyb: argument 4 is int64, its parameter is \.param \.s32"):
+        d.launch(f, (1, 1, 1), (1, 1, 1), bad)
+    bad = axpyb_args(0, 0, 0, 1.0, 1, 0)
+    bad[3] = np.float64(1)
+    with pytest.raises(TypeError, match=r"argument 3 is float64, its parameter is \.param \.f32"):
+        d.launch(f, (1, 1, 1), (1, 1, 1), bad)
+    with pytest.raises(TypeError, match="axpyb takes 6 parameters"):
+        d.launch(f, (1, 1, 1), (1, 1, 1), axpyb_args(0, 0, 0, 1.0, 1, 0)[:5])
+    assert f.packing is None and not launches  # nothing launched, nothing fixed
+    d.close()
+
+
 @pytest.mark.parametrize("kind", ["pycuda", "cuda-bindings"])
 def test_driver_errors_over_fake_library(kind, monkeypatch):
     mem = HostMemory(capacity=4096)
@@ -871,6 +901,9 @@ def test_pycuda_close_after_a_fault(monkeypatch):
     d = D.PycudaDriver()
     d.alloc(100), d.alloc(1000)
     assert drv.Context.current is d.context and len(mem.blocks) == 2
+    with d.activate():  # current already: nothing pushed, nothing popped
+        assert drv.Context.current is d.context
+    assert drv.Context.current is d.context
 
     def fault():
         raise drv.LogicError("cuCtxSynchronize failed: an illegal memory access was encountered")
@@ -893,3 +926,48 @@ def test_cuda_namespace_without_bindings(fresh, monkeypatch):
     block_import(monkeypatch, {"cuda.cuda"}, "No module named 'cuda.cuda'")
     msg = str(pytest.raises(UnavailableError, D.get_driver).value)
     assert "cuda-bindings: not installed (No module named 'cuda.bindings')" in msg
+
+
+THREAD_SCRIPT = r"""
+import sys, threading
+import numpy as np
+sys.path.insert(0, "tests")
+from test_cuda_driver import AXPYB_PTX, axpyb_args, axpyb_expected
+from tfc.backends.cuda import driver as D
+d = D.get_driver(sys.argv[1])
+f = d.function(d.load_module(AXPYB_PTX), "axpyb")
+x = np.arange(1000, dtype=np.float32)
+p = d.alloc(x.nbytes)
+d.copy_htod(p, x)
+out = {}
+
+def work():
+    with d.activate():  # the context current in this thread too
+        q = d.alloc(x.nbytes)
+        d.launch(f, (4, 1, 1), (256, 1, 1), axpyb_args(p, p, q, 2.0, 1, x.size))
+        r = np.empty_like(x)
+        d.copy_dtoh(r, q)
+        d.free(q)
+        out["r"] = r
+    with d.activate():  # again: nothing left pushed
+        pass
+
+t = threading.Thread(target=work)
+t.start()
+t.join()
+assert np.array_equal(out["r"], axpyb_expected(x, x, 2.0, 1)), out
+print("thread ok")
+"""
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", REAL)
+def test_gpu_other_thread(kind):
+    """A thread that activates the driver runs on its context, and the process
+    exits cleanly (pycuda aborts at exit if a context stack is left unclean)."""
+    real_driver(kind)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", THREAD_SCRIPT, kind], cwd=root, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and "thread ok" in r.stdout, r.stdout + r.stderr
+    assert "PyCUDA ERROR" not in r.stderr and "WARNING" not in r.stderr, r.stderr

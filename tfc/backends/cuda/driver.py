@@ -17,8 +17,8 @@ MemoryError). No driver library's own exception class escapes: pycuda's
 One device (device 0, its primary context) and one stream: the legacy default
 stream, so kernels, copies and memsets run in the order they were issued, and
 ``copy_dtoh`` (synchronous) sees every earlier launch's writes. The context is
-made current in the thread that created the driver; another thread calls
-``activate()`` first.
+made current in the thread that created the driver; another thread runs its
+CUDA work inside ``with driver.activate():``.
 
 Launch cost matters (eager ``x + x`` on a tiny tensor is one launch): a
 function's argument packing is built at its first launch from the argument
@@ -34,6 +34,7 @@ import abc
 import atexit
 import ctypes
 import os
+import re
 import struct
 import threading
 
@@ -103,8 +104,11 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def synchronize(self) -> None: ...
 
-    def activate(self) -> None:
-        """Make this driver's context current in the calling thread."""
+    def activate(self):
+        """``with driver.activate():`` runs the block with this driver's context
+        current in the calling thread (the thread that created the driver has it
+        already; another thread needs it)."""
+        return _Activation(None, None)
 
     def close(self) -> None:
         """Release the context (at exit); later frees are no-ops."""
@@ -114,21 +118,43 @@ class Driver(abc.ABC):
         return f"<{type(self).__name__} {self.device_name!r} sm_{cc.replace('.', '')}>"
 
 
+class _Activation:
+    __slots__ = ("enter", "exit")
+
+    def __init__(self, enter, exit):
+        self.enter, self.exit = enter, exit
+
+    def __enter__(self):
+        if self.enter is not None:
+            self.enter()
+        return self
+
+    def __exit__(self, *exc):
+        if self.exit is not None:
+            self.exit()
+        return False
+
+
 # -- argument packing -------------------------------------------------------------------
 
 class ArgPacking:
     """A kernel's parameter buffer layout, built from the numpy scalar types of
     its first launch: ``struct`` packs in native alignment, which is the layout
-    of a kernel's ``.param`` space (each parameter at a multiple of its size)."""
+    of a kernel's ``.param`` space (each parameter at a multiple of its size).
+    ``declared``: the kernel's ``.param`` types as its PTX declares them
+    (``["u64", "f32", ...]``), when known: the first launch's arguments must
+    match them in number, kind (integer or float) and size."""
 
     __slots__ = ("types", "struct", "offsets", "size")
 
-    def __init__(self, name: str, args):
-        types = tuple(type(a) for a in args)
+    def __init__(self, name: str, args, declared=None):
+        types = tuple(map(type, args))
         for i, t in enumerate(types):
             if t not in _PARAM_TYPES:
                 raise TypeError(f"kernel {name}: argument {i} is {t.__name__}; a kernel takes numpy "
                                 f"scalars of {', '.join(p.__name__ for p in _PARAM_TYPES)}")
+        if declared is not None:
+            _check_declared(name, types, declared)
         self.types = types
         self.struct = struct.Struct("@" + "".join(np.dtype(t).char for t in types))
         offsets, off = [], 0
@@ -142,8 +168,10 @@ class ArgPacking:
         assert off == self.size, (off, self.size)
 
     def check(self, name: str, args) -> None:
-        types = tuple(type(a) for a in args)
-        if types != self.types:
+        """The same argument types as the first launch (a host program passes
+        each parameter the same way every time)."""
+        if tuple(map(type, args)) != self.types:
+            types = tuple(map(type, args))
             raise TypeError(f"kernel {name} was launched with arguments ({_names(self.types)}), "
                             f"now with ({_names(types)})")
 
@@ -152,16 +180,57 @@ def _names(types) -> str:
     return ", ".join(t.__name__ for t in types)
 
 
+def _check_declared(name: str, types, declared) -> None:
+    if len(types) != len(declared):
+        raise TypeError(f"kernel {name} takes {len(declared)} parameters (.param "
+                        f"{', '.join('.' + d for d in declared)}), launched with {len(types)}")
+    for i, (t, d) in enumerate(zip(types, declared)):
+        dt = np.dtype(t)
+        is_float = d[0] == "f"
+        if int(d[1:]) != 8 * dt.itemsize or is_float != (dt.kind == "f"):
+            raise TypeError(f"kernel {name}: argument {i} is {t.__name__}, its parameter is .param .{d}")
+
+
+_ENTRY_PARAM = re.compile(r"\.param\s+\.([a-z]+\d+)\b")
+
+
+def entry_params(ptx: str, name: str):
+    """The ``.param`` types of the ``.entry name`` of ``ptx`` (``["u64", "f32",
+    ...]``), or None where the declaration is not one this reads (struct or
+    array parameters)."""
+    m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\(([^)]*)\)", ptx)
+    if m is None:
+        return None
+    decl = m.group(1)
+    found = _ENTRY_PARAM.findall(decl)
+    if len(found) != decl.count(".param") or "[" in decl:
+        return None
+    return found
+
+
+class Module:
+    """A loaded PTX module of a real driver: the native handle and its text (the
+    kernels' parameter declarations are read from it)."""
+
+    __slots__ = ("handle", "ptx")
+
+    def __init__(self, handle, ptx: str):
+        self.handle = handle
+        self.ptx = ptx
+
+
 class Kernel:
     """A function of a loaded module as the drivers hand it out: the native
-    handle, its name, and its argument packing (set at the first launch)."""
+    handle, its name, its declared ``.param`` types where known, and its
+    argument packing (set at the first launch)."""
 
-    __slots__ = ("handle", "name", "packing", "buffer", "params", "params_addr", "module")
+    __slots__ = ("handle", "name", "packing", "buffer", "params", "params_addr", "module", "declared")
 
-    def __init__(self, handle, name: str, module=None):
+    def __init__(self, handle, name: str, module=None, declared=None):
         self.handle = handle
         self.name = name
         self.module = module  # the module must outlive its functions
+        self.declared = declared
         self.packing = None
         self.buffer = self.params = None
         self.params_addr = None
@@ -214,8 +283,11 @@ class PycudaDriver(Driver):
         return cls(f"{call}: {e}", call)
 
     def activate(self):
-        if self.drv.Context.get_current() != self.context:
-            self.context.push()
+        # pushed on this thread's context stack for the block only: a thread that
+        # ends with a context pushed makes pycuda abort the process at exit
+        if self.drv.Context.get_current() == self.context:
+            return _Activation(None, None)
+        return _Activation(self.context.push, self.drv.Context.pop)
 
     def close(self):
         if self._closed:
@@ -288,7 +360,7 @@ class PycudaDriver(Driver):
             log.append(error)
 
         try:
-            return self.drv.module_from_buffer(ptx.encode(), message_handler=handler)
+            return Module(self.drv.module_from_buffer(ptx.encode(), message_handler=handler), ptx)
         except self.drv.Error as e:
             text = (log[0] if log and log[0] else str(e)).strip()
             raise CompileError(f"the CUDA driver's JIT refused the PTX module ({self.device_name}, "
@@ -296,7 +368,7 @@ class PycudaDriver(Driver):
 
     def function(self, module, name: str):
         try:
-            return Kernel(module.get_function(name), name, module)
+            return Kernel(module.handle.get_function(name), name, module, entry_params(module.ptx, name))
         except self.drv.Error as e:
             raise self._error(f"cuModuleGetFunction({name!r})", e) from None
 
@@ -304,7 +376,7 @@ class PycudaDriver(Driver):
         p = function.packing
         if p is None:
             _dims(grid, block)
-            p = function.packing = ArgPacking(function.name, args)
+            p = function.packing = ArgPacking(function.name, args, function.declared)
         else:
             p.check(function.name, args)
         if not (grid[0] and grid[1] and grid[2]):
@@ -403,7 +475,7 @@ class CudaBindingsDriver(Driver):
         return values[0] if len(values) == 1 else tuple(values)
 
     def activate(self):
-        self._check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        return _Activation(lambda: self._check(self.cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent"), None)
 
     def close(self):
         self._closed = True
@@ -451,14 +523,15 @@ class CudaBindingsDriver(Driver):
             raise CompileError(f"the CUDA driver's JIT refused the PTX module ({self.device_name}, "
                                f"sm_{''.join(map(str, self.compute_capability))}): "
                                f"{self._describe(err)}\n{text}")
-        return module
+        return Module(module, ptx)
 
     def function(self, module, name: str):
-        return Kernel(self._check(self.cu.cuModuleGetFunction(module, name.encode()),
-                                  f"cuModuleGetFunction({name!r})"), name, module)
+        handle = self._check(self.cu.cuModuleGetFunction(module.handle, name.encode()),
+                             f"cuModuleGetFunction({name!r})")
+        return Kernel(handle, name, module, entry_params(module.ptx, name))
 
     def _prepare(self, function, args):
-        p = function.packing = ArgPacking(function.name, args)
+        p = function.packing = ArgPacking(function.name, args, function.declared)
         function.buffer = ctypes.create_string_buffer(max(p.size, 1))
         base = ctypes.addressof(function.buffer)
         function.params = (ctypes.c_void_p * max(len(args), 1))(*[base + o for o in p.offsets])
@@ -563,4 +636,4 @@ def available(name: str | None = None) -> tuple:
 
 
 __all__ = ["ArgPacking", "CudaBindingsDriver", "CudaError", "CudaOutOfMemoryError", "DRIVERS", "Driver",
-           "Kernel", "PycudaDriver", "available", "get_driver"]
+           "Kernel", "Module", "PycudaDriver", "available", "entry_params", "get_driver"]
