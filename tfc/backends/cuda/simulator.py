@@ -302,9 +302,26 @@ def _strip_comments(text: str) -> str:
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(", re.S)
 
 
+_LABEL = re.compile(r"([A-Za-z_$][\w$]*)\s*:(?!:)")
+
+
 def parse(ptx: str) -> Program:
     """Parse a PTX module into a Program; instructions are decoded here, so an
-    instruction outside the subset raises SimulationError now."""
+    instruction outside the subset raises SimulationError now. A Program is
+    never changed by a run: the last 64 texts parsed are kept."""
+    prog = _PARSED.get(ptx)
+    if prog is None:
+        prog = _parse(ptx)
+        if len(_PARSED) >= 64:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[ptx] = prog
+    return prog
+
+
+_PARSED: dict = {}
+
+
+def _parse(ptx: str) -> Program:
     text = _strip_comments(ptx)
     m = re.search(r"\.version\s+([\d.]+)", text)
     version = m.group(1) if m else ""
@@ -315,6 +332,7 @@ def parse(ptx: str) -> Program:
     kernels = {}
     pos = 0
     module_shared = []
+    newlines = [i for i, c in enumerate(text) if c == "\n"]
     while True:
         m = _ENTRY.search(text, pos)
         head = text[pos:m.start() if m else len(text)]
@@ -339,7 +357,7 @@ def parse(ptx: str) -> Program:
             setattr(k, dm.group(1), dims)
         if name in kernels:
             raise PTXSyntaxError(f"duplicate definition of kernel {name}")
-        _parse_body(k, text, brace + 1, end, module_shared)
+        _parse_body(k, text, brace + 1, end, module_shared, newlines)
         kernels[name] = k
         pos = end + 1
     if not kernels:
@@ -374,7 +392,8 @@ def _parse_params(s: str, kname: str) -> list[Param]:
     return params
 
 
-def _parse_body(k: Kernel, text: str, start: int, end: int, module_shared):
+def _parse_body(k: Kernel, text: str, start: int, end: int, module_shared, newlines):
+    import bisect
     stmts = []       # (line, label or None, text)
     i = start
     labels = {}
@@ -383,8 +402,8 @@ def _parse_body(k: Kernel, text: str, start: int, end: int, module_shared):
         if c.isspace() or c in "{}":
             i += 1
             continue
-        lm = re.compile(r"([A-Za-z_$][\w$]*)\s*:(?!:)").match(text, i)
-        line = text.count("\n", 0, i) + 1
+        lm = _LABEL.match(text, i)
+        line = bisect.bisect_left(newlines, i) + 1
         if lm:
             if lm.group(1) in labels:
                 raise PTXSyntaxError(f"kernel {k.name}: duplicate label {lm.group(1)}, line {line}")
@@ -481,6 +500,8 @@ def _layout_shared(k, decls):
 
 
 def _split_operands(s: str) -> list[str]:
+    if "{" not in s and "[" not in s:
+        return [x.strip() for x in s.split(",")]
     out, depth, cur = [], 0, []
     for c in s:
         if c in "[{":
