@@ -393,7 +393,8 @@ def int_inputs(np_dtype, n_random=200, seed=0):
 
 
 # every special register of every thread: out[8 * i + k], i the thread's linear index in the grid
-# (block-major, x fastest), k: tid.x, tid.y, tid.z, ctaid.x, ctaid.y, ctaid.z, laneid, warpid;
+# (block-major, x fastest), k: tid.x, tid.y, tid.z, ctaid.x, ctaid.y, ctaid.z, laneid, and the warp
+# index in the block (linear thread id / 32; %warpid is the physical slot, not that);
 # and the dimensions in dims[0..5] (ntid.xyz, nctaid.xyz)
 SPECIALS = HEADER + """
 .visible .entry specials(.param .u64 p_out, .param .u64 p_dims)
@@ -412,7 +413,6 @@ SPECIALS = HEADER + """
     mov.u32 %r5, %ctaid.y;
     mov.u32 %r6, %ctaid.z;
     mov.u32 %r7, %laneid;
-    mov.u32 %r8, %warpid;
     mov.u32 %r9, %ntid.x;
     mov.u32 %r10, %ntid.y;
     mov.u32 %r11, %ntid.z;
@@ -425,6 +425,7 @@ SPECIALS = HEADER + """
     mul.lo.u32 %r16, %r16, %r11;
     mad.lo.u32 %r17, %r3, %r10, %r2;
     mad.lo.u32 %r17, %r17, %r9, %r1;
+    shr.u32 %r8, %r17, 5;
     mad.lo.u32 %r18, %r15, %r16, %r17;
     mul.wide.u32 %rd3, %r18, 32;
     add.s64 %rd4, %rd1, %rd3;

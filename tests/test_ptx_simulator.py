@@ -272,14 +272,15 @@ def test_nc_load_of_a_buffer_the_kernel_writes():
     ("vote.sync.all.pred %p1, %p1, 0xffffffff;", "unsupported instruction vote.sync.all.pred"),
     ("shfl.sync.down.b32 %f1, %f1, 1, 0x1f, 0xffff;", "membermask"),
     ("bar.sync 1;", "only bar.sync 0"),
+    ("mov.u32 %r1, %warpid;", "physical slot"),
     ("ld.global.v8.f32 {%f1, %f1, %f1, %f1, %f1, %f1, %f1, %f1}, [%rd1];", "sm_100"),
 ])
 def test_unsupported_instruction(line, why):
     ptx = K.HEADER + (".visible .entry k(.param .u64 p)\n{\n    .reg .pred %p<2>;\n    .reg .f32 %f<2>;\n"
-                      "    .reg .u64 %rd<2>;\n    " + line + "\n    ret;\n}\n")
+                      "    .reg .u64 %rd<2>;\n    .reg .u32 %r<2>;\n    " + line + "\n    ret;\n}\n")
     with pytest.raises(S.SimulationError) as e:
         S.parse(ptx)
-    assert why in str(e.value) and "line 9" in str(e.value) and "kernel k" in str(e.value)
+    assert why in str(e.value) and "line 10" in str(e.value) and "kernel k" in str(e.value)
 
 
 def test_syntax_errors():

@@ -590,6 +590,10 @@ class _Decoder:
             neg, tok = True, tok[1:]
         if tok.startswith("%"):
             base = tok.split(".")[0]
+            if tok == "%warpid":
+                raise SimulationError("%warpid is the warp's physical slot on the SM (volatile; an H100 gives "
+                                      "other values than the warp index in the block): compute the warp "
+                                      "index from %tid (linear id / 32)")
             if base in _SPECIAL or tok in ("%laneid", "%warpid"):
                 if tok not in ("%laneid", "%warpid") and not re.fullmatch(r"%\w+\.[xyz]", tok):
                     raise PTXSyntaxError(f"bad special register {tok}")
