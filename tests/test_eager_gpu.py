@@ -424,3 +424,40 @@ def test_op_cache_is_bounded(sim, monkeypatch):
     assert eager_gpu.compiles() == n
     tfc.constant(np.arange(1001, dtype=np.float32)).gpu() * 3.0  # evicted: compiled again
     assert eager_gpu.compiles() == n + 1
+
+
+def test_straight_line_launcher(sim):
+    """A cached single-op function that only allocates and launches runs
+    without its host program (eager_gpu.straight_line): the same bits as
+    run_device, on GPU tensors and host scalars, zero sizes included."""
+    from tfc.core.registry import REGISTRY, execute
+
+    rng = np.random.default_rng(16)
+    rt = eager_gpu.RUNTIME.current()
+    g = lambda *s, dtype=np.float32: tfc.constant(_rand(rng, s, dtype)).gpu()  # noqa: E731
+    h = lambda v, dt: tfc.constant(np.array(v, dt))  # noqa: E731  (a 0-d host tensor)
+    cases = [("add", [g(2, 2), g(2, 2)], {}), ("add", [g(6, 7), g(7)], {}), ("add", [g(0, 3), g(0, 3)], {}),
+             ("multiply", [g(5, 3), h(2.5, np.float32)], {}), ("greater", [g(9), h(0.0, np.float32)], {}),
+             ("matmul", [g(17, 33), g(33, 9)], {"transpose_a": False, "transpose_b": False}),
+             ("reduce_sum", [g(33, 70)], {"axis": [1], "keepdims": False}),
+             ("where", [g(4, 4, dtype=np.bool_), g(4, 4), g(4, 4)], {}),
+             ("cast", [g(3, 5)], {"dtype": tfc.int32}), ("argmax", [g(6, 9)], {"axis": 1, "output_type": tfc.int64})]
+    straight = 0
+    for name, inputs, attrs in cases:
+        op = REGISTRY[name]
+        out = execute(op, inputs, attrs)
+        key = (op, *[t._spec if type(t) is GpuTensor else t._value.dtype for t in inputs],
+               *eager_gpu.attrs_key(attrs))
+        entry = rt.cache[key]
+        args = [t._buf if type(t) is GpuTensor else t._value for t in inputs]
+        mine, theirs = entry.run(args), entry.ex.run_device(args)
+        for spec, a, b in zip(entry.specs, mine, theirs):
+            got, want = rt.tensor(a, spec).numpy(), rt.tensor(b, spec).numpy()
+            assert np.array_equal(got, want), name
+        assert np.array_equal(out.numpy(), rt.tensor(theirs[0], entry.specs[0]).numpy())
+        straight += entry.run != entry.ex.run_device
+    assert straight >= len(cases) - 2, straight  # (a reduction's plan may use an arena)
+    x = g(2, 2)
+    x + x
+    entry = rt.cache[(REGISTRY["add"], x._spec, x._spec)]
+    assert entry.run != entry.ex.run_device  # the per-op path of docs/gpu-eager.md

@@ -28,6 +28,7 @@ load at the first GPU tensor.
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -46,17 +47,93 @@ _new_tuple = tuple.__new__
 
 
 class _Entry:
-    """One compiled single-op function: its executable, how each argument is
-    passed, the result specs, and what each result needs after the run."""
+    """One compiled single-op function: its executable, how it runs (its
+    straight-line launcher, else ``run_device``), the result specs, and what
+    each result needs after the run."""
 
     __slots__ = ("ex", "run", "specs", "single", "fix")
 
     def __init__(self, ex, specs, single, fix):
         self.ex = ex
-        self.run = ex.run_device
+        self.run = straight_line(ex) or ex.run_device
         self.specs = specs
         self.single = single
         self.fix = fix  # None, or per result: whether it may need a copy (a strided view, the arena)
+
+
+def straight_line(ex):
+    """``run(bufs) -> result Bufs`` doing what ``ex.run_device`` does, for a
+    host function that only allocates its results and launches kernels on
+    constant grids (most single-op functions: one allocation, one launch):
+    the launches' kernels and parameter packing are resolved once, so a call
+    is the allocations and the driver's launches. None for anything else (an
+    arena, host control flow, scalars, views), which runs through the host
+    program. (It belongs in HostProgram, for compiled functions too: see the
+    report of issue 17's eager GPU tensors.)"""
+    from xdsl.dialects import arith, func
+    from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr
+
+    from tfc.backends.cuda.host import Buf, nbytes, param_scalar
+    from tfc.dialects import loops as L
+    from tfc.dialects.gpu import LaunchOp
+
+    if ex.plan.arena_size:
+        return None
+    (f,) = [op for op in ex.l4.ops if isinstance(op, func.FuncOp)]
+    block = f.body.block
+    where = {a: ("arg", i) for i, a in enumerate(block.args[:-1])}  # the arena (last) is unused
+    consts, sizes, launches, results = {}, [], [], None
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
+            consts[op.result] = int(op.value.value.data)
+        elif isinstance(op, L.AllocOp):
+            where[op.result] = ("alloc", len(sizes))
+            sizes.append(nbytes(op.result.type))
+        elif isinstance(op, LaunchOp):
+            grid = [consts.get(v) for v in (op.gx, op.gy, op.gz)]
+            if None in grid:
+                return None
+            params = []
+            for v in op.args:
+                t = v.type
+                if v not in where:
+                    return None  # a value the host computes: the host program packs it
+                if isinstance(t, MemRefType):
+                    if not isinstance(t.layout, NoneAttr):
+                        return None  # a view
+                    params.append((*where[v], None))
+                elif where[v][0] == "arg":  # a host scalar argument, as the launch's typed parameter
+                    params.append((*where[v], functools.partial(param_scalar, t=t)))
+                else:
+                    return None
+            if 0 not in grid:  # an empty grid launches nothing (CUDA refuses it)
+                launches.append((op.kernel.root_reference.data, tuple(grid), op.block_size,
+                                 op.shared.value.data, params))
+        elif isinstance(op, func.ReturnOp):
+            if any(v not in where for v in op.operands):
+                return None
+            results = [where[v] for v in op.operands]
+        else:
+            return None
+    dev = ex.device()
+    alloc, launch = dev.allocator.alloc, dev.driver.launch
+    # each parameter and result: (True, argument index) or (False, allocation index)
+    kernels = [(dev.kernels.function(dev.ptx, sym), grid, blk, shared, [(k == "arg", i, p) for k, i, p in params])
+               for sym, grid, blk, shared, params in launches]
+    results = [(k == "arg", i) for k, i in results]
+    u64 = np.uint64
+
+    def run(args):
+        new = []
+        for n in sizes:
+            a = alloc(n)
+            new.append(Buf(a.ptr, a))
+        for fn, grid, blk, shared, params in kernels:
+            launch(fn, grid, blk, [u64((args if a else new)[i].addr) if p is None else p(args[i])
+                                   for a, i, p in params], shared)
+        return [(args if a else new)[i] for a, i in results]
+
+    return run
 
 
 class DriverRuntime:
@@ -104,10 +181,12 @@ class DriverRuntime:
     # -- ops -------------------------------------------------------------------------
     def run(self, op, tensors, attrs, scope):
         """Run ``op`` on the GPU (see the module docstring for the inputs)."""
-        try:  # the hot path: GPU tensors only, hashable attributes, compiled before
-            key = (op, *[t._spec for t in tensors], *attrs.items())  # a host tensor has no _spec
-            entry = self.cache.get(key)
-        except (AttributeError, TypeError):
+        try:  # the hot path: GPU tensors only, compiled before
+            try:
+                entry = self.cache.get((op, *[t._spec for t in tensors], *attrs.items()))  # a host tensor has no _spec
+            except TypeError:  # a list attribute (axes, a shape, a permutation)
+                entry = self.cache.get((op, *[t._spec for t in tensors], *attrs_key(attrs)))
+        except AttributeError:
             entry = None
         if entry is not None:
             args = []
@@ -152,13 +231,8 @@ class DriverRuntime:
                 raise _mismatch(op, tensors, i)
         if op.stateful or not tensors:
             return self.run_on_host(op, tensors, attrs)
-        key.extend(attrs.items())
-        try:
-            key = tuple(key)
-            entry = self.cache.get(key)
-        except TypeError:  # an unhashable attribute (slices of an index): its text names it
-            key = tuple(key[:len(tensors) + 1]) + (repr(attrs),)
-            entry = self.cache.get(key)
+        key = (*key, *attrs_key(attrs))
+        entry = self.cache.get(key)
         if entry is None:
             entry = self.compile(op, key[1:len(tensors) + 1], attrs)
         outs = entry.run(args)
@@ -241,7 +315,7 @@ class DriverRuntime:
         if len(ex.result_types) != len(out_specs) or conc.variables:
             raise NotImplementedError(f"{op.name} on the GPU: its single-op function has {len(ex.result_types)} "
                                       f"results for {len(out_specs)} outputs")
-        ex._device = Device(self.driver, ex.ptx, ex.plan.arena_size)  # this runtime's driver
+        ex._device = Device(self.driver, ex.ptx, ex.plan.arena_size)  # this runtime's driver (before the entry)
         fix = [(isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr), t) for t in ex.result_types]
         needs = any(s or not isinstance(t, MemRefType) for s, t in fix) or ex.plan.arena_size > 0
         entry = _Entry(ex, out_specs, single, fix if needs else None)
@@ -249,7 +323,7 @@ class DriverRuntime:
             self.compiles += 1
             while len(self.cache) >= CACHE_MAX:  # the oldest first: its executable and arena go with it
                 del self.cache[next(iter(self.cache))]
-            self.cache[(op, *kinds, *attrs.items()) if _hashable(attrs) else (op, *kinds, repr(attrs))] = entry
+            self.cache[(op, *kinds, *attrs_key(attrs))] = entry
         return entry
 
 
@@ -260,12 +334,21 @@ def host_nbytes(spec) -> int:
     return n
 
 
-def _hashable(attrs) -> bool:
+def attrs_key(attrs) -> tuple:
+    """The attributes as a hashable part of a cache key: their items, lists as
+    tuples; else (an index with slices, unhashable in Python 3.11) their text."""
+    items = tuple(attrs.items())
     try:
-        hash(tuple(attrs.items()))
-        return True
+        hash(items)
+        return items
     except TypeError:
-        return False
+        pass
+    items = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in items)
+    try:
+        hash(items)
+        return items
+    except TypeError:
+        return (repr(attrs),)
 
 
 def _dtype_of(np_dtype):
