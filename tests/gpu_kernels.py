@@ -527,6 +527,8 @@ TRANSCENDENTAL = [
     ("log1p", "math.log1p", (-1.0, 3e38), np.log1p, 2.5),
     ("expm1", "math.expm1", (-110.0, 95.0), np.expm1, 2.7),
     ("tanh", "math.tanh", (-20.0, 20.0), np.tanh, 1.6),
+    ("sin", "math.sin", (-3e38, 3e38), np.sin, 0.51),
+    ("cos", "math.cos", (-3e38, 3e38), np.cos, 0.51),
     ("erf", "math.erf", (-7.0, 7.0), lambda x: np.vectorize(math.erf, otypes=[np.float64])(x), 1.0),
 ]
 

@@ -8,8 +8,7 @@ Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
 the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
-Not implemented (NotImplementedError naming the op): sin, cos, tan (they need
-a Payne-Hanek argument reduction to be accurate over all of float32), powf, the hyperbolic functions other than tanh, the inverse trigonometric
+Not implemented (NotImplementedError naming the op): tan, powf, the hyperbolic functions other than tanh, the inverse trigonometric
 functions, cbrt.
 """
 from __future__ import annotations
@@ -311,10 +310,137 @@ def emit_erf(k, dst, x):
     k.i("mov.f32", dst, r)
 
 
+# sin, cos: x (2/pi) mod 4 from the bits of 2/pi, in float64, for every float32 x (Payne-Hanek without a
+# table lookup: ten 24-bit chunks of 2/pi, each product with x's 24-bit significand exact in float64)
+
+
+def _two_over_pi_chunks(n=10):
+    """The first 24n bits of 2/pi after the binary point, as n 24-bit integers
+    (pi by Machin's formula in fixed point, 64 guard bits)."""
+    bits = 24 * n + 64
+    one = 1 << bits
+
+    def atan_inv(k):  # atan(1/k) * 2^bits
+        total, term, i, sign = 0, one // k, 1, 1
+        while term:
+            total += sign * term // i
+            term //= k * k
+            i += 2
+            sign = -sign
+        return total
+
+    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
+    frac = (2 * one * one // pi) % one            # 2/pi's fraction (2/pi < 1) in `bits` bits
+    top = frac >> 64                               # 24n bits
+    return tuple((top >> (24 * (n - 1 - k))) & 0xFFFFFF for k in range(n))
+
+
+TWO_OVER_PI_CHUNKS = _two_over_pi_chunks()
+PIO2_HI = float(np.pi / 2)
+PIO2_LO = 6.123233995736766e-17                    # pi/2 - PIO2_HI
+SIN_P = (-0.16666666666629074, 0.008333333324699141, -0.00019841263470001672, 2.755527705840904e-06,
+         -2.4755508189313798e-08)                  # sin y = y + y z P(z), z = y^2, |y| <= pi/4: 7e-15 relative
+COS_P = (-0.49999999999468697, 0.041666666547839445, -0.0013888880293271328, 2.479887443483326e-05,
+         -2.716810099441091e-07)                   # cos y = 1 + z P(z): 1e-13 relative
+
+
+def d(x) -> str:
+    from tfc.backends.cuda.ptx import f64_hex
+    return f64_hex(float(x))
+
+
+def _reduce_pio2(F, a):
+    """|x| = a (float32) as (q, y): a = q pi/2 + y (q mod 4, |y| <= pi/4 in
+    float64 with ~2^-53 relative error; exact integer work, a double-double
+    sum)."""
+    k = F.k
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    bits = F.op("mov.b32", a, cls="r")
+    ex = F.op("shr.u32", bits, "23", cls="r")
+    man = F.op("and.b32", bits, "8388607", cls="r")
+    sub = F.op("setp.eq.s32", ex, "0", cls="p")
+    m = F.op("or.b32", man, "8388608", cls="r")
+    k.i("mov.u32", m, man, pred=sub)
+    e = F.op("sub.s32", ex, "150", cls="r")
+    k.i("mov.u32", e, "-149", pred=sub)
+    mf = D("cvt.rn.f64.u32", m)
+    e64 = F.op("cvt.s64.s32", e, cls="rd")
+    isum = D("mov.f64", d(0.0))
+    hi = D("mov.f64", d(0.0))
+    lo = D("mov.f64", d(0.0))
+    for j, c in enumerate(TWO_OVER_PI_CHUNKS):
+        sb = F.op("add.s64", e64, str(1023 - 24 * (j + 1)), cls="rd")
+        k.i("shl.b64", sb, sb, "52")
+        scale = D("mov.b64", sb)
+        t = D("mul.rn.f64", D("mul.rn.f64", mf, d(c)), scale)        # exact: 48 bits, a power of two
+        q4 = D("cvt.rmi.f64.f64", D("mul.rn.f64", t, d(0.25)))
+        r = D("fma.rn.f64", q4, d(-4.0), t)                           # t mod 4, exact
+        ip = D("cvt.rmi.f64.f64", r)
+        fp = D("sub.rn.f64", r, ip)                                    # exact
+        k.i("add.rn.f64", isum, isum, ip)
+        # (hi, lo) += fp: TwoSum
+        s_ = D("add.rn.f64", hi, fp)
+        bb = D("sub.rn.f64", s_, hi)
+        err = D("add.rn.f64", D("sub.rn.f64", hi, D("sub.rn.f64", s_, bb)), D("sub.rn.f64", fp, bb))
+        k.i("mov.f64", hi, s_)
+        k.i("add.rn.f64", lo, lo, err)
+    jn = D("cvt.rni.f64.f64", D("add.rn.f64", isum, hi))
+    dd = D("sub.rn.f64", isum, jn)                                     # exact small integer
+    rh = D("add.rn.f64", dd, hi)
+    bb = D("sub.rn.f64", rh, dd)
+    rl = D("add.rn.f64", D("add.rn.f64", D("sub.rn.f64", dd, D("sub.rn.f64", rh, bb)), D("sub.rn.f64", hi, bb)), lo)
+    y = D("fma.rn.f64", rh, d(PIO2_HI), D("fma.rn.f64", rh, d(PIO2_LO), D("mul.rn.f64", rl, d(PIO2_HI))))
+    q = F.op("cvt.rzi.s32.f64", jn, cls="r")
+    return q, y
+
+
+def _sincos(k, dst, x, cos: bool):
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    a = F.op("abs.f32", x)
+    q, y = _reduce_pio2(F, a)
+    if cos:  # cos a = sin(a + pi/2)
+        k.i("add.s32", q, q, "1")
+    z = D("mul.rn.f64", y, y)
+
+    def poly(cs):
+        acc = D("mov.f64", d(cs[-1]))
+        for c in reversed(cs[:-1]):
+            acc = D("fma.rn.f64", acc, z, d(c))
+        return acc
+    sn = D("fma.rn.f64", D("mul.rn.f64", y, z), poly(SIN_P), y)
+    cs = D("fma.rn.f64", z, poly(COS_P), d(1.0))
+    odd = F.op("and.b32", q, "1", cls="r")
+    use_cos = F.op("setp.ne.s32", odd, "0", cls="p")
+    v = D("selp.f64", cs, sn, use_cos)
+    neg = F.op("and.b32", q, "2", cls="r")
+    flip = F.op("setp.ne.s32", neg, "0", cls="p")
+    if not cos:  # sin is odd: sin(-a) = -sin(a) (x's sign bit, so sin(-0) = -0)
+        sg = F.op("mov.b32", x, cls="r")
+        k.i("and.b32", sg, sg, "-2147483648")
+        neg_x = F.op("setp.ne.u32", sg, "0", cls="p")
+        k.i("xor.pred", flip, flip, neg_x)
+    k.i("neg.f64", v, v, pred=flip)
+    r = F.op("cvt.rn.f32.f64", v)
+    F.sel(r, h(np.nan), F.setp("gtu", a, h(np.float32(3.4028234663852886e38))))  # inf, NaN
+    k.i("mov.f32", dst, r)
+
+
+def emit_sin(k, dst, x):
+    """sin x: |x| = q pi/2 + y by ``_reduce_pio2`` (every float32 input), a
+    float64 polynomial of y by quadrant, negated for a negative x, rounded
+    once to float32."""
+    _sincos(k, dst, x, cos=False)
+
+
+def emit_cos(k, dst, x):
+    _sincos(k, dst, x, cos=True)
+
+
 EMITTERS = {
     "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
     "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
-    "math.erf": emit_erf,
+    "math.erf": emit_erf, "math.sin": emit_sin, "math.cos": emit_cos,
 }
 
 
