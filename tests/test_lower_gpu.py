@@ -359,9 +359,25 @@ def test_multi_output_kernel(rng):
     check(f, x, w)
 
 
-def test_softmax_rows(rng):
+@pytest.mark.parametrize("shape", [(9, 37), (3, 4, 300), (1, 1)])
+def test_softmax_is_one_row_kernel(rng, shape):
+    x = rng.normal(size=shape).astype(F32)
+    x.flat[0] = np.nan
+    m = check(lambda x: tfc.nn.softmax(x), x, launches=1)
+    (k,) = kernels(m)
+    assert k.sym_name.data == "k0_rows_max_map_sum"
+
+
+def test_row_groups_need_row_local_reads(rng):
     x = rng.normal(size=(9, 37)).astype(F32)
-    check(lambda x: tfc.nn.softmax(x), x)
+    # every row reads row 0's maximum: not one kernel (a block would read another block's row)
+    check(lambda x: x - tfc.reduce_max(x, axis=[1], keepdims=True)[0:1], x, launches=2)
+
+    def ln(x):
+        mu = tfc.reduce_mean(x, axis=[-1], keepdims=True)
+        v = tfc.reduce_mean((x - mu) * (x - mu), axis=[-1], keepdims=True)
+        return (x - mu) / tfc.sqrt(v + 1e-5), tfc.reduce_sum(x, axis=[-1])
+    check(ln, rng.normal(size=(3, 5, 300)).astype(F32), family="reduction")
 
 
 # -- control flow on the host ----------------------------------------------------------

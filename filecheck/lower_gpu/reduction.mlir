@@ -85,6 +85,20 @@ func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
 // CHECK-NOT:     tgpu.shuffle
 // CHECK:       sym_name = "k3_sum_rows", gpu.known_block_size = array<i32: 128, 1, 1>
 
+// CHECK:       "gpu.func"()
+// CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
+// CHECK:           arith.maximumf
+// CHECK-COUNT-5:   tgpu.shuffle down
+// CHECK:           "gpu.barrier"
+// CHECK:           math.exp
+// CHECK:           "gpu.barrier"
+// CHECK:           arith.addf
+// CHECK:           "gpu.barrier"
+// CHECK:           arith.divf
+// CHECK:           "gpu.barrier"() : () -> ()
+// CHECK-NEXT:    }
+// CHECK:       sym_name = "k4_rows_max_map_sum", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction"
+
 // CHECK-LABEL: func.func @rows
 // CHECK:         tgpu.launch @k0_sum_rows grid(%{{.*}}) block(256, 1, 1)
 // CHECK-LABEL: func.func @full
@@ -94,3 +108,38 @@ func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
 // CHECK:         tgpu.launch @k2_max_all_final {{.*}} args(%[[PART]], %[[OUT]] : memref<1x16xf32>, memref<f32>)
 // CHECK-LABEL: func.func @wide
 // CHECK:         tgpu.launch @k3_sum_rows grid(%{{.*}}) block(128, 1, 1)
+// CHECK-LABEL: func.func @softmax
+// CHECK:         loops.alloc : memref<8x16xf32>
+// CHECK-NEXT:    arith.constant 8 : index
+// CHECK:         tgpu.launch @k4_rows_max_map_sum
+// CHECK-NOT:     tgpu.launch
+// CHECK:         func.return
+
+// Softmax's four kernels over the same rows, each reading what the one before
+// wrote at its own row: one row kernel (one block per row in turn, a barrier
+// between stages; the max and the sum share one arena place, as planned).
+func.func @softmax(%x: memref<8x16xf32>, %arena: memref<64xi8>) -> memref<8x16xf32> {
+  %0 = loops.view %arena {offset = 0 : i64} : memref<64xi8> -> memref<8x1xf32>
+  %1 = loops.view %arena {offset = 0 : i64} : memref<64xi8> -> memref<8x1xf32>
+  loops.parallel ins(%x : memref<8x16xf32>) outs(%0 : memref<8x1xf32>) attributes {shape = array<i64: 8, 16>, broadcast = [array<i64: 0, 1>], reduce = ["max"], reduce_axes = array<i64: 1>} {
+  ^bb0(%2: f32):
+    loops.yield %2 : f32
+  }
+  %3 = loops.alloc : memref<8x16xf32>
+  loops.parallel ins(%x, %0 : memref<8x16xf32>, memref<8x1xf32>) outs(%3 : memref<8x16xf32>) attributes {shape = array<i64: 8, 16>, broadcast = [array<i64: 0, 1>, array<i64: 0, -1>]} {
+  ^bb0(%4: f32, %5: f32):
+    %6 = arith.subf %4, %5 : f32
+    %7 = math.exp %6 : f32
+    loops.yield %7 : f32
+  }
+  loops.parallel ins(%3 : memref<8x16xf32>) outs(%1 : memref<8x1xf32>) attributes {shape = array<i64: 8, 16>, broadcast = [array<i64: 0, 1>], reduce = ["sum"], reduce_axes = array<i64: 1>} {
+  ^bb0(%8: f32):
+    loops.yield %8 : f32
+  }
+  loops.parallel ins(%3, %1 : memref<8x16xf32>, memref<8x1xf32>) outs(%3 : memref<8x16xf32>) attributes {shape = array<i64: 8, 16>, broadcast = [array<i64: 0, 1>, array<i64: 0, -1>]} {
+  ^bb0(%9: f32, %10: f32):
+    %11 = arith.divf %9, %10 : f32
+    loops.yield %11 : f32
+  }
+  func.return %3 : memref<8x16xf32>
+}

@@ -834,6 +834,121 @@ def _finalize(kb, parts, red: _Red):
     return kb.emit(arith.TruncIOp(acc, t))
 
 
+def _row_stage(op, shape=None) -> bool:
+    """Can ``op`` be a stage of a row kernel (of iteration shape ``shape``)?
+    Elementwise, or reducing the last axis only with 32-bit accumulators; no
+    computed index (loops.index / load_at / add_at); rank >= 2."""
+    if not isinstance(op, L.ParallelOp):
+        return False
+    sh = op.iteration_shape
+    if len(sh) < 2 or (shape is not None and sh != shape) or _prod(sh) == 0:
+        return False
+    body = op.body.block
+    if _body_index_dims(body) or _has_load_at(body):
+        return False
+    if any(isinstance(v.type, MemRefType) and any(d < 0 for d in v.type.get_shape()) for v in op.operands):
+        return False
+    if op.reduces:
+        if op.axes != (len(sh) - 1,):
+            return False
+        for k, y in zip(op.reduce_kinds, body.last_op.values):
+            if k is None:
+                continue
+            if k in ARG_KINDS:
+                return False
+            try:
+                if G.element_bytes(_acc_type(k, y.type)) != 4:
+                    return False
+            except NotImplementedError:
+                return False
+    return True
+
+
+def _region(v):
+    """(root buffer, first byte, end byte) that view ``v`` may touch; for an
+    arena view the root is the arena and the bytes its planned range."""
+    t = v.type
+    size = G.element_bytes(t.element_type)
+    strides, _ = L.layout_of(t)
+    start = _elem_offset(v)
+    lo = start + sum((n - 1) * s for n, s in zip(t.get_shape(), strides) if s < 0 and n > 0)
+    hi = start + sum((n - 1) * s for n, s in zip(t.get_shape(), strides) if s > 0 and n > 0) + 1
+    root = _root(v)
+    base = 0
+    if isinstance(root.owner, L.ViewOp):
+        base = root.owner.offset.value.data
+        root = root.owner.arena
+    return root, base + lo * size, base + hi * size
+
+
+def _row_group(first) -> list:
+    """The consecutive row stages from ``first`` (loops.alloc / loops.view may
+    sit between them: they move before) that one kernel may run row by row:
+    what a stage writes, later stages read at its own row only (elementwise
+    outputs at the identity map, a reduced row value at its row), and no two
+    buffers of the group overlap unless they are the same buffer."""
+    if not _row_stage(first):
+        return [first]
+    shape = first.iteration_shape
+    rank = len(shape)
+    group = [first]
+    op = first.next_op
+    while op is not None:
+        if isinstance(op, (L.AllocOp, L.ViewOp)):
+            op = op.next_op
+            continue
+        if not _row_stage(op, shape):
+            break
+        group.append(op)
+        op = op.next_op
+    while len(group) > 1 and not _row_legal(group, shape, rank):
+        group.pop()
+    return group
+
+
+def _row_legal(group, shape, rank) -> bool:
+    """Every read of a buffer that the group writes (or that overlaps one) is
+    at the reader's own row, and buffers that overlap a written one are that
+    very buffer (the memory plan may give two values one place: the block of
+    a row reads and writes it in stage order)."""
+    lead = tuple(range(rank - 1))
+    regions = {}
+    for st in group:
+        for v in list(st.ins) + list(st.outs):
+            if isinstance(v.type, MemRefType):
+                regions[v] = _region(v)
+    outs = [o for st in group for o in st.outs]
+
+    def overlap(x, y):
+        rx, ry = regions[x], regions[y]
+        return rx[0] is ry[0] and rx[1] < ry[2] and ry[1] < rx[2]
+
+    def same(x, y):
+        return x.type == y.type and regions[x] == regions[y] and _elem_offset(x) == _elem_offset(y)
+
+    for o in outs:
+        for v in regions:
+            if v is not o and overlap(o, v) and not same(o, v):
+                return False
+    for st in group:
+        for v, m in zip(st.ins, st.broadcast_maps):
+            if not isinstance(v.type, MemRefType) or not any(overlap(v, o) for o in outs):
+                continue
+            vs = tuple(v.type.get_shape())
+            if vs == tuple(shape):
+                want = tuple(range(rank))
+            elif vs == tuple(shape[:-1]) + (1,):
+                want = lead + (-1,)
+            elif vs == tuple(shape[:-1]):
+                want = lead
+            else:
+                return False
+            size = lambda d: 1 if d < 0 else shape[d]  # noqa: E731  (a -1 and a size-1 dim read alike)
+            if len(m) != len(want) or any(x != y and not size(x) == size(y) == 1 for x, y in zip(m, want)):
+                return False
+    return True
+
+
 class _Lowering:
     def __init__(self):
         self.kernels: list = []
@@ -846,8 +961,16 @@ class _Lowering:
 
     # -- host blocks --
     def block(self, block):
+        fused = set()
         for op in list(block.ops):
+            if op in fused:
+                continue
             if isinstance(op, L.ParallelOp):
+                group = _row_group(op)
+                if len(group) > 1:
+                    fused.update(group)
+                    self.rows(group)
+                    continue
                 self.replace(op, self.parallel(op))
             elif isinstance(op, L.CopyOp):
                 self.replace(op, self.copy(op))
@@ -1341,6 +1464,120 @@ class _Lowering:
         kernel = kb.finish()
         self.kernels.append(kernel)
         return kernel
+
+    # -- row kernels: consecutive stages over the same rows in one launch --
+    def rows(self, group):
+        """One kernel for a row group (``_row_group``): each block takes rows
+        in turn; per row, each stage in order over the row's columns (threads
+        stride over them), a reduction's value reduced in the block and stored
+        by thread 0, a barrier between stages (what a stage wrote, the next
+        reads after it). Softmax's max, exp, sum and divide: one launch."""
+        shape = group[0].iteration_shape
+        rank = len(shape)
+        lead = tuple(range(rank - 1))
+        nrows, ncols = _prod(shape[:-1]), shape[-1]
+        first = group[0]
+        for op in list(group):  # allocations and views between the stages go before the kernel
+            nxt = op.next_op
+            while nxt is not None and nxt not in group and isinstance(nxt, (L.AllocOp, L.ViewOp)):
+                after = nxt.next_op
+                nxt.detach()
+                first.parent_block().insert_op_before(nxt, first)
+                nxt = after
+        params = _Params()
+        written = _roots_written([o for st in group for o in st.outs])
+        stages = []
+        for st in group:
+            ins = [_access(params, v, m, shape, written) for v, m in zip(st.ins, st.broadcast_maps)]
+            outs = []
+            for o, kind, y in zip(st.outs, st.reduce_kinds, st.body.block.last_op.values):
+                if kind is None:
+                    a = _access(params, o, tuple(range(rank)), shape, written)
+                    a.nc = False
+                    outs.append((None, a))
+                else:
+                    a, ks = self._red_out(params, o, shape, lead, written)
+                    acc_t = _acc_type(kind, y.type)
+                    outs.append((_Red(kind, y.type, acc_t, o.type.element_type, a, ks, ncols, True), a))
+            stages.append((st, ins, outs))
+        accesses = [a for _, ins, outs in stages for a in ins + [x for _, x in outs] if a.kind == "buffer"]
+        it = _index_type(accesses, shape, _prod(shape))
+        names = "_".join(dict.fromkeys(k or "map" for st in group for k in st.reduce_kinds))
+        kb = _KB(self.name(f"rows_{names}"), params.types(), "reduction", it, (BLOCK, 1, 1))
+        tid = kb.tid()
+        nwarps = BLOCK // 32
+        lane = kb.emit(arith.AndIOp(tid, kb.i(31)))
+        warp = kb.emit(arith.ShRUIOp(tid, kb.i(5)))
+        shared = {}
+        for st, ins, outs in stages:
+            for rd, _ in outs:
+                if rd is not None and str(rd.acc_t) not in shared:
+                    shared[str(rd.acc_t)] = kb.shared(rd.acc_t, nwarps)
+
+        def row(w):
+            kdig = digits(kb, w, shape[:-1], lead, set(lead))
+            for n_st, (st, ins, outs) in enumerate(stages):
+                if n_st:
+                    kb.emit(gpu.BarrierOp())
+                body = st.body.block
+                hoisted = {}
+                for a in ins:
+                    if a.kind == "scalar":
+                        hoisted[id(a)] = kb.param(a)
+                    elif a.kind == "zero":
+                        hoisted[id(a)] = kb.load(kb.args[a.param], kb.i(0), nc=a.nc)[0]
+                bufs = [a for a in ins if a.kind == "buffer"] + [a for rd, a in outs if rd is None]
+                base = {id(a): _access_index(kb, a, kdig, skip=(rank - 1,)) for a in bufs}
+                col_stride = {id(a): dict(zip(a.bmap, a.strides)).get(rank - 1, 0) for a in bufs}
+                reds = [(k, rd) for k, (rd, _) in enumerate(outs) if rd is not None]
+
+                def col(c, *accs, ins=ins, outs=outs, body=body, hoisted=hoisted, base=base,
+                        col_stride=col_stride, reds=reds):
+                    def at(a):
+                        s = col_stride[id(a)]
+                        return kb.add(base[id(a)], kb.i(0) if s == 0 else c if s == 1 else kb.mul(c, kb.i(s)))
+                    vals = [kb.load(kb.args[a.param], at(a), nc=a.nc)[0] if a.kind == "buffer" else hoisted[id(a)]
+                            for a in ins]
+                    res = run_body(kb, body, vals, None, None)
+                    for k, (rd, a) in enumerate(outs):
+                        if rd is None:
+                            kb.store([res[k]], kb.args[a.param], at(a))
+                    return [_combine(kb, rd.kind, acc, _to_acc(kb, res[k], rd)) for (k, rd), acc in zip(reds, accs)]
+
+                accs = kb.for_(tid, kb.i(ncols), kb.i(BLOCK), col, [_identity(kb, rd) for _, rd in reds])
+                if not reds:
+                    continue
+
+                def shuffled(rd, v):
+                    for off in (16, 8, 4, 2, 1):
+                        v = _combine(kb, rd.kind, v, kb.emit(G.ShuffleOp("down", v, kb.c(off, i32))))
+                    return v
+                accs = [shuffled(rd, v) for (_, rd), v in zip(reds, accs)]
+                for (_, rd), v in zip(reds, accs):  # one shared array per type: the outputs in turn
+                    sh = shared[str(rd.acc_t)]
+                    kb.if_(kb.cmpi("eq", lane, kb.i(0)), lambda v=v, sh=sh: kb.store([v], sh, warp))
+                    kb.emit(gpu.BarrierOp())
+
+                    def warp0(rd=rd, sh=sh):
+                        inside = kb.cmpi("ult", lane, kb.i(nwarps))
+                        x = kb.select(inside, kb.load(sh, kb.select(inside, lane, kb.i(0)))[0], _identity(kb, rd))
+                        x = shuffled(rd, x)
+                        dest = kb.dot([(kdig.get(d), s) for d, s in zip(lead, rd.kept_strides)
+                                       if kdig.get(d) is not None])
+                        kb.if_(kb.cmpi("eq", lane, kb.i(0)),
+                               lambda: kb.store([_finalize(kb, [x], rd)], kb.args[rd.access.param], dest))
+                    kb.if_(kb.cmpi("eq", warp, kb.i(0)), warp0)
+                    kb.emit(gpu.BarrierOp())
+            kb.emit(gpu.BarrierOp())  # the row's last reads before the next row's first writes
+
+        kb.for_(kb.bid(), kb.i(nrows), kb.gdim(), row)
+        kernel = kb.finish()
+        self.kernels.append(kernel)
+        host = self.launch(kernel, (max(1, min(nrows, MAX_BLOCKS)), 1, 1), params.values)
+        self.replace(first, host)
+        for st in group[1:]:
+            st.detach()
+            st.erase()
 
     # -- library calls --
     def library(self, op):
