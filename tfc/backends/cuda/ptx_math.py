@@ -8,7 +8,7 @@ Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
 the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
-Not implemented (NotImplementedError naming the op): tan, powf, the hyperbolic functions other than tanh, the inverse trigonometric
+Not implemented (NotImplementedError naming the op): tan, the hyperbolic functions other than tanh, the inverse trigonometric
 functions, cbrt.
 """
 from __future__ import annotations
@@ -437,10 +437,116 @@ def emit_cos(k, dst, x):
     _sincos(k, dst, x, cos=True)
 
 
+LOG_SERIES = tuple(1.0 / (2 * i + 1) for i in range(11))     # 2 atanh(s) = 2s (1 + s^2/3 + s^4/5 + ...)
+EXP2_SERIES = tuple(float(np.log(2.0)) ** i / float(np.prod(np.arange(1, i + 1))) for i in range(11))
+
+
+def _log2_f64(F, a):
+    """log2 a in float64 (a a positive finite float32, subnormals included) to
+    about 2^-50 relative: a = 2^k m, m in [sqrt(2)/2, sqrt(2)) from a's bits,
+    log m = 2 atanh(s), s = (m - 1)/(m + 1), a series of 11 terms."""
+    k = F.k
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    tiny = F.setp("lt", a, h(np.float32(2.0 ** -126)))
+    xs = F.op("mov.f32", a)
+    k.i("mul.rn.f32", xs, a, h(np.float32(2.0 ** 25)), pred=tiny)
+    k0 = F.op("selp.b32", "-25", "0", tiny, cls="r")
+    bits = F.op("mov.b32", xs, cls="r")
+    ix = F.op("and.b32", bits, "8388607", cls="r")
+    i = F.op("add.s32", ix, "4913952", cls="r")
+    k.i("and.b32", i, i, "8388608")
+    mb = F.op("xor.b32", i, "1065353216", cls="r")
+    k.i("or.b32", mb, mb, ix)
+    m = D("cvt.f64.f32", F.op("mov.b32", mb))
+    ki = F.op("shr.u32", bits, "23", cls="r")
+    k.i("sub.s32", ki, ki, "127")
+    i23 = F.op("shr.u32", i, "23", cls="r")
+    k.i("add.s32", ki, ki, i23)
+    k.i("add.s32", ki, ki, k0)
+    dk = D("cvt.rn.f64.s32", ki)
+    s = D("div.rn.f64", D("sub.rn.f64", m, d(1.0)), D("add.rn.f64", m, d(1.0)))
+    z = D("mul.rn.f64", s, s)
+    acc = D("mov.f64", d(LOG_SERIES[-1]))
+    for c in reversed(LOG_SERIES[:-1]):
+        acc = D("fma.rn.f64", acc, z, d(c))
+    lnm = D("mul.rn.f64", D("add.rn.f64", s, s), acc)
+    return D("fma.rn.f64", lnm, d(1.0 / np.log(2.0)), dk)
+
+
+def emit_powf(k, dst, x, y):
+    """x^y as C's powf (numpy's float32 power): |x|^y = 2^(y log2|x|) with
+    log2 and 2^f in float64 (about 2^-45 relative before the one rounding to
+    float32), negated for a negative x and an odd integer y, NaN for a
+    negative x and a non-integer y; C99's special cases (x or y 0, 1, +-inf,
+    NaN) selected last."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    ax = F.op("abs.f32", x)
+    ay = F.op("abs.f32", y)
+    # y's kind: integer, odd integer (f32 integers of 2^24 and more are even)
+    yt = F.op("cvt.rzi.f32.f32", y)
+    is_int = F.setp("eq", yt, y)
+    small = F.setp("lt", ay, h(np.float32(2.0 ** 24)))
+    yi = F.op("cvt.rzi.s32.f32", y, cls="r")
+    k.i("and.b32", yi, yi, "1")
+    odd = F.op("setp.ne.s32", yi, "0", cls="p")
+    k.i("and.pred", odd, odd, is_int)
+    k.i("and.pred", odd, odd, small)
+    sgn = F.op("mov.b32", x, cls="r")
+    k.i("and.b32", sgn, sgn, "-2147483648")
+    xneg = F.op("setp.ne.u32", sgn, "0", cls="p")
+    negate = F.op("and.pred", odd, xneg, cls="p")
+    # the general case: 2^t, t = y log2|x| clamped to [-400, 400], in float64
+    t = D("mul.rn.f64", D("cvt.f64.f32", y), _log2_f64(F, ax))
+    k.i("max.f64", t, t, d(-400.0))
+    k.i("min.f64", t, t, d(400.0))
+    n = D("cvt.rni.f64.f64", t)
+    f = D("sub.rn.f64", t, n)
+    acc = D("mov.f64", d(EXP2_SERIES[-1]))
+    for c in reversed(EXP2_SERIES[:-1]):
+        acc = D("fma.rn.f64", acc, f, d(c))
+    ni = F.op("cvt.rzi.s32.f64", n, cls="r")
+    sb = F.op("cvt.s64.s32", ni, cls="rd")
+    k.i("add.s64", sb, sb, "1023")
+    k.i("shl.b64", sb, sb, "52")
+    v = D("mul.rn.f64", acc, D("mov.b64", sb))
+    k.i("neg.f64", v, v, pred=negate)
+    r = F.op("cvt.rn.f32.f64", v)
+    # a negative finite x with a non-integer y
+    bad = F.setp("lt", x, h(0.0))
+    nint = F.op("not.pred", is_int, cls="p")
+    k.i("and.pred", bad, bad, nint)
+    F.sel(r, h(np.nan), bad)
+    # x = +-0 or +-inf: 0 or inf by y's sign, negative for a negative x and an odd y
+    zero_x = F.setp("eq", ax, h(0.0))
+    inf_x = F.setp("eq", ax, h(np.inf))
+    yneg = F.setp("lt", y, h(0.0))
+    small_e = F.op("xor.pred", zero_x, yneg, cls="p")        # 0^pos, inf^neg: 0; 0^neg, inf^pos: inf
+    e = F.op("selp.f32", h(0.0), h(np.inf), small_e)
+    eneg = F.op("neg.f32", e)
+    k.i("mov.f32", e, eneg, pred=negate)
+    edge = F.op("or.pred", zero_x, inf_x, cls="p")
+    F.sel(r, e, edge)
+    # y = +-inf: 1 for |x| = 1, else 0 or inf by |x| < 1 and y's sign
+    inf_y = F.setp("eq", ay, h(np.inf))
+    lt1 = F.setp("lt", ax, h(1.0))
+    shrink = F.op("xor.pred", lt1, yneg, cls="p")            # |x| < 1 with +inf, |x| > 1 with -inf: 0
+    g = F.op("selp.f32", h(0.0), h(np.inf), shrink)
+    one_x = F.setp("eq", ax, h(1.0))
+    k.i("mov.f32", g, h(1.0), pred=one_x)
+    F.sel(r, g, inf_y)
+    # NaN in, NaN out; but x^0 = 1 and 1^y = 1 for every x, y
+    nan = F.setp("nan", x, y)
+    F.sel(r, h(np.nan), nan)
+    F.sel(r, h(1.0), F.setp("eq", ay, h(0.0)))
+    F.sel(r, h(1.0), F.setp("eq", x, h(1.0)))
+    k.i("mov.f32", dst, r)
+
+
 EMITTERS = {
     "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
     "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
-    "math.erf": emit_erf, "math.sin": emit_sin, "math.cos": emit_cos,
+    "math.erf": emit_erf, "math.sin": emit_sin, "math.cos": emit_cos, "math.powf": emit_powf,
 }
 
 
