@@ -112,7 +112,7 @@ class Memory:
         self._next += (max(nbytes, 1) + 255) // 256 * 256 + 256
         self._bases.append(addr)
         self._sizes.append(nbytes)
-        self._bufs.append(np.zeros((nbytes + 15) // 16 * 16, np.uint8))
+        self._bufs.append(np.full((nbytes + 15) // 16 * 16, 0xFF, np.uint8))
         self._arrays = None
         return addr
 
@@ -1666,7 +1666,7 @@ class _Ctx:
                 self.shared_size = s.offset + shared_bytes
         if self.shared_size:
             self.sstride = (self.shared_size + 15) // 16 * 16
-            self.shared = np.zeros(nblocks * self.sstride, np.uint8)
+            self.shared = np.full(nblocks * self.sstride, 0xFF, np.uint8)   # uninitialized: NaN, -1
             # the race check tracks 4-byte words when every shared access is 4 bytes or wider
             self.gran = 4 if k.min_shared_access >= 4 else 1
             self.writer = np.full(nblocks * self.sstride // self.gran, -1, np.int32)
