@@ -790,3 +790,26 @@ def test_get_driver_simulator(monkeypatch):
     monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
     d = driver.get_driver()
     assert d.name == "simulator" and isinstance(d, driver.Driver)
+
+
+def test_gpu_check_probes_are_real_ptx_and_run():
+    """The probes of tools/ptx_sim_gpu_check.py (one instruction each, compared
+    with an H100 there) assemble for sm_80 and run here."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools", "ptx_sim_gpu_check.py")
+    spec = importlib.util.spec_from_file_location("ptx_sim_gpu_check", path)
+    chk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chk)
+    probes = chk.probes()
+    assert len(probes) > 200
+    rng = np.random.default_rng(0)
+    for name, body, srcs, dst, kind in probes:
+        inp = chk.inputs(srcs, kind, name, rng)
+        n = len(inp[0])
+        out = np.zeros(n, chk.NP[dst])
+        with np.errstate(all="ignore"):
+            _run(K.probe(body, srcs, dst), "probe", (-(-n // 128), 1, 1), (128, 1, 1), inp + [out, np.uint32(n)])
+    ptxas = _ptxas()
+    module = K.HEADER + "".join(K.probe(body, srcs, dst, name=f"probe{i}")[len(K.HEADER):]
+                                for i, (name, body, srcs, dst, kind) in enumerate(probes))
+    ptxas.assemble(module, "sm_80")
