@@ -147,3 +147,26 @@ def test_cuda_stages_without_a_driver(monkeypatch):
     if not have_pycuda:
         with pytest.raises(UnavailableError, match="pycuda"):
             conc(tfc.constant(np.ones(8, np.float32)))
+
+
+def test_gpu_tensors_in_and_out(simulator):
+    """A cuda function called with GPU tensors reads their buffers (no upload)
+    and gives GPU tensors; called with host tensors it gives host tensors."""
+    from tfc.core.tensor import GpuTensor
+
+    rng = np.random.default_rng(5)
+    x, w = rng.standard_normal((6, 5)).astype(np.float32), rng.standard_normal((5, 4)).astype(np.float32)
+
+    @tfc.function(input_signature=[tfc.TensorSpec([6, 5]), tfc.TensorSpec([5, 4])], target="cuda")
+    def f(x, w):
+        y = tfc.matmul(x, w)
+        return tfc.nn.relu(y), tfc.reduce_sum(y), tfc.transpose(y)
+
+    want = [t.numpy() for t in f(tfc.constant(x), tfc.constant(w))]
+    got = f(tfc.constant(x).gpu(), tfc.constant(w).gpu())
+    assert type(got[0]) is GpuTensor and type(got[2]) is GpuTensor
+    for a, b in zip(want, got):
+        np.testing.assert_array_equal(a, b.numpy())
+    assert type(f(tfc.constant(x), tfc.constant(w))[0]) is not GpuTensor
+    # the results feed eager GPU ops and other cuda functions
+    np.testing.assert_allclose((got[0] * 2.0).numpy(), want[0] * 2.0)

@@ -24,7 +24,7 @@ from tfc.core.cell import Cell
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import Spec
 from tfc.core.shape import as_ints
-from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
 RETRACE_WARNING = 5  # warn once a function has been retraced this many times
@@ -539,7 +539,7 @@ class _Form:
             if c.value is not v._value:
                 v._value = c.value
         it = iter(results)
-        flat = [wrap(next(it)) if m else s for m, s in zip(conc._out_mask, conc._out_static)]
+        flat = [_wrap_result(next(it)) if m else s for m, s in zip(conc._out_mask, conc._out_static)]
         return nest.pack_sequence_as(conc._out_structure, flat) if nest.is_nested(conc._out_structure) \
             else flat[0]
 
@@ -923,7 +923,8 @@ class ConcreteFunction:
             if t.dtype != spec.dtype or not TensorSpec(spec.shape, spec.dtype).is_compatible_with(t):
                 raise ValueError(f"{self.name}: tensor argument {i} is {Spec(tuple(t.shape), t.dtype)}, "
                                  f"the function was compiled for {spec}")
-            arrays.append(t._value)
+            # a GPU tensor goes to a cuda function as it is (its buffer, no copy)
+            arrays.append(t if type(t) is GpuTensor and self.target == "cuda" else t._value)
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
         return self.runner()(arrays)
@@ -965,6 +966,12 @@ class ConcreteFunction:
         from tfc.frontend.cfgrad import call_recorded
 
         return call_recorded(self, tensors)
+
+
+def _wrap_result(value) -> Tensor:
+    """A result as a Tensor: a host array wrapped, a GPU tensor (a cuda
+    function called with GPU tensors) as it is."""
+    return value if type(value) is GpuTensor else wrap(value)
 
 
 def _close(a, b, rtol, atol) -> bool:

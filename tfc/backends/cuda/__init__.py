@@ -13,8 +13,9 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 
-from tfc.backends.cuda.host import Buf, HostProgram, nbytes, np_dtype
-from tfc.dialects.tensor import RefType
+from tfc.backends.cuda.host import Buf, HostProgram, itemsize, nbytes, np_dtype
+from tfc.core.tensor import GpuTensor
+from tfc.dialects.tensor import RefType, dtype_of
 
 
 class Device:
@@ -77,6 +78,22 @@ class _Call:
             self.driver.copy_htod(buf.addr, host)
         return buf
 
+    def contiguous(self, buf: Buf, t: MemRefType):
+        """(a Buf whose data is ``t``'s elements, contiguous from its address,
+        their Spec): the buffer itself where its layout is the identity, else a
+        copy through the host (a result that is a strided view: rare)."""
+        from tfc.core.registry import Spec
+        from tfc.dialects.loops import is_contiguous, layout_of
+
+        spec = Spec(tuple(t.get_shape()), dtype_of(t.element_type))
+        if is_contiguous(t):
+            return Buf(buf.addr + layout_of(t)[1] * itemsize(t), buf.owner), spec
+        host = self.to_host(buf, t)
+        out = self.alloc(host.nbytes)
+        if host.nbytes:
+            self.driver.copy_htod(out.addr, host)
+        return out, spec
+
     def to_host(self, value, t):
         """A device value as a host array (a Buf of memref type ``t``: its
         elements, through its layout) or scalar."""
@@ -129,12 +146,27 @@ class CudaExecutable:
         return None  # a call needs the device around it
 
     def call(self, args):
-        """Run on host arrays (and Cells): uploads them, runs, and copies the
-        results back (host arrays and scalars)."""
+        """Run on host arrays, GPU tensors (``tfc.core.tensor.GpuTensor``: their
+        buffers, no copy) and Cells. Called with a GPU tensor, the results stay
+        on the device (GPU tensors of the same runtime; 0-d results are host
+        scalars, as L3 keeps them); else they are copied back (host arrays)."""
         rt = self.device().call()
-        vals = [rt.upload(a, t) if isinstance(t, MemRefType) else a for a, t in zip(args, self.arg_types)]
+        gpu = None
+        vals = []
+        for a, t in zip(args, self.arg_types):
+            if isinstance(t, MemRefType):
+                if type(a) is GpuTensor:
+                    gpu = a._rt
+                    vals.append(a._buf)
+                else:
+                    vals.append(rt.upload(a, t))
+            else:
+                vals.append(a)
         outs = self.run_device(vals, rt)
-        return tuple(rt.to_host(v, t) for v, t in zip(outs, self.result_types))
+        if gpu is None:
+            return tuple(rt.to_host(v, t) for v, t in zip(outs, self.result_types))
+        return tuple(gpu.tensor(*rt.contiguous(v, t)) if isinstance(t, MemRefType) else v
+                     for v, t in zip(outs, self.result_types))
 
     def run_device(self, args, rt=None):
         """Run on device values: a ``Buf`` per memref argument (its data at
