@@ -366,6 +366,7 @@ def test_softmax_is_one_row_kernel(rng, shape):
     m = check(lambda x: tfc.nn.softmax(x), x, launches=1)
     (k,) = kernels(m)
     assert k.sym_name.data == "k0_rows_max_map_sum"
+    assert ("width = 4" in print_ir(m)) == (shape[-1] % 4 == 0)  # rows of a multiple of 4: 16-byte vectors
 
 
 def test_row_groups_need_row_local_reads(rng):

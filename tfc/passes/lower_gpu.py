@@ -1501,6 +1501,7 @@ class _Lowering:
                     outs.append((_Red(kind, y.type, acc_t, o.type.element_type, a, ks, ncols, True), a))
             stages.append((st, ins, outs))
         accesses = [a for _, ins, outs in stages for a in ins + [x for _, x in outs] if a.kind == "buffer"]
+        width = self._row_width(group, stages, shape)
         it = _index_type(accesses, shape, _prod(shape))
         names = "_".join(dict.fromkeys(k or "map" for st in group for k in st.reduce_kinds))
         kb = _KB(self.name(f"rows_{names}"), params.types(), "reduction", it, (BLOCK, 1, 1))
@@ -1544,7 +1545,31 @@ class _Lowering:
                             kb.store([res[k]], kb.args[a.param], at(a))
                     return [_combine(kb, rd.kind, acc, _to_acc(kb, res[k], rd)) for (k, rd), acc in zip(reds, accs)]
 
-                accs = kb.for_(tid, kb.i(ncols), kb.i(BLOCK), col, [_identity(kb, rd) for _, rd in reds])
+                def quad(q, *accs, ins=ins, outs=outs, body=body, hoisted=hoisted, base=base,
+                         col_stride=col_stride, reds=reds):
+                    c0 = kb.mul(q, kb.i(width))
+                    lanes = []
+                    for a in ins:
+                        if a.kind != "buffer":
+                            lanes.append([hoisted[id(a)]] * width)
+                        elif col_stride[id(a)] == 0:  # the row's one value
+                            lanes.append(kb.load(kb.args[a.param], base[id(a)], nc=a.nc) * width)
+                        else:
+                            lanes.append(kb.load(kb.args[a.param], kb.add(base[id(a)], c0), nc=a.nc, width=width))
+                    results = [run_body(kb, body, [lane[j] for lane in lanes], None, None) for j in range(width)]
+                    for k, (rd, a) in enumerate(outs):
+                        if rd is None:
+                            kb.store([res[k] for res in results], kb.args[a.param], kb.add(base[id(a)], c0))
+                    accs = list(accs)
+                    for res in results:
+                        accs = [_combine(kb, rd.kind, acc, _to_acc(kb, res[k], rd)) for (k, rd), acc in zip(reds, accs)]
+                    return accs
+
+                inits = [_identity(kb, rd) for _, rd in reds]
+                if width > 1:
+                    accs = kb.for_(tid, kb.i(ncols // width), kb.i(BLOCK), quad, inits)
+                else:
+                    accs = kb.for_(tid, kb.i(ncols), kb.i(BLOCK), col, inits)
                 if not reds:
                     continue
 
@@ -1578,6 +1603,36 @@ class _Lowering:
         for st in group[1:]:
             st.detach()
             st.erase()
+
+    @staticmethod
+    def _row_width(group, stages, shape) -> int:
+        """Vector width of a row kernel's column loops: every buffer read or
+        written along the columns contiguously (stride 1) from an aligned
+        start at each row (or read once per row: stride 0), the row length a
+        multiple of the width; else 1."""
+        rank = len(shape)
+        values = {}
+        for st, (_, ins, outs) in zip(group, stages):
+            for v, a in zip(st.ins, ins):
+                values[id(a)] = v
+            for o, (_, a) in zip(st.outs, outs):
+                values[id(a)] = o
+        bufs = [(values[id(a)], a) for _, ins, outs in stages for a in ins + [x for rd, x in outs if rd is None]
+                if a.kind == "buffer"]
+        if not bufs:
+            return 1
+        w = 2 if max(G.element_bytes(a.elt) for _, a in bufs) == 8 else 4
+        if shape[-1] % w:
+            return 1
+        for v, a in bufs:
+            by_dim = dict(zip(a.bmap, a.strides))
+            c = by_dim.get(rank - 1, 0)
+            if c == 0:
+                continue
+            lead = [by_dim[d] for d in range(rank - 1) if d in by_dim and shape[d] > 1]
+            if c != 1 or any(x % w for x in lead) or not _aligned(v, w * G.element_bytes(a.elt)):
+                return 1
+        return w
 
     # -- library calls --
     def library(self, op):
