@@ -296,13 +296,15 @@ def mlp_rows(torch, tg, timer, batch, rows, lr=0.1):
         def make(compiled):
             ps = [torch.tensor(p, device="cuda", requires_grad=True) for p in params]
 
-            def loss_and_grads(w1, b1, w2, b2):
-                loss = F.cross_entropy(torch.relu(tx @ w1 + b1) @ w2 + b2, tl)
-                return loss, torch.autograd.grad(loss, (w1, b1, w2, b2))
-            lg = torch.compile(loss_and_grads) if compiled else loss_and_grads
+            def loss_fn(w1, b1, w2, b2):
+                return F.cross_entropy(torch.relu(tx @ w1 + b1) @ w2 + b2, tl)
+            # compiled: the loss through torch.compile, whose AOTAutograd compiles the
+            # backward too (autograd.grad inside a compiled function breaks the graph)
+            lf = torch.compile(loss_fn) if compiled else loss_fn
 
             def step():
-                loss, grads = lg(*ps)
+                loss = lf(*ps)
+                grads = torch.autograd.grad(loss, ps)
                 with torch.no_grad():
                     for p, g in zip(ps, grads):
                         p.sub_(lr * g)
