@@ -284,13 +284,19 @@ def test_unsupported_instruction(line, why):
 
 
 def test_syntax_errors():
-    base = K.HEADER + ".visible .entry k(.param .u64 p)\n{\n    .reg .f32 %f<2>;\n    {}\n    ret;\n}\n"
+    base = K.HEADER + (".visible .entry k(.param .u64 p)\n{\n    .reg .f32 %f<2>;\n    .reg .u32 %r<2>;\n"
+                       "    .reg .pred %p<2>;\n    .reg .b32 %b<2>;\n    {}\n    ret;\n}\n")
     for bad, msg in [("add.rn.f32 %f1, %f1, %f9;", "unknown register %f9"),
                      ("bra $L_nowhere;", "unknown label $L_nowhere"),
                      ("mov.f32 %f1, 1;", "integer literal"),
-                     ("ld.param.f32 %f1, [p_missing];", "unknown parameter p_missing")]:
+                     ("ld.param.f32 %f1, [p_missing];", "unknown parameter p_missing"),
+                     ("add.rn.f32 %f1, %f1, %r1;", "a .f32 operand in register %r1 declared .u32"),
+                     ("setp.lt.s32 %p1, %f1, 0;", "a .s32 operand in register %f1 declared .f32")]:
         with pytest.raises(S.PTXSyntaxError, match=re.escape(msg)):
             S.parse(base.replace("{}", bad))
+    # what ptxas accepts: a .f32 operand in a .b32 register, .s32 in .u32, a v4.f32 load into .u32 registers
+    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "ld.param.f32 %r1, [p];", "mov.b32 %f1, %r1;"):
+        S.parse(base.replace("{}", ok))
     with pytest.raises(S.PTXSyntaxError, match="missing ';'"):
         S.parse(base.replace("{}", "mov.f32 %f1, %f0\n").replace("    ret;", "    ret"))
 
@@ -813,3 +819,22 @@ def test_gpu_check_probes_are_real_ptx_and_run():
     module = K.HEADER + "".join(K.probe(body, srcs, dst, name=f"probe{i}")[len(K.HEADER):]
                                 for i, (name, body, srcs, dst, kind) in enumerate(probes))
     ptxas.assemble(module, "sm_80")
+
+
+def test_register_typing_agrees_with_ptxas():
+    ptxas = _ptxas()
+    base = K.HEADER + (".visible .entry k(.param .u64 p)\n{\n    .reg .f32 %f<2>;\n    .reg .u32 %r<2>;\n"
+                       "    .reg .pred %p<2>;\n    .reg .b32 %b<2>;\n    mov.f32 %f1, 0f00000000;\n"
+                       "    mov.u32 %r1, 0;\n    mov.b32 %b1, 0;\n    {}\n    st.global.f32 [p], %f1;\n"
+                       "    ret;\n}\n").replace("[p]", "[%rd1]").replace(".reg .b32 %b<2>;", ".reg .b32 %b<2>;\n"
+                                                                             "    .reg .u64 %rd<2>;")
+    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "mov.b32 %f1, %r1;"):
+        text = base.replace("{}", ok)
+        ptxas.assemble(text, "sm_80")
+        S.parse(text)
+    for bad in ("add.rn.f32 %f1, %f1, %r1;", "setp.lt.s32 %p1, %f1, 0;"):
+        text = base.replace("{}", bad)
+        with pytest.raises(Exception, match="Arguments mismatch"):
+            ptxas.assemble(text, "sm_80")
+        with pytest.raises(S.PTXSyntaxError, match="Arguments mismatch"):
+            S.parse(text)

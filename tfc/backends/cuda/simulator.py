@@ -459,6 +459,7 @@ def _declare_regs(k, regs, s, line):
     if not m or m.group(1) not in _DTYPES:
         raise SimulationError(f"kernel {k.name}: unsupported register declaration, line {line}: {s}")
     dt = _DTYPES[m.group(1)]
+    k.reg_decl = getattr(k, "reg_decl", None) or {}
     for name in [x.strip() for x in m.group(2).split(",")]:
         rm = re.fullmatch(r"(%[A-Za-z_$][\w$]*)<(\d+)>", name)
         names = [f"{rm.group(1)}{j}" for j in range(int(rm.group(2)))] if rm else [name]
@@ -468,6 +469,7 @@ def _declare_regs(k, regs, s, line):
             if n in regs:
                 raise PTXSyntaxError(f"kernel {k.name}: register {n} declared twice, line {line}")
             regs[n] = (len(regs), dt)
+            k.reg_decl[n] = m.group(1)
 
 
 def _layout_shared(k, decls):
@@ -567,6 +569,7 @@ def _float_kind(t):
 class _Decoder:
     def __init__(self, k: Kernel, regs):
         self.k = k
+        self._strict = self._canon = False
         self.regs = regs
         self.names = [None] * len(regs)
         self.dtypes = [None] * len(regs)
@@ -576,10 +579,16 @@ class _Decoder:
 
     # operands ----------------------------------------------------------------------------
 
-    def reg(self, tok):
+    def reg(self, tok, t=None):
         if tok not in self.regs:
             raise PTXSyntaxError(f"unknown register {tok}")
         slot, dt = self.regs[tok]
+        if t is not None and self._strict and t[0] in "usf":
+            # ptxas type-checks typed registers: a float operand in a .u/.s register or the reverse
+            decl = self.k.reg_decl[tok]
+            if decl[0] in "usf" and (decl[0] == "f") != (t[0] == "f"):
+                raise PTXSyntaxError(f"a .{t} operand in register {tok} declared .{decl} "
+                                     "(ptxas: Arguments mismatch)")
         return slot, np.dtype(dt)
 
     def src(self, tok, t):
@@ -606,7 +615,7 @@ class _Decoder:
                     v = v if sel is None else v[sel]
                     return v if v.dtype == want else v.astype(want)
                 return fetch_special
-            slot, rd = self.reg(tok)
+            slot, rd = self.reg(tok, t)
             if rd == want:
                 if neg:
                     return lambda ctx, sel: ~(ctx.regs[slot] if sel is None else ctx.regs[slot][sel])
@@ -633,7 +642,7 @@ class _Decoder:
     def dst(self, tok, t):
         """store(ctx, sel, value) writing a value of PTX type ``t`` to register ``tok``."""
         have = np.dtype(_DTYPES[t])
-        slot, rd = self.reg(tok)
+        slot, rd = self.reg(tok, t)
         if getattr(self, "_canon", False) and t in ("f32", "f16"):
             store = self._dst(slot, rd, have, tok, t)
             canon = _CANON_NAN[t]
@@ -743,6 +752,7 @@ class _Decoder:
                 self._unsupported(opcode, f".{bad} is outside the subset")
         # float32 arithmetic gives the canonical NaN on a GPU (checked on an H100)
         self._canon = name in _CANON_NAN_OPS
+        self._strict = name in _TYPED_OPS
         return fn(mods, ops, opcode)
 
     def _nops(self, ops, n, opcode):
@@ -1610,6 +1620,9 @@ _CMP = {
     "nan": lambda a, b, isf: np.isnan(a) | np.isnan(b),
 }
 
+# instructions whose operands ptxas checks against typed registers (ld/st/mov/cvt/shfl are lax)
+_TYPED_OPS = {"add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs", "sqrt", "rcp",
+              "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "setp", "copysign", "testp"}
 _CANON_NAN_OPS = {"add", "sub", "mul", "mad", "fma", "div", "min", "max", "neg", "abs", "sqrt", "rcp",
                   "rsqrt", "ex2", "lg2", "sin", "cos", "tanh"}
 _CANON_NAN = {"f32": np.array(0x7FFFFFFF, np.uint32).view(np.float32)[()],
