@@ -44,13 +44,13 @@ bench: $(STAMP)
 # with numpy and pytest (torch for the peers of bench/gpu.py), no network needed:
 # installs the kit of tools/gpu_kit.sh (.whl/: xdsl, pycuda, their dependencies) into
 # GPU_SITE, then runs every test marked gpu, the GPU tests (tests/test_cuda*.py,
-# tests/test_gpu*.py, tests/test_ptx*.py) with TFC_CUDA_DRIVER unset (the real
+# tests/test_*gpu*.py, tests/test_ptx*.py) with TFC_CUDA_DRIVER unset (the real
 # driver), bench/gpu.py, and with GPU_SANITIZE the gpu tests under compute-sanitizer.
 # Every step runs and prints; the target fails if one did.
 # Not `make test`'s venv: GPU_PYTHON is the machine's own Python.
 GPU_PYTHON ?= python3
 GPU_SITE ?= /tmp/tfc-gpu-site
-GPU_TESTS = $(wildcard tests/test_cuda*.py tests/test_gpu*.py tests/test_ptx*.py)
+GPU_TESTS = $(wildcard tests/test_cuda*.py tests/test_*gpu*.py tests/test_ptx*.py)
 GPU_BENCH_ARGS ?=
 # GPU_SANITIZE="memcheck racecheck": the gpu tests again under compute-sanitizer (slow)
 GPU_SANITIZE ?=
