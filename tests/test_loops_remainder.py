@@ -574,3 +574,35 @@ def test_runtime_add_at_is_np_add_at_in_iteration_order(rng):
     ones = np.zeros(6, np.int32)
     rt.add_at(ones, (ids[:, 0],), np.int32(1), None, (50,))
     _same(ones, np.bincount(ids[:, 0], minlength=6).astype(np.int32))
+
+
+def test_avg_pool_grad_like_second_order_under_a_none_signature(rng):
+    """The gradient of avg_pool2d_grad_like (avg_pool2d of the incoming one),
+    reached by a second-order tape through a None-shaped input: eager's bits."""
+    def f(a):
+        with tfc.GradientTape() as outer:
+            outer.watch(a)
+            with tfc.GradientTape() as inner:
+                inner.watch(a)
+                loss = tfc.reduce_sum(tfc.nn.avg_pool2d(a * a, 2, 2, "SAME") ** 2)
+            g = inner.gradient(loss, a)
+            gg = tfc.reduce_sum(g * g)
+        return g, outer.gradient(gg, a)
+
+    h = tfc.function(f, input_signature=[tfc.TensorSpec([None, None, None, 3])])
+    for shape in ((2, 5, 6, 3), (1, 1, 1, 3)):
+        x = rng.normal(size=shape).astype(F32)
+        for a, b in zip(_results(h(x)), _results(f(tfc.constant(x)))):
+            _same(a, b)
+    # with static shapes, a trace that calls the _like form itself is lowered as written
+    x = rng.normal(size=(2, 4, 4, 3)).astype(F32)
+    g = rng.normal(size=(2, 2, 2, 3)).astype(F32)
+
+    def gl(a, b):
+        with tfc.GradientTape() as t:
+            t.watch(b)
+            y = avg_pool2d_grad_like(a, b * b, 2, 2, "VALID")
+            loss = tfc.reduce_sum(y * y)
+        return t.gradient(loss, b)
+
+    check(gl, x, g, library={"avg_pool2d_grad_like", "avg_pool2d"})
