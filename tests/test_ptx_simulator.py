@@ -295,7 +295,7 @@ def test_syntax_errors():
         with pytest.raises(S.PTXSyntaxError, match=re.escape(msg)):
             S.parse(base.replace("{}", bad))
     # what ptxas accepts: a .f32 operand in a .b32 register, .s32 in .u32, a v4.f32 load into .u32 registers
-    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "ld.param.f32 %r1, [p];", "mov.b32 %f1, %r1;"):
+    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "ld.param.b32 %f1, [p];", "mov.b32 %f1, %r1;"):
         S.parse(base.replace("{}", ok))
     with pytest.raises(S.PTXSyntaxError, match="missing ';'"):
         S.parse(base.replace("{}", "mov.f32 %f1, %f0\n").replace("    ret;", "    ret"))
@@ -828,13 +828,31 @@ def test_register_typing_agrees_with_ptxas():
                        "    mov.u32 %r1, 0;\n    mov.b32 %b1, 0;\n    {}\n    st.global.f32 [p], %f1;\n"
                        "    ret;\n}\n").replace("[p]", "[%rd1]").replace(".reg .b32 %b<2>;", ".reg .b32 %b<2>;\n"
                                                                              "    .reg .u64 %rd<2>;")
-    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "mov.b32 %f1, %r1;"):
+    for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "mov.b32 %f1, %r1;",
+               "ld.global.v2.f32 {%r1, %r1}, [%rd1];", "st.global.v2.f32 [%rd1], {%r1, %r1};",
+               "ld.global.b32 %f1, [%rd1];", "cvt.rn.f32.s32 %f1, %r1;", "and.b32 %r1, %f1, %r1;",
+               "shfl.sync.down.b32 %f1, %r1, 1, 0x1f, 0xffffffff;"):
         text = base.replace("{}", ok)
         ptxas.assemble(text, "sm_80")
         S.parse(text)
-    for bad in ("add.rn.f32 %f1, %f1, %r1;", "setp.lt.s32 %p1, %f1, 0;"):
+    for bad in ("add.rn.f32 %f1, %f1, %r1;", "setp.lt.s32 %p1, %f1, 0;", "mov.f32 %f1, %r1;",
+                "ld.global.f32 %r1, [%rd1];", "st.global.f32 [%rd1], %r1;", "selp.f32 %f1, %r1, %f1, %p1;",
+                "cvt.u64.u32 %rd1, %f1;", "red.global.add.u32 [%rd1], %f1;", "ld.global.u32 %f1, [%rd1];"):
         text = base.replace("{}", bad)
         with pytest.raises(Exception, match="Arguments mismatch"):
             ptxas.assemble(text, "sm_80")
         with pytest.raises(S.PTXSyntaxError, match="Arguments mismatch"):
             S.parse(text)
+
+
+def test_simulated_driver_with_ptxas():
+    _ptxas()
+    from tfc.backends.cuda.sim_driver import SimulatedDriver
+    from tfc.core.errors import CompileError
+    d = SimulatedDriver(check_ptxas=True)
+    d.load_module(K.SGEMM_TILED16)
+    # register-typed PTX the simulator would run but ptxas refuses (a .u64 operation on a .u32 register)
+    bad = K.FMA_F32.replace("cvt.u64.u32         %rd7, %r3;", "add.s64             %rd7, %r3, 0;")
+    with pytest.raises(CompileError, match="ptxas|Arguments mismatch|register"):
+        d.load_module(bad)
+    assert d.stats["modules"] == 1

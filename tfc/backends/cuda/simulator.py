@@ -584,7 +584,8 @@ class _Decoder:
             raise PTXSyntaxError(f"unknown register {tok}")
         slot, dt = self.regs[tok]
         if t is not None and self._strict and t[0] in "usf":
-            # ptxas type-checks typed registers: a float operand in a .u/.s register or the reverse
+            # ptxas type-checks typed registers: a float operand of a .u/.s/.f instruction type in a
+            # .u/.s register or the reverse (.b types and vector ld/st are lax)
             decl = self.k.reg_decl[tok]
             if decl[0] in "usf" and (decl[0] == "f") != (t[0] == "f"):
                 raise PTXSyntaxError(f"a .{t} operand in register {tok} declared .{decl} "
@@ -621,13 +622,13 @@ class _Decoder:
                     return lambda ctx, sel: ~(ctx.regs[slot] if sel is None else ctx.regs[slot][sel])
                 return lambda ctx, sel: ctx.regs[slot] if sel is None else ctx.regs[slot][sel]
             if rd.kind == "b" or want.kind == "b":
-                raise SimulationError(f"predicate register {tok} used as .{t} (or the reverse)")
+                raise PTXSyntaxError(f"predicate register {tok} used as .{t} (or the reverse)")
             if rd.itemsize == want.itemsize:
                 return lambda ctx, sel: (ctx.regs[slot] if sel is None else ctx.regs[slot][sel]).view(want)
             if rd.itemsize > want.itemsize and rd.kind in "iu" and want.kind in "iu":
                 # a wider integer register read by a narrower instruction: its low bits
                 return lambda ctx, sel: (ctx.regs[slot] if sel is None else ctx.regs[slot][sel]).astype(want)
-            raise SimulationError(f"register {tok} (.{_tname(rd)}) read as .{t}")
+            raise PTXSyntaxError(f"register {tok} (.{_tname(rd)}) read as .{t} (ptxas: Arguments mismatch)")
         if tok in self.k.shared:
             sh = self.k.shared[tok]
             if want.kind not in "iu" or want.itemsize < 4:
@@ -660,7 +661,7 @@ class _Decoder:
         if rd == have:
             conv = None
         elif (rd.kind == "b") != (have.kind == "b"):
-            raise SimulationError(f"predicate register {tok} written as .{t} (or the reverse)")
+            raise PTXSyntaxError(f"predicate register {tok} written as .{t} (or the reverse)")
         elif rd.itemsize == have.itemsize:
             def conv(v):
                 return np.asarray(v, have).view(rd)
@@ -669,7 +670,7 @@ class _Decoder:
             def conv(v):
                 return np.asarray(v, have).astype(rd)
         else:
-            raise SimulationError(f"register {tok} (.{_tname(rd)}) written as .{t}")
+            raise PTXSyntaxError(f"register {tok} (.{_tname(rd)}) written as .{t} (ptxas: Arguments mismatch)")
 
         def store(ctx, sel, v):
             if conv is not None:
@@ -752,7 +753,7 @@ class _Decoder:
                 self._unsupported(opcode, f".{bad} is outside the subset")
         # float32 arithmetic gives the canonical NaN on a GPU (checked on an H100)
         self._canon = name in _CANON_NAN_OPS
-        self._strict = name in _TYPED_OPS
+        self._strict = True
         return fn(mods, ops, opcode)
 
     def _nops(self, ops, n, opcode):
@@ -827,6 +828,7 @@ class _Decoder:
         if t == "pred":
             self._unsupported(opcode)
         vec = self._vec(mods)
+        self._strict = vec == 1     # ptxas lets a vector access use registers of any type of the size
         self._nops(ops, 2, opcode)
         dsts = _vector_regs(ops[0], vec)
         dt = np.dtype(_DTYPES[t])
@@ -884,6 +886,7 @@ class _Decoder:
             self._unsupported(opcode, " ".join("." + m for m in sorted(extra)))
         t = self._type(mods, opcode)
         vec = self._vec(mods)
+        self._strict = vec == 1
         self._nops(ops, 2, opcode)
         srcs = [self._src_st(s, t) for s in _vector_regs(ops[1], vec)]
         fetch, off, _ = self.addr(ops[0], space)
@@ -1620,9 +1623,6 @@ _CMP = {
     "nan": lambda a, b, isf: np.isnan(a) | np.isnan(b),
 }
 
-# instructions whose operands ptxas checks against typed registers (ld/st/mov/cvt/shfl are lax)
-_TYPED_OPS = {"add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs", "sqrt", "rcp",
-              "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "setp", "copysign", "testp"}
 _CANON_NAN_OPS = {"add", "sub", "mul", "mad", "fma", "div", "min", "max", "neg", "abs", "sqrt", "rcp",
                   "rsqrt", "ex2", "lg2", "sin", "cos", "tanh"}
 _CANON_NAN = {"f32": np.array(0x7FFFFFFF, np.uint32).view(np.float32)[()],
