@@ -52,7 +52,7 @@ from xdsl.ir import BlockArgument, Operation
 from tfc.backends.numpy.runtime import PARALLEL_MIN
 from tfc.backends.vectorized import IMPLS, UFUNCS
 from tfc.dialects import loops as L
-from tfc.dialects.fused import flat_period
+from tfc.dialects.fused import ARG_KINDS, flat_period
 from tfc.dialects.tensor import RefType, dtype_of, loc_str
 from tfc.ops import _infer as inf
 
@@ -981,8 +981,16 @@ class Emitter:
         vals, _, _ = self._body(op, n_in, body, "", slot_of=names, dest=dest)
         self._rows_chunked = False
         chunk = f"(hi - lo,) + {tuple(shape[1:])!r}"
+        full = set(names.values())  # scratch views: the whole chunk, contiguous
         for j, (s, kind) in enumerate(zip(vals, kinds)):  # reductions first: an output may be an input's buffer
-            if kind is not None:
+            if kind in ARG_KINDS:  # numpy's argmax itself (exact: any layout gives its index), no copy
+                src = s if s in full else f"np.broadcast_to({s}, {chunk})"
+                fn = f"np.{kind}({src}, axis={op.axes[0]}"
+                if op.keeps_dims(j) or str(op.outs[j].type.element_type) != "i64":
+                    body.append(f"np.copyto(d{j}, {fn}, keepdims={op.keeps_dims(j)}), casting='unsafe')")
+                else:
+                    body.append(f"{fn}, out=d{j})")
+            elif kind is not None:
                 self.build_lines.append(f"reduce{k}_{j} = rt.kernel({'reduce_' + kind!r})")  # looked up once, not per chunk
                 body.append(f"np.copyto(d{j}, reduce{k}_{j}(np.ascontiguousarray(np.broadcast_to("
                             f"{s}, {chunk})), axis={op.axes}, keepdims={op.keeps_dims(j)}), casting='unsafe')")
