@@ -831,13 +831,15 @@ def test_register_typing_agrees_with_ptxas():
     for ok in ("add.rn.f32 %f1, %f1, %b1;", "add.s32 %r1, %r1, 1;", "mov.b32 %f1, %r1;",
                "ld.global.v2.f32 {%r1, %r1}, [%rd1];", "st.global.v2.f32 [%rd1], {%r1, %r1};",
                "ld.global.b32 %f1, [%rd1];", "cvt.rn.f32.s32 %f1, %r1;", "and.b32 %r1, %f1, %r1;",
-               "shfl.sync.down.b32 %f1, %r1, 1, 0x1f, 0xffffffff;"):
+               "shfl.sync.down.b32 %f1, %r1, 1, 0x1f, 0xffffffff;", "cvt.u32.u64 %r1, %rd1;",
+               "cvt.s32.s8 %r1, %r1;", "ld.global.u8 %r1, [%rd1];"):
         text = base.replace("{}", ok)
         ptxas.assemble(text, "sm_80")
         S.parse(text)
     for bad in ("add.rn.f32 %f1, %f1, %r1;", "setp.lt.s32 %p1, %f1, 0;", "mov.f32 %f1, %r1;",
                 "ld.global.f32 %r1, [%rd1];", "st.global.f32 [%rd1], %r1;", "selp.f32 %f1, %r1, %f1, %p1;",
-                "cvt.u64.u32 %rd1, %f1;", "red.global.add.u32 [%rd1], %f1;", "ld.global.u32 %f1, [%rd1];"):
+                "cvt.u64.u32 %rd1, %f1;", "red.global.add.u32 [%rd1], %f1;", "ld.global.u32 %f1, [%rd1];",
+                "add.u32 %r1, %rd1, 1;", "and.b32 %r1, %rd1, 1;", "mov.u32 %r1, %rd1;", "add.u64 %rd1, %r1, 1;"):
         text = base.replace("{}", bad)
         with pytest.raises(Exception, match="Arguments mismatch"):
             ptxas.assemble(text, "sm_80")

@@ -569,7 +569,7 @@ def _float_kind(t):
 class _Decoder:
     def __init__(self, k: Kernel, regs):
         self.k = k
-        self._strict = self._canon = False
+        self._strict = self._canon = self._widen = False
         self.regs = regs
         self.names = [None] * len(regs)
         self.dtypes = [None] * len(regs)
@@ -625,8 +625,8 @@ class _Decoder:
                 raise PTXSyntaxError(f"predicate register {tok} used as .{t} (or the reverse)")
             if rd.itemsize == want.itemsize:
                 return lambda ctx, sel: (ctx.regs[slot] if sel is None else ctx.regs[slot][sel]).view(want)
-            if rd.itemsize > want.itemsize and rd.kind in "iu" and want.kind in "iu":
-                # a wider integer register read by a narrower instruction: its low bits
+            if rd.itemsize > want.itemsize and rd.kind in "iu" and want.kind in "iu" and self._widen:
+                # cvt from a sub-word type held in a wider register: its low bits
                 return lambda ctx, sel: (ctx.regs[slot] if sel is None else ctx.regs[slot][sel]).astype(want)
             raise PTXSyntaxError(f"register {tok} (.{_tname(rd)}) read as .{t} (ptxas: Arguments mismatch)")
         if tok in self.k.shared:
@@ -665,8 +665,8 @@ class _Decoder:
         elif rd.itemsize == have.itemsize:
             def conv(v):
                 return np.asarray(v, have).view(rd)
-        elif rd.itemsize > have.itemsize and rd.kind in "iu" and have.kind in "iu":
-            # zero- or sign-extended as the instruction's type says (.s sign-extends)
+        elif rd.itemsize > have.itemsize and rd.kind in "iu" and have.kind in "iu" and self._widen:
+            # a sub-word load into a wider register: zero- or sign-extended as its type says
             def conv(v):
                 return np.asarray(v, have).astype(rd)
         else:
@@ -754,6 +754,7 @@ class _Decoder:
         # float32 arithmetic gives the canonical NaN on a GPU (checked on an H100)
         self._canon = name in _CANON_NAN_OPS
         self._strict = True
+        self._widen = False
         return fn(mods, ops, opcode)
 
     def _nops(self, ops, n, opcode):
@@ -829,6 +830,7 @@ class _Decoder:
             self._unsupported(opcode)
         vec = self._vec(mods)
         self._strict = vec == 1     # ptxas lets a vector access use registers of any type of the size
+        self._widen = True
         self._nops(ops, 2, opcode)
         dsts = _vector_regs(ops[0], vec)
         dt = np.dtype(_DTYPES[t])
@@ -1217,6 +1219,7 @@ class _Decoder:
         if "pred" in types:
             self._unsupported(opcode)
         self._canon = (dt_, st_) in (("f32", "f32"), ("f32", "f16"), ("f16", "f32"))
+        self._widen = True
         self._nops(ops, 2, opcode)
         a, d = self.src(ops[1], st_), self.dst(ops[0], dt_)
         ddt, sdt = np.dtype(_DTYPES[dt_]), np.dtype(_DTYPES[st_])
