@@ -3,6 +3,7 @@ chunk scratch, the thread pool that runs chunks, library-call conformance, and
 errors raised in generated code reported as eager reports them (``located``)."""
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -186,8 +187,9 @@ def add_at(dest, index, value, mask, shape):
     and the adds one 1-D np.add.at (numpy's fast path: 0.7 ms where eager's
     2-D call takes 1.8, [4096, 64] rows into 1000 segments)."""
     shape = tuple(shape)
-    n = int(np.prod(shape, dtype=np.int64))
-    if mask is not None and np.all(mask):  # (checked on the mask as made: a row's, before broadcasting)
+    n = math.prod(shape)
+    if mask is not None and (mask.all() if isinstance(mask, np.ndarray) else np.all(mask)):
+        # (checked on the mask as made: a row's, before broadcasting)
         mask = None
     p, rows = len(shape), n
     if mask is not None:
@@ -203,10 +205,10 @@ def add_at(dest, index, value, mask, shape):
     def part(a):
         """``a`` as a (kept rows, cols) operand that broadcasts: selected along
         the rows before it is broadcast along the columns where it can be."""
-        a = np.asarray(a)
-        a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
         if mask is None:  # broadcast once, at the end
             return a
+        a = np.asarray(a)
+        a = a.reshape((1,) * (len(shape) - a.ndim) + a.shape)
         if all(d == 1 for d in a.shape[p:]):  # constant along the columns: rows first
             return np.broadcast_to(a.reshape(a.shape[:p]), shape[:p]).reshape(rows, 1)[mask]
         if all(d == 1 for d in a.shape[:p]):  # constant along the rows
@@ -214,11 +216,13 @@ def add_at(dest, index, value, mask, shape):
         return np.broadcast_to(a, shape).reshape(rows, cols)[mask]
 
     space = shape if mask is None else (int(np.count_nonzero(mask)), cols)
-    value = np.broadcast_to(part(np.asarray(value, dest.dtype)), space).reshape(-1)
+    if not (isinstance(value, np.ndarray) and value.dtype == dest.dtype):
+        value = np.asarray(value, dest.dtype)
+    value = np.broadcast_to(part(value), space).reshape(-1)
     if dest.flags.c_contiguous:
         lin, step = 0, 1
         for i, d in zip(reversed(index), reversed(dest.shape)):
-            lin = lin + part(np.asarray(i, np.intp)) * step
+            lin = lin + part(i if isinstance(i, np.ndarray) and i.dtype == np.intp else np.asarray(i, np.intp)) * step
             step *= d
         np.add.at(dest.reshape(-1), np.broadcast_to(lin, space).reshape(-1), value)
         return
