@@ -971,3 +971,25 @@ def test_gpu_other_thread(kind):
                        timeout=120)
     assert r.returncode == 0 and "thread ok" in r.stdout, r.stdout + r.stderr
     assert "PyCUDA ERROR" not in r.stderr and "WARNING" not in r.stderr, r.stderr
+
+
+def test_allocator_release_inside_its_own_lock():
+    """A block released while the allocator holds its lock in the same thread:
+    what the garbage collector does when it frees a block in a reference cycle
+    while the allocator creates an object under its lock."""
+    import threading
+
+    d = FakeDriver()
+    a = M.CachingAllocator(d)
+    b = a.alloc(100)
+    done = threading.Event()
+
+    def collector():
+        with a._lock:
+            b.release()
+        done.set()
+    t = threading.Thread(target=collector, daemon=True)
+    t.start()
+    t.join(5)
+    assert done.is_set(), "a release inside the allocator's lock deadlocked"
+    assert a.stats()["bytes_cached"] == 512 and a.stats()["bytes_in_use"] == 0

@@ -80,7 +80,9 @@ class CachingAllocator:
     def __init__(self, driver):
         self.driver = driver
         self._free: dict = {}          # size class -> [address, ...]
-        self._lock = threading.Lock()
+        # reentrant: creating an object under the lock may run the garbage
+        # collector, whose finalizers (Allocation.__del__) release blocks here
+        self._lock = threading.RLock()
         self.bytes_in_use = 0
         self.bytes_cached = 0
         self.peak_bytes_in_use = 0
@@ -106,8 +108,11 @@ class CachingAllocator:
                 used = self.bytes_in_use = self.bytes_in_use + size
                 if used > self.peak_bytes_in_use:
                     self.peak_bytes_in_use = used
-                return Allocation(ptr, nbytes, size, self)
-            self.misses += 1
+            else:
+                ptr = None
+                self.misses += 1
+        if ptr is not None:
+            return Allocation(ptr, nbytes, size, self)
         ptr = self._driver_alloc(size)
         with self._lock:
             used = self.bytes_in_use = self.bytes_in_use + size
