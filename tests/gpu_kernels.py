@@ -454,6 +454,10 @@ def _op_table():
         ["f64"], "f64", [_floats("f64")], lambda a: a + 0.1)
     add("constant_i64", "%c = arith.constant -5000000000 : i64\n        %r = arith.addi %x0, %c : i64",
         ["i64"], "i64", [_ints("i64")], lambda a: a - 5000000000)
+    add("constants_i1", "%c = arith.constant true\n        %d = arith.cmpf true, %x0, %x1 : f32\n"
+        "        %f = arith.cmpf false, %x0, %x1 : f32\n        %g = arith.xori %d, %f : i1\n"
+        "        %r = arith.andi %g, %c : i1", ["f32", "f32"], "i1", [_floats("f32")] * 2,
+        lambda a, b: np.ones(a.shape, np.bool_))
     add("fma_f64", "%r = math.fma %x0, %x1, %x2 : f64", ["f64"] * 3, "f64", [_floats("f64", False)] * 3,
         lambda a, b, c: a * b + c, exact=False)
     add("fma_f32", "%r = math.fma %x0, %x1, %x2 : f32", ["f32"] * 3, "f32", [_floats("f32", False)] * 3,
@@ -529,6 +533,7 @@ TRANSCENDENTAL = [
     ("tanh", "math.tanh", (-20.0, 20.0), np.tanh, 1.6),
     ("sin", "math.sin", (-3e38, 3e38), np.sin, 0.51),
     ("cos", "math.cos", (-3e38, 3e38), np.cos, 0.51),
+    ("tan", "math.tan", (-3e38, 3e38), np.tan, 0.51),
     ("erf", "math.erf", (-7.0, 7.0), lambda x: np.vectorize(math.erf, otypes=[np.float64])(x), 1.0),
 ]
 

@@ -137,7 +137,7 @@ def _kernel_with(line, args="%x: f32, %y: f32", ret="f32"):
 
 @pytest.mark.parametrize("line, args, ret, msg", [
     ("%r = math.exp %x : f64", "%x: f64", "f64", "math.exp on f64"),
-    ("%r = math.tan %x : f32", "%x: f32", "f32", "math.tan"),
+    ("%r = math.sinh %x : f32", "%x: f32", "f32", "math.sinh"),
     ("%r = math.powf %x, %y : f64", "%x: f64, %y: f64", "f64", "math.powf on f64"),
     ("%r = math.ctpop %x : i32", "%x: i32", "i32", "math.ctpop is not supported"),
     ("%r = math.cbrt %x : f32", "%x: f32", "f32", "math.cbrt"),
@@ -263,40 +263,58 @@ def model_erf(x):
         return np.where(np.isnan(x), x, r)
 
 
+def _model_reduce(x):
+    """(q, y, a): |x| = a = q pi/2 + y, as ptx_math._reduce_pio2."""
+    a = np.abs(x)
+    bits = a.view(np.uint32).astype(np.int64)
+    ex = bits >> 23
+    man = bits & 0x7FFFFF
+    m = np.where(ex == 0, man, man | 0x800000).astype(np.float64)
+    e = np.where(ex == 0, -149, ex - 150)
+    isum, hi, lo = np.zeros_like(m), np.zeros_like(m), np.zeros_like(m)
+    for j, c in enumerate(PM.TWO_OVER_PI_CHUNKS):
+        t = (m * c) * np.ldexp(1.0, e - 24 * (j + 1))
+        r = t - 4 * np.floor(t * 0.25)
+        ip = np.floor(r)
+        fp = r - ip
+        isum = isum + ip
+        s_ = hi + fp
+        bb = s_ - hi
+        lo = lo + ((hi - (s_ - bb)) + (fp - bb))
+        hi = s_
+    jn = np.rint(isum + hi)
+    dd = isum - jn
+    rh = dd + hi
+    bb = rh - dd
+    rl = ((dd - (rh - bb)) + (hi - bb)) + lo
+    y = rh * PM.PIO2_HI + (rh * PM.PIO2_LO + rl * PM.PIO2_HI)
+    return np.nan_to_num(jn, nan=0).astype(np.int64), y, a
+
+
+def _model_sin_cos_y(y):
+    z = y * y
+    return y + y * z * np.polyval(PM.SIN_P[::-1], z), 1 + z * np.polyval(PM.COS_P[::-1], z)
+
+
 def model_sincos(x, cos):
     with np.errstate(all="ignore"):
-        a = np.abs(x)
-        bits = a.view(np.uint32).astype(np.int64)
-        ex = bits >> 23
-        man = bits & 0x7FFFFF
-        m = np.where(ex == 0, man, man | 0x800000).astype(np.float64)
-        e = np.where(ex == 0, -149, ex - 150)
-        isum = np.zeros_like(m); hi = np.zeros_like(m); lo = np.zeros_like(m)
-        for j, c in enumerate(PM.TWO_OVER_PI_CHUNKS):
-            scale = np.ldexp(1.0, e - 24 * (j + 1))
-            t = (m * c) * scale
-            q4 = np.floor(t * 0.25)
-            r = t - 4 * q4
-            ip = np.floor(r); fp = r - ip
-            isum = isum + ip
-            s_ = hi + fp; bb = s_ - hi
-            err = (hi - (s_ - bb)) + (fp - bb)
-            hi = s_; lo = lo + err
-        jn = np.rint(isum + hi)
-        dd = isum - jn
-        rh = dd + hi; bb = rh - dd
-        rl = ((dd - (rh - bb)) + (hi - bb)) + lo
-        y = rh * PM.PIO2_HI + (rh * PM.PIO2_LO + rl * PM.PIO2_HI)
-        q = jn.astype(np.int64) + (1 if cos else 0)
-        z = y * y
-        sn = y + y * z * np.polyval(PM.SIN_P[::-1], z)
-        cs = 1 + z * np.polyval(PM.COS_P[::-1], z)
+        q, y, a = _model_reduce(x)
+        q = q + (1 if cos else 0)
+        sn, cs = _model_sin_cos_y(y)
         v = np.where(q & 1, cs, sn)
         flip = (q & 2) != 0
         if not cos:
             flip = flip ^ np.signbit(x)
-        v = np.where(flip, -v, v)
-        r = v.astype(np.float32)
+        r = np.where(flip, -v, v).astype(np.float32)
+        return np.where(~(a <= np.float32(3.4028234663852886e38)), np.float32(np.nan), r)
+
+
+def model_tan(x):
+    with np.errstate(all="ignore"):
+        q, y, a = _model_reduce(x)
+        sn, cs = _model_sin_cos_y(y)
+        v = np.where(q & 1, -(cs / sn), sn / cs)
+        r = np.where(np.signbit(x), -v, v).astype(np.float32)
         return np.where(~(a <= np.float32(3.4028234663852886e38)), np.float32(np.nan), r)
 
 
@@ -354,6 +372,7 @@ def _sweep(lo, hi, n=1 << 18, seed=0):
     (model_erf, G.TRANSCENDENTAL[-1][3], -7.0, 7.0, 1.0),        # fdlibm's erff with model_exp inside
     (lambda x: model_sincos(x, False), np.sin, -3e38, 3e38, 0.5),  # correctly rounded but for near-ties
     (lambda x: model_sincos(x, True), np.cos, -3e38, 3e38, 0.5),
+    (model_tan, np.tan, -3e38, 3e38, 0.5),
 ])
 def test_sequence_models(model, ref, lo, hi, ulp):
     x = _sweep(lo, hi)

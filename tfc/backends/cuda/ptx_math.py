@@ -8,7 +8,7 @@ Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
 the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
-Not implemented (NotImplementedError naming the op): tan, the hyperbolic functions other than tanh, the inverse trigonometric
+Not implemented (NotImplementedError naming the op): the hyperbolic functions other than tanh, the inverse trigonometric
 functions, cbrt.
 """
 from __future__ import annotations
@@ -394,6 +394,37 @@ def _reduce_pio2(F, a):
     return q, y
 
 
+def emit_tan(k, dst, x):
+    """tan x: the reduction of sin and cos, sin y / cos y in an even quadrant,
+    -cos y / sin y in an odd one (float64, rounded once), negated for a
+    negative x."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    a = F.op("abs.f32", x)
+    q, y = _reduce_pio2(F, a)
+    z = D("mul.rn.f64", y, y)
+
+    def poly(cs):
+        acc = D("mov.f64", d(cs[-1]))
+        for c in reversed(cs[:-1]):
+            acc = D("fma.rn.f64", acc, z, d(c))
+        return acc
+    sn = D("fma.rn.f64", D("mul.rn.f64", y, z), poly(SIN_P), y)
+    cs = D("fma.rn.f64", z, poly(COS_P), d(1.0))
+    v = D("div.rn.f64", sn, cs)
+    odd = F.op("and.b32", q, "1", cls="r")
+    use_cot = F.op("setp.ne.s32", odd, "0", cls="p")
+    w = D("div.rn.f64", cs, sn)
+    k.i("neg.f64", v, w, pred=use_cot)
+    sg = F.op("mov.b32", x, cls="r")
+    k.i("and.b32", sg, sg, "-2147483648")
+    neg_x = F.op("setp.ne.u32", sg, "0", cls="p")
+    k.i("neg.f64", v, v, pred=neg_x)
+    r = F.op("cvt.rn.f32.f64", v)
+    F.sel(r, h(np.nan), F.setp("gtu", a, h(np.float32(3.4028234663852886e38))))  # inf, NaN
+    k.i("mov.f32", dst, r)
+
+
 def _sincos(k, dst, x, cos: bool):
     F = _F(k)
     D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
@@ -547,6 +578,7 @@ EMITTERS = {
     "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
     "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
     "math.erf": emit_erf, "math.sin": emit_sin, "math.cos": emit_cos, "math.powf": emit_powf,
+    "math.tan": emit_tan,
 }
 
 
