@@ -1,6 +1,6 @@
 """The GPU targets of issue 17, side by side in one run (docs/gpu-runtime.md).
 
-Usage: ``PYTHONPATH=. python bench/gpu.py [--quick] [--repeats N]`` on a
+Usage: ``PYTHONPATH=. python bench/gpu.py [--quick] [--repeats N] [--only GROUPS]`` on a
 machine with an NVIDIA GPU (``make gpu-check`` runs it). Rows:
 
 - device-to-device copy bandwidth (torch ``copy_``, else cupy; and tfc's
@@ -433,6 +433,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller sizes (not the targets' sizes)")
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--only", help="comma-separated groups: copy, elementwise, softmax, matmul, mlp, eager "
+                                   "(copy always runs: the bandwidth reference)")
     args = ap.parse_args(argv)
     q = args.quick
     n = 1 << (22 if q else 26)
@@ -465,15 +467,21 @@ def main(argv=None):
     print(f"- timing: median of {args.repeats} batches, each closed by a device synchronization")
 
     rows = []
-    steps = [
-        lambda: bandwidth_rows(torch, tg, timer, n, rows),
-        lambda: elementwise_rows(torch, tg, timer, n, rows),
-        lambda: softmax_rows(torch, tg, timer, soft, rows),
-        lambda: matmul_rows(torch, tg, timer, mm, rows),
-        *[lambda b=b: mlp_rows(torch, tg, timer, b, rows) for b in batches],
-        lambda: eager_rows(torch, tg, timer, rows),
-    ]
-    for step in steps:
+    steps = {
+        "copy": [lambda: bandwidth_rows(torch, tg, timer, n, rows)],
+        "elementwise": [lambda: elementwise_rows(torch, tg, timer, n, rows)],  # GELU and sum
+        "softmax": [lambda: softmax_rows(torch, tg, timer, soft, rows)],
+        "matmul": [lambda: matmul_rows(torch, tg, timer, mm, rows)],
+        "mlp": [lambda b=b: mlp_rows(torch, tg, timer, b, rows) for b in batches],
+        "eager": [lambda: eager_rows(torch, tg, timer, rows)],
+    }
+    only = args.only.split(",") if args.only else list(steps)
+    unknown = [g for g in only if g not in steps]
+    if unknown:
+        ap.error(f"--only: {', '.join(unknown)} (groups: {', '.join(steps)})")
+    if "copy" not in only:
+        only.insert(0, "copy")  # the bandwidth rows' reference
+    for step in [f for g in only for f in steps[g]]:
         try:
             step()
         except Exception as e:  # noqa: BLE001 - a broken peer must not stop the table
