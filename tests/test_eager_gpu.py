@@ -461,3 +461,41 @@ def test_straight_line_launcher(sim):
     x + x
     entry = rt.cache[(REGISTRY["add"], x._spec, x._spec)]
     assert entry.run != entry.ex.run_device  # the per-op path of docs/gpu-eager.md
+
+
+GRADS = {  # f(x, y) -> a tensor; x [4, 6], y [4, 6] (x > 0.1 where a rule needs it)
+    "exp_log": lambda x, y: tfc.exp(y) * tfc.log(x),
+    "tanh_sigmoid": lambda x, y: tfc.tanh(x) - tfc.sigmoid(y),
+    "sqrt_square_abs": lambda x, y: tfc.sqrt(x) + tfc.square(y) * tfc.abs(y),
+    "div_max_min": lambda x, y: tfc.maximum(x, y) / (x + 1.0) - tfc.minimum(x, y),
+    "relu_softplus": lambda x, y: tfc.nn.relu(y) * tfc.softplus(x),
+    "matmul": lambda x, y: tfc.matmul(x, y, transpose_b=True),
+    "reductions": lambda x, y: tfc.reduce_max(x * y, axis=1) + tfc.reduce_mean(y, axis=0)[:4],
+    "softmax": lambda x, y: tfc.nn.softmax(x * y) * y,
+    "shapes": lambda x, y: tfc.reshape(tfc.transpose(x), [4, 6]) * tfc.concat([y[:, :3], y[:, 3:]], axis=1),
+    "broadcast": lambda x, y: tfc.expand_dims(tfc.reduce_sum(x, axis=0), 0) * y + tfc.broadcast_to(y[:1], [4, 6]),
+    "where_gather": lambda x, y: tfc.where(x > 0.5, x, y) + tfc.gather(y, tfc.constant([3, 0, 1, 1]).gpu()
+                                                                       if y.device == GPU else tfc.constant([3, 0, 1, 1])),
+    "cast": lambda x, y: tfc.cast(tfc.cast(x, tfc.float64) * 2.0, tfc.float32) * y,
+}
+
+
+@pytest.mark.parametrize("name", sorted(GRADS))
+def test_gradient_rules(sim, name):
+    """Gradient rules dispatch to the GPU again: each gives the CPU's gradients."""
+    rng = np.random.default_rng(17)
+    x = (np.abs(_rand(rng, (4, 6))) + 0.1).astype(np.float32)
+    y = _rand(rng, (4, 6))
+
+    def grads(on_gpu):
+        tx, ty = tfc.constant(x), tfc.constant(y)
+        if on_gpu:
+            tx, ty = tx.gpu(), ty.gpu()
+        with tfc.GradientTape() as tape:
+            tape.watch(tx)
+            tape.watch(ty)
+            out = GRADS[name](tx, ty)
+            z = tfc.reduce_sum(out * out)  # a seed that varies over the output
+        return [z, *tape.gradient(z, [tx, ty])]
+
+    same(grads(False), grads(True), "reduction")
