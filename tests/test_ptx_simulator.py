@@ -858,3 +858,45 @@ def test_simulated_driver_with_ptxas():
     with pytest.raises(CompileError, match="ptxas|Arguments mismatch|register"):
         d.load_module(bad)
     assert d.stats["modules"] == 1
+
+
+_WRITE0 = K.HEADER + """
+.visible .entry w0(.param .u64 p_out, .param .u32 p_same)
+{
+    .reg .pred %p<3>;
+    .reg .u32 %r<4>;
+    .reg .u64 %rd<2>;
+    ld.param.u64 %rd1, [p_out];
+    ld.param.u32 %r3, [p_same];
+    mov.u32 %r1, %tid.x;
+    mov.u32 %r2, %ctaid.x;
+    setp.ne.u32 %p2, %r3, 0;
+    @%p2 mov.u32 %r2, 7;
+    setp.ne.u32 %p1, %r1, 0;
+    WHO
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+
+
+def test_global_write_races(monkeypatch):
+    out = np.zeros(1, np.uint32)
+    one_per_block = _WRITE0.replace("WHO", "@%p1 ret;")
+    with pytest.raises(S.SimulationError, match=r"global-memory race: write of .* block \(0, 0, 0\) thread "
+                                                r"\(0, 0, 0\) in the same launch, with another value"):
+        _run(one_per_block, "w0", (2, 1, 1), (32, 1, 1), [out, np.uint32(0)])
+    _run(one_per_block, "w0", (2, 1, 1), (32, 1, 1), [out, np.uint32(1)])   # the same value: benign
+    assert out[0] == 7
+    with monkeypatch.context() as mp:   # one block per chunk: the blocks' writes meet across chunks
+        mp.setattr(S, "_CHUNK_THREADS", 32)
+        with pytest.raises(S.SimulationError, match=r"block \(1, 0, 0\) thread \(0, 0, 0\): global-memory race: "
+                                                    r"write of .* by block \(0, 0, 0\) thread \(0, 0, 0\)"):
+            _run(one_per_block, "w0", (2, 1, 1), (32, 1, 1), [out, np.uint32(0)])
+    every_thread = _WRITE0.replace("WHO", "").replace("@%p2 mov.u32 %r2, 7;", "@%p2 mov.u32 %r2, 7;\n"
+                                                      "    @!%p2 mov.u32 %r2, %tid.x;")
+    with pytest.raises(S.SimulationError, match="in the same instruction as block"):
+        _run(every_thread, "w0", (1, 1, 1), (32, 1, 1), [out, np.uint32(0)])
+    _run(every_thread, "w0", (1, 1, 1), (32, 1, 1), [out, np.uint32(1)])
+    ptxas = _ptxas()
+    ptxas.assemble(one_per_block, "sm_80")

@@ -217,6 +217,11 @@ class Memory:
         return "outside every allocation"
 
 
+def _bits_of(a):
+    a = np.ascontiguousarray(a)
+    return a.view(f"u{a.dtype.itemsize}")
+
+
 def _bytes_of(a, writable=False) -> np.ndarray:
     if not isinstance(a, np.ndarray):
         a = np.asarray(a)
@@ -1658,9 +1663,11 @@ def _float_to_int(r, dt, nan_bits=0):
 class _Ctx:
     """The state of one chunk of blocks."""
 
-    def __init__(self, k, memory, grid, block, block0, nblocks, params, shared_bytes, nc_state=None):
+    def __init__(self, k, memory, grid, block, block0, nblocks, params, shared_bytes, nc_state=None,
+                 race_state=None):
         self.k = k
         self.nc_state = nc_state
+        self.grace = race_state
         self.memory = memory
         self.grid, self.block = grid, block
         self.nt = block[0] * block[1] * block[2]
@@ -1722,9 +1729,10 @@ class _Ctx:
             self._special[name] = v
         return v
 
-    def where(self, lane: int) -> str:
+    def where(self, lane: int, gid: bool = False) -> str:
+        """Block and thread of a lane of this chunk (or, ``gid``, of a thread of the grid)."""
         lt = lane % self.nt
-        lb = lane // self.nt + self.block0
+        lb = lane // self.nt + (0 if gid else self.block0)
         bx, by, _ = self.block
         gx, gy, _ = self.grid
         return (f"block ({lb % gx}, {(lb // gx) % gy}, {lb // (gx * gy)}) "
@@ -1777,6 +1785,55 @@ class _Ctx:
                                 "use ld.global for a buffer the kernel writes)")
         mine[pos] = True
 
+    def _global_race(self, gi, m, e, isz, nbytes, sel, buf, v):
+        """Racecheck of global writes within a launch: two threads writing
+        different values to the same bytes in one instruction, or threads of
+        two blocks doing so at any time (no grid synchronization in the
+        subset: their order is undefined on a GPU). Writes of one block in
+        different barrier intervals are ordered, and reads are not checked
+        (a read whose value goes unused is harmless)."""
+        st = self.grace
+        g = min(4, self.k.min_global_access)
+        units = nbytes // g
+        first = e * isz // g
+        pos = (first[:, None] + np.arange(units)).ravel() if units > 1 else first
+        lanes = np.arange(self.n) if sel is None else sel
+        if m is not None:
+            lanes = lanes[m]
+        tid = lanes.astype(np.int64) + self.block0 * self.nt
+        t = np.repeat(tid, units) if units > 1 else tid
+        base = self.memory._bases[gi]
+
+        def fail(j, kind, other):
+            self.fail(int(lanes[j // units]), f"global-memory race: write of {base + int(pos[j]) * g:#x} "
+                                              f"(allocation {base:#x}) {kind} {self.where(int(other), gid=True)} "
+                                              "in the same launch, with another value")
+        if len(e) > 1:
+            order = np.argsort(e, kind="stable")
+            es = e[order]
+            dup = np.flatnonzero(es[1:] == es[:-1])
+            if len(dup):
+                a_, b_ = v[order[dup]], v[order[dup + 1]]
+                diff = np.flatnonzero((_bits_of(a_) != _bits_of(b_)).any(axis=1))
+                if len(diff):
+                    fail(int(order[dup[diff[0]] + 1]) * units, "in the same instruction as",
+                         int(tid[order[dup[diff[0]]]]))
+        W = st.get(gi)
+        if W is None:
+            W = st[gi] = np.full((self.memory._sizes[gi] + g - 1) // g, -1, np.int64)
+        w = W[pos]
+        nt = self.nt
+        bad = (w != -1) & (w // nt != t // nt)
+        if bad.any():
+            rows = np.unique(np.flatnonzero(bad) // units)
+            cur = buf[e[rows, None] + np.arange(v.shape[1])]
+            same = (_bits_of(cur) == _bits_of(v[rows])).all(axis=1)
+            if not same.all():
+                j = int(np.flatnonzero(np.isin(np.flatnonzero(bad) // units, rows[~same]))[0])
+                j = int(np.flatnonzero(bad)[j])
+                fail(j, "by", int(w[j]))
+        W[pos] = t
+
     def global_load(self, a, sel, dt, vec, nbytes, nc=False):
         idx = self._global_check(a, sel, nbytes, "read")
         mem = self.memory
@@ -1816,6 +1873,8 @@ class _Ctx:
             if self.nc_state is not None:
                 self._nc_track(gi, m, e, dt.itemsize, nbytes, sel, True)
             v = vals if m is None else vals[m]
+            if self.grace is not None:
+                self._global_race(gi, m, e, dt.itemsize, nbytes, sel, buf, v.reshape(len(e), vec))
             if vec > 1:
                 buf[e[:, None] + np.arange(vec)] = v
             else:
@@ -2092,10 +2151,11 @@ def _run(k, grid, block, params, memory, shared_bytes, max_steps):
         per = max(1, min(per, _SHARED_CHUNK_BYTES // smem))
     steps = [0]
     nc_state = {"nc": {}, "w": {}} if k.has_nc and k.has_global_write else None
+    race_state = {} if k.has_global_write else None
     with np.errstate(all="ignore"):
         for b0 in range(0, total, per):
             nb = min(per, total - b0)
-            ctx = _Ctx(k, memory, grid, block, b0, nb, params, shared_bytes, nc_state)
+            ctx = _Ctx(k, memory, grid, block, b0, nb, params, shared_bytes, nc_state, race_state)
             _run_chunk(k, ctx, steps, max_steps)
 
 
