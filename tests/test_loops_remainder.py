@@ -607,3 +607,24 @@ def test_avg_pool_grad_like_second_order_under_a_none_signature(rng):
         return t.gradient(loss, b)
 
     check(gl, x, g, library={"avg_pool2d_grad_like", "avg_pool2d"})
+
+
+def test_gather_grad_like_negative_indices_under_a_none_signature(rng):
+    """gather_grad_like counts negative indices from the end (as x[i] does);
+    its static form under specialization (wrap_index, then
+    unsorted_segment_sum, which drops negatives) gave zeros there, silently;
+    outside [-n, n) both raise the same IndexError."""
+    g = _order_sensitive(rng, (5, 2))
+    like = np.zeros((4, 2), F32)
+    sig = [tfc.TensorSpec([None, 2]), tfc.TensorSpec([None], tfc.int64), tfc.TensorSpec([None, 2])]
+    h = tfc.function(lambda g, i, l: gather_grad_like(g, i, l, 0), input_signature=sig)
+    for idx in (np.array([1, -1, 0, -4, 3]), np.array([-1, -1, -1, 2, 2])):
+        want = gather_grad_like(tfc.constant(g), tfc.constant(idx), tfc.constant(like), 0).numpy()
+        _same(h(g, idx, like).numpy(), want)
+        check(lambda g, i, l: gather_grad_like(g, i, l, 0), g, idx, like)
+    bad = np.array([1, 4, 0, 0, 0])
+    with pytest.raises(IndexError) as eager:
+        gather_grad_like(tfc.constant(g), tfc.constant(bad), tfc.constant(like), 0)
+    with pytest.raises(IndexError) as compiled:
+        h(g, bad, like)
+    assert str(compiled.value).splitlines()[0] == str(eager.value).splitlines()[0]

@@ -27,7 +27,9 @@ from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare
 from tfc.core.shape import as_int
 from tfc.ops import _infer as inf
-from tfc.ops.shapes import _bad_index_flag, _dims_agree, _gather_infer, check_flag_temps, expand_dims, gather, reshape
+from tfc.ops.shapes import (
+    _bad_index_flag, _dims_agree, _gather_infer, _wrap_index_kernel, check_flag_temps, expand_dims, gather, reshape,
+)
 
 
 def _scatter(b, out, values, vmap, shape, index, mask=None):
@@ -59,18 +61,22 @@ def _gather_grad_like_infer(op, g: Spec, indices: Spec, like: Spec, axis) -> Spe
 
 
 def _gather_grad_like_kernel(g, indices, like, axis):
+    a = axis % like.ndim  # (a negative axis counted from the end, as gather's)
+    # Python-style indices, as x[i] takes them (wrap_index: its IndexError outside [-n, n)),
+    # so that the static form (wrap_index, then unsorted_segment_sum) means the same
+    indices = _wrap_index_kernel(indices, like, a)
     out = np.zeros(like.shape, g.dtype)
     # rows added in the order of the indices, as unsorted_segment_sum adds them
-    # (a negative axis counted from the end, as gather's: (slice,) * -1 is no index)
-    np.add.at(out, (slice(None),) * (axis % like.ndim) + (indices,), g)
+    np.add.at(out, (slice(None),) * a + (indices,), g)
     return out
 
 
 def _gather_grad_like_static(op):
     """gather's gradient as a static trace writes it: the index axes of g to the
     front, unsorted_segment_sum into the size of ``like``'s axis (rows added in
-    the order of the indices, as gather_grad_like's kernel adds them), back."""
-    from tfc.dialects.tensor import build_op, spec_of
+    the order of the indices, as gather_grad_like's kernel adds them), back;
+    the indices made non-negative first (wrap_index, as the kernel)."""
+    from tfc.dialects.tensor import ConstantOp, build_op, spec_of
 
     g, indices, like = op.operands
     lspec = spec_of(like.type)
@@ -80,6 +86,12 @@ def _gather_grad_like_static(op):
         return None
     q, rank = spec_of(indices.type).ndim, spec_of(g.type).ndim
     new_ops, v = [], g
+    known = indices.owner.numpy() if isinstance(indices.owner, ConstantOp) else None
+    if known is None or known.size and (known.min() < 0 or known.max() >= n):
+        # negative indices count from the end, as in gather_grad_like's kernel (unsorted_segment_sum
+        # drops them); constant indices in [0, n) (a gather's, always) need nothing
+        new_ops.append(build_op("wrap_index", [indices, like], {"axis": a}))
+        indices = new_ops[-1].results[0]
     perm = [*range(a, a + q), *range(a), *range(a + q, rank)]
     if perm != sorted(perm):
         new_ops.append(build_op("transpose", [v], {"perm": tuple(perm)}))
@@ -97,7 +109,7 @@ def _gather_grad_like_static(op):
 
 def _lower_gather_grad_like(b, outs, g, indices, like, axis):
     """Zeros of ``like``'s shape, then out[p..., wrap(i), r...] += g[p..., j...,
-    r...] with i = indices[j...] (negative: from the end, as np.add.at wraps
+    r...] with i = indices[j...] (negative: from the end, as the kernel wraps
     it); an index outside [-n, n) is eager's IndexError (its kernel raises it
     through ``loops.raise``)."""
     from xdsl.dialects import arith
