@@ -200,7 +200,8 @@ _RW = K.HEADER + """
 def test_write_after_read_race(type_, size):
     ptx = _RW.replace("TYPE", type_).replace("SIZE", str(size))
     # each thread reads its element, then writes its neighbour's: a race without a barrier between
-    with pytest.raises(S.SimulationError, match="shared-memory race: write of .* read by block .0, 0, 0. thread .1, 0, 0."):
+    with pytest.raises(S.SimulationError,
+                       match="shared-memory race: write of .* read by block .0, 0, 0. thread .1, 0, 0."):
         _run(ptx.replace("BARRIER", ""), "rw", (2, 1, 1), (64, 1, 1), [np.uint32(1)])
     _run(ptx.replace("BARRIER", "bar.sync 0;"), "rw", (2, 1, 1), (64, 1, 1), [np.uint32(1)])
     # its own element again: no other thread touches it
@@ -722,7 +723,8 @@ def test_printer_op_kernels():
 
 # -- every kernel here is real PTX -----------------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(K.GOOD) + ["SPECIALS", "REVERSE_DYNAMIC", "SGEMM_NO_BARRIER", "BLOCK_SUM_BARRIER_IN_BOUNDS",
+@pytest.mark.parametrize("name", sorted(K.GOOD) + ["SPECIALS", "REVERSE_DYNAMIC", "SGEMM_NO_BARRIER",
+                                                  "BLOCK_SUM_BARRIER_IN_BOUNDS",
                                                   "FMA_F32_NO_BOUNDS", "probe"])
 def test_kernels_assemble_for_sm80(name):
     ptxas = _ptxas()

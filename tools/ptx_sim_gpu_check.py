@@ -183,12 +183,17 @@ def _bits(x):
     return x.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[x.dtype.itemsize])
 
 
+def _ordered(x):
+    """Float bits as integers in the floats' order (sign-magnitude to two's complement)."""
+    if x.dtype.itemsize == 4:
+        i = _bits(x).astype(np.int64)
+        return np.where(i >= 1 << 31, (1 << 31) - i, i)
+    i = _bits(x).view(np.int64)
+    return np.where(i < 0, -(i & np.int64(2**63 - 1)), i)
+
+
 def _ulps(a, b):
-    ia = _bits(a).astype(np.int64) if a.dtype.itemsize == 4 else _bits(a).view(np.int64)
-    ib = _bits(b).astype(np.int64) if b.dtype.itemsize == 4 else _bits(b).view(np.int64)
-    sign = 1 << (8 * a.dtype.itemsize - 1)
-    ia = np.where(ia >= sign, sign - ia, ia) if a.dtype.itemsize == 4 else np.where(ia < 0, -(ia & ~np.int64(-2**63)), ia)
-    ib = np.where(ib >= sign, sign - ib, ib) if b.dtype.itemsize == 4 else np.where(ib < 0, -(ib & ~np.int64(-2**63)), ib)
+    ia, ib = _ordered(a), _ordered(b)
     both_nan = np.isnan(a) & np.isnan(b)
     d = np.abs(ia - ib).astype(np.float64)
     d[both_nan] = 0

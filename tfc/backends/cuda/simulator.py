@@ -266,7 +266,6 @@ class Kernel:
     reg_names: list = field(default_factory=list)
     code: list = field(default_factory=list)
     specials: set = field(default_factory=set)
-    lines: list = field(default_factory=list)
     min_shared_access: int = 16     # the narrowest shared ld/st: the race check's granularity
     min_global_access: int = 16     # the narrowest global ld/st/atomic: the .nc check's granularity
     has_nc: bool = False            # any ld.global.nc
@@ -609,8 +608,8 @@ class _Decoder:
                 raise SimulationError("%warpid is the warp's physical slot on the SM (volatile; an H100 gives "
                                       "other values than the warp index in the block): compute the warp "
                                       "index from %tid (linear id / 32)")
-            if base in _SPECIAL or tok in ("%laneid", "%warpid"):
-                if tok not in ("%laneid", "%warpid") and not re.fullmatch(r"%\w+\.[xyz]", tok):
+            if base in _SPECIAL or tok == "%laneid":
+                if tok != "%laneid" and not re.fullmatch(r"%\w+\.[xyz]", tok):
                     raise PTXSyntaxError(f"bad special register {tok}")
                 self.k.specials.add(tok)
                 if want.itemsize < 4 or want.kind == "f":
@@ -952,7 +951,7 @@ class _Decoder:
         t = self._type(mods, opcode)
         if _float_kind(t):
             self._float_rn(mods, t, opcode)
-            return self._binary(ops, t, opcode, _fadd if t != "f16" else np.add)
+            return self._binary(ops, t, opcode, np.add)
         return self._binary(ops, t, opcode, np.add)
 
     def _i_sub(self, mods, ops, opcode):
@@ -1404,10 +1403,6 @@ def _guarded(fn, slot, neg):
 
 
 # numerics ----------------------------------------------------------------------------------------
-
-
-def _fadd(x, y):
-    return np.add(x, y)
 
 
 def _approx(f, *xs):
