@@ -483,10 +483,13 @@ class LaunchOp(IRDLOperation):
         top = self
         while top.parent_op() is not None:
             top = top.parent_op()
-        for mod in top.walk():
+        if not top.regions or not top.regions[0].blocks:
+            return None
+        name = self.kernel.root_reference.data
+        for mod in top.regions[0].blocks.first.ops:  # gpu.module sits at the top level (not a walk per launch)
             if isinstance(mod, gpu.ModuleOp):
                 for f in mod.body.block.ops:
-                    if isinstance(f, gpu.FuncOp) and f.sym_name.data == self.kernel.root_reference.data:
+                    if isinstance(f, gpu.FuncOp) and f.sym_name.data == name:
                         return f
         return None
 

@@ -103,13 +103,6 @@ HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
 _CLASSES = {"p": "pred", "r": "u32", "rd": "u64", "f": "f32", "fd": "f64", "h": "b16"}
 
 
-def _imports():
-    from xdsl.dialects import arith, builtin, gpu, math, scf
-
-    from tfc.dialects import gpu as tgpu
-    return arith, builtin, gpu, math, scf, tgpu
-
-
 def f32_hex(x: float) -> str:
     """PTX's exact float32 literal (``0f3F800000``)."""
     return "0f%08X" % struct.unpack("<I", struct.pack("<f", x))[0]
@@ -238,7 +231,6 @@ class _Kernel:
             self.op(op)
 
     def op(self, op):
-        arith, builtin, gpu, math, scf, tgpu = _imports()
         name = op.name
         h = _HANDLERS.get(name)
         if h is None:
