@@ -503,3 +503,38 @@ def test_gradient_rules(sim, name):
         return [z, *tape.gradient(z, [tx, ty])]
 
     same(grads(False), grads(True), "reduction")
+
+
+def test_results_made_contiguous_buffers(sim):
+    """``DriverRuntime.fixed`` (results the lowering does not give today, kept
+    correct): a strided view becomes a contiguous buffer of its own, a buffer
+    inside the executable's arena is copied out, a host scalar is uploaded."""
+    from xdsl.dialects.builtin import f32
+
+    from tfc.backends.cuda.host import Buf
+    from tfc.core.registry import REGISTRY, Spec
+    from tfc.dialects.loops import strided_type
+
+    rt = eager_gpu.RUNTIME.current()
+    x = tfc.constant(np.zeros((2, 3), np.float32)).gpu()
+    x + x
+    entry = rt.cache[(REGISTRY["add"], x._spec, x._spec)]
+    base = tfc.constant(np.arange(12, dtype=np.float32)).gpu()  # the storage of the views below
+    view_t = strided_type(f32, (3, 2), (1, 3), 1)  # a transposed [2, 3] view at element offset 1
+    spec32 = Spec((3, 2), tfc.float32)
+    arena = entry.ex._device.arena
+    prev = arena.block
+    arena.block = base._buf.owner  # pretend the storage is the arena
+    try:
+        fake = eager_gpu._Entry.__new__(eager_gpu._Entry)
+        fake.ex, fake.specs = entry.ex, [spec32, Spec((12,), tfc.float32), Spec((), tfc.float32)]
+        fake.fix = [(True, view_t), (False, None), (False, None)]
+        strided, copied, scalar = rt.fixed(fake, [base._buf, Buf(base._buf.addr, base._buf.owner),
+                                                  np.float32(2.5)])
+    finally:
+        arena.block = prev
+    want = np.arange(12, dtype=np.float32)[1:7].reshape(2, 3).T
+    assert np.array_equal(rt.tensor(strided, spec32).numpy(), want)
+    assert copied.owner is not base._buf.owner and copied.addr != base._buf.addr
+    assert np.array_equal(rt.tensor(copied, fake.specs[1]).numpy(), np.arange(12, dtype=np.float32))
+    assert rt.tensor(scalar, fake.specs[2]).numpy() == np.float32(2.5)
