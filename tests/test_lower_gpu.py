@@ -227,19 +227,28 @@ def test_elementwise_broadcast(rng, shape):
 @pytest.mark.parametrize("n", [1, 4, 1001, 4 * BLOCK + 3])
 def test_contiguous_vector_path(rng, n):
     x = rng.normal(size=(n,)).astype(F32)
-    y = rng.normal(size=(n,)).astype(F32)
-    m = check(lambda x, y: x * y + x, x, y)
-    (k,) = kernels(m)
-    assert k.attributes["tgpu.width"].value.data == (4 if n >= 4 else 1)
-    assert k.attributes["tgpu.kind"].data == "elementwise"
-    text = print_ir(m)
-    assert "arith.divui" not in text and "arith.remui" not in text  # the flat index, no division
+
+    def f(x):
+        u = x * 2.0  # an allocated buffer (u is returned), read by the next kernel
+        return u, u * tfc.reduce_sum(u) + u
+    m = check(f, x, family="reduction")
+    first, last = kernels(m)[0], kernels(m)[-1]
+    # a function argument may be a view at any offset (ARGUMENTS_ALIGNED): no vectors;
+    # an allocated (or planned) contiguous buffer: 16-byte vectors and a scalar tail
+    assert "width = 4" not in print_ir(first)
+    assert last.attributes["tgpu.width"].value.data == (4 if n >= 4 else 1)
+    assert last.attributes["tgpu.kind"].data == "elementwise"
+    assert "arith.divui" not in print_ir(last) and "arith.remui" not in print_ir(last)  # the flat index
 
 
 def test_float64_vector_width_2(rng):
     x = rng.normal(size=(37,))
-    m = check(lambda x: x * x - 1.0, x)
-    assert kernels(m)[0].attributes["tgpu.width"].value.data == 2
+
+    def f(x):
+        u = x * x - 1.0
+        return u, u * tfc.reduce_max(u)
+    m = check(f, x)
+    assert kernels(m)[-1].attributes["tgpu.width"].value.data == 2
 
 
 def test_zero_size_launches_nothing(rng):
@@ -366,7 +375,12 @@ def test_softmax_is_one_row_kernel(rng, shape):
     m = check(lambda x: tfc.nn.softmax(x), x, launches=1)
     (k,) = kernels(m)
     assert k.sym_name.data == "k0_rows_max_map_sum"
-    assert ("width = 4" in print_ir(m)) == (shape[-1] % 4 == 0)  # rows of a multiple of 4: 16-byte vectors
+    # rows of a multiple of 4 of a planned buffer (a matmul's result): 16-byte vectors
+    a = rng.normal(size=shape[:-1] + (5,)).astype(F32)
+    b = rng.normal(size=(5, shape[-1])).astype(F32)
+    m = check(lambda a, b: tfc.nn.softmax(tfc.matmul(a, b)), a, b)
+    assert kernels(m)[-1].sym_name.data.endswith("rows_max_map_sum")
+    assert ("width = 4" in print_ir(kernels(m)[-1])) == (shape[-1] % 4 == 0)
 
 
 def test_row_groups_need_row_local_reads(rng):

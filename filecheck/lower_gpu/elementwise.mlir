@@ -24,17 +24,25 @@ func.func @bias(%x: memref<5x7xf32>, %b: memref<7xf32>, %arena: memref<0xi8>) ->
 // CHECK-NEXT:      tgpu.store %[[S]], %{{.*}}[%[[I]]] : !tgpu.ptr<f32, global>, i32
 // CHECK:       sym_name = "k0_fused_exp_add", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "elementwise", tgpu.index = "i32", tgpu.width = 1 : i64
 
-// Contiguous, unbroadcast, aligned: 16-byte vectors, then a scalar tail for 1001 % 4.
-func.func @vec(%x: memref<1001xf32>, %arena: memref<0xi8>) -> memref<1001xf32> {
+// Contiguous, unbroadcast, aligned: 16-byte vectors, then a scalar tail for
+// 1001 % 4. A function argument may be a view at any offset (a GPU tensor
+// x[1:]): the copy reading %x has no vectors; the kernel reading the
+// planned buffer has.
+func.func @vec(%x: memref<1001xf32>, %arena: memref<4096xi8>) -> memref<1001xf32> {
+  %a = loops.view %arena {offset = 0 : i64} : memref<4096xi8> -> memref<1001xf32>
+  loops.copy %x, %a : memref<1001xf32>, memref<1001xf32>
   %0 = loops.alloc : memref<1001xf32>
-  loops.parallel ins(%x : memref<1001xf32>) outs(%0 : memref<1001xf32>) attributes {shape = array<i64: 1001>, broadcast = [array<i64: 0>]} {
-  ^bb0(%a: f32):
-    %m = arith.mulf %a, %a : f32
+  loops.parallel ins(%a : memref<1001xf32>) outs(%0 : memref<1001xf32>) attributes {shape = array<i64: 1001>, broadcast = [array<i64: 0>]} {
+  ^bb0(%v: f32):
+    %m = arith.mulf %v, %v : f32
     loops.yield %m : f32
   }
   func.return %0 : memref<1001xf32>
 }
 
+// CHECK:       "gpu.func"()
+// CHECK-NOT:     width = 4
+// CHECK:       sym_name = "k1_copy", {{.*}}tgpu.width = 1 : i64
 // CHECK:       "gpu.func"()
 // CHECK:         scf.for %[[Q:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = tgpu.load %{{.*}}[%{{.*}}] {width = 4, nc}
@@ -42,7 +50,7 @@ func.func @vec(%x: memref<1001xf32>, %arena: memref<0xi8>) -> memref<1001xf32> {
 // CHECK:           tgpu.store %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}] : !tgpu.ptr<f32, global>, i32
 // CHECK:         scf.for
 // CHECK:           tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
-// CHECK:       sym_name = "k1_fused_mul", {{.*}}tgpu.width = 4 : i64
+// CHECK:       sym_name = "k2_fused_mul", {{.*}}tgpu.width = 4 : i64
 
 // A strided view in (a transpose, a reversed slice) and a strided view out:
 // element indices from the digits and the layouts' strides (negative ones too).
@@ -68,7 +76,7 @@ func.func @views(%x: memref<6x9xf32>, %arena: memref<256xi8>) -> memref<4x6xf32>
 // CHECK-NEXT:      %[[B:.*]] = arith.muli %[[J]], %[[C9]] : i32
 // CHECK-NEXT:      %[[IDX:.*]] = arith.addi %[[A]], %[[B]] : i32
 // CHECK-NEXT:      tgpu.load %{{.*}}[%[[IDX]]] {nc}
-// CHECK:       sym_name = "k2_copy", {{.*}}tgpu.kind = "copy"
+// CHECK:       sym_name = "k3_copy", {{.*}}tgpu.kind = "copy"
 
 // Nothing to do for zero elements: no kernel, no launch.
 func.func @empty(%x: memref<0x4xf32>, %arena: memref<0xi8>) -> memref<0x4xf32> {
@@ -89,7 +97,7 @@ func.func @empty(%x: memref<0x4xf32>, %arena: memref<0xi8>) -> memref<0x4xf32> {
 // CHECK-LABEL: func.func @views
 // CHECK:         %[[T:.*]] = loops.transpose_view %x
 // CHECK:         %[[S:.*]] = loops.subview %[[T]]
-// CHECK:         tgpu.launch @k2_copy {{.*}} args(%[[S]], %{{.*}} : memref<4x6xf32, strided<[-2, 9], offset: 8>>, memref<4x6xf32>)
+// CHECK:         tgpu.launch @k3_copy {{.*}} args(%[[S]], %{{.*}} : memref<4x6xf32, strided<[-2, 9], offset: 8>>, memref<4x6xf32>)
 // CHECK-LABEL: func.func @empty
 // CHECK-NEXT:    loops.alloc
 // CHECK-NEXT:    func.return

@@ -44,24 +44,28 @@ func.func @rows(%x: memref<5x301xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
 
 // A full max over 2^15 elements: two passes, the partial maxima of 16 chunks
 // into a fresh buffer, then one block over them; the first pass reads
-// 16-byte vectors (a contiguous, aligned input).
-func.func @full(%x: memref<32768xf32>, %arena: memref<64xi8>) -> memref<f32> {
+// 16-byte vectors (a contiguous, aligned input: a planned buffer; a function
+// argument may be a view at any offset).
+func.func @full(%x: memref<32768xf32>, %arena: memref<131072xi8>) -> memref<f32> {
+  %buf = loops.view %arena {offset = 0 : i64} : memref<131072xi8> -> memref<32768xf32>
+  loops.copy %x, %buf : memref<32768xf32>, memref<32768xf32>
   %0 = loops.alloc : memref<f32>
-  loops.parallel ins(%x : memref<32768xf32>) outs(%0 : memref<f32>) attributes {shape = array<i64: 32768>, broadcast = [array<i64: 0>], reduce = ["max"], reduce_axes = array<i64: 0>} {
+  loops.parallel ins(%buf : memref<32768xf32>) outs(%0 : memref<f32>) attributes {shape = array<i64: 32768>, broadcast = [array<i64: 0>], reduce = ["max"], reduce_axes = array<i64: 0>} {
   ^bb0(%a: f32):
     loops.yield %a : f32
   }
   func.return %0 : memref<f32>
 }
 
+// CHECK:       sym_name = "k1_copy"
 // CHECK:       "gpu.func"()
 // CHECK:         arith.constant 0xff800000 : f32
 // CHECK:         tgpu.load %{{.*}}[%{{.*}}] {width = 4, nc}
 // CHECK-COUNT-4: arith.maximumf
-// CHECK:       sym_name = "k1_max_all", {{.*}}tgpu.kind = "reduction"
+// CHECK:       sym_name = "k2_max_all", {{.*}}tgpu.kind = "reduction"
 // CHECK:       "gpu.func"()
 // CHECK:         arith.maximumf
-// CHECK:       sym_name = "k2_max_all_final", {{.*}}tgpu.kind = "reduction"
+// CHECK:       sym_name = "k3_max_all_final", {{.*}}tgpu.kind = "reduction"
 
 // float64 accumulators reduce through a shared-memory tree of 128 threads
 // (1 KiB), one barrier per level, the halving step under a branch.
@@ -83,7 +87,7 @@ func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
 // CHECK-COUNT-2:   tgpu.load %[[T]]
 // CHECK:         "gpu.barrier"() : () -> ()
 // CHECK-NOT:     tgpu.shuffle
-// CHECK:       sym_name = "k3_sum_rows", gpu.known_block_size = array<i32: 128, 1, 1>
+// CHECK:       sym_name = "k4_sum_rows", gpu.known_block_size = array<i32: 128, 1, 1>
 
 // CHECK:       "gpu.func"()
 // CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
@@ -97,21 +101,21 @@ func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
 // CHECK:           arith.divf
 // CHECK:           "gpu.barrier"() : () -> ()
 // CHECK-NEXT:    }
-// CHECK:       sym_name = "k4_rows_max_map_sum", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction"
+// CHECK:       sym_name = "k5_rows_max_map_sum", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction"
 
 // CHECK-LABEL: func.func @rows
 // CHECK:         tgpu.launch @k0_sum_rows grid(%{{.*}}) block(256, 1, 1)
 // CHECK-LABEL: func.func @full
 // CHECK:         %[[OUT:.*]] = loops.alloc : memref<f32>
 // CHECK-NEXT:    %[[PART:.*]] = loops.alloc : memref<1x16xf32>
-// CHECK:         tgpu.launch @k1_max_all {{.*}} args(%x, %[[PART]] : memref<32768xf32>, memref<1x16xf32>)
-// CHECK:         tgpu.launch @k2_max_all_final {{.*}} args(%[[PART]], %[[OUT]] : memref<1x16xf32>, memref<f32>)
+// CHECK:         tgpu.launch @k2_max_all {{.*}} args(%{{.*}}, %[[PART]] : memref<32768xf32>, memref<1x16xf32>)
+// CHECK:         tgpu.launch @k3_max_all_final {{.*}} args(%[[PART]], %[[OUT]] : memref<1x16xf32>, memref<f32>)
 // CHECK-LABEL: func.func @wide
-// CHECK:         tgpu.launch @k3_sum_rows grid(%{{.*}}) block(128, 1, 1)
+// CHECK:         tgpu.launch @k4_sum_rows grid(%{{.*}}) block(128, 1, 1)
 // CHECK-LABEL: func.func @softmax
 // CHECK:         loops.alloc : memref<8x16xf32>
 // CHECK-NEXT:    arith.constant 8 : index
-// CHECK:         tgpu.launch @k4_rows_max_map_sum
+// CHECK:         tgpu.launch @k5_rows_max_map_sum
 // CHECK-NOT:     tgpu.launch
 // CHECK:         func.return
 

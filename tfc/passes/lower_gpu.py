@@ -55,6 +55,9 @@ WIDE_BLOCK = 128       # a reduction with 64-bit accumulators: 128 x 8 bytes of 
 MAX_BLOCKS = 132 * 8   # grid cap (132 SMs x 8 resident blocks); larger work is grid-strided
 TWO_PASS_MIN = 1 << 14  # reduced elements per output from which few outputs take two passes
 I32_MAX = (1 << 31) - 1
+# Whether memref arguments are 16-byte aligned: not yet (a GPU tensor argument may be a
+# view at any offset: eager x[1:] gives one), so kernels read arguments without vectors
+ARGUMENTS_ALIGNED = False
 f16, f32, f64 = Float16Type(), Float32Type(), Float64Type()
 
 
@@ -121,9 +124,10 @@ def _origin(v) -> int:
 
 def _root_aligned(v, nbytes: int, seen=None) -> bool:
     """Is the buffer view ``v`` belongs to aligned to ``nbytes`` (<= 16)? Arena
-    views at their planned offset; allocations, constants, arguments, variables
-    and library results are device allocations (256-byte aligned); loop
-    variables and branch results where every value they may hold is."""
+    views at their planned offset; allocations, constants, variables and
+    library results are device allocations (256-byte aligned); loop variables
+    and branch results where every value they may hold is; function arguments
+    only with ``ARGUMENTS_ALIGNED``."""
     seen = set() if seen is None else seen
     while isinstance(v.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
         v = v.owner.source
@@ -146,7 +150,9 @@ def _root_aligned(v, nbytes: int, seen=None) -> bool:
     if isinstance(owner, Block):
         parent = owner.parent_op()
         if isinstance(parent, func.FuncOp):
-            return True
+            # a caller's buffer: a GPU tensor may be a view at any offset (eager x[1:]), so
+            # nothing is known (ARGUMENTS_ALIGNED: once the runtime copies misaligned ones)
+            return ARGUMENTS_ALIGNED
         if isinstance(parent, L.WhileOp):  # a loop variable: its init, or what the body yields
             k = v.index
             vals = [parent.inits[k], parent.body_region.block.last_op.operands[k]]
@@ -209,13 +215,27 @@ class _Params:
         return out
 
 
-def _roots_written(outs) -> set:
-    roots = set()
-    for o in outs:
-        while isinstance(o.owner, (L.SubviewOp, L.TransposeViewOp, L.ReshapeOp)):
-            o = o.owner.source
-        roots.add(o)
-    return roots
+class _Written:
+    """What a kernel writes, as byte regions (``_region``): a buffer read
+    through the read-only cache (``nc``) must overlap none of them. Regions,
+    not values: the memory plan may give two values of one kernel (or of one
+    row group) the same arena bytes."""
+
+    def __init__(self, outs):
+        self.regions = [_region(o) for o in outs]
+
+    def __or__(self, more):
+        w = _Written([])
+        w.regions = self.regions + [_region(o) for o in more]
+        return w
+
+    def overlaps(self, v) -> bool:
+        root, lo, hi = _region(v)
+        return any(r is root and lo < h and l_ < hi for r, l_, h in self.regions)
+
+
+def _roots_written(outs) -> _Written:
+    return _Written(list(outs))
 
 
 def _root(v):
@@ -233,10 +253,10 @@ def _access(params, v, bmap, shape, written) -> _Access:
     if any(d < 0 for d in t.get_shape()):
         raise unsupported(f"a buffer of run-time shape {t}")
     if not t.get_shape():
-        return _Access(k, t.element_type, "zero", nc=_root(v) not in written)
+        return _Access(k, t.element_type, "zero", nc=not written.overlaps(v))
     strides, _ = L.layout_of(t)
     flat = tuple(bmap) == tuple(range(len(shape))) and L.is_contiguous(t)
-    return _Access(k, t.element_type, "buffer", tuple(bmap), tuple(strides), flat, _root(v) not in written)
+    return _Access(k, t.element_type, "buffer", tuple(bmap), tuple(strides), flat, not written.overlaps(v))
 
 
 def _index_type(accesses, shape, n_items: int):
@@ -1177,7 +1197,7 @@ class _Lowering:
                 tmp = L.AllocOp(MemRefType(acc_t, [m, p_chunks]))
                 host.append(tmp)
                 partials.append((k, tmp.result, o, kind, acc_t, out_t))
-                a = _access(params, tmp.result, (0, 1), (m, p_chunks), written | {tmp.result})
+                a = _access(params, tmp.result, (0, 1), (m, p_chunks), written | [tmp.result])
                 a.nc = False
                 reds.append((k, _Red(kind, y.type, acc_t, acc_t, a, (), r, False)))
             else:
