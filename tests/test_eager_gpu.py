@@ -227,6 +227,9 @@ def test_host_views_of_gpu_tensors(sim):
     n = g.numpy()
     assert not n.flags.writeable
     assert np.asarray(g, dtype=np.float64).dtype == np.float64
+    with pytest.raises(ValueError, match="copy"):
+        np.asarray(g, copy=False)
+    assert np.array(g, copy=True).flags.writeable
     text = repr(g)
     assert "device=/device:GPU:0" in text and "1.5" in text and "shape=(2, 2)" in text
     assert str(g) == text

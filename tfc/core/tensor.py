@@ -233,6 +233,8 @@ class GpuTensor(Tensor):
         return a
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False:  # numpy 2's protocol: a copy it cannot avoid is a ValueError
+            raise ValueError("a GPU tensor's value reaches the host only as a copy (np.asarray(t, copy=False))")
         a = self._rt.to_host(self)
         return a if dtype is None or a.dtype == dtype else a.astype(dtype)
 
