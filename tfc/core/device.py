@@ -110,7 +110,7 @@ def placed(dev: str | None):
 def run_placed(op, tensors, attrs):
     """Run an eager op that involves the GPU (a GPU input, or a device scope:
     tfc.core.registry.run_eager sends it here)."""
-    return gpu_runtime().run(op, tensors, attrs, PLACEMENT.name)
+    return (_runtime or gpu_runtime()).run(op, tensors, attrs, PLACEMENT.name)
 
 
 def list_devices(device_type: str | None = None) -> list:
