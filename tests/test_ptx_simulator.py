@@ -902,3 +902,13 @@ def test_global_write_races(monkeypatch):
     _run(every_thread, "w0", (1, 1, 1), (32, 1, 1), [out, np.uint32(1)])
     ptxas = _ptxas()
     ptxas.assemble(one_per_block, "sm_80")
+
+
+def test_divergent_bra_uni():
+    # the bounds check of fma_f32 as bra.uni: threads of the last warp disagree
+    uni = K.FMA_F32.replace("@%p1 bra            $L_done;", "@%p1 bra.uni        $L_done;")
+    x = np.ones(100, np.float32)
+    with pytest.raises(S.SimulationError, match=r"bra.uni whose guard differs .* \(28 of 32 take it\)"):
+        _run(uni, "fma_f32", (1, 1, 1), (128, 1, 1), [x, x, x, np.zeros_like(x), np.uint64(100)])
+    y = np.ones(96, np.float32)   # whole warps agree: fine
+    _run(uni, "fma_f32", (1, 1, 1), (128, 1, 1), [y, y, y, np.zeros_like(y), np.uint64(96)])

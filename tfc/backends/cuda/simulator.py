@@ -286,11 +286,12 @@ _OP, _BRA, _EXIT, _BAR = 0, 1, 2, 3
 
 
 class _Ins:
-    __slots__ = ("kind", "fn", "target", "guard", "neg", "line", "text", "label")
+    __slots__ = ("kind", "fn", "target", "guard", "neg", "line", "text", "label", "uni")
 
     def __init__(self, kind, fn, line, text, guard=None, neg=False, label=None):
         self.kind, self.fn, self.line, self.text = kind, fn, line, text
         self.guard, self.neg, self.label, self.target = guard, neg, label, None
+        self.uni = False
 
 
 # ----------------------------------------------------------------------------------------------
@@ -743,7 +744,9 @@ class _Decoder:
         kind, fn, label = ins
         if kind == _OP and guard is not None:
             fn = _guarded(fn, guard, neg)
-        return _Ins(kind, fn, line, s, guard if kind != _OP else None, neg, label)
+        ins = _Ins(kind, fn, line, s, guard if kind != _OP else None, neg, label)
+        ins.uni = kind == _BRA and "uni" in mods
+        return ins
 
     def _unsupported(self, opcode, why=""):
         raise SimulationError(f"unsupported instruction {opcode}" + (f" ({why})" if why else ""))
@@ -2202,6 +2205,8 @@ def _run_chunk(k, ctx, steps, max_steps):
                     pc += 1
                 else:
                     lanes = np.arange(n) if sel is None else sel
+                    if ins.uni:
+                        _check_uniform(ctx, lanes, take)
                     pcs[lanes] = np.where(take, ins.target, pc + 1)
                     done = True
                     break
@@ -2231,6 +2236,20 @@ def _run_chunk(k, ctx, steps, max_steps):
                 pcs[:] = pc
             else:
                 pcs[sel] = pc
+
+
+def _check_uniform(ctx, lanes, take):
+    """bra.uni promises that the guard is the same for every active thread of a warp."""
+    nt = ctx.nt
+    warp = (lanes // nt) * ((nt + 31) // 32) + (lanes % nt) // 32
+    taken = np.bincount(warp, weights=take, minlength=warp.max() + 1)
+    active = np.bincount(warp, minlength=warp.max() + 1)
+    mixed = (taken > 0) & (taken < active)
+    if np.any(mixed):
+        w = int(np.flatnonzero(mixed)[0])
+        ctx.fail(int(lanes[np.flatnonzero(warp == w)[0]]),
+                 f"bra.uni whose guard differs between the active threads of a warp ({int(taken[w])} of "
+                 f"{int(active[w])} take it): .uni promises a non-divergent branch")
 
 
 def _barrier_check(ctx, sel, nt):
