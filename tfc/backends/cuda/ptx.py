@@ -112,10 +112,6 @@ def f64_hex(x: float) -> str:
     return "0d%016X" % struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
-def _bits_f32(u: int) -> str:
-    return "0f%08X" % u
-
-
 class _Kernel:
     """The PTX of one ``gpu.func``: virtual registers, labels, instructions."""
 
