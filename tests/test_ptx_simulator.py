@@ -912,3 +912,31 @@ def test_divergent_bra_uni():
         _run(uni, "fma_f32", (1, 1, 1), (128, 1, 1), [x, x, x, np.zeros_like(x), np.uint64(100)])
     y = np.ones(96, np.float32)   # whole warps agree: fine
     _run(uni, "fma_f32", (1, 1, 1), (128, 1, 1), [y, y, y, np.zeros_like(y), np.uint64(96)])
+
+
+def test_predicate_read_before_written():
+    # %p1 is set only on one path, then guards a store for every thread
+    ptx = K.HEADER + """
+.visible .entry k(.param .u64 p_out)
+{
+    .reg .pred %p<3>;
+    .reg .u32 %r<3>;
+    .reg .u64 %rd<3>;
+    ld.param.u64 %rd1, [p_out];
+    mov.u32 %r1, %tid.x;
+    setp.lt.u32 %p2, %r1, 16;
+    @%p2 bra $L_skip;
+    setp.lt.u32 %p1, %r1, 24;
+$L_skip:
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd2, %rd1, %rd2;
+    @%p1 st.global.u32 [%rd2], %r1;
+    ret;
+}
+"""
+    out = np.zeros(32, np.uint32)
+    with pytest.raises(S.SimulationError, match=r"thread \(0, 0, 0\): predicate %p1 read before this thread wrote it"):
+        _run(ptx, "k", (1, 1, 1), (32, 1, 1), [out])
+    _run(ptx.replace("@%p2 bra $L_skip;", "setp.ne.u32 %p1, %r1, %r1;\n    @%p2 bra $L_skip;"), "k",
+         (1, 1, 1), (32, 1, 1), [out])
+    assert out.tolist() == [0] * 16 + list(range(16, 24)) + [0] * 8

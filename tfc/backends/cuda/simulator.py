@@ -622,6 +622,12 @@ class _Decoder:
                     return v if v.dtype == want else v.astype(want)
                 return fetch_special
             slot, rd = self.reg(tok, t)
+            if rd == want and rd.kind == "b":
+                def fetch_pred(ctx, sel):
+                    ctx.check_pred(slot, sel)
+                    v = ctx.regs[slot] if sel is None else ctx.regs[slot][sel]
+                    return ~v if neg else v
+                return fetch_pred
             if rd == want:
                 if neg:
                     return lambda ctx, sel: ~(ctx.regs[slot] if sel is None else ctx.regs[slot][sel])
@@ -685,6 +691,15 @@ class _Decoder:
                 r[...] = v
             else:
                 r[sel] = v
+        if rd.kind == "b":
+            def store_pred(ctx, sel, v):
+                store(ctx, sel, v)
+                d = ctx.pdef[slot]
+                if sel is None:
+                    d[...] = True
+                else:
+                    d[sel] = True
+            return store_pred
         return store
 
     def addr(self, tok, space):
@@ -1390,6 +1405,7 @@ def _lanes(a, ctx, sel):
 
 def _guarded(fn, slot, neg):
     def guarded(ctx, sel):
+        ctx.check_pred(slot, sel)
         p = ctx.regs[slot]
         m = p if sel is None else p[sel]
         if neg:
@@ -1674,6 +1690,8 @@ class _Ctx:
         self.n = n = self.nt * nblocks
         self.params = params
         self.regs = []
+        # which lanes wrote each predicate (a predicate cannot be poisoned: reads are checked)
+        self.pdef = {i: np.zeros(n, bool) for i, dt in enumerate(k.reg_dtypes) if dt.kind == "b"}
         for dt in k.reg_dtypes:
             if dt.kind == "b":
                 self.regs.append(np.zeros(n, bool))
@@ -1735,6 +1753,14 @@ class _Ctx:
         gx, gy, _ = self.grid
         return (f"block ({lb % gx}, {(lb // gx) % gy}, {lb // (gx * gy)}) "
                 f"thread ({lt % bx}, {(lt // bx) % by}, {lt // (bx * by)})")
+
+    def check_pred(self, slot, sel):
+        d = self.pdef[slot]
+        ok = d if sel is None else d[sel]
+        if not ok.all():
+            j = int(np.flatnonzero(~ok)[0])
+            self.fail(j if sel is None else sel[j], f"predicate {self.k.reg_names[slot]} read before this "
+                                                    "thread wrote it (its value is undefined on a GPU)")
 
     def fail(self, lane, msg):
         ins = self.ins
@@ -2190,6 +2216,7 @@ def _run_chunk(k, ctx, steps, max_steps):
                 pc += 1
                 continue
             if ins.guard is not None:
+                ctx.check_pred(ins.guard, sel)
                 g = ctx.regs[ins.guard]
                 take = g if sel is None else g[sel]
                 if ins.neg:
