@@ -51,7 +51,6 @@ from tfc.dialects import loops as L
 from tfc.passes.pipeline import PassPreconditionError
 
 BLOCK = 256            # threads per block of elementwise and reduction kernels
-WIDE_BLOCK = 128       # a reduction with 64-bit accumulators: 128 x 8 bytes of shared memory
 MAX_BLOCKS = 132 * 8   # grid cap (132 SMs x 8 resident blocks); larger work is grid-strided
 TWO_PASS_MIN = 1 << 14  # reduced elements per output from which few outputs take two passes
 I32_MAX = (1 << 31) - 1
@@ -1049,15 +1048,11 @@ class _Lowering:
             a.nc = False
         kernel = self.elementwise(self.name(stem), kind, shape, params, ins, outs,
                                   lambda kb, vals, index_of: run_body(kb, body, vals, index_of,
-                                                                      self._load_at(kb, caps)),
+                                                                      _Indexed(kb, caps)),
                                   _body_index_dims(body), vector_ok=not _has_load_at(body),
                                   values=list(op.ins) + list(op.outs), extra=list(caps.values()),
                                   extra_shapes=[tuple(c.type.get_shape()) for c in caps])
         return self.launch(kernel, self._grid, params.values)
-
-    @staticmethod
-    def _load_at(kb, caps):
-        return _Indexed(kb, caps)
 
     def copy(self, op):
         src, dst = op.source, op.dest
@@ -1206,7 +1201,7 @@ class _Lowering:
         stem = "_".join(dict.fromkeys(k for k in kinds if k)) + "_" + _axes_name(shape, axes)
         kernel = self.reduce_kernel(
             self.name(stem), shape, axes, params, ins, ew, reds,
-            lambda kb, vals, index_of: run_body(kb, body, vals, index_of, self._load_at(kb, caps)),
+            lambda kb, vals, index_of: run_body(kb, body, vals, index_of, _Indexed(kb, caps)),
             _body_index_dims(body), p_chunks, bsize, extra=list(caps.values()),
             extra_shapes=[tuple(c.type.get_shape()) for c in caps], width=width, chunk=chunk)
         host += self.launch(kernel, self._grid, params.values, (bsize, 1, 1))
@@ -1728,4 +1723,4 @@ def _axes_name(shape, axes) -> str:
     return "axes" + "_".join(str(a) for a in axes)
 
 
-__all__ = ["LowerGpuPass", "lower_module", "BLOCK", "MAX_BLOCKS", "WIDE_BLOCK", "TWO_PASS_MIN"]
+__all__ = ["LowerGpuPass", "lower_module", "BLOCK", "MAX_BLOCKS", "TWO_PASS_MIN", "ARGUMENTS_ALIGNED"]
