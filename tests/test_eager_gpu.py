@@ -580,3 +580,34 @@ def test_training_loop_frees_its_buffers(sim):
     from tfc.backends.cuda.memory import size_class
 
     assert [b - a for a, b in zip(in_use[2:], in_use[3:])] == [size_class(4)] * (len(in_use) - 3), in_use
+
+
+def test_gradients_across_device_scopes(sim):
+    """A gradient rule runs where its op ran, and each gradient lands on its
+    input's device: a host tensor (or Variable) used by GPU ops in a GPU scope
+    gets a host gradient, a GPU tensor used in a cpu scope a GPU gradient."""
+    x = np.float32([1.0, -2.0, 3.0])
+    g = tfc.constant(x).gpu()
+    with tfc.GradientTape() as tape:
+        tape.watch(g)
+        with tfc.device("cpu:0"):
+            y = g * g
+        assert y.device == CPU
+        z = tfc.reduce_sum(y * 3.0)
+    dg = tape.gradient(z, g)
+    assert dg.device == GPU and np.array_equal(dg.numpy(), 6 * x)
+
+    h = tfc.constant(x)
+    v = tfc.Variable(np.float32([0.5, 0.25, 2.0]))
+    with tfc.GradientTape() as tape:
+        tape.watch(h)
+        with tfc.device("gpu:0"):
+            y = tfc.reduce_sum(tfc.exp(h) * v)
+        assert y.device == GPU
+    dh, dv = tape.gradient(y, [h, v])
+    assert dh.device == CPU and dv.device == CPU
+    numerics = backend("cuda").numerics
+    assert numerics.difference(np.exp(x) * np.float32([0.5, 0.25, 2.0]), dh.numpy(), "elementwise") is None
+    assert numerics.difference(np.exp(x), dv.numpy(), "elementwise") is None
+    v.assign_sub(0.1 * dv)  # the host variable's update takes the host gradient
+    assert v.device == CPU

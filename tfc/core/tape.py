@@ -15,9 +15,20 @@ import inspect
 from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import OpDef
-from tfc.core.device import GPU, PLACEMENT, placed
+from tfc.core.device import CPU, GPU, PLACEMENT, placed
 from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
+
+
+def _on_input_devices(e, in_grads):
+    """Each wanted gradient of an op that involved the GPU on its input's
+    device (a host input of a GPU op, in a device scope, gets a host gradient)."""
+    out = list(in_grads)
+    for k, (x, gx) in enumerate(zip(e.inputs, out)):
+        if (gx is not None and e.needs[k] and not isinstance(gx, Guarded)
+                and (type(x) is GpuTensor) != (type(gx) is GpuTensor)):
+            out[k] = gx.gpu() if type(x) is GpuTensor else gx.cpu()
+    return out
 
 
 class Entry:
@@ -433,9 +444,14 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
             prevs = [grads.get(id(x)) for x in e.inputs]
             e.prev = [_seed(p) for p in prevs]
             e.totals = ()  # the rule says which (a persistent tape runs it again)
+        # The rule runs where the op ran (its constants are made there); each
+        # gradient it gives goes to its input's device
         if PLACEMENT.gpu is None and any(type(o) is GpuTensor for o in e.outputs):
-            with placed(GPU):  # the rule runs where the op ran: its constants are made there
-                in_grads = e.op.grad(e, g)
+            with placed(GPU):
+                in_grads = _on_input_devices(e, e.op.grad(e, g))
+        elif PLACEMENT.name is None and any(type(x) is GpuTensor for x in e.inputs):
+            with placed(CPU):  # (it ran in a cpu scope)
+                in_grads = _on_input_devices(e, e.op.grad(e, g))
         else:
             in_grads = e.op.grad(e, g)
         if len(in_grads) != len(e.inputs):
