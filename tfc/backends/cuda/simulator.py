@@ -47,7 +47,8 @@ class PTXSyntaxError(SimulationError):
 SUPPORTED = {
     "ld": ".param/.global[.nc]/.shared/generic [.v2|.v4] .u8-.u64 .s8-.s64 .b8-.b64 .f16 .f32 .f64",
     "st": ".global/.shared/generic [.v2|.v4] (types as ld)",
-    "mov": "reg, immediate, special register, shared symbol",
+    "mov": "reg, immediate, special register (%tid %ntid %ctaid %nctaid .x/.y/.z, %laneid; not %warpid), "
+           "shared symbol",
     "cvt": "int<->int, int->float .rn, float->int .rni/.rzi/.rmi/.rpi, float->float (.rn narrowing, "
            ".rni/.rzi/.rmi/.rpi same type)",
     "cvta": ".to.global.u64 / .global.u64 (identity)",
