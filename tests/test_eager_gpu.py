@@ -611,3 +611,34 @@ def test_gradients_across_device_scopes(sim):
     assert numerics.difference(np.exp(x), dv.numpy(), "elementwise") is None
     v.assign_sub(0.1 * dv)  # the host variable's update takes the host gradient
     assert v.device == CPU
+
+
+def test_host_layer_trained_with_gpu_compute(sim):
+    """A layer's variables live on the host (built outside the GPU scope); its
+    forward pass and gradients run on the GPU inside one, the gradients come
+    back to the host, and a host optimizer applies them: the CPU's losses."""
+    rng = np.random.default_rng(19)
+    x, y = _rand(rng, (8, 5)), rng.integers(0, 3, 8).astype(np.int32)
+    init = [_rand(rng, (5, 3)), _rand(rng, (3,))]
+
+    def losses(scope):
+        model = tfc.layers.Dense(3)
+        model(tfc.constant(x[:1]))  # built here: its variables on the host
+        for var, value in zip(model.trainable_variables, init):
+            var.assign(value)
+        opt = tfc.optimizers.SGD(0.1)
+        out = []
+        for _ in range(3):
+            with tfc.GradientTape() as tape:
+                with tfc.device(scope):
+                    logits = model(tfc.constant(x))
+                    loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(
+                        labels=tfc.constant(y), logits=logits))
+            grads = tape.gradient(loss, model.trainable_variables)
+            assert [g.device for g in grads] == [CPU, CPU]
+            opt.apply_gradients(zip(grads, model.trainable_variables))
+            out.append(loss)
+        return out
+
+    cpu, gpu = losses("cpu:0"), losses("gpu:0")
+    same(cpu, gpu, "reduction")
