@@ -642,3 +642,19 @@ def test_host_layer_trained_with_gpu_compute(sim):
 
     cpu, gpu = losses("cpu:0"), losses("gpu:0")
     same(cpu, gpu, "reduction")
+
+
+def test_errors_are_the_cpus(sim):
+    """Bad shapes fail at inference, bad indices in the kernel's index check
+    (the host program's raise): the same error types and messages as on the CPU."""
+    def errors(move):
+        a, b = move(tfc.constant(np.ones((2, 3), np.float32))), move(tfc.constant(np.ones((4, 5), np.float32)))
+        out = []
+        for f in (lambda: a + b, lambda: tfc.reshape(a, [7]), lambda: a[5],
+                  lambda: tfc.gather(a, move(tfc.constant([5])))):
+            with pytest.raises(Exception) as e:
+                f()
+            out.append((type(e.value), str(e.value).splitlines()[0]))
+        return out
+
+    assert errors(lambda t: t.gpu()) == errors(lambda t: t)
