@@ -329,6 +329,21 @@ def test_reduce_integer_and_wide(rng, dtype):
                      tfc.reduce_min(x)), x, family="reduction")
 
 
+@pytest.mark.parametrize("kind", ["sum", "max", "argmin", "any"])
+def test_one_warp_per_output(rng, kind):
+    x = rng.normal(size=(MAX_BLOCKS + 37, 33)).astype(F32)  # many outputs of few elements
+    if kind == "any":
+        x = x > 1.0
+        fn = lambda x: tfc.reduce_any(x, axis=[1])  # noqa: E731
+    elif kind == "argmin":
+        fn = lambda x: tfc.argmin(x, axis=1)  # noqa: E731
+    else:
+        fn = lambda x: getattr(tfc, f"reduce_{kind}")(x * 2.0, axis=[1])  # noqa: E731
+    m = check(fn, x, family="reduction")
+    (k,) = kernels(m)
+    assert k.sym_name.data.endswith("_warps") and "gpu.barrier" not in print_ir(k) and "tgpu.shared" not in print_ir(k)
+
+
 def test_reduce_nan_propagates():
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], F32)
     check(lambda x: (tfc.reduce_max(x, axis=[1]), tfc.reduce_min(x, axis=[1]), tfc.reduce_sum(x, axis=[1])), x)

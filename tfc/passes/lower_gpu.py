@@ -52,7 +52,8 @@ from tfc.passes.pipeline import PassPreconditionError
 
 BLOCK = 256            # threads per block of elementwise and reduction kernels
 MAX_BLOCKS = 132 * 8   # grid cap (132 SMs x 8 resident blocks); larger work is grid-strided
-TWO_PASS_MIN = 1 << 14  # reduced elements per output from which few outputs take two passes
+TWO_PASS_MIN = 1 << 14
+PER_WARP_MAX = 128  # reduced elements per output up to which many outputs take a warp each  # reduced elements per output from which few outputs take two passes
 I32_MAX = (1 << 31) - 1
 # Whether memref arguments are 16-byte aligned: not yet (a GPU tensor argument may be a
 # view at any offset: eager x[1:] gives one), so kernels read arguments without vectors
@@ -1198,12 +1199,16 @@ class _Lowering:
             else:
                 a, ks = self._red_out(params, o, shape, kept, written)
                 reds.append((k, _Red(kind, y.type, acc_t, out_t, a, ks, r, True, identity_plus=r == 0)))
-        stem = "_".join(dict.fromkeys(k for k in kinds if k)) + "_" + _axes_name(shape, axes)
+        # many outputs of few elements each: one warp per output (no shared memory, no barrier)
+        per_warp = p_chunks == 1 and r <= PER_WARP_MAX and m >= MAX_BLOCKS and \
+            all(G.element_bytes(t) == 4 for _, rd in reds for t in _parts(rd) if t is not None)
+        stem = "_".join(dict.fromkeys(k for k in kinds if k)) + "_" + _axes_name(shape, axes) + \
+            ("_warps" if per_warp else "")
         kernel = self.reduce_kernel(
             self.name(stem), shape, axes, params, ins, ew, reds,
             lambda kb, vals, index_of: run_body(kb, body, vals, index_of, _Indexed(kb, caps)),
             _body_index_dims(body), p_chunks, bsize, extra=list(caps.values()),
-            extra_shapes=[tuple(c.type.get_shape()) for c in caps], width=width, chunk=chunk)
+            extra_shapes=[tuple(c.type.get_shape()) for c in caps], width=width, chunk=chunk, per_warp=per_warp)
         host += self.launch(kernel, self._grid, params.values, (bsize, 1, 1))
         if p_chunks > 1:  # the second pass: each output over its chunks' partial results
             kshape = tuple(shape[d] for d in kept)
@@ -1258,7 +1263,7 @@ class _Lowering:
         return a, ks
 
     def reduce_kernel(self, name, shape, axes, params, ins, ew, reds, body, index_dims, p_chunks, bsize,
-                      extra=(), extra_shapes=(), partial_input=False, width=1, chunk=None):
+                      extra=(), extra_shapes=(), partial_input=False, width=1, chunk=None, per_warp=False):
         """Work items (kept flat index o, chunk p), one per block in turn; the
         block's threads stride over the chunk's reduced elements; each reduced
         output's accumulators meet in a block reduction, which thread 0 finishes
@@ -1311,7 +1316,8 @@ class _Lowering:
                 rd.idx_t = it
         small = [(k, rd) for k, rd in reds if all(G.element_bytes(t) == 4 for t in _parts(rd))]
         big = [(k, rd) for k, rd in reds if (k, rd) not in small]
-        sh_small = {id(rd): [kb.shared(t, nwarps) for t in _parts(rd)] for _, rd in small}
+        per_warp = per_warp and not big  # (an i64 argmax index: the block scheme)
+        sh_small = {} if per_warp else {id(rd): [kb.shared(t, nwarps) for t in _parts(rd)] for _, rd in small}
         sh_big = {}
         for _, rd in big:  # one array per part and type, reused by each output in turn
             for j, t in enumerate(_parts(rd)):
@@ -1319,6 +1325,7 @@ class _Lowering:
                     sh_big[(j, str(t))] = kb.shared(t, bsize)
         lane = kb.emit(arith.AndIOp(tid, kb.i(31)))
         warp = kb.emit(arith.ShRUIOp(tid, kb.i(5)))
+        me, team = (lane, 32) if per_warp else (tid, bsize)  # who strides over an item's elements
 
         def r_offset(a, ri, rdig):
             c = fast_r[id(a)]
@@ -1346,7 +1353,7 @@ class _Lowering:
                         if a.kind == "buffer"}
             layout = [len(_parts(rd)) for _, rd in reds]
             inits = [v for _, rd in reds for v in _identity_parts(kb, rd)]
-            lo = tid if p is None else kb.add(kb.mul(p, kb.i(chunk)), tid)
+            lo = me if p is None else kb.add(kb.mul(p, kb.i(chunk)), me)
             if p is None:
                 hi = kb.i(r)
             else:
@@ -1385,7 +1392,7 @@ class _Lowering:
                 return nxt
 
             if width == 1:
-                flat = kb.for_(lo, hi, kb.i(bsize), step, inits)
+                flat = kb.for_(lo, hi, kb.i(team), step, inits)
             else:
                 # 16-byte vectors over the chunk (its start and every row a multiple of width),
                 # then the scalar tail of the last chunk
@@ -1408,14 +1415,14 @@ class _Lowering:
                     return flat
                 rq = r // width
                 if p is None:
-                    lo_q, hi_q = tid, kb.i(rq)
+                    lo_q, hi_q = me, kb.i(rq)
                 else:
-                    lo_q = kb.add(kb.mul(p, kb.i(chunk // width)), tid)
+                    lo_q = kb.add(kb.mul(p, kb.i(chunk // width)), me)
                     end_q = kb.mul(kb.add(p, kb.i(1)), kb.i(chunk // width))
                     hi_q = kb.select(kb.cmpi("slt", end_q, kb.i(rq)), end_q, kb.i(rq))
-                flat = kb.for_(lo_q, hi_q, kb.i(bsize), vstep, inits)
+                flat = kb.for_(lo_q, hi_q, kb.i(team), vstep, inits)
                 if r % width:
-                    flat = kb.for_(kb.add(kb.i(rq * width), tid), hi, kb.i(bsize), step, flat)
+                    flat = kb.for_(kb.add(kb.i(rq * width), me), hi, kb.i(team), step, flat)
             if not reds:
                 return
             accs = {id(rd): parts for (_, rd), parts in zip(reds, split(flat))}
@@ -1425,6 +1432,14 @@ class _Lowering:
                     return w  # the partial buffer [m, p]: flat o * p + chunk
                 return kb.dot([(kdig.get(d), s) for d, s in zip(kept, rd.kept_strides) if kdig.get(d) is not None])
 
+            if per_warp:  # one warp per output: its lanes' values meet in the shuffles, lane 0 stores
+                finals = [(rd, shuffled(rd, accs[id(rd)])) for _, rd in reds]
+
+                def store_lane0():
+                    for rd, parts in finals:
+                        kb.store([_finalize(kb, parts, rd)], kb.args[rd.access.param], dest_index(rd))
+                kb.if_(kb.cmpi("eq", lane, kb.i(0)), store_lane0)
+                return
             # 32-bit accumulators: shuffles in each warp, then warp 0 over the warps' results
             for _, rd in small:
                 accs[id(rd)] = shuffled(rd, accs[id(rd)])
@@ -1474,8 +1489,13 @@ class _Lowering:
                 kb.if_(kb.cmpi("eq", tid, kb.i(0)), store_big)
                 kb.emit(gpu.BarrierOp())
 
-        kb.for_(kb.bid(), kb.i(work), kb.gdim(), lambda w: item(w))
-        self._grid = (max(1, min(work, MAX_BLOCKS)), 1, 1)
+        if per_warp:
+            start = kb.add(kb.mul(kb.bid(), kb.i(nwarps)), warp)
+            kb.for_(start, kb.i(work), kb.mul(kb.gdim(), kb.i(nwarps)), lambda w: item(w))
+            self._grid = (max(1, min(-(-work // nwarps), MAX_BLOCKS)), 1, 1)
+        else:
+            kb.for_(kb.bid(), kb.i(work), kb.gdim(), lambda w: item(w))
+            self._grid = (max(1, min(work, MAX_BLOCKS)), 1, 1)
         kernel = kb.finish()
         self.kernels.append(kernel)
         return kernel
