@@ -36,7 +36,7 @@ import numpy as np
 from tfc.core import device as _device
 from tfc.core.device import CPU, GPU, DeviceMismatchError, PhysicalDevice
 from tfc.core.registry import Spec, execute, run_host
-from tfc.core.tensor import GpuTensor, Tensor, wrap
+from tfc.core.tensor import GpuTensor, Tensor
 
 # Compiled single-op functions kept per driver (each holds its PTX module and
 # its arena); a program that cycles through more shapes recompiles the oldest.
@@ -355,10 +355,6 @@ def _dtype_of(np_dtype):
     from tfc.core import dtypes
 
     return dtypes.from_numpy(np_dtype)
-
-
-def _where(t) -> str:
-    return GPU if type(t) is GpuTensor else CPU
 
 
 def _mismatch(op, tensors, host_index) -> DeviceMismatchError:
