@@ -275,7 +275,6 @@ class DriverRuntime:
     def compile(self, op, kinds, attrs) -> _Entry:
         """Trace, compile for cuda and cache the single-op function of ``op`` on
         inputs of these kinds (Specs of GPU tensors, numpy dtypes of host scalars)."""
-        from tfc.backends.cuda import Device
         from tfc.frontend.function import Function, TensorSpec
         from tfc.ops.shapes import reshape
         from xdsl.dialects.builtin import MemRefType, NoneAttr
@@ -315,7 +314,7 @@ class DriverRuntime:
         if len(ex.result_types) != len(out_specs) or conc.variables:
             raise NotImplementedError(f"{op.name} on the GPU: its single-op function has {len(ex.result_types)} "
                                       f"results for {len(out_specs)} outputs")
-        ex._device = Device(self.driver, ex.ptx, ex.plan.arena_size)  # this runtime's driver (before the entry)
+        ex.device(self.driver)  # this runtime's driver (before the entry)
         fix = [(isinstance(t, MemRefType) and not isinstance(t.layout, NoneAttr), t) for t in ex.result_types]
         needs = any(s or not isinstance(t, MemRefType) for s, t in fix) or ex.plan.arena_size > 0
         entry = _Entry(ex, out_specs, single, fix if needs else None)

@@ -15,6 +15,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.context import TAPES
+from tfc.core.device import PLACEMENT
 from tfc.core.tensor import Tensor
 from tfc.ops import math as m
 
@@ -51,7 +52,7 @@ def _fast(api, ok):
     assert _F32 in ok  # the method tests float32 before the set
 
     def method(self, other):
-        if not TAPES and type(self) is Tensor:
+        if not TAPES and type(self) is Tensor and PLACEMENT.gpu is None:
             a = self._value
             dt = a.dtype
             if type(other) is Tensor:
@@ -82,7 +83,7 @@ def _fast_reflected(api):
     kernel = _kernel(api.op)
 
     def method(self, other):
-        if not TAPES and type(self) is Tensor and type(other) in _SCALARS:
+        if not TAPES and type(self) is Tensor and PLACEMENT.gpu is None and type(other) in _SCALARS:
             a = self._value
             if a.dtype in _FLOAT_NP:
                 try:

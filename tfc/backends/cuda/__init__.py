@@ -130,13 +130,15 @@ class CudaExecutable:
         self._device = None
         self._lock = threading.Lock()
 
-    def device(self) -> Device:
+    def device(self, driver=None) -> Device:
+        """The device state on ``driver`` (default: ``get_driver()``), made at
+        the first call: an executable runs on one driver."""
         if self._device is None:
             from tfc.backends.cuda.driver import get_driver
 
             with self._lock:
                 if self._device is None:
-                    self._device = Device(get_driver(), self.ptx, self.plan.arena_size)
+                    self._device = Device(driver or get_driver(), self.ptx, self.plan.arena_size)
         return self._device
 
     def __call__(self, args):
