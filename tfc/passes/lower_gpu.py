@@ -53,6 +53,7 @@ from tfc.passes.pipeline import PassPreconditionError
 BLOCK = 256            # threads per block of elementwise and reduction kernels
 MAX_BLOCKS = 132 * 8   # grid cap (132 SMs x 8 resident blocks); larger work is grid-strided
 TWO_PASS_MIN = 1 << 14
+TILE_T = 32  # the tiled transpose: 32x32 tiles, blocks of 32 x 8 threads
 PER_WARP_MAX = 128  # reduced elements per output up to which many outputs take a warp each  # reduced elements per output from which few outputs take two passes
 I32_MAX = (1 << 31) - 1
 # Whether memref arguments are 16-byte aligned: not yet (a GPU tensor argument may be a
@@ -658,6 +659,21 @@ def _access_index(kb, a: _Access, dig, skip=()):
     return kb.dot(terms)
 
 
+def _transposing(src: _Access, dst: _Access, shape) -> bool:
+    """A copy that reads its source along the destination's second-to-last
+    dim (stride 1 there, not along the last) into a destination contiguous
+    along its last dim, both rows and columns at least a tile's half: the
+    tiled transpose pays."""
+    if src.kind != "buffer" or dst.kind != "buffer" or len(shape) < 2:
+        return False
+    if shape[-2] < TILE_T // 2 or shape[-1] < TILE_T // 2:
+        return False
+    s = dict(zip(src.bmap, src.strides))
+    d = dict(zip(dst.bmap, dst.strides))
+    rank = len(shape)
+    return abs(s.get(rank - 2, 0)) == 1 and abs(s.get(rank - 1, 0)) != 1 and abs(d.get(rank - 1, 0)) == 1
+
+
 def _kind_name(block, fallback: str) -> str:
     names = []
     for op in block.ops:
@@ -1047,6 +1063,8 @@ class _Lowering:
                 for c in op.captured()}
         for a in outs:
             a.nc = False
+        if stem == "copy" and len(ins) == 1 and _transposing(ins[0], outs[0], shape):
+            return self.transpose(shape, params, ins[0], outs[0])
         kernel = self.elementwise(self.name(stem), kind, shape, params, ins, outs,
                                   lambda kb, vals, index_of: run_body(kb, body, vals, index_of,
                                                                       _Indexed(kb, caps)),
@@ -1068,9 +1086,66 @@ class _Lowering:
         ins = [_access(params, src, ident, shape, written)]
         outs = [_access(params, dst, ident, shape, written)]
         outs[0].nc = False
+        if _transposing(ins[0], outs[0], shape):
+            return self.transpose(shape, params, ins[0], outs[0])
         kernel = self.elementwise(self.name("copy"), "copy", shape, params, ins, outs,
                                   lambda kb, vals, index_of: vals, set(), vector_ok=True, values=[src, dst])
         return self.launch(kernel, self._grid, params.values)
+
+    def transpose(self, shape, params, src: _Access, dst: _Access):
+        """A copy whose source runs along the destination's second-to-last dim
+        (a transposed view): 32x32 tiles through shared memory (rows padded to
+        33: no bank conflicts), read along the source's unit stride and written
+        along the destination's, so both sides coalesce. Block (32, 8); tiles
+        (batch, tile row, tile column) grid-strided, one per block in turn; the
+        bounds checks inside the branches, the barriers outside."""
+        rank = len(shape)
+        rows, cols = shape[-2], shape[-1]
+        batch = shape[:-2]
+        tr, tc = -(-rows // TILE_T), -(-cols // TILE_T)
+        ntiles = _prod(batch) * tr * tc
+        it = _index_type([src, dst], shape, _prod(shape) + ntiles * TILE_T * TILE_T)
+        kb = _KB(self.name("transpose"), params.types(), "copy", it, (TILE_T, TILE_T // 4, 1))
+        tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
+        tile = kb.shared(src.elt, TILE_T * (TILE_T + 1))
+        dims = tuple(range(rank - 2))
+
+        def one(t):
+            c_t = kb.remu(t, kb.i(tc))
+            rest = kb.divu(t, kb.i(tc))
+            r_t = kb.remu(rest, kb.i(tr))
+            b = kb.divu(rest, kb.i(tr))
+            bdig = digits(kb, b, batch, dims, set(dims)) if batch else {}
+            r0, c0 = kb.mul(r_t, kb.i(TILE_T)), kb.mul(c_t, kb.i(TILE_T))
+            for j in range(4):  # read: consecutive threads along the source's unit stride (rows)
+                yy = kb.add(ty, kb.i(8 * j)) if j else ty
+                r, c = kb.add(r0, tx), kb.add(c0, yy)
+                ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r, kb.i(rows)), kb.cmpi("slt", c, kb.i(cols))))
+
+                def load(r=r, c=c, yy=yy):
+                    dig = dict(bdig)
+                    dig[rank - 2], dig[rank - 1] = r, c
+                    v = kb.load(kb.args[src.param], _access_index(kb, src, dig), nc=src.nc)[0]
+                    kb.store([v], tile, kb.add(kb.mul(yy, kb.i(TILE_T + 1)), tx))
+                kb.if_(ok, load)
+            kb.emit(gpu.BarrierOp())
+            for j in range(4):  # write: consecutive threads along the destination's rows
+                yy = kb.add(ty, kb.i(8 * j)) if j else ty
+                r, c = kb.add(r0, yy), kb.add(c0, tx)
+                ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r, kb.i(rows)), kb.cmpi("slt", c, kb.i(cols))))
+
+                def store(r=r, c=c, yy=yy):
+                    dig = dict(bdig)
+                    dig[rank - 2], dig[rank - 1] = r, c
+                    v = kb.load(tile, kb.add(kb.mul(tx, kb.i(TILE_T + 1)), yy))[0]
+                    kb.store([v], kb.args[dst.param], _access_index(kb, dst, dig))
+                kb.if_(ok, store)
+            kb.emit(gpu.BarrierOp())
+
+        kb.for_(kb.bid(), kb.i(ntiles), kb.gdim(), one)
+        kernel = kb.finish()
+        self.kernels.append(kernel)
+        return self.launch(kernel, (max(1, min(ntiles, MAX_BLOCKS)), 1, 1), params.values, (TILE_T, TILE_T // 4, 1))
 
     def elementwise(self, name, kind, shape, params, ins, outs, body, index_dims, vector_ok, values,
                     extra=(), extra_shapes=()):
