@@ -21,7 +21,13 @@ Kernels (``tgpu.kind``):
   accumulators; 64-bit ones reduce through a shared-memory tree of 128
   threads). Few outputs over many elements take two passes: partial results
   per chunk into a ``loops.alloc`` buffer, then a second kernel over them;
-- ``matmul``: the library kernel of ``tfc/passes/gpu_library.py``.
+- ``copy`` of a transposed view: 32x32 tiles through shared memory, both
+  sides coalesced;
+- row kernels: consecutive kernels over the same rows (softmax's max, exp,
+  sum, divide) in one launch, one block per row, a barrier between stages,
+  where what one writes the next reads at its own row only;
+- many outputs of few elements: one warp per output;
+- ``matmul``: the library kernels of ``tfc/passes/gpu_library.py``.
 
 Index arithmetic is ``i32`` where every buffer a kernel touches spans fewer
 than 2^31 elements (``tgpu.index``), else ``i64``; index values of a body
