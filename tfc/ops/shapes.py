@@ -170,16 +170,28 @@ def _fill_around(b, out, shape, lo, sizes):
 
 
 def _lower_concat(b, outs, *xs, axis):
-    """Each piece copied into its window of the result."""
+    """Each piece copied into its window of the result, but those that their
+    kernel wrote there already (``lower.windows``: tfc-bufferize gives such a
+    kernel's result that window of the result's buffer)."""
     (out,) = outs
     shape = b.shape(out)
-    a = axis % len(shape)
-    at = 0
-    for x in xs:
-        xs_ = b.shape(x)
-        offsets = [at if i == a else 0 for i in range(len(shape))]
-        b.copy(x, b.subview(out, offsets, xs_, [1] * len(shape)))
-        at += xs_[a]
+    for x, offsets in zip(xs, _concat_windows([b.shape(x) for x in xs], axis)):
+        if b.is_buffer(x) and b.is_window(x, out, offsets):
+            continue
+        b.copy(x, b.subview(out, offsets, b.shape(x), [1] * len(shape)))
+
+
+def _concat_windows(shapes, axis):
+    """Per piece of ``shapes``: the offsets of its window of the result."""
+    a = axis % len(shapes[0])
+    out, at = [], 0
+    for s in shapes:
+        out.append([at if i == a else 0 for i in range(len(s))])
+        at += s[a]
+    return out
+
+
+_lower_concat.windows = lambda specs, axis: _concat_windows([s.shape for s in specs], axis)
 
 
 def _lower_stack(b, outs, *xs, axis):

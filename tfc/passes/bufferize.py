@@ -25,6 +25,11 @@ buffer is used after this op, no other input of the kernel may reference it
 assigned a value referencing it (the variable holds it: its later reads are not
 values of this function).
 
+Windows: an elementwise kernel's one result whose one use is a piece of a
+concat (a lowered op whose declaration lists windows, ``lower.windows``) is
+written straight into its window of the concat's buffer: no buffer of its
+own, and the concat copies nothing for it (``Bufferization.window``).
+
 Loop state: a ``tfc.while`` variable of static, non-0-d shape lives in arena
 buffers live over the whole loop: one, written in place by an elementwise
 update that reads it at the same index last, else two, its value's and a
@@ -297,6 +302,7 @@ class Bufferization:
         self.spare: dict = {}    # body value -> Slot whose spare buffer its kernel writes
         self.extent: dict = {}   # Buffer -> program points it is live over at least (a loop's)
         self.temps: dict = {}    # lowered op -> its temporaries' Buffers (``lower.temps``)
+        self.window: dict = {}   # kernel result -> (the op's result whose buffer it is written in, offsets)
         pts = self.points
         last_use = {}
 
@@ -336,6 +342,15 @@ class Bufferization:
                             set_refs(r, slot.bufs)
                             continue
                         donor = self._variable_donor(op, lu) if len(op.outs) == 1 else None
+                        win = self._window_of(op, r) if donor is None else None
+                        if win is not None:  # written straight into its window of a concat's buffer
+                            whole, offsets = win
+                            buf = self.own.get(whole)
+                            if buf is None:
+                                buf = self.own[whole] = self._new(whole)
+                            self.window[r] = (whole, offsets)
+                            set_refs(r, [buf])
+                            continue
                         buf = None if donor is not None else self._inplace_candidate(op, k, holders, lu)
                         if donor is not None:
                             buf = self._new(r)
@@ -353,7 +368,8 @@ class Bufferization:
                             self.own[r] = slot.target
                             set_refs(r, slot.bufs)
                             continue
-                        buf = self._new(r)
+                        # (made already where a kernel wrote an operand into its window)
+                        buf = self.own.get(r) or self._new(r)
                         self.own[r] = buf
                         set_refs(r, [buf])
                     for t in temp_types(op):  # live at the op only: planned like any buffer
@@ -513,6 +529,30 @@ class Bufferization:
             if not (isinstance(user, FusedOp) or (isinstance(user, RegistryOp) and writes_buffer(user))):
                 return False
         return True
+
+    def _window_of(self, op, r):
+        """(the result, window offsets) where elementwise kernel ``op``'s one
+        result ``r`` may be written straight into a window of another op's
+        buffer: ``r``'s one use is an operand of a lowered op of the same block
+        whose declaration lists windows (``lower.windows(in_specs, **attrs)``:
+        concat's pieces), the operand appears once, and that op's result is no
+        loop's next value. The op then copies nothing for it (the lowering sees
+        the operand is its window already); else None."""
+        uses = list(r.uses)
+        if len(op.outs) != 1 or op.reduce_kinds[0] is not None or len(uses) != 1:
+            return None
+        (use,) = uses
+        user = use.operation
+        if not isinstance(user, RegistryOp) or user.parent_block() is not op.parent_block() or \
+                [v is r for v in user.operands].count(True) != 1:
+            return None
+        windows = getattr(user.OPDEF.lower, "windows", None)
+        if windows is None or lowers(user) != "write" or len(user.results) != 1 or \
+                self.spare.get(user.results[0]) is not None:
+            return None
+        offsets = windows([spec_of(v.type) for v in user.operands],
+                          **decode_attrs(user.OPDEF, dict(user.properties)))[use.index]
+        return None if offsets is None else (user.results[0], tuple(offsets))
 
     def _variable_donor(self, op, lu):
         """The index of the variable argument whose storage an elementwise kernel

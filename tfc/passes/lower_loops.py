@@ -82,7 +82,8 @@ class L3Builder:
 
     - ``result_shapes``: the op's result shapes; ``shape(v)``: the static
       shape of an L3 value (``()`` for a scalar); ``is_buffer(v)``,
-      ``is_contiguous(v)``;
+      ``is_contiguous(v)``, ``is_window(v, buf, offsets)`` (an operand that
+      its kernel wrote into the result's window already: ``lower.windows``);
     - ``subview(buf, offsets, sizes, strides, keep=None)``: ``loops.subview``
       (``keep``: the dims of ``sizes`` the view keeps, for a rank-reducing one;
       only unit dims may be left out);
@@ -141,6 +142,15 @@ class L3Builder:
             op = L.SubviewOp(buf, offsets, sizes, strides, L.strided_type(
                 buf.type.element_type, [sizes[i] for i in keep], [st[i] for i in keep], off))
         return self._emit(op).result
+
+    @staticmethod
+    def is_window(v, buf, offsets) -> bool:
+        """Is ``v`` the unit-stride window of ``buf`` at ``offsets`` (of ``v``'s
+        shape): a kernel wrote it there already (tfc-bufferize's windows)?"""
+        op = v.owner
+        return isinstance(op, L.SubviewOp) and op.source is buf and \
+            [int(x) for x in op.offsets] == [int(x) for x in offsets] and all(int(x) == 1 for x in op.strides) and \
+            [int(x) for x in op.sizes] == list(L.shape_of(v.type))
 
     def transpose_view(self, buf, perm):
         return self._emit(L.TransposeViewOp(buf, perm)).result
@@ -296,6 +306,12 @@ class _Lowering:
         v = self.bufval_at.get(value)
         if v is not None:  # a loop's next value: the spare buffer of this iteration
             return v
+        win = self.bz.window.get(value)
+        if win is not None:  # its window of a later op's buffer (a concat's piece)
+            whole, offsets = win
+            shape = spec_of(value.type).shape
+            return L3Builder(self, block, src).subview(self.buffer_for(whole, block, src), offsets, shape,
+                                                       [1] * len(shape))
         b = self.bz.own[value]
         v = self.bufval.get(b.id)
         if v is None:  # fresh: allocated where first computed

@@ -674,6 +674,8 @@ class Emitter:
             if isinstance(op, (L.ParallelOp, L.LibraryOp)):
                 added = op.added_into() if isinstance(op, L.ParallelOp) else []
                 for o in list(op.outs) + added:  # the buffer a view written here belongs to: seen after each write
+                    if _root(o) is not o:
+                        self.hook(o, out, ind)  # (a window that holds an L2 value: seen once written)
                     self.hook(_root(o), out, ind)
 
     def _site(self, op, lines, start):
