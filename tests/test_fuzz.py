@@ -1,7 +1,8 @@
 """The differential fuzz (tests/fuzz), a small fixed-seed batch: random programs run
 eagerly and as tfc.function (static, None and no signature), tfc.compile and
-save/load, compared bit for bit (gradients and their None-ness too). Longer
-campaigns run by hand: see docs/testing.md.
+save/load, compared bit for bit (gradients and their None-ness too); and a smaller
+batch compiled with target="cuda" on the PTX simulator, compared within the CUDA
+backend's numerics contract. Longer campaigns run by hand: see docs/testing.md.
 
 One test per finding class, so a class that is still broken is marked alone.
 """
@@ -17,6 +18,8 @@ from tests.fuzz.programs import Program, generate
 SEED, GRAD_SEED = 17, 26
 N_FORWARD = 30
 N_GRAD = 60
+CUDA_SEED, CUDA_GRAD_SEED = 17, 26
+N_CUDA = 12
 
 # every class a finding can have, except two documented exceptions (docs/user-guide.md),
 # which are reported only: "last-bit" (gradients summed in another order) and
@@ -33,6 +36,22 @@ def forward():
 @pytest.fixture(scope="module")
 def gradients():
     return run.campaign(N_GRAD, GRAD_SEED, grad=True, max_min=1)
+
+
+@pytest.fixture(scope="module")
+def cuda(monkeypatch_module):
+    monkeypatch_module.setenv("TFC_CUDA_DRIVER", "simulator")
+    skipped = []
+    fwd = run.campaign(N_CUDA, CUDA_SEED, grad=False, variants=run.CUDA_VARIANTS, max_min=1, skipped=skipped)
+    grad = run.campaign(N_CUDA, CUDA_GRAD_SEED, grad=True, variants=run.CUDA_VARIANTS, max_min=1, skipped=skipped)
+    return fwd[0] + grad[0], fwd[1] + grad[1], fwd[2] + grad[2], skipped
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
 
 
 def _report(records, cls):
@@ -71,9 +90,39 @@ def test_gradient_programs_agree(gradients, cls):
     assert not report, report
 
 
+@pytest.mark.parametrize("cls", _classes("cuda"))
+def test_cuda_programs_agree(cuda, cls):
+    """target="cuda" on the simulator, within backend("cuda").numerics; the runs the
+    CUDA backend raises NotImplementedError for are skipped (counted, not compared),
+    and at least a third of the runs are compared."""
+    n, eager_errors, records, skipped = cuda
+    runs = n * len(run.CUDA_VARIANTS)
+    assert n == 2 * N_CUDA and eager_errors < n // 5 and len(skipped) <= 2 * runs // 3, skipped
+    report = _report(records, cls)
+    assert not report, report
+
+
 def test_every_finding_class_is_tested(forward, gradients):
     found = {r["class"] for r in forward[2] + gradients[2]}
     assert found <= set(CLASSES) | {"last-bit", "none-vs-zeros-cf"}
+
+
+def test_cuda_mode_skips_only_not_implemented():
+    """The cuda variants compile for target "cuda" and compare within its contract
+    (looser than the numpy backend's bit-identity); a NotImplementedError is
+    counted and skipped, any other error compared as usual."""
+    p = _prog()
+    want = [np.array([1.0, 2.0], np.float32)]
+    close = [np.nextafter(want[0], np.float32(3))]
+    far = [np.array([1.001, 2.0], np.float32)]
+    assert run.compare(p, want, close, "cpu")[0] == "wrong-value"
+    assert run.compare(p, want, close, "cuda") is None
+    assert run.compare(p, want, far, "cuda")[0] == "wrong-value"
+    p.blocks = [["v0 = tfc.floor(x0)"]]
+    assert run.compare(p, want, far, "cuda")[0] == "cuda-discontinuous"
+    assert run.target_of("cuda-none") == "cuda" and run.target_of("static") == "cpu"
+    assert run._skip_reason("/tmp/x/prog_1_2_3_4.py:7: no GPU kernel for @k0_sum (12 elements)") == \
+        "no GPU kernel for # (# elements)"
 
 
 def test_generator_covers_every_construct():
@@ -87,8 +136,18 @@ def test_generator_covers_every_construct():
                       "while i", "else:", "persistent=True", "t2.gradient(", 'unconnected_gradients="zero"',
                       "tfc.matmul(", "tfc.concat(", "tfc.tile(", "tfc.squeeze(", "tfc.expand_dims(",
                       "tfc.broadcast_to(", "tfc.gather(", "tfc.reshape(", "tfc.transpose(",
-                      "tfc.nn.softmax(", "tfc.where(", "keepdims=True"]:
+                      "tfc.nn.softmax(", "tfc.where(", "keepdims=True",
+                      # issue 16's ops: arg-reductions, scatter-adds, gathers with tensor indices
+                      "tfc.argmax(", "tfc.argmin(", "output_type=tfc.int32", "unsorted_segment_sum(",
+                      "tfc.gather(x", "tfc.pad(", "tfc.one_hot(", "tfc.stack(", "tfc.split(",
+                      "tfc.int32", "tfc.int64", "::-2]"]:
         assert construct in text, construct
+    # rarer forms, in the generator's output beyond the batches (the long campaigns run them)
+    more = "\n".join(generate(GRAD_SEED + k, i, grad=bool(k)).source() for k in (0, 1) for i in range(200))
+    for construct in ["[None", "None, ::-1]", "::-1]", "[()]", "[...]", "tfc.constant(0)]", ") - 1]",
+                      "tfc.argmax(x", "unsorted_segment_sum(x", ", tfc.cast(tfc.argmax(", "on_value=",
+                      "tfc.floordiv(", "tfc.mod(", " // 3)", " % 3)", "tfc.split(x", ", -1], axis="]:
+        assert construct in more, construct
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing
     # stop_gradient and custom gradients inside a branch or a loop body (indented)
     assert re.search(r"\n {12,}\S.*tfc\.stop_gradient\(", text)

@@ -193,7 +193,7 @@ class _Gen:
     def expr(self, depth=0):
         """Any expression over the visible variables."""
         n, s = self.var()
-        kinds = ["unary", "binary", "binary", "reduce", "shape", "shape", "shape", "special"]
+        kinds = ["unary", "binary", "binary", "reduce", "shape", "shape", "shape", "special", "extra", "extra"]
         if depth >= 2:
             return n, s
         k = self.pick(kinds)
@@ -206,6 +206,8 @@ class _Gen:
             return self.reduce(sub, s)
         if k == "shape":
             return self.shape_op(sub, s)
+        if k == "extra":
+            return self.extra(sub, s)
         return self.special(sub, s)
 
     def unary(self, x) -> str:
@@ -325,6 +327,120 @@ class _Gen:
                 return f"tfc.matmul({x}, tfc.transpose({x}))", (s[0], s[0])
             return f"({x} @ tfc.transpose({x}))", (s[0], s[0])
         return x, s
+
+    def _int(self, x, dt="int32") -> str:
+        """``x`` as integers in [-16, 16] (NaN as 0: a NaN's cast is undefined)."""
+        return f"tfc.cast(tfc.clip_by_value(tfc.where({x} == {x}, {x}, 0.0), -8.0, 8.0) * 2.0, tfc.{dt})"
+
+    def extra(self, x, s):
+        """The ops issue 16 compiles through kernels and loops: arg-reductions,
+        scatter-adds (unsorted_segment_sum, gather's gradient), gathers with tensor,
+        computed and nested indices, pad, one_hot, stack, split, integer arithmetic,
+        and indexing with None, negative steps, tensor (0-d) indices."""
+        s = tuple(s)
+        r = len(s)
+        dt = f"tfc.{self.dtype}"
+        options = ["int", "pad", "index"]
+        if r >= 1:
+            options += ["argmax", "segment", "gather_t", "one_hot", "split", "index", "index"]
+        if r < 3:
+            options += ["stack"]
+        k = self.pick(options)
+        if k == "argmax":
+            a = int(self.rng.integers(-r, r))
+            op = self.pick(["argmax", "argmin"])
+            ot = self.pick(["", ", output_type=tfc.int32"])
+            shape = s[:a % r] + s[a % r + 1:]
+            return f"tfc.cast(tfc.{op}({x}, axis={a}{ot}), {dt})", shape
+        if k == "int":
+            it = self.pick(["int32", "int64"])
+            i = self._int(x, it)
+            form = self.pick([f"({i} // 3)", f"({i} % 3)", f"({i} * {i} - {i})", f"tfc.maximum({i}, 1)",
+                              f"tfc.floordiv({i}, -2)", f"tfc.mod({i}, 5)", f"tfc.abs({i})"])
+            if self.chance(0.3) and r:
+                a = int(self.rng.integers(r))
+                red = self.pick(["reduce_sum", "reduce_max", "reduce_min"])
+                return f"tfc.cast(tfc.{red}({form}, axis={a}), {dt})", s[:a] + s[a + 1:]
+            return f"tfc.cast({form}, {dt})", s
+        if k == "segment":
+            n = int(self.rng.integers(1, 5))
+            ids = [int(i) for i in self.rng.integers(-1, n, size=s[0])]
+            idx = f"tfc.constant({ids})" if self.chance(0.5) else str(ids)
+            if self.chance(0.3):  # ids computed at run time
+                idx = f"tfc.cast(tfc.argmax({x}, axis=-1), tfc.int32) % {n}" if r >= 2 else idx
+            return f"tfc.ops.scatter.unsorted_segment_sum({x}, {idx}, {n})", (n,) + s[1:]
+        if k == "gather_t":
+            a = int(self.rng.integers(r))
+            other = self.var(lambda t: len(t) >= 1 and t[0] <= s[a] and len(t) <= 2)
+            if other is not None and self.chance(0.5):  # indices computed: an argmax
+                y, t = other
+                idx, ishape = f"tfc.argmax({y}, axis=0)", t[1:]
+            else:
+                ishape = self.pick([(2,), (1,), (2, 2), ()])
+                vals = self.rng.integers(0, s[a], size=ishape)
+                idx, ishape = f"tfc.constant({vals.tolist()})", tuple(ishape)
+            shape = s[:a] + ishape + s[a + 1:]
+            if _size(shape) > MAX_SIZE or len(shape) > 3:
+                return x, s
+            return f"tfc.gather({x}, {idx}, axis={a})", shape
+        if k == "one_hot":
+            a = int(self.rng.integers(r))
+            depth = int(self.rng.integers(1, 5))
+            rest = s[:a] + s[a + 1:]
+            if len(rest) >= 3 or _size(rest) * depth > MAX_SIZE:
+                return x, s
+            on = self.pick(["", f", on_value={self.const()}, off_value=-1.0"])
+            return f"tfc.one_hot(tfc.argmin({x}, axis={a}), {depth}{on}, dtype={dt})", rest + (depth,)
+        if k == "split":
+            a = int(self.rng.integers(r))
+            if s[a] % 2 == 0 and self.chance(0.5):
+                j = self.pick([0, 1])
+                return f"tfc.split({x}, 2, axis={a})[{j}]", s[:a] + (s[a] // 2,) + s[a + 1:]
+            if s[a] < 2:
+                return x, s
+            c = int(self.rng.integers(1, s[a]))
+            sizes = [c, self.pick([s[a] - c, -1])]
+            j = self.pick([0, 1])
+            n = c if j == 0 else s[a] - c
+            return f"tfc.split({x}, {sizes}, axis={a})[{j}]", s[:a] + (n,) + s[a + 1:]
+        if k == "stack":
+            a = int(self.rng.integers(-(r + 1), r + 1))
+            other = self.var(lambda t: tuple(t) == s)
+            y = other[0] if other and self.chance(0.6) else self.unary(x)
+            shape = list(s)
+            shape.insert(a % (r + 1), 2)
+            if _size(shape) > MAX_SIZE:
+                return x, s
+            return f"tfc.stack([{x}, {y}], axis={a})", tuple(shape)
+        if k == "pad":
+            pads = [[self.pick([0, 0, 1, 2]), self.pick([0, 1])] for _ in s]
+            shape = tuple(d + lo + hi for d, (lo, hi) in zip(s, pads))
+            if _size(shape) > MAX_SIZE:
+                return x, s
+            cv = self.pick(["", f", constant_values={self.const()}"])
+            return f"tfc.pad({x}, {pads}{cv})", shape
+        # indexing: None (a new axis), negative steps, negative and tensor (0-d) indices
+        if r == 0:
+            return self.pick([(f"{x}[None]", (1,)), (f"{x}[()]", ()), (f"{x}[...]", ())])
+        a = int(self.rng.integers(r))
+        d = s[a]
+        opts = [("None", None), ("::-1", d), ("::-2", (d + 1) // 2), ("-1", "drop"),
+                ("tfc.constant(0)", "drop"), (f"{d - 1}::-1", d), ("None, ::-1", d)]
+        if d > 1:
+            opts += [("-2:", 2), ("1::-1", 2), (f"tfc.constant({d - 1}) - 1", "drop")]
+        sl, n = self.pick(opts)
+        key = ", ".join([":"] * a + [sl])
+        if n is None:
+            shape = s[:a] + (1,) + s[a:]
+        elif n == "drop":
+            shape = s[:a] + s[a + 1:]
+        elif sl.startswith("None"):
+            shape = s[:a] + (1, n) + s[a + 1:]
+        else:
+            shape = s[:a] + (n,) + s[a + 1:]
+        if len(shape) > 3:
+            return x, s
+        return f"{x}[{key}]", shape
 
     def special(self, x, s):
         """Shape-preserving: stop_gradient, custom gradients, where, clip."""

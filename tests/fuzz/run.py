@@ -13,6 +13,16 @@ is None exactly where eager's is. When eager raises, every variant must raise; w
 a variant raises and eager does not, that is a finding unless the error names a
 documented limit (``DOCUMENTED_LIMITS``).
 Each finding is minimized (statements dropped while it persists) and printed.
+
+``--target cuda`` runs the same programs compiled with ``target="cuda"`` (static
+and None signatures: ``cuda-static``, ``cuda-none``) on the PTX simulator
+(``TFC_CUDA_DRIVER=simulator`` unless set) against eager, within the CUDA
+backend's numerics contract (``tfc.backends.backend("cuda").numerics``). A
+program the CUDA backend raises NotImplementedError for is counted (by message)
+and skipped, not compared. A difference beyond the contract in a program with a
+discontinuous op (floor, round, sign, a comparison, a branch, an arg-reduction, a
+cast to integers), which can turn a rounding difference into any other value, is
+its own class, ``cuda-discontinuous``, reported only.
 """
 from __future__ import annotations
 
@@ -35,6 +45,7 @@ import numpy as np
 from tests.fuzz.programs import Program, generate
 
 VARIANTS = ("static", "none", "nosig", "compile", "saveload")
+CUDA_VARIANTS = ("cuda-static", "cuda-none")
 
 # Errors that name a limit the docs state (docs/user-guide.md): a variant failing
 # with one of these (a NotImplementedError, or the verifier's ValueError for the
@@ -113,6 +124,9 @@ def run_variant(tfc, prog_fn, p: Program, variant: str, workdir: str):
         return _flatten(tfc.function(prog_fn)(*args))
     if variant == "compile":
         return _flatten(tfc.compile(tfc.function(prog_fn), *_specs(tfc, p, False))(*args))
+    if variant in ("cuda-static", "cuda-none"):
+        specs = _specs(tfc, p, variant == "cuda-none")
+        return _flatten(tfc.function(prog_fn, input_signature=specs, target="cuda")(*args))
     if variant == "saveload":  # exported with None dimensions for every other program
         c = tfc.compile(tfc.function(prog_fn), *_specs(tfc, p, p.index % 2 == 1))
         path = tfc.save(c, os.path.join(workdir, f"artifact_{os.getpid()}_{next(_counter)}"))
@@ -150,19 +164,31 @@ def _rounding(w, g, second_order=False) -> bool:
     return bool(np.all(np.abs(w[fin] - g[fin]) <= 16 * np.finfo(w.dtype).eps * max(scale, 1e-30)))
 
 
-TARGET = "cpu"  # the backend whose numerics contract the comparison applies
+TARGET = "cpu"  # the backend whose numerics contract the comparison applies by default
+
+# ops whose result jumps: a difference within the contract before them can become any
+# difference after them (the cuda mode's "cuda-discontinuous" class)
+_DISCONTINUOUS = re.compile(r"\b(floor|ceil|round|sign|argmax|argmin|one_hot|where|cond|cast|floordiv|mod)\(|"
+                            r"^\s*(if|while) | [<>] | // | % ", re.M)
 
 
-def numerics():
-    """The numerics contract of ``TARGET``'s backend (tfc.backends): the one place
-    that says how far a compiled result may be from eager's."""
+def target_of(variant: str) -> str:
+    """The target a variant compiles for."""
+    return "cuda" if variant.startswith("cuda") else "cpu"
+
+
+def numerics(target: str | None = None):
+    """The numerics contract of ``target``'s backend (default ``TARGET``;
+    tfc.backends): the one place that says how far a compiled result may be from
+    eager's."""
     from tfc.backends import backend
 
-    return backend(TARGET).numerics
+    return backend(target or TARGET).numerics
 
 
-def compare(p: Program, want, got) -> tuple | None:
-    """(class, detail) for the first difference of ``got`` from eager's ``want``."""
+def compare(p: Program, want, got, target: str | None = None) -> tuple | None:
+    """(class, detail) for the first difference of ``got`` from eager's ``want``
+    under ``target``'s numerics contract."""
     limit = isinstance(got, (NotImplementedError, ValueError)) and any(re.search(r, str(got)) for r in DOCUMENTED_LIMITS)
     if limit:
         return None
@@ -206,8 +232,10 @@ def compare(p: Program, want, got) -> tuple | None:
         if w.dtype != g.dtype or w.shape != g.shape:
             return ("wrong-grad" if what == "gradient" else "wrong-value"), \
                 f"{where}: eager {w.dtype}{list(w.shape)}, variant {g.dtype}{list(g.shape)}"
-        if numerics().difference(w, g) is not None:  # the backend's contract (numpy: bit-identical)
-            if w.dtype.kind == "f" and np.any(np.isnan(g) & ~np.isnan(w)):
+        if numerics(target).difference(w, g) is not None:  # the backend's contract (numpy: bit-identical)
+            if (target or TARGET) == "cuda" and _DISCONTINUOUS.search("\n".join(x for b in p.blocks for x in b)):
+                cls = "cuda-discontinuous"
+            elif w.dtype.kind == "f" and np.any(np.isnan(g) & ~np.isnan(w)):
                 cls = "nan-vs-value"
             elif what == "gradient" and _rounding(w, g, bool(p.grad and p.grad["second_order"])):
                 cls = "last-bit"
@@ -217,8 +245,10 @@ def compare(p: Program, want, got) -> tuple | None:
     return None
 
 
-def check(tfc, p: Program, variants, workdir: str):
-    """([(variant, class, detail)], whether eager raised) for program ``p``."""
+def check(tfc, p: Program, variants, workdir: str, skipped: list | None = None):
+    """([(variant, class, detail)], whether eager raised) for program ``p``. A
+    cuda variant's NotImplementedError is not compared: (variant, message) goes
+    to ``skipped``."""
     try:
         mod = _import(p.source(), workdir, p.name)
     except Exception as e:  # a generator bug, not a tfc finding
@@ -234,7 +264,13 @@ def check(tfc, p: Program, variants, workdir: str):
     want = attempt("eager")
     found = []
     for v in variants:
-        d = compare(p, want, attempt(v))
+        got = attempt(v)
+        if target_of(v) == "cuda" and isinstance(got, NotImplementedError) and not any(
+                re.search(r, str(got)) for r in DOCUMENTED_LIMITS):
+            if skipped is not None:
+                skipped.append((v, str(got).splitlines()[0] if str(got) else ""))
+            continue
+        d = compare(p, want, got, target_of(v))
         if d is not None:
             found.append((v, *d))
     return found, isinstance(want, BaseException)
@@ -282,10 +318,11 @@ def _worker(job):
     minimized = collections.Counter()
     records = []
     eager_errors = 0
+    skipped = []
     try:
         for i in indices:
             p = generate(seed, i, grad)
-            found, eager_failed = check(tfc, p, variants, workdir)
+            found, eager_failed = check(tfc, p, variants, workdir, skipped)
             eager_errors += eager_failed
             for v, cls, detail in found:
                 rec = {"seed": seed, "index": i, "grad": grad, "variant": v, "class": cls,
@@ -298,11 +335,16 @@ def _worker(job):
                 records.append(rec)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    return len(indices), eager_errors, records
+    return len(indices), eager_errors, records, skipped
 
 
-def campaign(programs: int, seed: int, grad: bool, jobs: int = 1, variants=VARIANTS, max_min: int = 3):
-    """Run ``programs`` programs; returns (number run, how many raised eagerly, finding records)."""
+def campaign(programs: int, seed: int, grad: bool, jobs: int = 1, variants=VARIANTS, max_min: int = 3,
+             skipped: list | None = None):
+    """Run ``programs`` programs; returns (number run, how many raised eagerly, finding
+    records). ``skipped`` gets (variant, message) for each cuda variant run not
+    compared (the CUDA backend's NotImplementedError)."""
+    if any(target_of(v) == "cuda" for v in variants):
+        os.environ.setdefault("TFC_CUDA_DRIVER", "simulator")  # spawned workers inherit it
     chunks = [list(range(k, programs, jobs)) for k in range(jobs)]
     work = [(seed, c, grad, tuple(variants), max_min) for c in chunks if c]
     if jobs == 1:
@@ -312,16 +354,30 @@ def campaign(programs: int, seed: int, grad: bool, jobs: int = 1, variants=VARIA
 
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             results = pool.map(_worker, work)
-    return (sum(n for n, _, _ in results), sum(e for _, e, _ in results),
-            [r for _, _, rs in results for r in rs])
+    if skipped is not None:
+        skipped += [s for *_, ss in results for s in ss]
+    return (sum(r[0] for r in results), sum(r[1] for r in results), [x for r in results for x in r[2]])
 
 
-def summary(n: int, eager_errors: int, records, variants, grad: bool) -> str:
-    """The table of programs, variants and findings by class and variant, and one
-    (the shortest) reproducer per class."""
+def _skip_reason(message: str) -> str:
+    """A NotImplementedError's message without what varies per program (file, line,
+    kernel names, shapes), so that skips count by reason."""
+    m = re.sub(r"[^\s(]*\.py:\d+:?\s*", "", message)
+    m = re.sub(r"@\w+|%\w+|\b\d+\b", "#", m)
+    return m[:160]
+
+
+def summary(n: int, eager_errors: int, records, variants, grad: bool, skipped=()) -> str:
+    """The table of programs, variants and findings by class and variant, one (the
+    shortest) reproducer per class, and the cuda variants' skips by reason."""
     lines = [f"programs run: {n} ({'with' if grad else 'without'} gradients); variants: "
              f"{', '.join(variants)} ({n * len(variants)} program-variant runs); "
              f"{eager_errors} programs raised eagerly (every variant must raise too)"]
+    if any(target_of(v) == "cuda" for v in variants):
+        lines.append(f"cuda: {len(skipped)} program-variant runs skipped (NotImplementedError), "
+                     f"{n * sum(target_of(v) == 'cuda' for v in variants) - len(skipped)} compared")
+        for reason, k in collections.Counter(_skip_reason(m) for _, m in skipped).most_common():
+            lines.append(f"  {k:5d}  {reason}")
     by = collections.Counter((r["class"], r["variant"]) for r in records)
     classes = sorted({c for c, _ in by})
     programs_with = len({(r["seed"], r["index"], r["grad"]) for r in records})
@@ -345,20 +401,25 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--grad", action="store_true", help="programs compute gradients")
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--target", choices=("cpu", "cuda"), default="cpu",
+                    help="cuda: the cuda variants on the PTX simulator (default variants: "
+                         + ", ".join(CUDA_VARIANTS) + ")")
+    ap.add_argument("--variants", default=None)
     ap.add_argument("--minimize", type=int, default=3, help="findings minimized per class and job")
     ap.add_argument("--out", help="append one JSON line per finding to this file")
     a = ap.parse_args(argv)
-    variants = tuple(v for v in a.variants.split(",") if v)
-    bad = set(variants) - set(VARIANTS)
+    default = CUDA_VARIANTS if a.target == "cuda" else VARIANTS
+    variants = tuple(v for v in (a.variants or ",".join(default)).split(",") if v)
+    bad = set(variants) - set(VARIANTS + CUDA_VARIANTS)
     if bad:
-        ap.error(f"unknown variants {sorted(bad)}; known: {', '.join(VARIANTS)}")
+        ap.error(f"unknown variants {sorted(bad)}; known: {', '.join(VARIANTS + CUDA_VARIANTS)}")
     os.environ.setdefault("TFC_VERIFY_IR", "1")  # verify the IR after every pass, as the tests do
     cache = None if "TFC_CACHE_DIR" in os.environ else tempfile.mkdtemp(prefix="tfc-fuzz-cache-")
     if cache:  # a fresh compile cache, removed after
         os.environ["TFC_CACHE_DIR"] = cache
     try:
-        n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize)
+        skipped = []
+        n, eager_errors, records = campaign(a.programs, a.seed, a.grad, a.jobs, variants, a.minimize, skipped)
     finally:
         if cache:
             shutil.rmtree(cache, ignore_errors=True)
@@ -366,7 +427,7 @@ def main(argv=None) -> int:
         with open(a.out, "a") as f:
             for r in records:
                 f.write(json.dumps(r) + "\n")
-    print(summary(n, eager_errors, records, variants, a.grad))
+    print(summary(n, eager_errors, records, variants, a.grad, skipped))
     return 1 if records else 0
 
 
