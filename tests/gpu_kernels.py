@@ -291,6 +291,39 @@ def _floats(t, special=True):
     return gen
 
 
+# every pair of these: (-0.0, +0.0) and (+0.0, -0.0) give different bits in numpy's maximum/minimum
+_PAIR_SPECIALS = (0.0, -0.0, np.nan, 1.0, -1.0, np.inf, -np.inf)
+
+
+def _pair_floats(t, which):
+    """Operand ``which`` (0 or 1) of a binary float op: the first 49 elements
+    are every pair of ``_PAIR_SPECIALS``, the rest as ``_floats``."""
+    def gen(rng, n):
+        x = _floats(t)(rng, n)
+        a, b = np.meshgrid(_PAIR_SPECIALS, _PAIR_SPECIALS)
+        pairs = (a if which == 0 else b).ravel().astype(_NP[t])
+        k = min(n, pairs.size)
+        x[:k] = pairs[:k]
+        return x
+    return gen
+
+
+def _cast_floats(t, bits):
+    """Float inputs of a cast to a ``bits``-wide integer: NaN, infinities,
+    values at, just below and beyond the integer range, then normal ones."""
+    def gen(rng, n):
+        x = (rng.standard_normal(n) * rng.choice([1, 1e3, 1e6, 2.0 ** (bits - 2)], n)).astype(_NP[t])
+        lim = 2.0 ** (bits - 1)
+        below = float(np.nextafter(_NP[t](lim), _NP[t](0)))
+        special = np.array([np.nan, -np.nan, np.inf, -np.inf, lim, -lim, below, -below, 2 * lim, -2 * lim,
+                            3e9, -3e9, 1e19, -1e19, 1e30, -1e30, 2.0 ** 63, 2.0 ** 64, 0.0, -0.0, 2.5, -2.5,
+                            -0.7, 0.7], _NP[t])
+        k = min(n, special.size)
+        x[:k] = special[:k]
+        return x
+    return gen
+
+
 def _ints(t, lo=-1000, hi=1000, nonzero=False):
     def gen(rng, n):
         x = rng.integers(lo, hi, n).astype(_NP[t])
@@ -338,9 +371,12 @@ def _op_table():
     for t in ("f32", "f64"):
         g = _floats(t)
         for op, fn in (("addf", np.add), ("subf", np.subtract), ("mulf", np.multiply), ("divf", np.divide),
-                       ("maximumf", np.maximum), ("minimumf", np.minimum), ("maxnumf", np.fmax),
-                       ("minnumf", np.fmin)):
+                       ("maxnumf", np.fmax), ("minnumf", np.fmin)):
             add(f"{op}_{t}", f"%r = arith.{op} %x0, %x1 : {t}", [t, t], t, [g, g], fn)
+        # numpy's maximum/minimum bit for bit: NaN propagates, equal operands (signed zeros) give the second
+        for op, fn in (("maximumf", np.maximum), ("minimumf", np.minimum)):
+            add(f"{op}_{t}", f"%r = arith.{op} %x0, %x1 : {t}", [t, t], t, [_pair_floats(t, 0), _pair_floats(t, 1)],
+                fn)
         add(f"negf_{t}", f"%r = arith.negf %x0 : {t}", [t], t, [g], np.negative)
         for op, fn in (("sqrt", np.sqrt), ("absf", np.abs), ("floor", np.floor), ("ceil", np.ceil),
                        ("trunc", np.trunc), ("roundeven", np.rint), ("round", _round_half_away)):
@@ -389,10 +425,11 @@ def _op_table():
             lambda a: a.astype(np.float64))
         add(f"uitofp_{t}_f32", f"%r = arith.uitofp %x0 : {t} to f32", [t], "f32", [big],
             lambda a: _u(a).astype(np.float32))
-        add(f"fptosi_f32_{t}", f"%r = arith.fptosi %x0 : f32 to {t}", ["f32"], t, [_floats("f32", False)],
-            lambda a: a.astype(_NP[t]))
-        add(f"fptosi_f64_{t}", f"%r = arith.fptosi %x0 : f64 to {t}", ["f64"], t, [_floats("f64", False)],
-            lambda a: a.astype(_NP[t]))
+        # numpy's float -> int on x86: NaN, infinities and overflow give the lowest integer
+        add(f"fptosi_f32_{t}", f"%r = arith.fptosi %x0 : f32 to {t}", ["f32"], t, [_cast_floats("f32", w)],
+            lambda a, t=t: a.astype(_NP[t]))
+        add(f"fptosi_f64_{t}", f"%r = arith.fptosi %x0 : f64 to {t}", ["f64"], t, [_cast_floats("f64", w)],
+            lambda a, t=t: a.astype(_NP[t]))
     for op, fn in (("andi", np.logical_and), ("ori", np.logical_or), ("xori", np.logical_xor),
                    ("addi", np.logical_xor)):
         add(f"{op}_i1", f"%r = arith.{op} %x0, %x1 : i1", ["i1", "i1"], "i1", [_bools, _bools], fn)

@@ -1,7 +1,7 @@
 // RUN: %tfc-ptx %s | filecheck %s
 // Shared memory, a barrier, a shuffle, an scf.if with a result (both branches
 // write its register), an atomic without result (red) and with one (atom),
-// max.NaN for maximumf.
+// numpy's maximum for maximumf (a where a > b or a is NaN, else b).
 
 builtin.module {
   "gpu.module"() <{sym_name = "kernels"}> ({
@@ -40,7 +40,10 @@ builtin.module {
 // CHECK-NEXT: st.shared.f32 [%[[SA]]], %[[V:f[0-9]+]];
 // CHECK-NEXT: bar.sync 0;
 // CHECK:      shfl.sync.down.b32 %[[W:f[0-9]+]], %[[V]], %{{r[0-9]+}}, 31, 0xffffffff;
-// CHECK-NEXT: max.NaN.f32 %[[M:f[0-9]+]], %[[V]], %[[W]];
+// CHECK-NEXT: setp.gt.f32 %[[GT:p[0-9]+]], %[[V]], %[[W]];
+// CHECK-NEXT: testp.notanumber.f32 %[[NAN:p[0-9]+]], %[[V]];
+// CHECK-NEXT: or.pred %[[GT]], %[[GT]], %[[NAN]];
+// CHECK-NEXT: selp.f32 %[[M:f[0-9]+]], %[[V]], %[[W]], %[[GT]];
 // CHECK:      setp.eq.s32 %[[P:p[0-9]+]],
 // CHECK-NEXT: @!%[[P]] bra [[ELSE:\$L_red_[0-9]+]];
 // CHECK:      ld.shared.f32 %[[Y:f[0-9]+]],

@@ -21,8 +21,9 @@ what is printed; ptxas allocates the real registers.
   (predicated) branches; no op here creates a barrier (where barriers go is the
   lowering's job).
 - Arithmetic is exact where PTX has the operation: ``.rn`` float arithmetic
-  (ptxas never contracts ``mul.rn`` + ``add.rn`` into an FMA), ``max.NaN`` /
-  ``min.NaN`` for ``maximumf`` / ``minimumf`` (numpy's NaN propagation),
+  (ptxas never contracts ``mul.rn`` + ``add.rn`` into an FMA), ``maximumf`` /
+  ``minimumf`` and ``fptosi`` as numpy computes them (NaN propagation, the
+  signed zero of equal operands; x86's lowest integer for NaN and overflow),
   integer division and remainder as arith defines them. Float32
   transcendental functions are sequences of exact operations and
   ``ex2.approx`` (their errors: docs/ir-gpu-dialect.md). Never ``.ftz``.
@@ -77,13 +78,14 @@ PTX_SUBSET = frozenset([
     # float arithmetic (round to nearest even: exact, never contracted)
     *(f"{op}.rn.{t}" for op in ("add", "sub", "mul", "div", "fma") for t in _FT),
     *(f"{op}.{t}" for op in ("neg", "abs", "min", "max", "copysign") for t in _FT),
-    "min.NaN.f32", "max.NaN.f32", "sqrt.rn.f32", "sqrt.rn.f64", "rcp.rn.f32", "rcp.rn.f64",
+    "sqrt.rn.f32", "sqrt.rn.f64", "rcp.rn.f32", "rcp.rn.f64",
     "ex2.approx.f32",
     # comparisons, selection
     *(f"setp.{c}.{t}" for c in ("eq", "ne") for t in ("s32", "s64")), "setp.ne.u32", "setp.ne.u64",
     *(f"setp.{c}.{t}" for c in ("lt", "le", "gt", "ge") for t in _IT),
     *(f"setp.{c}.{t}" for c in _CMP_F for t in _FT),
     *(f"selp.{t}" for t in ("b16", "b32", "b64", "f32", "f64")),
+    "testp.notanumber.f32", "testp.notanumber.f64",
     # conversions
     *(f"cvt.rn.{f}.{i}" for f in _FT for i in _IT),
     *(f"cvt.rzi.{i}.{f}" for f in _FT for i in _IT),
@@ -584,15 +586,17 @@ class _Kernel:
         t = self.ptype(op.result.type)
         a, b = self.get(op.lhs), self.get(op.rhs)
         r = self.new(op.result)
-        if not nan or t == "f32":
-            self.i(f"{word}{'.NaN' if nan else ''}.{t}", r, a, b)
+        if not nan:
+            self.i(f"{word}.{t}", r, a, b)
             return
-        # f64 has no .NaN form (PTX): the NaN-ignoring min/max, then NaN if either is NaN
-        m, p = self.reg("fd"), self.reg("p")
-        self.i(f"{word}.f64", m, a, b)
-        self.i("setp.nan.f64", p, a, b)
-        self.i("add.rn.f64", m, a, b, pred=p)  # a NaN operand: the sum is NaN
-        self.i("mov.f64", r, m)
+        # numpy's maximum/minimum, bit for bit: a where a > b (a < b) or a is NaN, else b. So a NaN
+        # operand propagates with its payload and equal operands give b: maximum(-0.0, +0.0) is +0.0,
+        # maximum(+0.0, -0.0) -0.0 (max.NaN orders -0.0 below +0.0, and its NaN is canonical)
+        p, q = self.reg("p"), self.reg("p")
+        self.i(f"setp.{'gt' if word == 'max' else 'lt'}.{t}", p, a, b)
+        self.i(f"testp.notanumber.{t}", q, a)
+        self.i("or.pred", p, p, q)
+        self.i(f"selp.{t}", r, a, b, p)
 
     # -- casts -------------------------------------------------------------------------
     def int_width(self, t) -> int:
@@ -672,8 +676,20 @@ class _Kernel:
         w = self.int_width(dst)
         if ft not in ("f32", "f64") or w not in (32, 64):
             self.fail(op, f"from {src} to {dst}")
-        # cvt.rzi saturates out-of-range values and gives 0 for NaN (documented in docs/ir-gpu-dialect.md)
-        self.i(f"cvt.rzi.{'s' if signed else 'u'}{w}.{ft}", self.new(op.result), self.get(op.input))
+        x = self.get(op.input)
+        r = self.new(op.result)
+        self.i(f"cvt.rzi.{'s' if signed else 'u'}{w}.{ft}", r, x)
+        if signed:
+            # numpy's result (x86's cvtt*2si): NaN and values from 2^(w-1) up give the lowest integer
+            # ("integer indefinite"); cvt.rzi saturates them to the highest and gives 0 (f32 to s32 on an
+            # H100) or the sign bit for NaN. Values below -2^(w-1) saturate to the lowest: numpy's too.
+            p = self.reg("p")
+            lim = f32_hex(2.0 ** (w - 1)) if ft == "f32" else f64_hex(2.0 ** (w - 1))
+            self.i(f"setp.geu.{ft}", p, x, lim)
+            self.i(f"mov.u{w}", r, "0x80000000" if w == 32 else "0x8000000000000000", pred=p)
+        # fptoui: exact on [0, 2^w) (arith's domain; out of it the result is poison). tfc's L3 never
+        # emits it (no unsigned dtypes), and numpy's own unsigned casts out of range depend on the
+        # SIMD path taken, so there is no single answer to match.
 
     def extf(self, op):
         s, d = self.ptype(op.input.type), self.ptype(op.result.type)
