@@ -37,6 +37,7 @@ from tfc.core import device as _device
 from tfc.core.device import CPU, GPU, DeviceMismatchError, PhysicalDevice
 from tfc.core.registry import Spec, execute, run_host
 from tfc.core.tensor import GpuTensor, Tensor
+from tfc.core.variable import GpuVariable
 
 # Compiled single-op functions kept per driver (each holds its PTX module and
 # its arena); a program that cycles through more shapes recompiles the oldest.
@@ -404,6 +405,10 @@ class Runtime:
         return self.current().upload(np.asarray(t._value))
 
     def run(self, op, tensors, attrs, scope):
+        for t in tensors:
+            if type(t) is GpuVariable:  # a variable on the GPU: its value now (an immutable GPU tensor)
+                tensors = [x._t if type(x) is GpuVariable else x for x in tensors]
+                break
         if scope == CPU:  # ``with tfc.device("cpu:0")``: GPU inputs come to the host
             return run_host(op, [t._rt.to_host(t) if type(t) is GpuTensor else t._value for t in tensors], attrs)
         for t in tensors:

@@ -25,7 +25,7 @@ from tfc.core.context import STATE, TAPES
 from tfc.core.registry import Spec
 from tfc.core.shape import as_ints
 from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
-from tfc.core.variable import Variable
+from tfc.core.variable import GpuVariable, Variable
 
 RETRACE_WARNING = 5  # warn once a function has been retraced this many times
 # Argument keys the fast path of a call remembers per function (a None-signature
@@ -464,6 +464,16 @@ def _shape_text(shapes) -> str:
     return ", ".join("[" + ", ".join(str(d) for d in s) + "]" for s in shapes)
 
 
+def _gpu_variable_error(conc):
+    from tfc.core.device import DeviceMismatchError
+
+    names = ", ".join(v.name for v in conc.variables if type(v) is GpuVariable)
+    return DeviceMismatchError(
+        f"{conc.name}: compiled for target={conc.target!r}, it reads variables that live on the GPU ({names}); "
+        f"tfc does not copy them implicitly: compile the function with target='cuda', or make the variables "
+        f"on the host (outside `with tfc.device('gpu:0')`)")
+
+
 class _Form:
     """One compiled form of a ConcreteFunction: an optimized L1 module, the
     stages the driver lowers it to and the backend's executable, all made on
@@ -530,13 +540,19 @@ class _Form:
     def call(self, arrays):
         """Run on checked input arrays; the results as the traced function's output."""
         conc = self.conc
-        cells = [Cell(v._value) for v in conc.variables]
+        # a GPU variable's Cell holds its GpuTensor: a cuda function reads and
+        # replaces its buffer (no copies); other targets cannot run on it
+        cells = [Cell(v._t if type(v) is GpuVariable else v._value) for v in conc.variables]
+        if conc.target != "cuda" and any(type(v) is GpuVariable for v in conc.variables):
+            raise _gpu_variable_error(conc)
         if conc.verify:
             results = self.run_verified(arrays, cells)
         else:
             results = self.compiled.call(arrays + cells)
         for v, c in zip(conc.variables, cells):
-            if c.value is not v._value:
+            if type(v) is GpuVariable:
+                v._t = c.value
+            elif c.value is not v._value:
                 v._value = c.value
         it = iter(results)
         flat = [_wrap_result(next(it)) if m else s for m, s in zip(conc._out_mask, conc._out_static)]

@@ -14,6 +14,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 
 from tfc.backends.cuda.host import Buf, HostProgram, itemsize, nbytes, np_dtype
+from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects.tensor import RefType, dtype_of
 
@@ -149,9 +150,11 @@ class CudaExecutable:
 
     def call(self, args):
         """Run on host arrays, GPU tensors (``tfc.core.tensor.GpuTensor``: their
-        buffers, no copy) and Cells. Called with a GPU tensor, the results stay
-        on the device (GPU tensors of the same runtime; 0-d results are host
-        scalars, as L3 keeps them); else they are copied back (host arrays)."""
+        buffers, no copy) and Cells (a GPU variable's holds a GpuTensor: the
+        host program reads and replaces its buffer, host.py). Called with a GPU
+        tensor or a GPU variable, the results stay on the device (GPU tensors
+        of the same runtime; 0-d results are host scalars, as L3 keeps them);
+        else they are copied back (host arrays)."""
         rt = self.device().call()
         gpu = None
         vals = []
@@ -163,6 +166,8 @@ class CudaExecutable:
                 else:
                     vals.append(rt.upload(a, t))
             else:
+                if gpu is None and type(a) is Cell and type(a.value) is GpuTensor:
+                    gpu = a.value._rt
                 vals.append(a)
         outs = self.run_device(vals, rt)
         if gpu is None:

@@ -16,6 +16,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType
 
 from tfc.core.cell import Cell
+from tfc.core.tensor import GpuTensor
 from tfc.dialects import loops as L
 from tfc.dialects.gpu import LaunchOp
 from tfc.dialects.tensor import decode_attrs, dtype_of, loc_str, numpy_from_dense
@@ -241,27 +242,61 @@ class HostProgram:
         return while_
 
     def read_variable(self, op, ins, out):
+        """A variable's value: a GPU variable's buffer as it is (its Cell holds
+        a GpuTensor: contiguous, 16-byte aligned, never written by a kernel: a
+        read value is never overwritten in place, as the numpy backend's reads
+        are the variable's own array); a host variable's array uploaded (per
+        call); a 0-d value as a host scalar (a GPU one read back: a sync)."""
         (o,), (r,), t = out, ins, op.result.type
         if not isinstance(t, MemRefType):
             dt = np_dtype(t)
 
             def read_scalar(rt, env):
-                env[o] = np.asarray(env[r].value, dt)[()]
+                value = env[r].value
+                if type(value) is GpuTensor:
+                    value = _same_driver(rt, value).to_host(value)
+                env[o] = np.asarray(value, dt)[()]
             return read_scalar
         dt, n = np_dtype(t.element_type), nbytes(t)
 
-        def read(rt, env):  # variables live on the host: uploaded per call
-            host = np.ascontiguousarray(env[r].value, dt)
+        def read(rt, env):
+            value = env[r].value
+            if type(value) is GpuTensor:
+                _same_driver(rt, value)
+                env[o] = value._buf
+                return
+            host = np.ascontiguousarray(value, dt)
             buf = rt.alloc(n)
-            rt.driver.copy_htod(buf.addr, host)
+            if n:
+                rt.driver.copy_htod(buf.addr, host)
             env[o] = buf
         return read
 
     def assign_variable(self, op, ins):
+        """A GPU variable's Cell gets a GpuTensor of the assigned buffer (no
+        copy when the buffer owns its allocation; a value in the arena, which
+        the next call reuses, a view or an unaligned one is copied to a fresh
+        buffer); a host variable's gets the value copied to the host."""
         (r, v), t = ins, op.value.type
+        arena = self.arg_slots[-1]
+        if not isinstance(t, MemRefType):
+            dt = np_dtype(t)
+
+            def assign_scalar(rt, env):
+                cell = env[r]
+                if type(cell.value) is GpuTensor:
+                    cell.value = cell.value._rt.upload(np.asarray(env[v], dt))
+                else:
+                    cell.value = env[v]
+            return assign_scalar
 
         def assign(rt, env):
-            env[r].value = rt.to_host(env[v], t)
+            cell = env[r]
+            if type(cell.value) is GpuTensor:
+                grt = cell.value._rt
+                cell.value = grt.tensor(*kept_buffer(rt, env[v], t, env[arena].owner))
+            else:
+                cell.value = rt.to_host(env[v], t)
         return assign
 
     def raise_(self, op, ins):
@@ -312,6 +347,30 @@ class HostProgram:
         for step in self.steps:
             step(rt, env)
         return [env[r] for r in self.results]
+
+
+def _same_driver(rt, value):
+    """The runtime of a GPU variable's value, checked to be on ``rt``'s driver."""
+    if value._rt.driver is not rt.driver:
+        raise ValueError(f"a GPU variable of the {value._rt.driver.name} driver read by a function running on "
+                         f"{rt.driver.name}: a compiled function runs on one driver")
+    return value._rt
+
+
+def kept_buffer(rt, buf: Buf, t: MemRefType, arena):
+    """(Buf, Spec): a memref value of type ``t`` as a buffer a variable may
+    keep after the call: contiguous from its address, 16-byte aligned (kernels
+    read variables with vector loads), owning its allocation (not in the arena
+    ``arena``, which the next call reuses). The buffer itself where it is all
+    that (a loops.alloc), else a copy."""
+    buf, spec = rt.contiguous(buf, t)
+    if buf.owner is arena or buf.addr % 16:
+        n = nbytes(t)
+        new = rt.alloc(n)
+        if n:
+            rt.driver.copy_dtod(new.addr, buf.addr, n)
+        buf = new
+    return buf, spec
 
 
 def _packer(t):
