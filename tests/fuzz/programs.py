@@ -557,9 +557,11 @@ class _Gen:
         j = f"j{self.loops}"
         n = self.pick([0, 1, 2, 3])
         body = self._scoped(depth, targets)
+        t = targets[0]
         if self.chance(0.3):
-            t = targets[0]
             body.append(f"{t} = {t} + tfc.cast({j}, {t}.dtype) * 0.5")
+        elif self.env[t] and self.chance(0.3):  # a 0-d tensor index: the loop's counter
+            body.append(f"{t} = {t} + {t}[{j} % {self.env[t][0]}]")
         return [f"for {j} in tfc.range({n}):"] + ["    " + line for line in body]
 
     def st_cond(self, depth):
