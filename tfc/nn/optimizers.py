@@ -12,8 +12,9 @@ import inspect
 import numpy as np
 
 from tfc.core import dtypes
+from tfc.core.device import GPU
 from tfc.core.tape import GradientTape
-from tfc.core.tensor import Tensor
+from tfc.core.tensor import Tensor, wrap
 from tfc.core.variable import Variable
 from tfc.ops.math import cast, sqrt
 
@@ -25,6 +26,13 @@ def _takes_arguments(fn) -> bool:
         return bool(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return True
+
+
+def _zeros_on_device_of(var):
+    """Zeros of ``var``'s shape and dtype where ``var`` lives (a GPU tensor for
+    a GPU variable: its slot variables live there too)."""
+    zeros = np.zeros(tuple(var.shape), var.dtype.as_numpy_dtype)
+    return wrap(zeros).gpu() if var.device == GPU else zeros
 
 
 class Optimizer:
@@ -51,9 +59,9 @@ class Optimizer:
         if slots is None:
             # from the variable's shape, not its value: inside a tfc.function being
             # traced the value is symbolic, and the slots are made once, eagerly
+            # on the variable's device: a GPU variable's slots live on the GPU too
             slots = self._slots[var.ref()] = {
-                s: Variable(np.zeros(tuple(var.shape), var.dtype.as_numpy_dtype), trainable=False,
-                            name=f"{var.name}/{s}")
+                s: Variable(_zeros_on_device_of(var), trainable=False, name=f"{var.name}/{s}")
                 for s in self.slot_names
             }
         return slots[slot_name]
