@@ -3,7 +3,10 @@ real pipeline to L3, lowered to L4, printed as PTX and every launch run in
 order through the PTX simulator; each result against the numpy backend on
 random inputs (odd sizes, sizes not multiples of the block, zero sizes,
 broadcasts, strided views, every reduce kind and axis set, matmul with both
-transpose flags), within the CUDA backend's numerics contract."""
+transpose flags), within the CUDA backend's numerics contract. Tests marked
+gpu launch representative lowerings on a real GPU through tfc's Driver (the
+same host, ``DriverHost``); with TFC_CUDA_DRIVER=simulator they run on the
+simulated driver."""
 from __future__ import annotations
 
 import numpy as np
@@ -50,14 +53,27 @@ class Host:
         self.mem = sim.Memory()
         self.launches = []
 
+    # memory and launches: the simulator's (DriverHost: a real GPU's)
+    def alloc(self, nbytes):
+        return self.mem.alloc(nbytes)
+
+    def upload(self, array):
+        return self.mem.to_device(array)
+
+    def read(self, addr, dtype, shape):
+        return self.mem.to_numpy(addr, dtype, shape).copy()
+
+    def run_kernel(self, name, grid, block, args):
+        sim.run(self.program, name, grid, block, args, self.mem)
+
     def run(self, args):
         (f,) = [op for op in self.module.ops if isinstance(op, func.FuncOp)]
         env = {}
         block_args = list(f.body.block.args)
         for a, x in zip(block_args[:-1], args):
-            env[a] = self.mem.to_device(np.ascontiguousarray(x)) if isinstance(a.type, MemRefType) else x
+            env[a] = self.upload(np.ascontiguousarray(x)) if isinstance(a.type, MemRefType) else x
         arena = block_args[-1]
-        env[arena] = self.mem.alloc(arena.type.get_shape()[0])
+        env[arena] = self.alloc(arena.type.get_shape()[0])
         return self.block(f.body.block, env)
 
     def block(self, block, env):
@@ -73,16 +89,16 @@ class Host:
         if isinstance(v.type, MemRefType):
             t = v.type
             assert L.is_contiguous(t)
-            return self.mem.to_numpy(env[v], _np(t.element_type), tuple(t.get_shape())).copy()
+            return self.read(env[v], _np(t.element_type), tuple(t.get_shape()))
         return env[v]
 
     def op(self, op, env):
         if isinstance(op, L.ViewOp):
             env[op.result] = env[op.arena] + op.offset.value.data
         elif isinstance(op, L.AllocOp):
-            env[op.result] = self.mem.alloc(_nbytes(op.result.type))
+            env[op.result] = self.alloc(_nbytes(op.result.type))
         elif isinstance(op, L.ConstantOp):
-            env[op.result] = self.mem.to_device(np.ascontiguousarray(numpy_from_dense(op.value)))
+            env[op.result] = self.upload(np.ascontiguousarray(numpy_from_dense(op.value)))
         elif isinstance(op, (L.SubviewOp, L.TransposeViewOp)):
             size = _np(op.result.type.element_type).itemsize
             delta = L.layout_of(op.result.type)[1] - L.layout_of(op.source.type)[1]
@@ -122,10 +138,10 @@ class Host:
                     args.append(_PARAM[str(a.type)](env[a]))
             name = op.kernel.root_reference.data
             self.launches.append(name)
-            sim.run(self.program, name, grid, op.block_size, args, self.mem)
+            self.run_kernel(name, grid, op.block_size, args)
         elif isinstance(op, L.LoadOp):
             t = op.source.type
-            env[op.result] = self.mem.to_numpy(env[op.source], _np(t.element_type), ())[()]
+            env[op.result] = self.read(env[op.source], _np(t.element_type), ())[()]
         elif isinstance(op, L.IfOp):
             branch = op.then_region.block if bool(env[op.cond]) else op.else_region.block
             for r, v in zip(op.results, self.block(branch, dict(env) | env)):
@@ -144,6 +160,40 @@ class Host:
             raise NotImplementedError(f"the test host cannot run {op.name}")
 
 
+class DriverHost(Host):
+    """The same host on a real GPU, through tfc's Driver (pycuda or
+    cuda-bindings): the PTX the driver JIT-compiles, real launches."""
+
+    def __init__(self, module, driver):
+        self.module, self.drv, self.launches, self.bufs = module, driver, [], []
+        self.program = driver.load_module(ptx_mod.to_ptx(module)) if kernels(module) else None
+
+    def alloc(self, nbytes):
+        ptr = self.drv.alloc(max(int(nbytes), 1))
+        self.bufs.append(ptr)
+        return ptr
+
+    def upload(self, array):
+        ptr = self.alloc(array.nbytes)
+        if array.nbytes:
+            self.drv.copy_htod(ptr, array)
+        return ptr
+
+    def read(self, addr, dtype, shape):
+        out = np.empty(shape, dtype)
+        if out.nbytes:
+            self.drv.copy_dtoh(out, addr)
+        return out
+
+    def run_kernel(self, name, grid, block, args):
+        self.drv.launch(self.drv.function(self.program, name), tuple(grid), tuple(block), args)
+
+    def close(self):
+        self.drv.synchronize()
+        for p in self.bufs:
+            self.drv.free(p)
+
+
 def l3_of(fn, *args):
     return fn if isinstance(fn, str) else tfc.function(fn).get_concrete_function(*args).ir("loops")
 
@@ -159,16 +209,21 @@ def lower(text):
     return m
 
 
-def check(fn, *args, family=None, launches=None):
-    """``fn`` compiled to L4 and run on the simulator equals the numpy
-    backend's result within the CUDA contract; returns the L4 module."""
+def check(fn, *args, family=None, launches=None, driver=None):
+    """``fn`` compiled to L4 and run on the simulator (with ``driver``: on
+    that GPU) equals the numpy backend's result within the CUDA contract;
+    returns the L4 module."""
     from helpers import assert_meets_contract
 
     want = tfc.function(fn)(*args)
     want = [np.asarray(w) for w in (want if isinstance(want, (list, tuple)) else [want])]
     m = lower(l3_of(fn, *args))
-    host = Host(m)
-    got = host.run(list(args))
+    host = Host(m) if driver is None else DriverHost(m, driver)
+    try:
+        got = host.run(list(args))
+    finally:
+        if driver is not None:
+            host.close()
     assert len(got) == len(want)
     for g, w in zip(got, want):
         g = np.asarray(g, dtype=w.dtype).reshape(w.shape)
@@ -574,3 +629,50 @@ def test_random_programs(tmp_path):
         check_budgets(m)
         ran += 1
     assert ran >= 16, (ran, missing)
+
+
+# -- on a real GPU (marked gpu: make gpu-check) ------------------------------------------------
+
+
+def _gpu_cases():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(257, 301)).astype(F32)
+    v = rng.normal(size=(1 << 15) + 3).astype(F32)
+    a, b = rng.normal(size=(70, 33)).astype(F32), rng.normal(size=(33, 130)).astype(F32)
+    ids = rng.integers(-1, 7, size=300).astype(np.int32)
+    y = rng.normal(size=(300, 3)).astype(F32)
+    ties = rng.integers(0, 3, size=(2000, 9)).astype(F32)  # many rows of few elements, many ties
+
+    def kept(x):
+        u = x * 2.0
+        return u, u * tfc.reduce_sum(u) + u
+    import tfc.ops.scatter as S
+    return {
+        "broadcast": (lambda x, b: tfc.tanh(x) * 2.0 + b, (x, x[0]), "elementwise"),
+        "vectors": (kept, (v,), "reduction"),
+        "views": (lambda x: tfc.transpose(x)[1:, ::2] + 1.0, (x,), None),
+        "transpose": (lambda x: tfc.transpose(x), (x,), None),
+        "reduce_axes": (lambda x: (tfc.reduce_max(x, axis=[0]), tfc.reduce_mean(x, axis=[1]), tfc.reduce_sum(x)),
+                        (x,), "reduction"),
+        "argmax_warps": (lambda t: tfc.argmax(t, axis=1), (ties,), None),
+        "softmax_rows": (lambda a, b: tfc.nn.softmax(tfc.matmul(a, b)), (a, b), None),
+        "matmul_blocked": (lambda a, b: tfc.matmul(a, b), (a, b), "matmul"),
+        "matmul_tt": (lambda a, b: tfc.matmul(b, a, transpose_a=True, transpose_b=True), (a, b), "matmul"),
+        "scatter_add": (lambda y, i: S.unsorted_segment_sum(y, i, 7), (y, ids), "reduction"),
+        "int_division": (lambda p, q: (p // q, p % q), (np.array([7, -7, 5, 0, -2 ** 31], np.int32),
+                                                          np.array([2, 2, 0, 0, -1], np.int32)), None),
+    }
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", sorted(_gpu_cases()))
+def test_on_a_gpu(case):
+    """Representative lowerings launched on a real GPU through tfc's Driver
+    against the numpy backend (skipped where no driver is usable)."""
+    from tfc.backends.cuda.driver import available
+
+    driver, why = available()
+    if driver is None:
+        pytest.skip(f"no GPU: {why}")
+    fn, args, family = _gpu_cases()[case]
+    check(fn, *args, family=family, driver=driver)
