@@ -317,15 +317,16 @@ def mlp_rows(torch, tg, timer, batch, rows, lr=0.1):
 
     def build(on_device):
         def make():
-            if on_device:
+            if on_device:  # GPU data and GPU variables (made in a GPU scope): the step copies nothing
                 tx, tl = tg.put(x), tg.put(labels)
                 with tfc.device("gpu:0"):
                     variables = [tfc.Variable(p.copy()) for p in params]
-            else:
-                tx, tl = tfc.constant(x), tfc.constant(labels)
+            else:  # each call uploads the data and the variables and downloads the new values
+                tx, tl = x, labels
                 variables = [tfc.Variable(p.copy()) for p in params]
 
-            def step():
+            # the data are arguments: a tensor the function captured would be traced as a constant
+            def step(tx, tl):
                 w1, b1, w2, b2 = variables
                 with tfc.GradientTape() as tape:
                     h = tfc.relu(tfc.matmul(tx, w1) + b1)
@@ -334,7 +335,8 @@ def mlp_rows(torch, tg, timer, batch, rows, lr=0.1):
                 for v, g in zip(variables, tape.gradient(loss, variables)):
                     v.assign_sub(lr * g)
                 return loss
-            return tg.compile(step)
+            f = tg.compile(step)
+            return lambda: f(tx, tl)
         return make
     if loss_ref is None:
         h = np.maximum(x @ params[0] + params[1], 0)
