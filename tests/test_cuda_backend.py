@@ -170,3 +170,9 @@ def test_gpu_tensors_in_and_out(simulator):
     assert type(f(tfc.constant(x), tfc.constant(w))[0]) is not GpuTensor
     # the results feed eager GPU ops and other cuda functions
     np.testing.assert_allclose((got[0] * 2.0).numpy(), want[0] * 2.0)
+
+
+def test_library_call_on_host_scalars(simulator):
+    """A reduction of a 0-d value stays a library call on host scalars: the host
+    program runs its registry kernel on the numbers."""
+    check(lambda x: tfc.reduce_min(tfc.reduce_sum(x)) * 2.0 + tfc.reduce_max(x[0, 0]), (3, 4), family="reduction")

@@ -155,6 +155,8 @@ class HostProgram:
             return self.assign_variable(op, ins)
         if isinstance(op, L.RaiseOp):
             return self.raise_(op, ins)
+        if isinstance(op, L.LibraryOp):
+            return self.host_library(op, ins, out)
         if isinstance(op, L.PrintOp):
             return self.print_(op, ins)
         if isinstance(op, L.AssertOp):
@@ -298,6 +300,25 @@ class HostProgram:
             else:
                 cell.value = rt.to_host(env[v], t)
         return assign
+
+    def host_library(self, op, ins, out):
+        """A library call on host scalars only (tfc-lower-gpu launches every
+        other): its registry kernel on the numbers, as the numpy backend runs it."""
+        from tfc.core.registry import REGISTRY
+
+        if op.outs or any(isinstance(v.type, MemRefType) for v in list(op.ins) + list(op.res)):
+            raise NotImplementedError(f"the CUDA host program cannot run library call {op.callee.data} on buffers "
+                                      f"({loc_str(op)}): tfc-lower-gpu makes it a kernel")
+        opdef = REGISTRY[op.callee.data]
+        attrs = decode_attrs(opdef, dict(op.kernel_attrs.data))
+        dts = [np_dtype(r.type) for r in op.res]
+
+        def library(rt, env):
+            with np.errstate(all="ignore"):
+                res = opdef.kernel(*[np.asarray(env[i]) for i in ins], **attrs)
+            for o, v, dt in zip(out, res if isinstance(res, (tuple, list)) else [res], dts):
+                env[o] = np.asarray(v).astype(dt)[()]
+        return library
 
     def raise_(self, op, ins):
         from tfc.core.registry import REGISTRY
