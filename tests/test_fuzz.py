@@ -143,10 +143,11 @@ def test_generator_covers_every_construct():
                       "tfc.int32", "tfc.int64", "::-2]"]:
         assert construct in text, construct
     # rarer forms, in the generator's output beyond the batches (the long campaigns run them)
-    more = "\n".join(generate(GRAD_SEED + k, i, grad=bool(k)).source() for k in (0, 1) for i in range(200))
+    more_progs = [generate(GRAD_SEED + k, i, grad=bool(k)) for k in (0, 1) for i in range(200)]
+    more = "\n".join(p.source() + run._inputs_repr(p) for p in more_progs)
     for construct in ["[None", "None, ::-1]", "::-1]", "[()]", "[...]", "tfc.constant(0)]", ") - 1]",
                       "tfc.argmax(x", "unsorted_segment_sum(x", ", tfc.cast(tfc.argmax(", "on_value=",
-                      "tfc.floordiv(", "tfc.mod(", " // 3)", " % 3)", "tfc.split(x", ", -1], axis=", r"[j"]:
+                      "tfc.floordiv(", "tfc.mod(", " // 3)", " % 3)", "tfc.split(x", ", -1], axis=", r"[j", "(int32)", "] % ", "tfc.minimum(x"]:
         assert construct in more, construct
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing
     # stop_gradient and custom gradients inside a branch or a loop body (indented)

@@ -165,6 +165,7 @@ class _Gen:
         self.env = {}      # name -> shape, the variables visible at this point
         self.count = 0
         self.loops = 0
+        self.ints = None   # (name, length) of an int32 input vector, or None
 
     def pick(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
@@ -340,12 +341,31 @@ class _Gen:
         s = tuple(s)
         r = len(s)
         dt = f"tfc.{self.dtype}"
-        options = ["int", "pad", "index"]
+        options = ["int", "pad", "index"] + (["int_input"] * 8 if self.ints else [])
         if r >= 1:
             options += ["argmax", "segment", "gather_t", "one_hot", "split", "index", "index"]
         if r < 3:
             options += ["stack"]
         k = self.pick(options)
+        if k == "int_input":  # an int32 input: indices, segment ids, one_hot, arithmetic
+            kn, length = self.ints
+            m = int(self.rng.integers(1, length + 1))
+            if r and self.chance(0.4):
+                a = int(self.rng.integers(r))
+                shape = s[:a] + (m,) + s[a + 1:]
+                if _size(shape) <= MAX_SIZE:
+                    return f"tfc.gather({x}, {kn}[:{m}] % {s[a]}, axis={a})", shape
+            if r and s[0] <= length and self.chance(0.5):
+                n = int(self.rng.integers(1, 5))
+                return f"tfc.ops.scatter.unsorted_segment_sum({x}, tfc.minimum({kn}[:{s[0]}], {n - 1}), {n})", (n,) + s[1:]
+            if self.chance(0.5):
+                depth = int(self.rng.integers(1, 5))
+                if m * depth <= MAX_SIZE:
+                    return f"tfc.one_hot({kn}[:{m}], {depth}, dtype={dt})", (m, depth)
+            form = self.pick([f"({kn} * {kn} // 2)", f"tfc.maximum({kn}, 0)", f"({kn} % 3 - {kn})",
+                              f"tfc.reduce_sum({kn})", f"{kn}[::-1]"])
+            shape = () if "reduce_sum" in form else (length,)
+            return f"tfc.cast({form}, {dt})", shape
         if k == "argmax":
             a = int(self.rng.integers(-r, r))
             op = self.pick(["argmax", "argmin"])
@@ -626,6 +646,11 @@ def generate(seed: int, index: int, grad: bool = False) -> Program:
     gen = _Gen(rng, dtype, grad, second_order=bool(g and g["second_order"]))
     for i, s in enumerate(shapes):
         gen.env[f"x{i}"] = s
+    if not grad and rng.random() < 0.3:  # an int32 input (outside env: not a float variable)
+        length = int(rng.integers(1, 6))
+        gen.ints = (f"x{n}", length)
+        shapes.append((length,))
+        values.append(rng.integers(-2, 6, size=length).astype(np.int32))
     blocks = [gen.statement() for _ in range(int(rng.integers(2, 7)))]
     made = [n for n in gen.env if n.startswith("v")]
     outputs = made[-int(rng.integers(1, 3)):] if made else ["x0"]

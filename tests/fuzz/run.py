@@ -93,8 +93,8 @@ def _import(source: str, workdir: str, name: str):
 
 
 def _specs(tfc, p: Program, none: bool):
-    return [tfc.TensorSpec(tuple(None if (none and nd) else d for d, nd in zip(s, dims)), getattr(tfc, p.dtype))
-            for s, dims in zip(p.shapes, p.none_dims)]
+    return [tfc.TensorSpec(tuple(None if (none and nd) else d for d, nd in zip(s, dims)), getattr(tfc, str(v.dtype)))
+            for s, dims, v in zip(p.shapes, p.none_dims, p.values)]
 
 
 def _flatten(result):
@@ -306,7 +306,7 @@ def minimize(tfc, p: Program, variant: str, cls: str, workdir: str) -> Program:
 
 
 def _inputs_repr(p: Program) -> str:
-    return "; ".join(f"x{i} = {v.tolist()!r} ({p.dtype})" for i, v in enumerate(p.values))
+    return "; ".join(f"x{i} = {v.tolist()!r} ({v.dtype})" for i, v in enumerate(p.values))
 
 
 def _worker(job):
