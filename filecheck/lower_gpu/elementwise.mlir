@@ -13,8 +13,8 @@ func.func @bias(%x: memref<5x7xf32>, %b: memref<7xf32>, %arena: memref<0xi8>) ->
   func.return %0 : memref<5x7xf32>
 }
 
-// CHECK-LABEL: "gpu.module"() <{sym_name = "kernels"}>
-// CHECK:       "gpu.func"() <{function_type = (!tgpu.ptr<f32, global>, !tgpu.ptr<f32, global>, !tgpu.ptr<f32, global>) -> (), kernel}>
+// CHECK-LABEL: gpu.module @kernels {
+// CHECK:       gpu.func @k0_fused_exp_add(%{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "elementwise", tgpu.index = "i32", tgpu.width = 1 : i64} {
 // CHECK:         scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK-NEXT:      %[[COL:.*]] = arith.remui %[[I]], %{{.*}} : i32
 // CHECK-NEXT:      %[[X:.*]] = tgpu.load %{{.*}}[%[[I]]] {nc} : !tgpu.ptr<f32, global>, i32
@@ -22,7 +22,6 @@ func.func @bias(%x: memref<5x7xf32>, %b: memref<7xf32>, %arena: memref<0xi8>) ->
 // CHECK-NEXT:      %[[E:.*]] = math.exp %[[X]] : f32
 // CHECK-NEXT:      %[[S:.*]] = arith.addf %[[E]], %[[B]] : f32
 // CHECK-NEXT:      tgpu.store %[[S]], %{{.*}}[%[[I]]] : !tgpu.ptr<f32, global>, i32
-// CHECK:       sym_name = "k0_fused_exp_add", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "elementwise", tgpu.index = "i32", tgpu.width = 1 : i64
 
 // Contiguous, unbroadcast, aligned: 16-byte vectors, then a scalar tail for
 // 1001 % 4. A function argument may be a view at any offset (a GPU tensor
@@ -40,17 +39,15 @@ func.func @vec(%x: memref<1001xf32>, %arena: memref<4096xi8>) -> memref<1001xf32
   func.return %0 : memref<1001xf32>
 }
 
-// CHECK:       "gpu.func"()
-// CHECK-NOT:     width = 4
-// CHECK:       sym_name = "k1_copy", {{.*}}tgpu.width = 1 : i64
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k1_copy({{.*}}) kernel attributes {{.*}}tgpu.width = 1 : i64} {
+// CHECK-NOT:     {{[{]}}width = 4
+// CHECK:       gpu.func @k2_fused_mul({{.*}}) kernel attributes {{.*}}tgpu.width = 4 : i64} {
 // CHECK:         scf.for %[[Q:.*]] = %{{.*}} to %{{.*}} step
 // CHECK:           %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = tgpu.load %{{.*}}[%{{.*}}] {width = 4, nc}
 // CHECK-COUNT-4:   arith.mulf
 // CHECK:           tgpu.store %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}[%{{.*}}] : !tgpu.ptr<f32, global>, i32
 // CHECK:         scf.for
 // CHECK:           tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
-// CHECK:       sym_name = "k2_fused_mul", {{.*}}tgpu.width = 4 : i64
 
 // A strided view in (a transpose, a reversed slice) and a strided view out:
 // element indices from the digits and the layouts' strides (negative ones too).
@@ -65,7 +62,7 @@ func.func @views(%x: memref<6x9xf32>, %arena: memref<256xi8>) -> memref<4x6xf32>
   func.return %0 : memref<4x6xf32>
 }
 
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k3_copy({{.*}}) kernel attributes {{.*}}tgpu.kind = "copy"
 // CHECK-DAG:     %[[C6:.*]] = arith.constant 6 : i32
 // CHECK-DAG:     %[[CM2:.*]] = arith.constant -2 : i32
 // CHECK-DAG:     %[[C9:.*]] = arith.constant 9 : i32
@@ -76,7 +73,6 @@ func.func @views(%x: memref<6x9xf32>, %arena: memref<256xi8>) -> memref<4x6xf32>
 // CHECK-NEXT:      %[[B:.*]] = arith.muli %[[J]], %[[C9]] : i32
 // CHECK-NEXT:      %[[IDX:.*]] = arith.addi %[[A]], %[[B]] : i32
 // CHECK-NEXT:      tgpu.load %{{.*}}[%[[IDX]]] {nc}
-// CHECK:       sym_name = "k3_copy", {{.*}}tgpu.kind = "copy"
 
 // Nothing to do for zero elements: no kernel, no launch.
 func.func @empty(%x: memref<0x4xf32>, %arena: memref<0xi8>) -> memref<0x4xf32> {

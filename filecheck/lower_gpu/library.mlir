@@ -10,16 +10,15 @@ func.func @mm(%a: memref<37x19xf32>, %b: memref<23x37xf32>, %arena: memref<0xi8>
   func.return %0 : memref<19x23xf32>
 }
 
-// CHECK:       "gpu.func"() <{function_type = (!tgpu.ptr<f32, global>, !tgpu.ptr<f32, global>, !tgpu.ptr<f32, global>) -> (), kernel}>
+// CHECK:       gpu.func @k0_matmul_tt_f32(%{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 16, 16, 1>, tgpu.kind = "matmul", tgpu.index = "i32"} {
 // CHECK-DAG:     %[[SA:.*]] = tgpu.shared {size = 256} : !tgpu.ptr<f32, shared>
 // CHECK-DAG:     %[[SB:.*]] = tgpu.shared {size = 256} : !tgpu.ptr<f32, shared>
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (f32) : i32 {
 // CHECK:           tgpu.store %{{.*}}, %[[SA]]
 // CHECK:           tgpu.store %{{.*}}, %[[SB]]
-// CHECK-NEXT:      "gpu.barrier"() : () -> ()
+// CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-16:  math.fma
-// CHECK-NEXT:      "gpu.barrier"() : () -> ()
-// CHECK:       sym_name = "k0_matmul_tt_f32", gpu.known_block_size = array<i32: 16, 16, 1>, tgpu.kind = "matmul", tgpu.index = "i32"
+// CHECK-NEXT:      gpu.barrier
 // CHECK-LABEL: func.func @mm
 // CHECK:         %[[GX:.*]] = arith.constant 2 : index
 // CHECK-NEXT:    %[[GY:.*]] = arith.constant 2 : index

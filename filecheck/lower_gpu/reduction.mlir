@@ -13,7 +13,7 @@ func.func @rows(%x: memref<5x301xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
   func.return %0 : memref<5xf32>
 }
 
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k0_sum_rows({{.*}}) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction", tgpu.index = "i32"} {
 // CHECK:         %[[SH:.*]] = tgpu.shared {size = 8} : !tgpu.ptr<f32, shared>
 // CHECK:         %[[NEG0:.*]] = arith.constant -0.000000e+00 : f32
 // CHECK:         scf.for %[[O:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
@@ -29,7 +29,7 @@ func.func @rows(%x: memref<5x301xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
 // CHECK:           scf.if
 // CHECK-NEXT:        tgpu.store %{{.*}}, %[[SH]][%{{.*}}] : !tgpu.ptr<f32, shared>, i32
 // CHECK-NEXT:      }
-// CHECK-NEXT:      "gpu.barrier"() : () -> ()
+// CHECK-NEXT:      gpu.barrier
 // CHECK-NEXT:      %[[W0:.*]] = arith.cmpi eq, %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT:      scf.if %[[W0]] {
 // CHECK:             tgpu.load %[[SH]]
@@ -38,9 +38,8 @@ func.func @rows(%x: memref<5x301xf32>, %arena: memref<0xi8>) -> memref<5xf32> {
 // CHECK-NEXT:          tgpu.store %{{.*}}, %{{.*}}[%[[O]]] : !tgpu.ptr<f32, global>, i32
 // CHECK-NEXT:        }
 // CHECK-NEXT:      }
-// CHECK-NEXT:      "gpu.barrier"() : () -> ()
+// CHECK-NEXT:      gpu.barrier
 // CHECK-NEXT:    }
-// CHECK:       sym_name = "k0_sum_rows", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction", tgpu.index = "i32"
 
 // A full max over 2^15 elements: two passes, the partial maxima of 16 chunks
 // into a fresh buffer, then one block over them; the first pass reads
@@ -57,15 +56,13 @@ func.func @full(%x: memref<32768xf32>, %arena: memref<131072xi8>) -> memref<f32>
   func.return %0 : memref<f32>
 }
 
-// CHECK:       sym_name = "k1_copy"
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k1_copy(
+// CHECK:       gpu.func @k2_max_all({{.*}}) kernel attributes {{.*}}tgpu.kind = "reduction"
 // CHECK:         arith.constant 0xff800000 : f32
 // CHECK:         tgpu.load %{{.*}}[%{{.*}}] {width = 4, nc}
 // CHECK-COUNT-4: arith.maximumf
-// CHECK:       sym_name = "k2_max_all", {{.*}}tgpu.kind = "reduction"
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k3_max_all_final({{.*}}) kernel attributes {{.*}}tgpu.kind = "reduction"
 // CHECK:         arith.maximumf
-// CHECK:       sym_name = "k3_max_all_final", {{.*}}tgpu.kind = "reduction"
 
 // float64 accumulators reduce through a shared-memory tree of 128 threads
 // (1 KiB), one barrier per level, the halving step under a branch.
@@ -78,30 +75,28 @@ func.func @wide(%x: memref<3x50xf64>, %arena: memref<0xi8>) -> memref<3xf64> {
   func.return %0 : memref<3xf64>
 }
 
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k4_sum_rows({{.*}}) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 128, 1, 1>
 // CHECK:         %[[T:.*]] = tgpu.shared {size = 128} : !tgpu.ptr<f64, shared>
 // CHECK:         tgpu.store %{{.*}}, %[[T]][%{{.*}}] : !tgpu.ptr<f64, shared>, i32
-// CHECK-NEXT:    "gpu.barrier"() : () -> ()
+// CHECK-NEXT:    gpu.barrier
 // CHECK-NEXT:    arith.cmpi ult
 // CHECK-NEXT:    scf.if
 // CHECK-COUNT-2:   tgpu.load %[[T]]
-// CHECK:         "gpu.barrier"() : () -> ()
+// CHECK:         gpu.barrier
 // CHECK-NOT:     tgpu.shuffle
-// CHECK:       sym_name = "k4_sum_rows", gpu.known_block_size = array<i32: 128, 1, 1>
 
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k5_rows_max_map_sum({{.*}}) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction"
 // CHECK:         scf.for %[[ROW:.*]] = %{{.*}} to %{{.*}} step %{{.*}} : i32 {
 // CHECK:           arith.maximumf
 // CHECK-COUNT-5:   tgpu.shuffle down
-// CHECK:           "gpu.barrier"
+// CHECK:           gpu.barrier
 // CHECK:           math.exp
-// CHECK:           "gpu.barrier"
+// CHECK:           gpu.barrier
 // CHECK:           arith.addf
-// CHECK:           "gpu.barrier"
+// CHECK:           gpu.barrier
 // CHECK:           arith.divf
-// CHECK:           "gpu.barrier"() : () -> ()
+// CHECK:           gpu.barrier
 // CHECK-NEXT:    }
-// CHECK:       sym_name = "k5_rows_max_map_sum", gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "reduction"
 
 // CHECK-LABEL: func.func @rows
 // CHECK:         tgpu.launch @k0_sum_rows grid(%{{.*}}) block(256, 1, 1)

@@ -13,15 +13,14 @@ func.func @t(%x: memref<70x45xf32>, %arena: memref<0xi8>) -> memref<45x70xf32> {
   func.return %0 : memref<45x70xf32>
 }
 
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k0_transpose({{.*}}) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 32, 8, 1>, tgpu.kind = "copy"
 // CHECK:         %[[TILE:.*]] = tgpu.shared {size = 1056} : !tgpu.ptr<f32, shared>
 // CHECK:         scf.for
 // CHECK-COUNT-4:   scf.if
-// CHECK:           "gpu.barrier"() : () -> ()
+// CHECK:           gpu.barrier
 // CHECK:           scf.if
 // CHECK:             tgpu.load %[[TILE]]
-// CHECK:           "gpu.barrier"() : () -> ()
+// CHECK:           gpu.barrier
 // CHECK-NEXT:    }
-// CHECK:       sym_name = "k0_transpose", gpu.known_block_size = array<i32: 32, 8, 1>, tgpu.kind = "copy"
 // CHECK-LABEL: func.func @t
 // CHECK:         tgpu.launch @k0_transpose grid(%{{.*}}, %{{.*}}, %{{.*}}) block(32, 8, 1) shared(0) args(%t, %0 : memref<45x70xf32, strided<[1, 45]>>, memref<45x70xf32>)

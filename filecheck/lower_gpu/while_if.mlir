@@ -58,19 +58,17 @@ func.func @f(%x: memref<8xf32>, %n: i32, %arena: memref<128xi8>) -> memref<8xf32
 // The loop variable's kernel writes in place (one parameter, read and written): not read through
 // the read-only cache (no nc); the buffer is a planned arena view, aligned:
 // 16-byte vectors.
-// CHECK:       sym_name = "k0_copy"
-// CHECK:       "gpu.func"()
+// CHECK:       gpu.func @k0_copy(
+// CHECK:       gpu.func @k1_fused_mul_add({{.*}}) kernel attributes {{.*}}tgpu.width = 4 : i64} {
 // CHECK:         tgpu.load %{{.*}}[%{{.*}}] {width = 4} : !tgpu.ptr<f32, global>, i32
-// CHECK:       sym_name = "k1_fused_mul_add", {{.*}}tgpu.width = 4 : i64
-// CHECK:       sym_name = "k2_copy"
-// CHECK:       sym_name = "k3_sum_all"
-// CHECK:       "gpu.func"() <{function_type = (!tgpu.ptr<f32, global>, !tgpu.ptr<i1, global>) -> (), kernel}>
+// CHECK:       gpu.func @k2_copy(
+// CHECK:       gpu.func @k3_sum_all(
+// CHECK:       gpu.func @k4_fused_cmp(%{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<i1, global>) kernel
 // CHECK:         %[[V:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %{{.*}} step
 // CHECK-NEXT:      arith.cmpf ogt, %[[V]], %{{.*}} : f32
 // CHECK-NEXT:      tgpu.store %{{.*}}, %{{.*}}[%{{.*}}] : !tgpu.ptr<i1, global>, i32
-// CHECK:       sym_name = "k4_fused_cmp"
-// CHECK:       sym_name = "k5_fused_add"
+// CHECK:       gpu.func @k5_fused_add(
 // CHECK-LABEL: func.func @f
 // CHECK:         tgpu.launch @k0_copy {{.*}} args(%x, %{{.*}} : memref<8xf32>, memref<8xf32>)
 // CHECK:         loops.while

@@ -26,6 +26,10 @@ and these ops:
   args(%a, %n : memref<?xf32>, index)``.
 
 Every op prints in a custom syntax that parses back (tests/test_gpu_dialect.py).
+Importing this module also gives xDSL's ``gpu.module``, ``gpu.func``,
+``gpu.thread_id/block_id/block_dim/grid_dim``, ``gpu.barrier`` and
+``gpu.return`` MLIR's syntax (xDSL 0.74 has only the generic form); ``GPU``
+is that dialect.
 """
 from __future__ import annotations
 
@@ -569,3 +573,185 @@ class LaunchOp(IRDLOperation):
 
 
 TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, LaunchOp], [PtrType])
+
+
+# -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------
+# xDSL 0.74 prints gpu.module, gpu.func and the ids only in the generic form. Their classes get
+# MLIR's syntax here (print and parse), so every L4 module prints it whoever built it (tfc-lower-gpu
+# builds xDSL's classes); the generic form still parses.
+#
+#   gpu.module @kernels {
+#     gpu.func @k(%x: !tgpu.ptr<f32, global>, %n: i32) kernel attributes {gpu.known_block_size = ...} {
+#       %t = gpu.thread_id x
+#       gpu.barrier
+#       gpu.return
+#     }
+#   }
+
+
+def _print_gpu_module(self, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_symbol_name(self.sym_name.data)
+    printer.print_op_attributes(self.attributes, print_keyword=True)
+    printer.print_string(" ")
+    printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+
+def _parse_gpu_module(cls, parser: Parser):
+    from xdsl.ir import Block, Region
+
+    name = parser.parse_symbol_name()
+    attrs = parser.parse_optional_attr_dict_with_keyword()
+    region = parser.parse_region()
+    if not region.blocks:
+        region.add_block(Block())
+    op = cls(name, region)
+    if attrs is not None:
+        op.attributes.update(attrs.data)
+    return op
+
+
+def _print_gpu_func(self, printer: Printer) -> None:
+    printer.print_string(" ")
+    printer.print_symbol_name(self.sym_name.data)
+    printer.print_string("(")
+    if self.body.blocks:
+        printer.print_list(self.body.blocks.first.args, printer.print_block_argument)
+    else:
+        printer.print_list(self.function_type.inputs.data, printer.print_attribute)
+    printer.print_string(")")
+    outs = self.function_type.outputs.data
+    if outs:
+        printer.print_string(" -> ")
+        if len(outs) == 1:
+            printer.print_attribute(outs[0])
+        else:
+            printer.print_string("(")
+            printer.print_list(outs, printer.print_attribute)
+            printer.print_string(")")
+    if self.kernel is not None:
+        printer.print_string(" kernel")
+    printer.print_op_attributes(self.attributes, reserved_attr_names=("sym_name",), print_keyword=True)
+    if self.body.blocks:
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_block_terminators=True)
+
+
+def _parse_gpu_func(cls, parser: Parser):
+    name = parser.parse_symbol_name().data
+    args, types = [], []
+    parser.parse_punctuation("(")
+    if not parser.parse_optional_punctuation(")"):
+        while True:
+            arg = parser.parse_optional_argument()
+            if arg is None:
+                types.append(parser.parse_type())
+            else:
+                args.append(arg)
+                types.append(arg.type)
+            if not parser.parse_optional_punctuation(","):
+                break
+        parser.parse_punctuation(")")
+    if args and len(args) != len(types):
+        parser.raise_error("gpu.func: name every argument or none")
+    outs = []
+    if parser.parse_optional_punctuation("->"):
+        if parser.parse_optional_punctuation("("):
+            if not parser.parse_optional_punctuation(")"):
+                outs = [parser.parse_type()]
+                while parser.parse_optional_punctuation(","):
+                    outs.append(parser.parse_type())
+                parser.parse_punctuation(")")
+        else:
+            outs = [parser.parse_type()]
+    kernel = parser.parse_optional_keyword("kernel") is not None
+    attrs = parser.parse_optional_attr_dict_with_keyword()
+    if types and not args:  # xDSL's gpu.func verifier wants a body: no declarations
+        parser.raise_error("gpu.func: a body needs named arguments")
+    region = parser.parse_region(args)
+    op = cls(name, (types, outs), region, kernel=kernel or None)
+    if attrs is not None:
+        op.attributes.update(attrs.data)
+    return op
+
+
+def _print_gpu_dim(self, printer: Printer) -> None:
+    printer.print_string(f" {self.dimension.data.value}")
+    printer.print_op_attributes(self.attributes)
+
+
+def _parse_gpu_dim(cls, parser: Parser):
+    from xdsl.dialects import gpu
+
+    dim = parser.parse_identifier()
+    if dim not in ("x", "y", "z"):
+        parser.raise_error(f"{cls.name}: dimension {dim!r} is not x, y or z")
+    op = cls(gpu.DimensionAttr(gpu.DimensionEnum(dim)))
+    op.attributes.update(parser.parse_optional_attr_dict())
+    return op
+
+
+def _print_gpu_barrier(self, printer: Printer) -> None:
+    printer.print_op_attributes(self.attributes)
+
+
+def _parse_gpu_barrier(cls, parser: Parser):
+    op = cls()
+    op.attributes.update(parser.parse_optional_attr_dict())
+    return op
+
+
+def _print_gpu_return(self, printer: Printer) -> None:
+    if self.args:
+        printer.print_string(" ")
+        printer.print_list(self.args, printer.print_operand)
+        printer.print_string(" : ")
+        printer.print_list([a.type for a in self.args], printer.print_attribute)
+    printer.print_op_attributes(self.attributes)
+
+
+def _parse_gpu_return(cls, parser: Parser):
+    names = []
+    first = parser.parse_optional_unresolved_operand()
+    if first is not None:
+        names = [first]
+        while parser.parse_optional_punctuation(","):
+            names.append(parser.parse_unresolved_operand())
+        parser.parse_punctuation(":")
+        types = [parser.parse_type()]
+        while parser.parse_optional_punctuation(","):
+            types.append(parser.parse_type())
+        if len(types) != len(names):
+            parser.raise_error(f"gpu.return: {len(names)} values and {len(types)} types")
+        values = [parser.resolve_operand(n, t) for n, t in zip(names, types)]
+    else:
+        values = []
+    op = cls(values)
+    op.attributes.update(parser.parse_optional_attr_dict())
+    return op
+
+
+def _give_gpu_ops_a_syntax():
+    from xdsl.dialects import gpu
+
+    syntax = [(gpu.ModuleOp, _print_gpu_module, _parse_gpu_module),
+              (gpu.FuncOp, _print_gpu_func, _parse_gpu_func),
+              (gpu.BarrierOp, _print_gpu_barrier, _parse_gpu_barrier),
+              (gpu.ReturnOp, _print_gpu_return, _parse_gpu_return)]
+    syntax += [(c, _print_gpu_dim, _parse_gpu_dim)
+               for c in (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)]
+    for cls, print_, parse in syntax:
+        own = [cls.__dict__.get(m) for m in ("print", "parse")]
+        if any(f is not None and getattr(f, "__module__", getattr(getattr(f, "__func__", None), "__module__", None))
+               != __name__ for f in own):
+            raise RuntimeError(f"xDSL's {cls.name} has a custom syntax of its own now: drop tfc's "
+                               "(tfc/dialects/gpu.py)")
+        cls.print = print_
+        cls.parse = classmethod(parse)
+
+
+_give_gpu_ops_a_syntax()
+
+# xDSL's gpu dialect with the syntax above: what a context registers as "gpu" (so that reading L4 text
+# needs nothing else imported first)
+from xdsl.dialects.gpu import GPU  # noqa: E402

@@ -875,6 +875,7 @@ def main(argv=None) -> int:
         return 0
     if args.file is None:
         ap.error("an L4 file is needed")
+    import tfc.dialects.gpu  # noqa: F401  (the gpu ops' custom syntax, before the parser meets gpu.module)
     from tfc.dialects.tensor import parse_module
     text = sys.stdin.read() if args.file == "-" else open(args.file).read()
     sys.stdout.write(to_ptx(parse_module(text, args.file)))
