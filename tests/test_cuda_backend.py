@@ -176,3 +176,8 @@ def test_library_call_on_host_scalars(simulator):
     """A reduction of a 0-d value stays a library call on host scalars: the host
     program runs its registry kernel on the numbers."""
     check(lambda x: tfc.reduce_min(tfc.reduce_sum(x)) * 2.0 + tfc.reduce_max(x[0, 0]), (3, 4), family="reduction")
+
+
+def test_host_scalar_arithmetic(simulator):
+    """tfc's own scalar ops (floormod, remf) on host scalars run on the host."""
+    check(lambda x, n: (x % 3) + (n % 2.5), args=[np.array(7, np.int32), np.array(-4.25, np.float32)])

@@ -161,7 +161,7 @@ class HostProgram:
             return self.print_(op, ins)
         if isinstance(op, L.AssertOp):
             return self.assert_(op, ins)
-        if op.dialect_name() in ("arith", "math"):
+        if op.dialect_name() in ("arith", "math") or op.name in ("tfc.floormod", "tfc.remf"):
             return self.scalar(op, ins, out)
         raise NotImplementedError(f"the CUDA host program cannot run {op.name} ({loc_str(op)})")
 
