@@ -222,6 +222,33 @@ def test_optimizers_update_on_the_gpu(sim, make):
 
 # -- compiled cuda functions ---------------------------------------------------------------
 
+@pytest.mark.parametrize("make", [lambda: tfc.optimizers.SGD(0.1, momentum=0.9), lambda: tfc.optimizers.Adam(0.1)],
+                         ids=["momentum", "adam"])
+def test_optimizer_inside_a_compiled_cuda_function(sim, make):
+    """Slots made at the first trace live on the GPU; the host iteration count
+    (a 0-d host variable) goes through the cuda function as a scalar."""
+    rng = np.random.default_rng(5)
+    a, x = rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for device, target in (("cpu:0", "cpu"), ("gpu:0", "cuda")):
+        with tfc.device(device):
+            v, xx = tfc.Variable(a), tfc.constant(x)
+        opt = make()
+
+        def step(t):
+            with tfc.GradientTape() as tape:
+                y = tfc.reduce_sum(tfc.tanh(tfc.matmul(t, v)))
+            opt.apply_gradients([(tape.gradient(y, v), v)])
+            return y
+        f = tfc.function(step, target=target)
+        for _ in range(3):
+            f(xx)
+        assert type(v) is (GpuVariable if target == "cuda" else Variable)
+        assert all(type(sv) is type(v) for _, _, sv in opt.slot_variables()) and int(opt.iterations.numpy()) == 3
+        results.append(v.numpy())
+    close(*results, "matmul")
+
+
 def test_compiled_function_uses_the_buffers(sim, monkeypatch):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((4, 3)).astype(np.float32)
