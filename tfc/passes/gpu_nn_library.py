@@ -1,0 +1,512 @@
+"""GPU library kernels for CNNs, written once as L4 (``gpu.func``), for the
+``loops.library`` calls with a planned result (``outs``) that tfc-lower-gpu
+launches: conv2d and its two gradients, max/avg pooling and their gradients
+(tfc/ops/conv.py gives the semantics: NHWC images, HWIO filters, TensorFlow's
+VALID/SAME padding, strides, dilations).
+
+``LIBRARY[name](namer, op)`` returns the launches of ``op``: a list of
+``(kernel, grid, block, args)`` (``args`` L3 values, the kernel's parameters
+in order; an empty list where the result has no elements), or raises
+NotImplementedError naming what is missing.
+
+Every kernel is one thread per result element over a grid-stride loop (block
+256, grid at most ``MAX_BLOCKS``), each element gathered by loops over its
+window: no atomics, so results are deterministic.
+
+- conv2d: the sum over taps and input channels of x * w with ``math.fma``,
+  padded taps reading 0 (as numpy's im2col: 0 * inf is NaN there too); the
+  matmul family's tolerance covers the other summation order.
+- conv2d_backprop_input(_like): per input element, over the taps (i, j) whose
+  window covers it (in tap order, as numpy's scatter-adds), the sum over the
+  output channels of g * w (one GEMM element of numpy's), added to the result.
+- conv2d_backprop_filter(_like): per filter element, the sum over batch and
+  output positions of x * g (padded taps 0, as numpy's im2col).
+- max_pool2d: the first maximum of the window in tap order (strict ``>``, as
+  numpy's kernel: a NaN in the first tap stays, a later NaN never wins;
+  padding is -inf and can win only as the first tap).
+- max_pool2d_grad: per input element, the sum in tap order of the gradients of
+  the windows whose first maximum it is (bit-identical to numpy's: its
+  additions of 0 never change a sum that starts at +0.0).
+- max_pool2d_grad_grad: per output element, ``grad`` at the window's first
+  maximum (0 where that is padding).
+- avg_pool2d: the window's real elements summed in tap order, divided by their
+  count; avg_pool2d_grad(_like): per input element the sum in tap order of
+  each covering window's gradient divided by its count (both bit-identical).
+
+float32 and float64; static shapes only.
+"""
+from __future__ import annotations
+
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
+
+from tfc.dialects import loops as L
+
+BLOCK = 256
+
+
+# -- attributes and shapes -----------------------------------------------------------------
+
+
+def _attrs(op) -> dict:
+    """The library call's attributes as Python values (int tuples, strings)."""
+    out = {}
+    for k, v in op.kernel_attrs.data.items():
+        if hasattr(v, "get_values"):
+            out[k] = tuple(int(x) for x in v.get_values())
+        elif hasattr(v, "data") and isinstance(v.data, str):
+            out[k] = v.data
+        else:
+            out[k] = v
+    return out
+
+
+def _geometry(n, k, s, d, padding):
+    """TensorFlow's window arithmetic (tfc/ops/conv.py): (output size, pad before)."""
+    k_eff = (k - 1) * d + 1
+    if padding == "VALID":
+        return (n - k_eff) // s + 1, 0
+    out = -(-n // s)
+    return out, max((out - 1) * s + k_eff - n, 0) // 2
+
+
+def _shape(v, what):
+    from tfc.passes.lower_gpu import unsupported
+
+    sh = tuple(v.type.get_shape())
+    if any(d < 0 for d in sh):
+        raise unsupported(f"{what} of run-time shape")
+    return sh
+
+
+def _check_types(name, values):
+    from tfc.passes.lower_gpu import unsupported
+
+    elt = values[-1].type.element_type
+    if not isinstance(elt, (Float32Type, Float64Type)) or any(v.type.element_type != elt for v in values):
+        raise unsupported(f"{name} of " + ", ".join(str(v.type.element_type) for v in values))
+    return elt
+
+
+def _span(values, shapes):
+    """The largest element offset any buffer reaches (strides of its layout)."""
+    best = 0
+    for v, sh in zip(values, shapes):
+        st, off = L.layout_of(v.type)
+        if 0 in sh:
+            continue
+        best = max(best, abs(off) + sum((d - 1) * abs(s) for d, s in zip(sh, st)))
+    return best
+
+
+# -- the common frame: one thread per result element -----------------------------------------
+
+
+class _Frame:
+    """A kernel over the elements of the result: ``body(kb, digits)`` returns
+    the value of the element at those (static-rank) digits; the frame stores it."""
+
+    def __init__(self, namer, name, ins, out, kind, elt):
+        from tfc.passes.lower_gpu import I32_MAX, MAX_BLOCKS, _KB, _prod
+
+        from tfc.dialects.gpu import PtrType
+
+        self.ins, self.out, self.elt = list(ins), out, elt
+        self.shapes = [_shape(v, name) for v in self.ins + [out]]
+        self.n = _prod(self.shapes[-1])
+        self.grid = (min(-(-self.n // BLOCK), MAX_BLOCKS), 1, 1)
+        span = max(_span(self.ins + [out], self.shapes), self.n + self.grid[0] * BLOCK)
+        it = i32 if span <= I32_MAX else i64
+        tname = "f32" if isinstance(elt, Float32Type) else "f64"
+        self.kb = _KB(namer(f"{name}_{tname}"), [PtrType(v.type.element_type, "global") for v in self.ins + [out]],
+                      kind, it, (BLOCK, 1, 1))
+        self.ptrs = self.kb.args
+        self.strides = [L.layout_of(v.type)[0] for v in self.ins + [out]]
+
+    def build(self, body):
+        kb = self.kb
+        gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
+        step = kb.mul(kb.gdim(), kb.i(BLOCK))
+        osh = self.shapes[-1]
+
+        def element(q):
+            digits = []
+            for k in range(len(osh) - 1, -1, -1):
+                if k == 0:
+                    digits.append(q)
+                else:
+                    digits.append(kb.remu(q, kb.i(osh[k])))
+                    q = kb.divu(q, kb.i(osh[k]))
+            digits.reverse()
+            v = body(kb, digits)
+            kb.store([v], self.ptrs[-1], self.at(len(self.ins), digits))
+            return []
+
+        kb.for_(gid, kb.i(self.n), step, element)
+        return kb.finish()
+
+    def at(self, k, digits):
+        """Element offset in buffer ``k`` of the element at ``digits`` (values)."""
+        return self.kb.dot(list(zip(digits, self.strides[k])))
+
+    def load(self, k, digits):
+        return self.kb.load(self.ptrs[k], self.at(k, digits), nc=True)[0]
+
+
+def _inside(kb, v, size):
+    """0 <= v < size (signed)."""
+    return kb.emit(arith.AndIOp(kb.cmpi("sge", v, kb.i(0)), kb.cmpi("slt", v, kb.i(size))))
+
+
+def _clamp(kb, ok, v):
+    """``v`` where ``ok``, else 0: an index always inside the buffer."""
+    return kb.select(ok, v, kb.i(0))
+
+
+def _window_pos(kb, o, k, s, d, pad):
+    """The input coordinate of tap ``k`` (a value) of the window at output ``o``."""
+    return kb.sub(kb.add(kb.mul(o, kb.i(s)), kb.mul(k, kb.i(d))), kb.i(pad)) if pad else \
+        kb.add(kb.mul(o, kb.i(s)), kb.mul(k, kb.i(d)))
+
+
+def _covering(kb, p, k, s, d, pad, out_size):
+    """The output coordinate whose window's tap ``k`` is input coordinate ``p``
+    and whether there is one: (p + pad - k*d) / s when that is a non-negative
+    multiple of s below ``out_size``."""
+    q = kb.sub(kb.add(p, kb.i(pad)), kb.mul(k, kb.i(d)))
+    nonneg = kb.cmpi("sge", q, kb.i(0))
+    q = _clamp(kb, nonneg, q)
+    o = kb.divu(q, kb.i(s)) if s != 1 else q
+    ok = nonneg
+    if s != 1:
+        ok = kb.emit(arith.AndIOp(ok, kb.cmpi("eq", kb.remu(q, kb.i(s)), kb.i(0))))
+    ok = kb.emit(arith.AndIOp(ok, kb.cmpi("slt", o, kb.i(out_size))))
+    return o, ok
+
+
+def _zero(kb, elt):
+    return kb.c(0.0, elt)
+
+
+# -- conv2d and its gradients --------------------------------------------------------------
+
+
+def _conv_params(a, in_hw, k_hw):
+    strides, dil, padding = a["strides"], a["dilations"], a["padding"]
+    (ho, pt), (wo, pl) = (_geometry(in_hw[q], k_hw[q], strides[q], dil[q], padding) for q in range(2))
+    return strides, dil, (ho, wo), (pt, pl)
+
+
+def conv2d(namer, op):
+    x, w = op.ins
+    (out,) = op.outs
+    elt = _check_types("conv2d", [x, w, out])
+    fr = _Frame(namer, "conv2d", [x, w], out, "matmul", elt)
+    (_, H, W, C), (KH, KW, _, _) = fr.shapes[0], fr.shapes[1]
+    (sh, sw), (dh, dw), _, (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, oh, ow, co = dg
+
+        def tap_i(i, acc):
+            ih = _window_pos(kb, oh, i, sh, dh, pt)
+            ok_h = _inside(kb, ih, H)
+
+            def tap_j(j, acc):
+                iw = _window_pos(kb, ow, j, sw, dw, pl)
+                ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+                xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), kb.i(0)])
+                wb = fr.at(1, [i, j, kb.i(0), co])
+
+                def chan(ci, acc):
+                    xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(ci, kb.i(fr.strides[0][3]))), nc=True)[0]
+                    xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
+                    wv = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(ci, kb.i(fr.strides[1][2]))), nc=True)[0]
+                    return [kb.emit(xmath.FmaOp(xv, wv, acc))]
+                return kb.for_(kb.i(0), kb.i(C), kb.i(1), chan, [acc])
+            return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [acc])
+        return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [zero])[0]
+
+    return _finish(fr, body)
+
+
+def _finish(fr, body):
+    if fr.n == 0:
+        return []
+    kernel = fr.build(body)
+    return [(kernel, fr.grid, (BLOCK, 1, 1), fr.ins + [fr.out])]
+
+
+def conv2d_backprop_input(namer, op, name="conv2d_backprop_input"):
+    w, g = op.ins[-2:]  # (the _like variant's first input only gives the output's shape)
+    (out,) = op.outs
+    elt = _check_types(name, [w, g, out])
+    fr = _Frame(namer, name, [w, g], out, "matmul", elt)
+    (KH, KW, _, CO), (_, HO, WO, _), (_, H, W, _) = fr.shapes
+    (sh, sw), (dh, dw), (ho, wo), (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
+    assert (ho, wo) == (HO, WO), (ho, wo, HO, WO)
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, h, wq, ci = dg
+
+        def tap_i(i, acc):
+            oh, ok_h = _covering(kb, h, i, sh, dh, pt, HO)
+
+            def tap_j(j, acc):
+                ow, ok_w = _covering(kb, wq, j, sw, dw, pl, WO)
+                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
+                gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), kb.i(0)])
+                wb = fr.at(0, [i, j, ci, kb.i(0)])
+
+                def chan(co, part):
+                    gv = kb.load(fr.ptrs[1], kb.add(gb, kb.mul(co, kb.i(fr.strides[1][3]))), nc=True)[0]
+                    wv = kb.load(fr.ptrs[0], kb.add(wb, kb.mul(co, kb.i(fr.strides[0][3]))), nc=True)[0]
+                    return [kb.emit(xmath.FmaOp(gv, wv, part))]
+                # one element of numpy's GEMM (g @ w^T), added in tap order; no window: nothing
+                (part,) = kb.for_(kb.i(0), kb.select(ok, kb.i(CO), kb.i(0)), kb.i(1), chan, [zero])
+                return [kb.select(ok, kb.emit(arith.AddfOp(acc, part)), acc)]
+            return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [acc])
+        return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [zero])[0]
+
+    return _finish(fr, body)
+
+
+def conv2d_backprop_input_like(namer, op):
+    return conv2d_backprop_input(namer, op, "conv2d_backprop_input_like")
+
+
+def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
+    x, g = op.ins[:2]  # (the _like variant's last input only gives the output's shape)
+    (out,) = op.outs
+    elt = _check_types(name, [x, g, out])
+    fr = _Frame(namer, name, [x, g], out, "matmul", elt)
+    (N, H, W, _), (_, HO, WO, _), (KH, KW, _, _) = fr.shapes
+    (sh, sw), (dh, dw), (ho, wo), (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
+    assert (ho, wo) == (HO, WO), (ho, wo, HO, WO)
+    zero = _zero(fr.kb, elt)
+    xs, gs = fr.strides[0], fr.strides[1]
+
+    def body(kb, dg):
+        i, j, ci, co = dg
+
+        def batch(n, acc):
+            def row(oh, acc):
+                ih = _window_pos(kb, oh, i, sh, dh, pt)
+                ok_h = _inside(kb, ih, H)
+                xr = fr.at(0, [n, _clamp(kb, ok_h, ih), kb.i(0), ci])
+                gr = fr.at(1, [n, oh, kb.i(0), co])
+
+                def col(ow, acc):
+                    iw = _window_pos(kb, ow, j, sw, dw, pl)
+                    ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+                    xv = kb.load(fr.ptrs[0], kb.add(xr, kb.mul(_clamp(kb, ok, iw), kb.i(xs[2]))), nc=True)[0]
+                    xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
+                    gv = kb.load(fr.ptrs[1], kb.add(gr, kb.mul(ow, kb.i(gs[2]))), nc=True)[0]
+                    return [kb.emit(xmath.FmaOp(xv, gv, acc))]
+                return kb.for_(kb.i(0), kb.i(WO), kb.i(1), col, [acc])
+            return kb.for_(kb.i(0), kb.i(HO), kb.i(1), row, [acc])
+        return kb.for_(kb.i(0), kb.i(N), kb.i(1), batch, [zero])[0]
+
+    return _finish(fr, body)
+
+
+def conv2d_backprop_filter_like(namer, op):
+    return conv2d_backprop_filter(namer, op, "conv2d_backprop_filter_like")
+
+
+# -- pooling ----------------------------------------------------------------------------------
+
+
+def _pool_params(a, in_hw):
+    k, s, padding = a["ksize"], a["strides"], a["padding"]
+    (ho, pt), (wo, pl) = (_geometry(in_hw[q], k[q], s[q], 1, padding) for q in range(2))
+    return k, s, (ho, wo), (pt, pl)
+
+
+def _first_max(fr, kb, xk, n, oh, ow, c, k, s, pads, hw):
+    """(max, tap) of the window at (oh, ow): the first maximum in tap order
+    (strict ``>``; the first tap taken whatever it is; padding -inf)."""
+    (KH, KW), (sh, sw), (pt, pl), (H, W) = k, s, pads, hw
+    elt = fr.elt
+    ninf = kb.c(float("-inf"), elt)
+
+    def tap_i(i, best, idx):
+        ih = _window_pos(kb, oh, i, sh, 1, pt)
+        ok_h = _inside(kb, ih, H)
+
+        def tap_j(j, best, idx):
+            iw = _window_pos(kb, ow, j, sw, 1, pl)
+            ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+            v = kb.load(fr.ptrs[xk], fr.at(xk, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
+            v = kb.select(ok, v, ninf)
+            tap = kb.add(kb.mul(i, kb.i(KW)), j)
+            first = kb.cmpi("eq", tap, kb.i(0))
+            better = kb.emit(arith.OrIOp(first, kb.emit(arith.CmpfOp(v, best, "ogt"))))
+            return [kb.select(better, v, best), kb.select(better, tap, idx)]
+        return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [best, idx])
+    return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [ninf, kb.i(0)])
+
+
+def max_pool2d(namer, op):
+    (x,) = op.ins
+    (out,) = op.outs
+    elt = _check_types("max_pool2d", [x, out])
+    fr = _Frame(namer, "max_pool2d", [x], out, "elementwise", elt)
+    (_, H, W, _) = fr.shapes[0]
+    k, s, _, pads = _pool_params(_attrs(op), (H, W))
+
+    def body(kb, dg):
+        n, oh, ow, c = dg
+        return _first_max(fr, kb, 0, n, oh, ow, c, k, s, pads, (H, W))[0]
+
+    return _finish(fr, body)
+
+
+def max_pool2d_grad(namer, op):
+    x, g = op.ins
+    (out,) = op.outs
+    elt = _check_types("max_pool2d_grad", [x, g, out])
+    fr = _Frame(namer, "max_pool2d_grad", [x, g], out, "elementwise", elt)
+    (_, H, W, _), (_, HO, WO, _) = fr.shapes[0], fr.shapes[1]
+    k, s, _, pads = _pool_params(_attrs(op), (H, W))
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, h, w, c = dg
+
+        def tap_i(i, acc):
+            oh, ok_h = _covering(kb, h, i, s[0], 1, pads[0], HO)
+
+            def tap_j(j, acc):
+                ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
+                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
+
+                def routed():
+                    oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
+                    _, idx = _first_max(fr, kb, 0, n, oh_, ow_, c, k, s, pads, (H, W))
+                    mine = kb.cmpi("eq", idx, kb.add(kb.mul(i, kb.i(k[1])), j))
+                    gv = kb.load(fr.ptrs[1], fr.at(1, [n, oh_, ow_, c]), nc=True)[0]
+                    return [kb.select(mine, kb.emit(arith.AddfOp(acc, gv)), acc)]
+                return kb.if_(ok, routed, lambda: [acc], types=[elt])
+            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
+        return kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])[0]
+
+    return _finish(fr, body)
+
+
+def max_pool2d_grad_grad(namer, op):
+    x, gg = op.ins
+    (out,) = op.outs
+    elt = _check_types("max_pool2d_grad_grad", [x, gg, out])
+    fr = _Frame(namer, "max_pool2d_grad_grad", [x, gg], out, "elementwise", elt)
+    (_, H, W, _) = fr.shapes[0]
+    k, s, _, pads = _pool_params(_attrs(op), (H, W))
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, oh, ow, c = dg
+        _, idx = _first_max(fr, kb, 0, n, oh, ow, c, k, s, pads, (H, W))
+        i, j = kb.divu(idx, kb.i(k[1])), kb.remu(idx, kb.i(k[1]))
+        ih = _window_pos(kb, oh, i, s[0], 1, pads[0])
+        iw = _window_pos(kb, ow, j, s[1], 1, pads[1])
+        ok = kb.emit(arith.AndIOp(_inside(kb, ih, H), _inside(kb, iw, W)))
+        v = kb.load(fr.ptrs[1], fr.at(1, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
+        return kb.select(ok, v, zero)  # a padding maximum: numpy's padded grad is 0 there
+
+    return _finish(fr, body)
+
+
+def _count(kb, elt, o, k, s, pad, size):
+    """How many real input coordinates the window at output ``o`` covers along one axis."""
+    lo = kb.sub(kb.mul(o, kb.i(s)), kb.i(pad)) if pad else kb.mul(o, kb.i(s))
+    hi = kb.add(lo, kb.i(k))
+    lo = kb.emit(arith.MaxSIOp(lo, kb.i(0)))
+    hi = kb.emit(arith.MinSIOp(hi, kb.i(size)))
+    return kb.sub(hi, lo)
+
+
+def _divisor(kb, elt, oh, ow, k, s, pads, hw):
+    cnt = kb.mul(_count(kb, elt, oh, k[0], s[0], pads[0], hw[0]), _count(kb, elt, ow, k[1], s[1], pads[1], hw[1]))
+    return kb.emit(arith.SIToFPOp(cnt, elt))
+
+
+def avg_pool2d(namer, op):
+    (x,) = op.ins
+    (out,) = op.outs
+    elt = _check_types("avg_pool2d", [x, out])
+    fr = _Frame(namer, "avg_pool2d", [x], out, "elementwise", elt)
+    (_, H, W, _) = fr.shapes[0]
+    k, s, _, pads = _pool_params(_attrs(op), (H, W))
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, oh, ow, c = dg
+
+        def tap_i(i, acc):
+            ih = _window_pos(kb, oh, i, s[0], 1, pads[0])
+            ok_h = _inside(kb, ih, H)
+
+            def tap_j(j, acc):
+                iw = _window_pos(kb, ow, j, s[1], 1, pads[1])
+                ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+                v = kb.load(fr.ptrs[0], fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
+                # numpy adds padding's +0.0: a sum from +0.0 is never -0.0, so skipping it is exact
+                return [kb.select(ok, kb.emit(arith.AddfOp(acc, v)), acc)]
+            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
+        (acc,) = kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])
+        return kb.emit(arith.DivfOp(acc, _divisor(kb, elt, oh, ow, k, s, pads, (H, W))))
+
+    return _finish(fr, body)
+
+
+def avg_pool2d_grad(namer, op, name="avg_pool2d_grad"):
+    g = op.ins[-1]  # (the _like variant's first input only gives the output's shape)
+    (out,) = op.outs
+    elt = _check_types(name, [g, out])
+    fr = _Frame(namer, name, [g], out, "elementwise", elt)
+    (_, HO, WO, _), (_, H, W, _) = fr.shapes
+    k, s, (ho, wo), pads = _pool_params(_attrs(op), (H, W))
+    assert (ho, wo) == (HO, WO), (ho, wo, HO, WO)
+    zero = _zero(fr.kb, elt)
+
+    def body(kb, dg):
+        n, h, w, c = dg
+
+        def tap_i(i, acc):
+            oh, ok_h = _covering(kb, h, i, s[0], 1, pads[0], HO)
+
+            def tap_j(j, acc):
+                ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
+                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
+                oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
+                gv = kb.load(fr.ptrs[0], fr.at(0, [n, oh_, ow_, c]), nc=True)[0]
+                gd = kb.emit(arith.DivfOp(gv, _divisor(kb, elt, oh_, ow_, k, s, pads, (H, W))))
+                return [kb.select(ok, kb.emit(arith.AddfOp(acc, gd)), acc)]
+            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
+        return kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])[0]
+
+    return _finish(fr, body)
+
+
+def avg_pool2d_grad_like(namer, op):
+    return avg_pool2d_grad(namer, op, "avg_pool2d_grad_like")
+
+
+LIBRARY = {
+    "conv2d": conv2d,
+    "conv2d_backprop_input": conv2d_backprop_input,
+    "conv2d_backprop_input_like": conv2d_backprop_input_like,
+    "conv2d_backprop_filter": conv2d_backprop_filter,
+    "conv2d_backprop_filter_like": conv2d_backprop_filter_like,
+    "max_pool2d": max_pool2d,
+    "max_pool2d_grad": max_pool2d_grad,
+    "max_pool2d_grad_grad": max_pool2d_grad_grad,
+    "avg_pool2d": avg_pool2d,
+    "avg_pool2d_grad": avg_pool2d_grad,
+    "avg_pool2d_grad_like": avg_pool2d_grad_like,
+}
+
+__all__ = ["LIBRARY", "BLOCK"]
