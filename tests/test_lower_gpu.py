@@ -347,6 +347,57 @@ func.func @f(%x: memref<{n}xf32>, %arena: memref<0xi8>) -> memref<{n}xf32> {{
     assert launch.gx.owner.value.value.data == MAX_BLOCKS
 
 
+# CUDA's grid limits: gridDim.x up to 2^31 - 1 blocks, y and z up to 65535
+GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
+
+
+def _huge_cases():
+    import tfc.ops.scatter as SC
+
+    S = tfc.TensorSpec
+    big = 1 << 22
+    return {
+        "matmul_rows": (lambda a, b: tfc.matmul(a, b), [S([1048577, 1]), S([1, 1])]),
+        "matmul_cols": (lambda a, b: tfc.matmul(a, b), [S([1, 1]), S([1, 1048577])]),
+        "matmul_blocked_rows": (lambda a, b: tfc.matmul(a, b), [S([8388737, 64]), S([64, 64])]),
+        "matmul_batch": (lambda a, b: tfc.matmul(a, b), [S([70000, 2, 3]), S([70000, 3, 2])]),
+        "matmul_batch_broadcast": (lambda a, b: tfc.matmul(a, b), [S([3, 70001, 2, 3]), S([3, 2])]),
+        "elementwise": (lambda x, b: tfc.tanh(x) * b, [S([big, 33]), S([33])]),
+        "strided": (lambda x: x[::2, 1:] * 2.0, [S([big, 9])]),
+        "sum_all": (lambda x: tfc.reduce_sum(x), [S([big, 64])]),
+        "sum_rows": (lambda x: tfc.reduce_sum(x, axis=1), [S([big * 4, 3])]),
+        "max_cols": (lambda x: tfc.reduce_max(x, axis=0), [S([3, big * 4])]),
+        "argmax": (lambda x: tfc.argmax(x, axis=1), [S([big, 5])]),
+        "softmax": (lambda x: tfc.nn.softmax(x), [S([big, 40])]),
+        "transpose": (lambda x: tfc.transpose(x, [0, 2, 1]), [S([70000, 33, 40])]),
+        "scatter_add": (lambda x, i: SC.unsorted_segment_sum(x, i, 70000), [S([big, 3]), S([big], tfc.int32)]),
+        "gather": (lambda x, i: tfc.gather(x, i), [S([big, 3]), S([big], tfc.int32)]),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_huge_cases()))
+def test_grids_within_cuda_limits(case):
+    """Every launch of huge shapes fits CUDA's grid (lowering only: nothing runs)."""
+    fn, specs = _huge_cases()[case]
+    m = lower(tfc.function(fn).get_concrete_function(*specs).ir("loops"))
+    launches = [op for op in m.walk() if isinstance(op, LaunchOp)]
+    assert launches
+    for op in launches:
+        grid = [g.owner.value.value.data for g in op.grid]
+        assert all(1 <= g <= lim for g, lim in zip(grid, GRID_LIMITS)), (op.kernel, grid)
+
+
+def test_matmul_grid_is_one_dimensional(rng):
+    """Tiles of every batch on gridDim.x, their digits from blockIdx.x (both kernels, batches broadcast)."""
+    a = rng.normal(size=(3, 1, 70, 9)).astype(F32)
+    b = rng.normal(size=(2, 9, 33)).astype(F32)
+    for x, y in ((a, b), (a[..., :40, :], b[..., :1])):
+        m = check(lambda a, b: tfc.matmul(a, b), np.ascontiguousarray(x), np.ascontiguousarray(y), family="matmul")
+        (op,) = [o for o in m.walk() if isinstance(o, LaunchOp)]
+        grid = [g.owner.value.value.data for g in op.grid]
+        assert grid[1:] == [1, 1] and grid[0] > 6
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
 def test_integer_division_semantics(dtype):
     a = np.array([7, -7, 7, -7, 5, 0, -128 if dtype == np.int8 else -(2 ** 31), 3, -3], dtype)

@@ -7,7 +7,7 @@ from tfc.core import dtypes
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, note_user_line
 from tfc.core.shape import as_int, as_ints
-from tfc.core.tensor import Tensor, convert_to_tensor
+from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar
 from tfc.ops._grad import unbroadcast
@@ -1465,6 +1465,8 @@ def getitem(tensor, key):
         if axis >= y.ndim:
             raise IndexError(f"getitem: too many indices for a tensor of shape {inf.fmt_shape(x.shape)}")
         idx = _wrap_negative(idx, y, axis)
+    if isinstance(y, GpuTensor) and not isinstance(idx, GpuTensor):
+        idx = idx.gpu()  # the index is built on the host; gather takes both on one device
     return gather(y, idx, axis=axis)
 
 

@@ -4,7 +4,9 @@ of L3 that tfc-lower-gpu launches (tfc/passes/lower_gpu.py).
 - ``matmul`` (float32, float64; ``transpose_a``/``transpose_b``; batched with
   numpy's broadcasting of the batch dims; any strided layout of the operands
   and of the planned result): a 16x16 tiled shared-memory kernel, one thread
-  per result element, block (16, 16), grid (ceil(n/16), ceil(m/16), batch).
+  per result element, block (16, 16); every (batch, tile row, tile column)
+  one block of a one-dimensional grid (gridDim.x holds 2^31 - 1 blocks, y and
+  z only 65535), its digits from blockIdx.x.
   Each K tile is staged through shared memory (zero-padded at the edges, so
   every thread reaches both barriers); the products are accumulated in k
   order with ``math.fma`` (one rounding per step, as BLAS's FMA kernels: the
@@ -23,7 +25,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
 from tfc.dialects import loops as L
 
 TILE = 16
-MAX_GRID_Z = 65535
+MAX_GRID_X = (1 << 31) - 1  # CUDA's gridDim.x limit (y and z: 65535): every tile of every batch goes on x
 # the register-blocked kernel (results of at least BM/2 x BN/2): (BM, BN, BK, TM, TN) per
 # element type: float32 a 128 x 128 tile per block of 16 x 16 threads, 8 x 8 results per
 # thread (128 registers), K in steps of 8; float64 64 x 64, 4 x 4 per thread
@@ -77,8 +79,6 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     nb = _prod(batch)
     if m == 0 or n == 0 or nb == 0:
         return None
-    if nb > MAX_GRID_Z:
-        raise unsupported(f"batched matmul of {nb} matrices (more than {MAX_GRID_Z})")
     ast, _ = L.layout_of(a.type)
     bst, _ = L.layout_of(b.type)
     cst, _ = L.layout_of(c.type)
@@ -100,14 +100,16 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
         name = namer(f"matmul_{ta}{tb}_{tname}_{BM}x{BN}")
         return _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, (a_i, a_k, b_k, b_j, c_i, c_j),
                         (a_b, b_b, c_b), BLOCKED[tname])
+    grid = _grid(m, n, nb, TILE, TILE)
     name = namer(f"matmul_{ta}{tb}_{tname}")
     kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
     pa, pb, pc = kb.args
     tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
-    row = kb.add(kb.mul(kb.bid("y"), kb.i(TILE)), ty)
-    col = kb.add(kb.mul(kb.bid("x"), kb.i(TILE)), tx)
+    t_row, t_col, t_batch = _tile_of_block(kb, m, n, TILE, TILE)
+    row = kb.add(kb.mul(t_row, kb.i(TILE)), ty)
+    col = kb.add(kb.mul(t_col, kb.i(TILE)), tx)
     if batch:
-        z = _digits(kb, kb.bid("z"), batch)
+        z = _digits(kb, t_batch, batch)
         bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
     else:
         bases = [kb.i(0)] * 3
@@ -147,8 +149,31 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
         kb.store([acc], pc, idx)
     kb.if_(kb.emit(arith.AndIOp(row_ok, col_ok)), store)
     kernel = kb.finish()
-    grid = (-(-n // TILE), -(-m // TILE), nb)
     return kernel, grid, (TILE, TILE, 1)
+
+
+def _grid(m, n, nb, bm, bn):
+    """The launch grid of a matmul of ``nb`` m x n results in bm x bn tiles:
+    every (batch, tile row, tile column) on gridDim.x (2^31 - 1 blocks; y and z
+    would cap rows of tiles and batches at 65535)."""
+    from tfc.passes.lower_gpu import unsupported
+
+    blocks = nb * -(-m // bm) * -(-n // bn)
+    if blocks > MAX_GRID_X:
+        raise unsupported(f"matmul of {blocks} tiles of {bm}x{bn} (more than {MAX_GRID_X} blocks)")
+    return (blocks, 1, 1)
+
+
+def _tile_of_block(kb, m, n, bm, bn):
+    """(tile row, tile column, batch) of this block: the digits of blockIdx.x,
+    the tile column fastest (consecutive blocks share a row of A's tiles)."""
+    tn, tm = -(-n // bn), -(-m // bm)
+    q = kb.bid("x")
+    col = kb.remu(q, kb.i(tn)) if tn > 1 else kb.i(0)
+    q = kb.divu(q, kb.i(tn)) if tn > 1 else q
+    row = kb.remu(q, kb.i(tm)) if tm > 1 else kb.i(0)
+    q = kb.divu(q, kb.i(tm)) if tm > 1 else q
+    return row, col, q
 
 
 def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides, config):
@@ -164,14 +189,16 @@ def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides,
     SA_ROW = BM + PAD
     tx_n, ty_n = BN // TN, BM // TM
     nthreads = tx_n * ty_n
+    grid = _grid(m, n, nb, BM, BN)
     kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (tx_n, ty_n, 1))
     pa, pb, pc = kb.args
     tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
     tid = kb.add(kb.mul(ty, kb.i(tx_n)), tx)
-    row0 = kb.mul(kb.bid("y"), kb.i(BM))
-    col0 = kb.mul(kb.bid("x"), kb.i(BN))
+    t_row, t_col, t_batch = _tile_of_block(kb, m, n, BM, BN)
+    row0 = kb.mul(t_row, kb.i(BM))
+    col0 = kb.mul(t_col, kb.i(BN))
     if batch:
-        z = _digits(kb, kb.bid("z"), batch)
+        z = _digits(kb, t_batch, batch)
         bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
     else:
         bases = [kb.i(0)] * 3
@@ -232,7 +259,6 @@ def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides,
                 kb.store([acc[i * TN + j]], pc, kb.add(row_at, kb.mul(col, kb.i(c_j))))
             kb.if_(ok, store)
     kernel = kb.finish()
-    grid = (-(-n // BN), -(-m // BM), nb)
     return kernel, grid, (tx_n, ty_n, 1)
 
 

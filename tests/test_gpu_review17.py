@@ -1,0 +1,31 @@
+"""Fixes from the review of the GPU path (issue 17): eager GPU tensors indexed
+with a list or a boolean mask, on the simulated driver against the CPU."""
+import numpy as np
+import pytest
+
+import tfc
+from tfc.core.tensor import GpuTensor
+
+
+@pytest.fixture(autouse=True)
+def simulator(monkeypatch):
+    monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
+
+
+@pytest.mark.parametrize("key", [
+    [1, 0], [-1, 0, 2], np.array([2, -3], np.int64), np.array([True, False, True]),
+    (slice(None), [3, 0]), (1, np.array([False, True, True, False])), np.zeros((0,), np.int32),
+    np.array([[True, False, True, False], [False, False, True, True], [True, True, False, False]]),
+])
+def test_array_and_mask_index_of_gpu_tensor(key):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    want = tfc.constant(x)[key].numpy()
+    got = tfc.constant(x).gpu()[key]
+    assert type(got) is GpuTensor
+    assert got.shape == want.shape and np.array_equal(got.numpy(), want)  # gather moves values: exact
+
+
+def test_gpu_index_tensor_stays():
+    g = tfc.constant([[1., 2.], [3., 4.]]).gpu()
+    idx = tfc.constant([1, 1, 0]).gpu()
+    assert np.array_equal(g[idx].numpy(), np.array([[3., 4.], [3., 4.], [1., 2.]], np.float32))
