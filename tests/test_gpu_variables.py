@@ -440,3 +440,24 @@ def test_checkpoint_round_trip(sim, tmp_path):
     assert type(m.w) is GpuVariable and np.array_equal(m.w.numpy(), saved) and float(m.b) == 1.5
     slot = fresh.get_slot(m.w, "m")
     assert type(slot) is GpuVariable and np.array_equal(slot.numpy(), opt.get_slot(m.w, "m").numpy())
+
+
+def test_compiled_code_never_writes_a_read_buffer(sim):
+    """A read value (the variable's own buffer) carried by a loop or fed to
+    elementwise kernels is never overwritten in place: the variable and a
+    snapshot keep their values."""
+    v = gpu_var([1.0, 2.0, 3.0])
+    snap = v.read_value()
+
+    @tfc.function(target="cuda")
+    def f(n):
+        x = v.read_value()
+        i = tfc.constant(0)
+        while i < n:
+            x = x * 2.0 + 1.0
+            i += 1
+        return x, tfc.exp(v.read_value()) * 0.0 + v.read_value()
+
+    x, y = f(tfc.constant(3))
+    assert np.array_equal(x.numpy(), [15.0, 23.0, 31.0]) and np.array_equal(y.numpy(), [1.0, 2.0, 3.0])
+    assert np.array_equal(v.numpy(), [1.0, 2.0, 3.0]) and np.array_equal(snap.numpy(), [1.0, 2.0, 3.0])
