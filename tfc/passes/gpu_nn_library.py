@@ -147,8 +147,9 @@ class _Frame:
         return kb.finish()
 
     def at(self, k, digits):
-        """Element offset in buffer ``k`` of the element at ``digits`` (values)."""
-        return self.kb.dot(list(zip(digits, self.strides[k])))
+        """Element offset in buffer ``k`` of the element at ``digits`` (values;
+        None: 0)."""
+        return self.kb.dot([(d, s) for d, s in zip(digits, self.strides[k]) if d is not None])
 
     def load(self, k, digits):
         return self.kb.load(self.ptrs[k], self.at(k, digits), nc=True)[0]
@@ -217,8 +218,8 @@ def conv2d(namer, op):
             def tap_j(j, acc):
                 iw = _window_pos(kb, ow, j, sw, dw, pl)
                 ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
-                xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), kb.i(0)])
-                wb = fr.at(1, [i, j, kb.i(0), co])
+                xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), None])
+                wb = fr.at(1, [i, j, None, co])
 
                 def chan(ci, acc):
                     xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(ci, kb.i(fr.strides[0][3]))), nc=True)[0]
@@ -258,8 +259,8 @@ def conv2d_backprop_input(namer, op, name="conv2d_backprop_input"):
             def tap_j(j, acc):
                 ow, ok_w = _covering(kb, wq, j, sw, dw, pl, WO)
                 ok = kb.emit(arith.AndIOp(ok_h, ok_w))
-                gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), kb.i(0)])
-                wb = fr.at(0, [i, j, ci, kb.i(0)])
+                gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), None])
+                wb = fr.at(0, [i, j, ci, None])
 
                 def chan(co, part):
                     gv = kb.load(fr.ptrs[1], kb.add(gb, kb.mul(co, kb.i(fr.strides[1][3]))), nc=True)[0]
@@ -292,23 +293,22 @@ def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
     def body(kb, dg):
         i, j, ci, co = dg
 
-        def batch(n, acc):
-            def row(oh, acc):
-                ih = _window_pos(kb, oh, i, sh, dh, pt)
-                ok_h = _inside(kb, ih, H)
-                xr = fr.at(0, [n, _clamp(kb, ok_h, ih), kb.i(0), ci])
-                gr = fr.at(1, [n, oh, kb.i(0), co])
+        def row(r, acc):  # (batch, output row) as one loop: nested constant loops made ptxas spill
+            n, oh = kb.divu(r, kb.i(HO)), kb.remu(r, kb.i(HO))
+            ih = _window_pos(kb, oh, i, sh, dh, pt)
+            ok_h = _inside(kb, ih, H)
+            xr = fr.at(0, [n, _clamp(kb, ok_h, ih), None, ci])
+            gr = fr.at(1, [n, oh, None, co])
 
-                def col(ow, acc):
-                    iw = _window_pos(kb, ow, j, sw, dw, pl)
-                    ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
-                    xv = kb.load(fr.ptrs[0], kb.add(xr, kb.mul(_clamp(kb, ok, iw), kb.i(xs[2]))), nc=True)[0]
-                    xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
-                    gv = kb.load(fr.ptrs[1], kb.add(gr, kb.mul(ow, kb.i(gs[2]))), nc=True)[0]
-                    return [kb.emit(xmath.FmaOp(xv, gv, acc))]
-                return kb.for_(kb.i(0), kb.i(WO), kb.i(1), col, [acc])
-            return kb.for_(kb.i(0), kb.i(HO), kb.i(1), row, [acc])
-        return kb.for_(kb.i(0), kb.i(N), kb.i(1), batch, [zero])[0]
+            def col(ow, acc):
+                iw = _window_pos(kb, ow, j, sw, dw, pl)
+                ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+                xv = kb.load(fr.ptrs[0], kb.add(xr, kb.mul(_clamp(kb, ok, iw), kb.i(xs[2]))), nc=True)[0]
+                xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
+                gv = kb.load(fr.ptrs[1], kb.add(gr, kb.mul(ow, kb.i(gs[2]))), nc=True)[0]
+                return [kb.emit(xmath.FmaOp(xv, gv, acc))]
+            return kb.for_(kb.i(0), kb.i(WO), kb.i(1), col, [acc])
+        return kb.for_(kb.i(0), kb.i(N * HO), kb.i(1), row, [zero])[0]
 
     return _finish(fr, body)
 
