@@ -3,11 +3,11 @@
 // where the value is NaN or at least 2^(w-1) (cvt.rzi saturates those to the
 // highest); arith.minimumf on f64 is numpy's minimum (a where a < b or a is
 // NaN, else b: equal operands give b, so minimum(-0.0, +0.0) is +0.0).
+// The kernel is written in the gpu ops' custom syntax.
 
 builtin.module {
-  "gpu.module"() <{sym_name = "kernels"}> ({
-    "gpu.func"() <{function_type = (f32, f64, !tgpu.ptr<i32, global>, !tgpu.ptr<i64, global>, !tgpu.ptr<f64, global>) -> (), kernel}> ({
-    ^bb0(%x: f32, %y: f64, %o32: !tgpu.ptr<i32, global>, %o64: !tgpu.ptr<i64, global>, %of: !tgpu.ptr<f64, global>):
+  gpu.module @kernels {
+    gpu.func @casts(%x: f32, %y: f64, %o32: !tgpu.ptr<i32, global>, %o64: !tgpu.ptr<i64, global>, %of: !tgpu.ptr<f64, global>) kernel attributes {gpu.known_block_size = array<i32: 32, 1, 1>} {
       %c0 = arith.constant 0 : i32
       %a = arith.fptosi %x : f32 to i32
       tgpu.store %a, %o32[%c0] : !tgpu.ptr<i32, global>, i32
@@ -15,9 +15,9 @@ builtin.module {
       tgpu.store %b, %o64[%c0] : !tgpu.ptr<i64, global>, i32
       %m = arith.minimumf %y, %y : f64
       tgpu.store %m, %of[%c0] : !tgpu.ptr<f64, global>, i32
-      "gpu.return"() : () -> ()
-    }) {sym_name = "casts", gpu.known_block_size = array<i32: 32, 1, 1>} : () -> ()
-  }) : () -> ()
+      gpu.return
+    }
+  }
 }
 
 // CHECK:      ld.param.f32 %[[X:f[0-9]+]], [casts_param_0];
