@@ -168,7 +168,7 @@ def save(compiled, path, root=None) -> str:
     variables = []
     for i, (v, p) in enumerate(zip(compiled.variables, _variable_paths(compiled.variables, root))):
         key = f"var_{i}"
-        weights[key] = np.asarray(v._value)
+        weights[key] = np.asarray(v)
         variables.append({"key": key, "path": p, "name": v.name, "shape": list(v.shape),
                           "dtype": v.dtype.name, "trainable": v.trainable})
     ir_text = print_ir(module, debuginfo=True)

@@ -26,8 +26,8 @@ def _on_input_devices(e, in_grads):
     out = list(in_grads)
     for k, (x, gx) in enumerate(zip(e.inputs, out)):
         if (gx is not None and e.needs[k] and not isinstance(gx, Guarded)
-                and (type(x) is GpuTensor) != (type(gx) is GpuTensor)):
-            out[k] = gx.gpu() if type(x) is GpuTensor else gx.cpu()
+                and (x.device == GPU) != (type(gx) is GpuTensor)):
+            out[k] = gx.gpu() if x.device == GPU else gx.cpu()
     return out
 
 
@@ -184,7 +184,7 @@ def snapshot_variables(tensors):
     for t in tensors:
         if isinstance(t, Variable):
             watch_accessed(t)
-            snap = wrap(t._value)
+            snap = t._snapshot()
             record(READ_VARIABLE, [t], snap, {})
             t = snap
         out.append(t)

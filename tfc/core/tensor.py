@@ -171,8 +171,8 @@ class OnDeviceError(NotImplementedError):
     def __str__(self) -> str:
         t = self.args[0]
         return (f"the value of a GPU tensor ({t._spec}, on {t.device}) is needed on the host here, and tfc "
-                f"does not copy it implicitly: copy it with .cpu() first (a tfc.Variable and the arguments of a "
-                f"tfc.function live on the host in this build)")
+                f"does not copy it implicitly: copy it with .cpu() first (the arguments of a tfc.function compiled for the CPU "
+                f"and host tfc.Variables take host values)")
 
 
 class GpuTensor(Tensor):

@@ -112,7 +112,7 @@ class Checkpoint:
             raise type(e)(e.errno, f"Checkpoint.save: cannot write {path!r} ({e.strerror})") from None
         try:
             with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_STORED) as z:
-                arrays = [(FORMAT_KEY, np.array(FORMAT))] + [(k, np.asarray(v._value)) for k, v in entries.items()]
+                arrays = [(FORMAT_KEY, np.array(FORMAT))] + [(k, np.asarray(v)) for k, v in entries.items()]
                 for key, array in arrays:
                     with z.open(key + ".npy", "w", force_zip64=True) as member:
                         np.lib.format.write_array(member, np.asarray(array), allow_pickle=False)
