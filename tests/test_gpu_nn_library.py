@@ -160,3 +160,69 @@ def test_unsupported_dtype(rng):
     x = rng.normal(size=(1, 4, 4, 2)).astype(np.float16)
     with pytest.raises(NotImplementedError, match="max_pool2d of f16"):
         lower(l3_of(lambda x: tfc.nn.max_pool2d(x, 2, 2), x))
+
+
+def test_strided_views(rng):
+    # views of the arguments (rows skipped, a transposed image) read through their strides
+    x = rng.normal(size=(3, 13, 7, 5)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 5, 4)).astype(np.float32)
+    check(lambda x, w: tfc.nn.conv2d(x[:, ::2, 1:], w, 1, "SAME"), x, w, family="matmul")
+    check(lambda x, w: tfc.nn.conv2d(tfc.transpose(x, [0, 2, 1, 3]), w, 2, "VALID", 1), x, w, family="matmul")
+    bitwise(lambda x: tfc.nn.max_pool2d(x[:, ::2, 1:], 3, 2, "SAME"), x)
+    bitwise(lambda x: tfc.nn.avg_pool2d(tfc.transpose(x, [0, 2, 1, 3]), 2, 1, "SAME"), x)
+
+
+def test_max_pool_special_values():
+    # NaN in a window's first tap stays; a later NaN never wins; -inf everywhere:
+    # the padding (first tap of a SAME window) is the maximum and takes the gradient
+    x = np.full((1, 4, 5, 1), -np.inf, np.float32)
+    x[0, 0, 0, 0] = np.nan
+    x[0, 2, 3, 0] = np.nan
+    x[0, 3, 4, 0] = 1.0
+    g = np.arange(1, 21, dtype=np.float32).reshape(1, 4, 5, 1)
+    for p in ("SAME", "VALID"):
+        pooled = tfc.nn.max_pool2d(x, 3, 2, p).numpy()
+        gp = np.arange(1, pooled.size + 1, dtype=np.float32).reshape(pooled.shape)
+        bitwise(lambda x: tfc.nn.max_pool2d(x, 3, 2, p), x)
+        bitwise(lambda x, gp: C.max_pool2d_grad(x, gp, 3, 2, p), x, gp)
+        bitwise(lambda x, g: C.max_pool2d_grad_grad(x, g, 3, 2, p), x, g)
+    # signed zeros: a sum from +0.0 and the ties' first tap
+    z = np.array([0.0, -0.0, -0.0, 0.0] * 5, np.float32).reshape(1, 4, 5, 1)
+    bitwise(lambda x: tfc.nn.max_pool2d(x, 2, 1, "SAME"), z)
+    bitwise(lambda x: tfc.nn.avg_pool2d(x, 2, 1, "SAME"), z)
+
+
+def test_like_variants(rng):
+    like = rng.normal(size=(3, 7, 6, 5)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 5, 4)).astype(np.float32)
+    g = rng.normal(size=(3, 4, 3, 4)).astype(np.float32)
+    m = check(lambda l, w, g: C.conv2d_backprop_input_like(l, w, g, 2, "SAME"), like, w, g, family="matmul")
+    assert "conv2d_backprop_input_like" in _names(m)[0]
+    m = check(lambda x, g, l: C.conv2d_backprop_filter_like(x, g, l, 2, "SAME"), like, g, w, family="matmul")
+    assert "conv2d_backprop_filter_like" in _names(m)[0]
+    gp = rng.normal(size=(3, 4, 3, 5)).astype(np.float32)
+    m = bitwise(lambda l, gp: C.avg_pool2d_grad_like(l, gp, 3, 2, "SAME"), like, gp)
+    assert "avg_pool2d_grad_like" in _names(m)[0]
+
+
+def test_pooling_float64_and_empty(rng):
+    x = rng.normal(size=(3, 7, 5, 1))
+    bitwise(lambda x: tfc.nn.max_pool2d(x, 3, 2, "SAME"), x)
+    bitwise(lambda x: tfc.nn.avg_pool2d(x, 3, 2, "SAME"), x)
+    gp = rng.normal(size=(3, 4, 3, 1))
+    bitwise(lambda x, gp: C.max_pool2d_grad(x, gp, 3, 2, "SAME"), x, gp)
+    bitwise(lambda gp: C.avg_pool2d_grad((7, 5), gp, 3, 2, "SAME"), gp)
+    x0 = np.zeros((0, 7, 5, 2), np.float32)
+    m = bitwise(lambda x: tfc.nn.max_pool2d(x, 3, 2, "SAME"), x0)
+    assert not kernels(m)
+
+
+def test_kernel_shape():
+    # one launch of 256-thread blocks over the result, i32 indices, conv kernels
+    # under the matmul budget and pooling under the elementwise one
+    x = np.zeros((3, 7, 6, 5), np.float32)
+    w = np.zeros((3, 2, 5, 4), np.float32)
+    m = lower(l3_of(lambda x, w: tfc.nn.max_pool2d(tfc.nn.conv2d(x, w, 1, "SAME"), 2, 2), x, w))
+    ks = kernels(m)
+    assert [k.attributes["tgpu.kind"].data for k in ks] == ["matmul", "elementwise"]
+    assert all(k.attributes["tgpu.index"].data == "i32" for k in ks)

@@ -186,6 +186,16 @@ def _covering(kb, p, k, s, d, pad, out_size):
     return o, ok
 
 
+def _tap_loop(kb, kh, kw, body, inits):
+    """One scf.for over a window's kh x kw taps in order, ``body(i, j, *carried)``
+    (nested loops of constant bounds made ptxas spill once it unrolled them)."""
+    def step(t, *carried):
+        i = kb.divu(t, kb.i(kw)) if kw != 1 else t
+        j = kb.remu(t, kb.i(kw)) if kw != 1 else kb.i(0)
+        return body(i, j, *carried)
+    return kb.for_(kb.i(0), kb.i(kh * kw), kb.i(1), step, list(inits))
+
+
 def _zero(kb, elt):
     return kb.c(0.0, elt)
 
@@ -211,24 +221,21 @@ def conv2d(namer, op):
     def body(kb, dg):
         n, oh, ow, co = dg
 
-        def tap_i(i, acc):
+        def tap(i, j, acc):
             ih = _window_pos(kb, oh, i, sh, dh, pt)
             ok_h = _inside(kb, ih, H)
+            iw = _window_pos(kb, ow, j, sw, dw, pl)
+            ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+            xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), None])
+            wb = fr.at(1, [i, j, None, co])
 
-            def tap_j(j, acc):
-                iw = _window_pos(kb, ow, j, sw, dw, pl)
-                ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
-                xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), None])
-                wb = fr.at(1, [i, j, None, co])
-
-                def chan(ci, acc):
-                    xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(ci, kb.i(fr.strides[0][3]))), nc=True)[0]
-                    xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
-                    wv = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(ci, kb.i(fr.strides[1][2]))), nc=True)[0]
-                    return [kb.emit(xmath.FmaOp(xv, wv, acc))]
-                return kb.for_(kb.i(0), kb.i(C), kb.i(1), chan, [acc])
-            return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [acc])
-        return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [zero])[0]
+            def chan(ci, acc):
+                xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(ci, kb.i(fr.strides[0][3]))), nc=True)[0]
+                xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
+                wv = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(ci, kb.i(fr.strides[1][2]))), nc=True)[0]
+                return [kb.emit(xmath.FmaOp(xv, wv, acc))]
+            return kb.for_(kb.i(0), kb.i(C), kb.i(1), chan, [acc])
+        return _tap_loop(kb, KH, KW, tap, [zero])[0]
 
     return _finish(fr, body)
 
@@ -253,24 +260,21 @@ def conv2d_backprop_input(namer, op, name="conv2d_backprop_input"):
     def body(kb, dg):
         n, h, wq, ci = dg
 
-        def tap_i(i, acc):
+        def tap(i, j, acc):
             oh, ok_h = _covering(kb, h, i, sh, dh, pt, HO)
+            ow, ok_w = _covering(kb, wq, j, sw, dw, pl, WO)
+            ok = kb.emit(arith.AndIOp(ok_h, ok_w))
+            gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), None])
+            wb = fr.at(0, [i, j, ci, None])
 
-            def tap_j(j, acc):
-                ow, ok_w = _covering(kb, wq, j, sw, dw, pl, WO)
-                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
-                gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), None])
-                wb = fr.at(0, [i, j, ci, None])
-
-                def chan(co, part):
-                    gv = kb.load(fr.ptrs[1], kb.add(gb, kb.mul(co, kb.i(fr.strides[1][3]))), nc=True)[0]
-                    wv = kb.load(fr.ptrs[0], kb.add(wb, kb.mul(co, kb.i(fr.strides[0][3]))), nc=True)[0]
-                    return [kb.emit(xmath.FmaOp(gv, wv, part))]
-                # one element of numpy's GEMM (g @ w^T), added in tap order; no window: nothing
-                (part,) = kb.for_(kb.i(0), kb.select(ok, kb.i(CO), kb.i(0)), kb.i(1), chan, [zero])
-                return [kb.select(ok, kb.emit(arith.AddfOp(acc, part)), acc)]
-            return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [acc])
-        return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [zero])[0]
+            def chan(co, part):
+                gv = kb.load(fr.ptrs[1], kb.add(gb, kb.mul(co, kb.i(fr.strides[1][3]))), nc=True)[0]
+                wv = kb.load(fr.ptrs[0], kb.add(wb, kb.mul(co, kb.i(fr.strides[0][3]))), nc=True)[0]
+                return [kb.emit(xmath.FmaOp(gv, wv, part))]
+            # one element of numpy's GEMM (g @ w^T), added in tap order; no window: nothing
+            (part,) = kb.for_(kb.i(0), kb.select(ok, kb.i(CO), kb.i(0)), kb.i(1), chan, [zero])
+            return [kb.select(ok, kb.emit(arith.AddfOp(acc, part)), acc)]
+        return _tap_loop(kb, KH, KW, tap, [zero])[0]
 
     return _finish(fr, body)
 
@@ -333,21 +337,18 @@ def _first_max(fr, kb, xk, n, oh, ow, c, k, s, pads, hw):
     elt = fr.elt
     ninf = kb.c(float("-inf"), elt)
 
-    def tap_i(i, best, idx):
+    def tap(i, j, best, idx):
         ih = _window_pos(kb, oh, i, sh, 1, pt)
         ok_h = _inside(kb, ih, H)
-
-        def tap_j(j, best, idx):
-            iw = _window_pos(kb, ow, j, sw, 1, pl)
-            ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
-            v = kb.load(fr.ptrs[xk], fr.at(xk, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
-            v = kb.select(ok, v, ninf)
-            tap = kb.add(kb.mul(i, kb.i(KW)), j)
-            first = kb.cmpi("eq", tap, kb.i(0))
-            better = kb.emit(arith.OrIOp(first, kb.emit(arith.CmpfOp(v, best, "ogt"))))
-            return [kb.select(better, v, best), kb.select(better, tap, idx)]
-        return kb.for_(kb.i(0), kb.i(KW), kb.i(1), tap_j, [best, idx])
-    return kb.for_(kb.i(0), kb.i(KH), kb.i(1), tap_i, [ninf, kb.i(0)])
+        iw = _window_pos(kb, ow, j, sw, 1, pl)
+        ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+        v = kb.load(fr.ptrs[xk], fr.at(xk, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
+        v = kb.select(ok, v, ninf)
+        tap = kb.add(kb.mul(i, kb.i(KW)), j)
+        first = kb.cmpi("eq", tap, kb.i(0))
+        better = kb.emit(arith.OrIOp(first, kb.emit(arith.CmpfOp(v, best, "ogt"))))
+        return [kb.select(better, v, best), kb.select(better, tap, idx)]
+    return _tap_loop(kb, KH, KW, tap, [ninf, kb.i(0)])
 
 
 def max_pool2d(namer, op):
@@ -377,22 +378,19 @@ def max_pool2d_grad(namer, op):
     def body(kb, dg):
         n, h, w, c = dg
 
-        def tap_i(i, acc):
+        def tap(i, j, acc):
             oh, ok_h = _covering(kb, h, i, s[0], 1, pads[0], HO)
+            ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
+            ok = kb.emit(arith.AndIOp(ok_h, ok_w))
 
-            def tap_j(j, acc):
-                ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
-                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
-
-                def routed():
-                    oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
-                    _, idx = _first_max(fr, kb, 0, n, oh_, ow_, c, k, s, pads, (H, W))
-                    mine = kb.cmpi("eq", idx, kb.add(kb.mul(i, kb.i(k[1])), j))
-                    gv = kb.load(fr.ptrs[1], fr.at(1, [n, oh_, ow_, c]), nc=True)[0]
-                    return [kb.select(mine, kb.emit(arith.AddfOp(acc, gv)), acc)]
-                return kb.if_(ok, routed, lambda: [acc], types=[elt])
-            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
-        return kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])[0]
+            def routed():
+                oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
+                _, idx = _first_max(fr, kb, 0, n, oh_, ow_, c, k, s, pads, (H, W))
+                mine = kb.cmpi("eq", idx, kb.add(kb.mul(i, kb.i(k[1])), j))
+                gv = kb.load(fr.ptrs[1], fr.at(1, [n, oh_, ow_, c]), nc=True)[0]
+                return [kb.select(mine, kb.emit(arith.AddfOp(acc, gv)), acc)]
+            return kb.if_(ok, routed, lambda: [acc], types=[elt])
+        return _tap_loop(kb, k[0], k[1], tap, [zero])[0]
 
     return _finish(fr, body)
 
@@ -445,18 +443,15 @@ def avg_pool2d(namer, op):
     def body(kb, dg):
         n, oh, ow, c = dg
 
-        def tap_i(i, acc):
+        def tap(i, j, acc):
             ih = _window_pos(kb, oh, i, s[0], 1, pads[0])
             ok_h = _inside(kb, ih, H)
-
-            def tap_j(j, acc):
-                iw = _window_pos(kb, ow, j, s[1], 1, pads[1])
-                ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
-                v = kb.load(fr.ptrs[0], fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
-                # numpy adds padding's +0.0: a sum from +0.0 is never -0.0, so skipping it is exact
-                return [kb.select(ok, kb.emit(arith.AddfOp(acc, v)), acc)]
-            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
-        (acc,) = kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])
+            iw = _window_pos(kb, ow, j, s[1], 1, pads[1])
+            ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
+            v = kb.load(fr.ptrs[0], fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0]
+            # numpy adds padding's +0.0: a sum from +0.0 is never -0.0, so skipping it is exact
+            return [kb.select(ok, kb.emit(arith.AddfOp(acc, v)), acc)]
+        (acc,) = _tap_loop(kb, k[0], k[1], tap, [zero])
         return kb.emit(arith.DivfOp(acc, _divisor(kb, elt, oh, ow, k, s, pads, (H, W))))
 
     return _finish(fr, body)
@@ -475,18 +470,15 @@ def avg_pool2d_grad(namer, op, name="avg_pool2d_grad"):
     def body(kb, dg):
         n, h, w, c = dg
 
-        def tap_i(i, acc):
+        def tap(i, j, acc):
             oh, ok_h = _covering(kb, h, i, s[0], 1, pads[0], HO)
-
-            def tap_j(j, acc):
-                ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
-                ok = kb.emit(arith.AndIOp(ok_h, ok_w))
-                oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
-                gv = kb.load(fr.ptrs[0], fr.at(0, [n, oh_, ow_, c]), nc=True)[0]
-                gd = kb.emit(arith.DivfOp(gv, _divisor(kb, elt, oh_, ow_, k, s, pads, (H, W))))
-                return [kb.select(ok, kb.emit(arith.AddfOp(acc, gd)), acc)]
-            return kb.for_(kb.i(0), kb.i(k[1]), kb.i(1), tap_j, [acc])
-        return kb.for_(kb.i(0), kb.i(k[0]), kb.i(1), tap_i, [zero])[0]
+            ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
+            ok = kb.emit(arith.AndIOp(ok_h, ok_w))
+            oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
+            gv = kb.load(fr.ptrs[0], fr.at(0, [n, oh_, ow_, c]), nc=True)[0]
+            gd = kb.emit(arith.DivfOp(gv, _divisor(kb, elt, oh_, ow_, k, s, pads, (H, W))))
+            return [kb.select(ok, kb.emit(arith.AddfOp(acc, gd)), acc)]
+        return _tap_loop(kb, k[0], k[1], tap, [zero])[0]
 
     return _finish(fr, body)
 
