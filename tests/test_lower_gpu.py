@@ -405,6 +405,34 @@ def test_integer_division_semantics(dtype):
     check(lambda a, b: (a // b, a % b), a, b)
 
 
+def _float_division_operands(dtype, rng):
+    fi = np.finfo(dtype)
+    special = [0.0, -0.0, 1.0, -1.0, 1.5, -3.0, 7.0, 0.1, -1e-3, np.inf, -np.inf, np.nan, fi.max, -fi.max,
+               fi.tiny, -fi.tiny, fi.smallest_subnormal, -fi.smallest_subnormal, fi.tiny * 3.5, fi.eps]
+    rand = rng.standard_normal(13) * 10.0 ** rng.integers(-4, 5, 13)
+    v = np.concatenate([np.array(special), rand]).astype(dtype)
+    return np.repeat(v, len(v)), np.tile(v, len(v))  # every pair (x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_float_mod_and_floordiv_are_numpys(rng, dtype):
+    """tfc.remf (C fmod, exact) and numpy's % and // built on it: bit for bit
+    numpy's on every pair of special values (signed zeros, infinities, NaN,
+    subnormals, the extremes: up to 2098 quotient bits) and random ones."""
+    x, y = _float_division_operands(dtype, rng)
+    fn = lambda a, b: (a % b, a // b)  # noqa: E731
+    want = [np.asarray(w) for w in tfc.function(fn)(x, y)]
+    assert np.array_equal(want[0], np.mod(x, y), equal_nan=True)
+    m = lower(l3_of(fn, x, y))
+    got = Host(m).run([x, y])
+    for g, w in zip(got, want):
+        g = np.asarray(g).reshape(w.shape)
+        nan = np.isnan(w)
+        assert np.array_equal(np.isnan(g), nan)
+        assert np.array_equal(g[~nan].view(np.uint8), w[~nan].view(np.uint8)), (x[~nan][g[~nan] != w[~nan]], y[~nan][g[~nan] != w[~nan]])
+    check_budgets(m)
+
+
 def test_float_to_int_casts():
     x = np.array([1.5, -1.5, np.nan, np.inf, -np.inf, 3e9, -3e9, 0.0, -0.7], F32)
     check(lambda x: (tfc.cast(x, tfc.int32), tfc.cast(x, tfc.int64)), x)

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, scf
+from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
     Float16Type, Float32Type, Float64Type, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType,
     ModuleOp, StringAttr, i1, i8, i32, i64,
@@ -530,6 +531,67 @@ def _floormod(kb, a, b):
     return kb.select(adjust, kb.add(r, b), r)
 
 
+def _pow2_f64(kb, k):
+    """2.0 ** k as float64 for an i32 ``k`` in [-1022, 1023] (its bits)."""
+    e = kb.emit(arith.ExtSIOp(kb.emit(arith.AddiOp(k, kb.c(1023, i32))), i64))
+    return kb.emit(arith.BitcastOp(kb.emit(arith.ShLIOp(e, kb.c(52, i64))), f64))
+
+
+def _remf(kb, x, y):
+    """np.fmod on floats (C fmod; numpy's ``%`` and ``//`` build on it), exactly:
+    the remainder of |x| by |y| as the long division of their 53-bit
+    significands (musl's fmod: one bit per step, ``exponent(x) - exponent(y)``
+    steps per lane), the sign of x. Special values as C: NaN for a NaN
+    operand, an infinite x or a zero y; x itself where |x| < |y| (y infinite,
+    x zero). float32 and float16 go through float64 (exactly: each is a
+    normal float64, the remainder one of theirs); float64 subnormals are scaled by 2^54
+    first. Cost: one loop step per bit of the quotient (up to 277 for float32,
+    2098 for float64)."""
+    if x.type in (f16, f32):
+        r = _remf(kb, kb.emit(arith.ExtFOp(x, f64)), kb.emit(arith.ExtFOp(y, f64)))
+        return kb.emit(arith.TruncFOp(r, x.type))
+    if x.type != f64:
+        raise unsupported(f"tfc.remf on {x.type}")
+    ax, ay = kb.emit(xmath.AbsFOp(x)), kb.emit(xmath.AbsFOp(y))
+    either_nan = kb.emit(arith.CmpfOp(x, y, "uno"))
+    nan_out = kb.emit(arith.OrIOp(either_nan, kb.emit(arith.OrIOp(
+        kb.emit(arith.CmpfOp(ax, kb.c(float("inf"), f64), "oeq")),
+        kb.emit(arith.CmpfOp(y, kb.c(0.0, f64), "oeq"))))))
+    keep_x = kb.emit(arith.CmpfOp(ax, ay, "olt"))
+    run = kb.emit(arith.XOrIOp(kb.emit(arith.OrIOp(nan_out, keep_x)), kb.c(1, i1)))
+
+    def parts(v):
+        """(biased exponent as i32, significand with its leading bit as i64) of v > 0."""
+        sub = kb.emit(arith.CmpfOp(v, kb.c(2.0 ** -1022, f64), "olt"))
+        v = kb.select(sub, kb.emit(arith.MulfOp(v, kb.c(2.0 ** 54, f64))), v)
+        bits = kb.emit(arith.BitcastOp(v, i64))
+        e = kb.emit(arith.TruncIOp(kb.emit(arith.ShRUIOp(bits, kb.c(52, i64))), i32))
+        e = kb.emit(arith.SubiOp(e, kb.select(sub, kb.c(54, i32), kb.c(0, i32))))
+        m = kb.emit(arith.OrIOp(kb.emit(arith.AndIOp(bits, kb.c((1 << 52) - 1, i64))), kb.c(1 << 52, i64)))
+        return e, m
+
+    ex, mx = parts(ax)
+    ey, my = parts(ay)
+    steps = kb.select(run, kb.emit(arith.SubiOp(ex, ey)), kb.c(0, i32))
+
+    def subtract(m):
+        d = kb.emit(arith.SubiOp(m, my))
+        return kb.select(kb.emit(arith.CmpiOp(d, kb.c(0, i64), "sge")), d, m)
+
+    def step(_, m):
+        return [kb.emit(arith.ShLIOp(subtract(m), kb.c(1, i64)))]
+    (mx,) = kb.for_(kb.c(0, i32), steps, kb.c(1, i32), step, [mx])
+    mx = subtract(mx)  # the remainder's significand: the value is mx * 2^(ey - 1075), exact
+    e = kb.emit(arith.SubiOp(ey, kb.c(1075, i32)))
+    low = kb.emit(arith.CmpiOp(e, kb.c(-1022, i32), "slt"))  # then in two exact steps (the result may be subnormal)
+    e1 = kb.select(low, kb.emit(arith.AddiOp(e, kb.c(128, i32))), e)
+    r = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(mx, f64)), _pow2_f64(kb, e1)))
+    r = kb.emit(arith.MulfOp(r, kb.select(low, kb.c(2.0 ** -128, f64), kb.c(1.0, f64))))
+    r = kb.emit(xmath.CopySignOp(r, x))
+    nan = kb.select(either_nan, kb.emit(arith.AddfOp(x, y)), kb.c(float("nan"), f64))
+    return kb.select(nan_out, nan, kb.select(keep_x, x, r))
+
+
 _NARROW_OK = ("arith.extsi", "arith.extui", "arith.trunci", "arith.sitofp", "arith.select", "arith.index_cast",
               "arith.index_castui", "arith.constant")
 _REBUILD_BINARY = (arith.AddiOp, arith.SubiOp, arith.MuliOp, arith.AndIOp, arith.OrIOp, arith.XOrIOp,
@@ -572,7 +634,9 @@ def scalar_op(kb, op, args):
         return _floormod(kb, *args)
     if name == "arith.fptosi":
         return _fptosi(kb, args[0], rtypes[0])
-    if name in ("math.ipowi", "tfc.remf", "math.fpowi"):
+    if name == "tfc.remf":
+        return _remf(kb, *args)
+    if name in ("math.ipowi", "math.fpowi"):
         raise unsupported(f"{name} in a kernel body")
     if name in ("arith.sitofp", "arith.uitofp") and rtypes[0] == f16:
         wide = kb.emit(type(op)(args[0], f32))
