@@ -193,7 +193,15 @@ def _tap_loop(kb, kh, kw, body, inits):
         i = kb.divu(t, kb.i(kw)) if kw != 1 else t
         j = kb.remu(t, kb.i(kw)) if kw != 1 else kb.i(0)
         return body(i, j, *carried)
-    return kb.for_(kb.i(0), kb.i(kh * kw), kb.i(1), step, list(inits))
+    return kb.for_(kb.i(0), _opaque(kb, kh * kw), kb.i(1), step, list(inits))
+
+
+def _opaque(kb, n):
+    """``n`` as a value ptxas cannot fold: n * gridDim.y, and every grid here is
+    (g, 1, 1). A loop of constant trip count is unrolled whole by ptxas, its loads
+    hoisted, and ptxas then spills to stay at 64 registers (found with 3x3 and
+    4x4 windows, float64, sm_80 and sm_90); with this bound it keeps the loop."""
+    return kb.mul(kb.i(n), kb.gdim("y"))
 
 
 def _zero(kb, elt):
@@ -312,7 +320,7 @@ def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
                 gv = kb.load(fr.ptrs[1], kb.add(gr, kb.mul(ow, kb.i(gs[2]))), nc=True)[0]
                 return [kb.emit(xmath.FmaOp(xv, gv, acc))]
             return kb.for_(kb.i(0), kb.i(WO), kb.i(1), col, [acc])
-        return kb.for_(kb.i(0), kb.i(N * HO), kb.i(1), row, [zero])[0]
+        return kb.for_(kb.i(0), _opaque(kb, N * HO), kb.i(1), row, [zero])[0]
 
     return _finish(fr, body)
 
