@@ -242,7 +242,7 @@ def conv2d(namer, op):
                 xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
                 wv = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(ci, kb.i(fr.strides[1][2]))), nc=True)[0]
                 return [kb.emit(xmath.FmaOp(xv, wv, acc))]
-            return kb.for_(kb.i(0), kb.i(C), kb.i(1), chan, [acc])
+            return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, [acc])
         return _tap_loop(kb, KH, KW, tap, [zero])[0]
 
     return _finish(fr, body)
@@ -280,7 +280,7 @@ def conv2d_backprop_input(namer, op, name="conv2d_backprop_input"):
                 wv = kb.load(fr.ptrs[0], kb.add(wb, kb.mul(co, kb.i(fr.strides[0][3]))), nc=True)[0]
                 return [kb.emit(xmath.FmaOp(gv, wv, part))]
             # one element of numpy's GEMM (g @ w^T), added in tap order; no window: nothing
-            (part,) = kb.for_(kb.i(0), kb.select(ok, kb.i(CO), kb.i(0)), kb.i(1), chan, [zero])
+            (part,) = kb.for_(kb.i(0), kb.select(ok, _opaque(kb, CO), kb.i(0)), kb.i(1), chan, [zero])
             return [kb.select(ok, kb.emit(arith.AddfOp(acc, part)), acc)]
         return _tap_loop(kb, KH, KW, tap, [zero])[0]
 
@@ -319,7 +319,7 @@ def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
                 xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
                 gv = kb.load(fr.ptrs[1], kb.add(gr, kb.mul(ow, kb.i(gs[2]))), nc=True)[0]
                 return [kb.emit(xmath.FmaOp(xv, gv, acc))]
-            return kb.for_(kb.i(0), kb.i(WO), kb.i(1), col, [acc])
+            return kb.for_(kb.i(0), _opaque(kb, WO), kb.i(1), col, [acc])
         return kb.for_(kb.i(0), _opaque(kb, N * HO), kb.i(1), row, [zero])[0]
 
     return _finish(fr, body)
