@@ -29,3 +29,18 @@ def test_gpu_index_tensor_stays():
     g = tfc.constant([[1., 2.], [3., 4.]]).gpu()
     idx = tfc.constant([1, 1, 0]).gpu()
     assert np.array_equal(g[idx].numpy(), np.array([[3., 4.], [3., 4.], [1., 2.]], np.float32))
+
+
+def test_numerics_reduced_length_scales_atol():
+    from tfc.backends import Numerics, backend
+
+    cuda = backend("cuda").numerics
+    want = np.array([1e-7, 2.0], np.float32)
+    got = np.array([6e-6, 2.0], np.float32)
+    assert cuda.difference(want, got, "reduction") is not None  # beyond atol 1e-6
+    assert cuda.difference(want, got, "reduction", reduced=100) is None  # 100 * eps(float32) = 1.2e-5
+    assert cuda.difference(want, got, "reduction", reduced=10) is not None
+    assert cuda.difference(want, np.array([6e-6, 2.001], np.float32), "reduction", reduced=100) is not None  # rtol kept
+    exact = Numerics("exact")
+    assert exact.difference(want, got, "reduction", reduced=10 ** 6) is not None  # bit-identical stays so
+    assert cuda.difference(np.array([1, 2]), np.array([1, 3]), "reduction", reduced=10 ** 6) is not None  # integers exact

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects import arith, func
+from xdsl.dialects import arith, func, scf
 from xdsl.dialects.builtin import IndexType, MemRefType
 
 import tfc
@@ -488,6 +488,33 @@ def test_one_warp_per_output(rng, kind):
     m = check(fn, x, family="reduction")
     (k,) = kernels(m)
     assert k.sym_name.data.endswith("_warps") and "gpu.barrier" not in print_ir(k) and "tgpu.shared" not in print_ir(k)
+
+
+@pytest.mark.parametrize("n", [40000, 1001])
+def test_float32_products_accumulate_in_float64(n):
+    """float32 products near 1 carry a rounding bias that grows with the count
+    (40,000 values in [0.999, 1.001]: 3.7e-5 from numpy in float32): float64
+    accumulators, within the reduction family's rtol of numpy's."""
+    x = np.random.default_rng(1).uniform(0.999, 1.001, n).astype(F32)
+    m = check(lambda x: tfc.reduce_prod(x), x, family="reduction")
+    loops = [op for k in kernels(m) for op in k.walk() if isinstance(op, scf.ForOp)]
+    assert loops and all(str(r.type) == "f64" for op in loops for r in op.results)  # the carried accumulators
+
+
+def test_row_sums_near_zero_within_length_aware_contract(rng):
+    """Sums that cancel to near zero differ from numpy's by about eps per
+    summed value (both orders round): the contract's atol scales with the
+    reduced length (Numerics.difference(..., reduced=))."""
+    from tfc.backends import backend
+
+    x = rng.standard_normal((4000, 100)).astype(F32)
+    fn = lambda x: tfc.reduce_sum(x, axis=1)  # noqa: E731
+    want = np.asarray(tfc.function(fn)(x))
+    got = np.asarray(Host(lower(l3_of(fn, x))).run([x])[0]).reshape(want.shape)
+    numerics = backend("cuda").numerics
+    assert numerics.difference(want, got, "reduction", reduced=100) is None
+    exact = x.astype(np.float64).sum(1)
+    assert np.abs(want - exact).max() > 1e-6  # numpy's own float32 error beyond the fixed atol
 
 
 def test_reduce_nan_propagates():

@@ -70,16 +70,23 @@ class Numerics:
             return None
         return (max(r for r, _ in self.tolerances.values()), max(a for _, a in self.tolerances.values()))
 
-    def difference(self, want, got, family: str | None = None):
+    def difference(self, want, got, family: str | None = None, reduced: int | None = None):
         """None when ``got`` meets the contract against eager's ``want`` (numpy
         arrays) for ``family`` (None: any family, the loosest tolerance), else
-        what differs, in words."""
+        what differs, in words. ``reduced``: how many values were summed or
+        multiplied into each result (a reduction's length, a matmul's K); a
+        result that cancels to near zero carries both orders' rounding error,
+        which grows with that count, so where the family has a tolerance its
+        atol is at least ``reduced * eps`` of the dtype (for values of
+        magnitude about 1; None: the family's atol alone)."""
         import numpy as np
 
         want, got = np.asarray(want), np.asarray(got)
         if want.dtype != got.dtype or want.shape != got.shape:
             return f"expected {want.dtype}{list(want.shape)}, got {got.dtype}{list(got.shape)}"
         tol = self.loosest() if family is None else self.tolerance(family)
+        if tol is not None and reduced and want.dtype.kind in "fc":
+            tol = (tol[0], max(tol[1], int(reduced) * float(np.finfo(want.dtype).eps)))
         if want.dtype.kind not in "fc" or tol is None:
             same = _bit_identical(want, got)
             if np.all(same):
