@@ -386,8 +386,9 @@ class _Gen:
             n = int(self.rng.integers(1, 5))
             ids = [int(i) for i in self.rng.integers(-1, n, size=s[0])]
             idx = f"tfc.constant({ids})" if self.chance(0.5) else str(ids)
-            if self.chance(0.3):  # ids computed at run time
-                idx = f"tfc.cast(tfc.argmax({x}, axis=-1), tfc.int32) % {n}" if r >= 2 else idx
+            if r >= 2 and self.chance(0.3):  # ids computed at run time, of shape s[:-1]
+                return (f"tfc.ops.scatter.unsorted_segment_sum({x}, tfc.cast(tfc.argmax({x}, axis=-1), tfc.int32) % {n}, "
+                        f"{n})", (n, s[-1]))
             return f"tfc.ops.scatter.unsorted_segment_sum({x}, {idx}, {n})", (n,) + s[1:]
         if k == "gather_t":
             a = int(self.rng.integers(r))
