@@ -201,7 +201,11 @@ def _opaque(kb, n):
     (g, 1, 1). A loop of constant trip count is unrolled whole by ptxas, its loads
     hoisted, and ptxas then spills to stay at 64 registers (found with 3x3 and
     4x4 windows, float64, sm_80 and sm_90); with this bound it keeps the loop."""
-    return kb.mul(kb.i(n), kb.gdim("y"))
+    key = ("opaque", n)
+    got = kb._consts.get(key)
+    if got is None:  # made once, at the entry (after gridDim.y)
+        got = kb._consts[key] = kb._hoist(arith.MuliOp(kb.i(n), kb.gdim("y")))
+    return got
 
 
 def _zero(kb, elt):
@@ -510,3 +514,57 @@ LIBRARY = {
 }
 
 __all__ = ["LIBRARY", "BLOCK"]
+
+
+def kernels_of(module):
+    """(gpu.module @kernels holding the kernels of every library call of L3
+    ``module`` that ``LIBRARY`` makes, [(kernel name, grid, block, args)])."""
+    from xdsl.dialects import gpu
+    from xdsl.dialects.builtin import StringAttr
+    from xdsl.ir import Block, Region
+
+    count = [0]
+
+    def namer(stem):
+        count[0] += 1
+        return f"k{count[0] - 1}_{stem}"
+    made, launches = [], []
+    for op in module.walk():
+        if isinstance(op, L.LibraryOp) and op.callee.data in LIBRARY and op.outs:
+            for kernel, grid, block, args in LIBRARY[op.callee.data](namer, op):
+                made.append(kernel)
+                launches.append((kernel.sym_name.data, grid, block, args))
+    return gpu.ModuleOp(StringAttr("kernels"), Region(Block(made))), launches
+
+
+def main(argv=None) -> int:
+    """``python -m tfc.passes.gpu_nn_library FILE.mlir``: the kernels (L4) and
+    launches of FILE's CNN library calls (until tfc-lower-gpu dispatches to
+    ``LIBRARY``, the way to read them and check them with FileCheck)."""
+    import argparse
+    import sys
+
+    from xdsl.dialects.builtin import ModuleOp
+
+    from tfc.dialects.tensor import parse_module, print_ir
+
+    ap = argparse.ArgumentParser(prog="python -m tfc.passes.gpu_nn_library")
+    ap.add_argument("file", help="an L3 module (.mlir; - for stdin)")
+    ns = ap.parse_args(argv)
+    text = sys.stdin.read() if ns.file == "-" else open(ns.file).read()
+    try:
+        kmod, launches = kernels_of(parse_module(text, ns.file))
+    except NotImplementedError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    out = ModuleOp([kmod])
+    out.verify()
+    print(print_ir(out))
+    for name, grid, block, args in launches:
+        names = ", ".join(a.name_hint or "?" for a in args)
+        print(f"// launch @{name} grid{tuple(grid)} block{tuple(block)} args({names})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
