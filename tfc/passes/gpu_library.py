@@ -23,6 +23,7 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
 
 from tfc.dialects import loops as L
+from tfc.passes.gpu_builder import I32_MAX, KernelBuilder, prod, unsupported
 
 TILE = 16
 MAX_GRID_X = (1 << 31) - 1  # CUDA's gridDim.x limit (y and z: 65535): every tile of every batch goes on x
@@ -62,8 +63,6 @@ def _batch_strides(shape, strides, batch):
 def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     """(kernel, grid, block) computing ``c = op(a) @ op(b)`` for L3 memrefs
     ``a``, ``b``, ``c`` (static shapes), or None where ``c`` has no elements."""
-    from tfc.passes.lower_gpu import I32_MAX, _KB, _prod, unsupported
-
     elt = c.type.element_type
     if elt not in (Float32Type(), Float64Type(), i32, i64) or a.type.element_type != elt \
             or b.type.element_type != elt:
@@ -76,7 +75,7 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     m, n = csh[-2:]
     k = ash[-2] if transpose_a else ash[-1]
     batch = list(csh[:-2])
-    nb = _prod(batch)
+    nb = prod(batch)
     if m == 0 or n == 0 or nb == 0:
         return None
     ast, _ = L.layout_of(a.type)
@@ -102,7 +101,7 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
                         (a_b, b_b, c_b), BLOCKED[tname])
     grid = _grid(m, n, nb, TILE, TILE)
     name = namer(f"matmul_{ta}{tb}_{tname}")
-    kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
+    kb = KernelBuilder(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
     pa, pb, pc = kb.args
     tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
     t_row, t_col, t_batch = _tile_of_block(kb, m, n, TILE, TILE)
@@ -156,8 +155,6 @@ def _grid(m, n, nb, bm, bn):
     """The launch grid of a matmul of ``nb`` m x n results in bm x bn tiles:
     every (batch, tile row, tile column) on gridDim.x (2^31 - 1 blocks; y and z
     would cap rows of tiles and batches at 65535)."""
-    from tfc.passes.lower_gpu import unsupported
-
     blocks = nb * -(-m // bm) * -(-n // bn)
     if blocks > MAX_GRID_X:
         raise unsupported(f"matmul of {blocks} tiles of {bm}x{bn} (more than {MAX_GRID_X} blocks)")
@@ -181,8 +178,6 @@ def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides,
     (BN/TN, BM/TM) threads, TM x TN results per thread in registers, K in
     steps of BK through shared memory (A's tile stored k-major with a padded
     row, so that a thread reads its TM values of a k as vectors)."""
-    from tfc.passes.lower_gpu import _KB
-
     a_i, a_k, b_k, b_j, c_i, c_j = strides
     a_b, b_b, c_b = batch_strides
     BM, BN, BK, TM, TN = config
@@ -190,7 +185,7 @@ def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides,
     tx_n, ty_n = BN // TN, BM // TM
     nthreads = tx_n * ty_n
     grid = _grid(m, n, nb, BM, BN)
-    kb = _KB(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (tx_n, ty_n, 1))
+    kb = KernelBuilder(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (tx_n, ty_n, 1))
     pa, pb, pc = kb.args
     tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
     tid = kb.add(kb.mul(ty, kb.i(tx_n)), tx)
