@@ -226,3 +226,16 @@ def test_kernel_shape():
     ks = kernels(m)
     assert [k.attributes["tgpu.kind"].data for k in ks] == ["matmul", "elementwise"]
     assert all(k.attributes["tgpu.index"].data == "i32" for k in ks)
+
+
+def test_int64_indices(rng, monkeypatch):
+    # buffers of 2^31 elements or more index in i64: the same kernels with a
+    # lowered threshold, on the simulator
+    monkeypatch.setattr(lower_gpu, "I32_MAX", 100)
+    x = rng.normal(size=(3, 7, 6, 5)).astype(np.float32)
+    w = rng.normal(size=(3, 2, 5, 4)).astype(np.float32)
+    m = check(lambda x, w: tfc.nn.conv2d(x, w, 2, "SAME", 1), x, w, family="matmul")
+    assert kernels(m)[0].attributes["tgpu.index"].data == "i64"
+    g = rng.normal(size=(3, 4, 3, 5)).astype(np.float32)
+    m = bitwise(lambda x, g: C.max_pool2d_grad(x, g, 3, 2, "SAME"), x, g)
+    assert kernels(m)[0].attributes["tgpu.index"].data == "i64"
