@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import tfc
-from tfc.passes import lower_gpu
+from tfc.passes import gpu_builder, lower_gpu
 
 pytest.importorskip("tfc.backends.cuda.simulator", reason="the PTX simulator has not landed")
 from test_lower_gpu import Host, check, check_budgets, kernels, l3_of, lower  # noqa: E402
@@ -231,7 +231,7 @@ def test_kernel_shape():
 def test_int64_indices(rng, monkeypatch):
     # buffers of 2^31 elements or more index in i64: the same kernels with a
     # lowered threshold, on the simulator
-    monkeypatch.setattr(lower_gpu, "I32_MAX", 100)
+    monkeypatch.setattr(gpu_builder, "I32_MAX", 100)
     x = rng.normal(size=(3, 7, 6, 5)).astype(np.float32)
     w = rng.normal(size=(3, 2, 5, 4)).astype(np.float32)
     m = check(lambda x, w: tfc.nn.conv2d(x, w, 2, "SAME", 1), x, w, family="matmul")

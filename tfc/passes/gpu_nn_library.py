@@ -42,6 +42,8 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
 
 from tfc.dialects import loops as L
+from tfc.dialects.gpu import PtrType
+from tfc.passes import gpu_builder as B
 
 BLOCK = 256
 
@@ -72,20 +74,16 @@ def _geometry(n, k, s, d, padding):
 
 
 def _shape(v, what):
-    from tfc.passes.lower_gpu import unsupported
-
     sh = tuple(v.type.get_shape())
     if any(d < 0 for d in sh):
-        raise unsupported(f"{what} of run-time shape")
+        raise B.unsupported(f"{what} of run-time shape")
     return sh
 
 
 def _check_types(name, values):
-    from tfc.passes.lower_gpu import unsupported
-
     elt = values[-1].type.element_type
     if not isinstance(elt, (Float32Type, Float64Type)) or any(v.type.element_type != elt for v in values):
-        raise unsupported(f"{name} of " + ", ".join(str(v.type.element_type) for v in values))
+        raise B.unsupported(f"{name} of " + ", ".join(str(v.type.element_type) for v in values))
     return elt
 
 
@@ -108,18 +106,14 @@ class _Frame:
     the value of the element at those (static-rank) digits; the frame stores it."""
 
     def __init__(self, namer, name, ins, out, kind, elt):
-        from tfc.passes.lower_gpu import I32_MAX, MAX_BLOCKS, _KB, _prod
-
-        from tfc.dialects.gpu import PtrType
-
         self.ins, self.out, self.elt = list(ins), out, elt
         self.shapes = [_shape(v, name) for v in self.ins + [out]]
-        self.n = _prod(self.shapes[-1])
-        self.grid = (min(-(-self.n // BLOCK), MAX_BLOCKS), 1, 1)
+        self.n = B.prod(self.shapes[-1])
+        self.grid = (min(-(-self.n // BLOCK), B.MAX_BLOCKS), 1, 1)
         span = max(_span(self.ins + [out], self.shapes), self.n + self.grid[0] * BLOCK)
-        it = i32 if span <= I32_MAX else i64
+        it = i32 if span <= B.I32_MAX else i64
         tname = "f32" if isinstance(elt, Float32Type) else "f64"
-        self.kb = _KB(namer(f"{name}_{tname}"), [PtrType(v.type.element_type, "global") for v in self.ins + [out]],
+        self.kb = B.KernelBuilder(namer(f"{name}_{tname}"), [PtrType(v.type.element_type, "global") for v in self.ins + [out]],
                       kind, it, (BLOCK, 1, 1))
         self.ptrs = self.kb.args
         self.strides = [L.layout_of(v.type)[0] for v in self.ins + [out]]
