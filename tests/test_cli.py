@@ -382,3 +382,15 @@ def test_syntax_highlight_only_on_a_terminal(good, tmp_path, capsys):
     assert opt_main([good, "--syntax-highlight", "-o", str(out)]) == 0
     assert opt_main([good, "--syntax-highlight"]) == 0  # captured stdout: not a terminal
     assert "\x1b" not in out.read_text() and "\x1b" not in capsys.readouterr().out
+
+
+def test_disable_verify_does_not_outlive_the_run(tmp_path, capsys):
+    """xDSL's --disable-verify switches attribute verification off process-wide:
+    tfc opt switches it back on when the run ends (in-process callers, tests)."""
+    from tfc.dialects.tensor import parse_module
+
+    p = tmp_path / "f.mlir"
+    p.write_text("func.func @f(%a: tensor<f32>) -> tensor<f32> {\n  func.return %a : tensor<f32>\n}\n")
+    assert opt_main([str(p), "--disable-verify"]) == 0
+    with pytest.raises(Exception, match="address space 'local'"):
+        parse_module("func.func @f(%p: !tgpu.ptr<f32, local>) {\n  func.return\n}")

@@ -179,6 +179,8 @@ def _make_main_class():
 
         def register_all_frontends(self):
             def parse_mlir(stream):
+                import tfc.dialects.gpu  # noqa: F401  (MLIR's syntax for gpu ops, before the parser meets gpu.module)
+
                 start = time.perf_counter()
                 parser = SourceParser(self.ctx, stream.read(), self.get_input_name())
                 try:
@@ -287,6 +289,19 @@ def opt_main(argv=None, prog="tfc-opt") -> int:
     """``tfc-opt``: xDSL's optimizer driver with the tfc dialect and passes.
     Errors print ``file:line:col: error: reason`` and exit 1, without a traceback;
     an op written without ``loc(...)`` is located by its position in the file."""
+    from xdsl.ir import Attribute
+
+    post_init = Attribute.__dict__["__post_init__"]
+    try:
+        return _opt_main(argv, prog)
+    finally:
+        # xDSL's --disable-verify replaces Attribute.__post_init__ (attribute
+        # verification) for the whole process: a later parse in this process
+        # would accept an invalid attribute
+        Attribute.__post_init__ = post_init
+
+
+def _opt_main(argv, prog) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--list-passes" in argv:
         sys.stdout.write(pass_table())

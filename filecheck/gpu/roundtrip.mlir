@@ -1,4 +1,5 @@
 // RUN: %tfc-opt %s | filecheck %s
+// RUN: %tfc-opt %s | %tfc-opt | filecheck %s
 // RUN: %tfc-opt %s | %tfc-ptx - | filecheck %s --check-prefix=PTX
 // The tgpu ops print in their custom syntax, and xDSL's gpu.module, gpu.func,
 // ids, barrier and return in MLIR's (the generic form, read here, still

@@ -1301,7 +1301,7 @@ def context():
 
 
 def _gpu_dialect():
-    from xdsl.dialects.gpu import GPU
+    from tfc.dialects.gpu import GPU  # xDSL's gpu with MLIR's syntax
 
     return GPU
 
