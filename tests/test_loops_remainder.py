@@ -489,46 +489,32 @@ def test_guarded_select_is_a_kernel(rng):
         check(lambda p, a, b: guarded_select(p, a, b), np.bool_(p), np.int32(3), np.int32(-4))
 
 
-# -- custom_gradient's marker: no op in L3 ------------------------------------------------
+# -- custom_gradient's marker ------------------------------------------------------------
 
 @tfc.custom_gradient
-def _clipped(x):
-    def grad(g):
-        return tfc.clip_by_value(g, -1.0, 1.0)
-    return x, grad
+def _cg_mul(a, b):
+    def grad(dy):
+        return dy * b, dy * a
+    return a * b, grad
 
 
-@tfc.custom_gradient
-def _sum_sq(x):
-    def grad(g):
-        return g * 3.0 * x
-    return tfc.reduce_sum(x * x), grad
+def test_custom_gradient_results_keep_their_values():
+    """The fuzz's find (session 8): with the marker's results forwarded to its
+    operands in L3 (no op), a later kernel reused a buffer a marker's result
+    still named, and the compiled function returned another value's data, no
+    error. The marker is a library call that returns its operands again."""
+    def prog(x1):
+        v1 = tfc.squeeze(x1, axis=0)
+        v3 = _cg_mul(v1, v1)
+        v4 = tfc.minimum(_cg_mul(v1, v3), x1)
+        return v3, v4
 
-
-def test_custom_gradient_marker_is_no_op_in_l3(rng):
-    """The marker's outputs are its operands' L3 values (lower.forward): no
-    library call, no copy; its value escapes, is 0-d, is carried by a loop;
-    the user's gradient still runs (taken from the L1 IR), compiled and under
-    a None signature."""
-    x = rng.normal(size=(5, 3)).astype(F32)
-
-    def grad(a):
-        with tfc.GradientTape() as t:
-            t.watch(a)
-            y = _clipped(a * 5.0) * 2.0 + _sum_sq(a)
-        return t.gradient(y, a)
-
-    def loop(a):
-        i = tfc.constant(0)
-        while i < 3:
-            a = _clipped(a) * 2.0
-            i += 1
-        return a
-
-    for fn in (lambda a: _clipped(a), lambda a: (_sum_sq(a) + 1.0, _sum_sq(a[0])), grad, loop):
-        l3 = check(fn, x, signature=[tfc.TensorSpec([None, 3])])
-        assert "custom_gradient" not in l3
-    assert not np.shares_memory(tfc.function(lambda a: _clipped(a))(x).numpy(), x)
+    x = tfc.constant(np.array([-0.87], np.float32))
+    want = [r.numpy() for r in prog(x)]
+    for spec in ((1,), (None,)):
+        got = tfc.function(prog, input_signature=[tfc.TensorSpec(spec, tfc.float32)])(x)
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(w, g.numpy())
 
 
 # -- integer matmul writes its planned buffer ---------------------------------------------

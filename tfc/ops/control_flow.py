@@ -199,17 +199,8 @@ def _custom_gradient_kernel(*values, key, n_inputs):
     return outs[0] if len(outs) == 1 else outs
 
 
-def _forward_outputs(b, outs, *values, key, n_inputs):
-    """Compiled code needs no marker: the outputs are the values themselves
-    (the gradient functions were recorded from the L1 IR)."""
-    return list(values[n_inputs:])
-
-
-_forward_outputs.forward = True
-
-
 @declare(kernel=_custom_gradient_kernel, infer=_custom_gradient_infer, attrs={"key": "int", "n_inputs": "int"},
-         name="custom_gradient", lower=_forward_outputs)
+         name="custom_gradient")
 def custom_gradient_call(*values, key=0, n_inputs=0):
     """The outputs ``values[n_inputs:]`` of a ``tfc.custom_gradient`` function
     called on ``values[:n_inputs]`` (its inputs, then the variables it read),

@@ -139,16 +139,11 @@ def lowers(op) -> str | None:
     loops.subview), ``"view"`` (``lower.view(in_specs, **attrs)`` holds and
     every user of the result is a kernel reading it as an input: a strided
     view, transpose_view or subview, that the kernels read in place of a copy)
-    , ``"forward"`` (``lower.forward`` set: its results are some of its
-    operands, unchanged, as custom_gradient's marker: no buffer, no call; the
-    results reference what those operands reference, as a library call's)
     or None (a library call: no ``lower``, a shape known only at run time, or
     ``lower.when(in_specs, **attrs)`` false)."""
     d = op.OPDEF
     if d.lower is None:
         return None
-    if getattr(d.lower, "forward", False):  # results are operands, whatever the shapes
-        return "forward"
     specs = [spec_of(v.type) for v in op.operands]
     ins = [s.shape for s in specs]
     outs = [spec_of(r.type).shape for r in op.results]

@@ -34,9 +34,7 @@ at the offsets of tfc-plan-memory.
   and returns the alias value (``b.reshape`` / ``b.subview`` of its input);
   ``lower.view`` likewise marks a lowering that may return a strided view
   (transpose, a strided getitem) where only kernels read the result (they read
-  the view in place of a copy); ``lower.forward`` (custom_gradient's marker)
-  an op whose results are some of its operands: ``lower(b, None, *ins,
-  **attrs)`` returns them, on any shapes, and no L3 op is emitted;
+  the view in place of a copy);
 - other registry ops are ``loops.library`` calls of their kernels;
 - ``tfc.cond``/``tfc.while`` become ``loops.if``/``loops.while``; variables,
   print and assert map one to one.
@@ -518,11 +516,6 @@ class _Lowering:
         b = L3Builder(self, b3, op)
         ins = [self.host(v, b3, op) for v in op.operands]  # 0-d operands as scalars (the interface)
         attrs = decode_attrs(op.OPDEF, dict(op.properties))
-        if kind == "forward":  # the results are operands: their L3 values, no op
-            vals = op.OPDEF.lower(b, None, *[self.vm[v] for v in op.operands], **attrs)
-            for r, v in zip(op.results, vals, strict=True):
-                self.vm[r] = v
-            return True
         if kind in ("alias", "view"):
             (r,) = op.results
             v = op.OPDEF.lower(b, None, *ins, **attrs)
