@@ -624,6 +624,24 @@ def test_scatter_add(rng, dtype):
     assert any("scatter_add" in k.sym_name.data for k in kernels(m))
 
 
+def test_scatter_add_float64_follows_the_dialect(rng):
+    """Scatter-add into float64 (atom.global.add.f64, sm_60+) where the tgpu
+    dialect and printer take it; until then a NotImplementedError naming f64."""
+    import tfc.ops.scatter as S
+    from xdsl.dialects.builtin import f64
+
+    from tfc.passes.lower_gpu import atomic_add_supported
+
+    x = rng.normal(size=(300, 3))
+    ids = rng.integers(-1, 7, size=300).astype(np.int32)
+    fn = lambda x, i: S.unsorted_segment_sum(x, i, 7)  # noqa: E731
+    if atomic_add_supported(f64):
+        check(fn, x, ids, family="reduction")
+    else:
+        with pytest.raises(NotImplementedError, match="loops.add_at into f64"):
+            lower(l3_of(fn, x, ids))
+
+
 # -- matmul -------------------------------------------------------------------------------
 
 

@@ -608,9 +608,9 @@ class _Indexed:
 
     def add_at(self, op, idx, value, mask):
         a = self.caps[op.dest]
-        if a.elt not in (f32, i32, i64):
-            raise unsupported(f"loops.add_at into {a.elt} (atomic adds: f32, i32, i64)")
         kb = self.kb
+        if not atomic_add_supported(a.elt, kb.args[a.param], value):
+            raise unsupported(f"loops.add_at into {a.elt} (tgpu.atomic add: f32, i32, i64)")
 
         def add():
             kb.emit(G.AtomicOp("add", kb.args[a.param], self._index(a, idx), value))
@@ -619,6 +619,28 @@ class _Indexed:
         else:
             kb.if_(mask, add)
 
+
+
+def atomic_add_supported(elt, ptr=None, value=None) -> bool:
+    """Does the tgpu dialect take an atomic add of ``elt`` (f32, i32, i64; f64
+    once the printer has red.global.add.f64)? Asks its verifier, so the
+    lowering follows the dialect."""
+    from xdsl.dialects.builtin import UnrealizedConversionCastOp
+
+    probes = []
+    if ptr is None or value is None:
+        probes = [UnrealizedConversionCastOp.get([], [G.PtrType(elt, "global")]),
+                  UnrealizedConversionCastOp.get([], [elt])]
+        ptr, value = probes[0].results[0], probes[1].results[0]
+    index = UnrealizedConversionCastOp.get([], [i32])
+    probe = G.AtomicOp("add", ptr, index.results[0], value)
+    try:
+        probe.verify_()
+        return True
+    except VerifyException:
+        return False
+    finally:
+        probe.drop_all_references()
 
 
 @dataclass(eq=False)
