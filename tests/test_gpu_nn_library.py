@@ -239,3 +239,16 @@ def test_int64_indices(rng, monkeypatch):
     g = rng.normal(size=(3, 4, 3, 5)).astype(np.float32)
     m = bitwise(lambda x, g: C.max_pool2d_grad(x, g, 3, 2, "SAME"), x, g)
     assert kernels(m)[0].attributes["tgpu.index"].data == "i64"
+
+
+@pytest.mark.parametrize("dtype,n,warps", [(np.float32, 4, True), (np.float32, 1, False), (np.float64, 4, False)])
+def test_filter_gradient_paths(rng, dtype, n, warps):
+    # float32 with at least 32 positions: a warp per filter element (shuffles in a
+    # fixed order); else a thread per element
+    x = rng.normal(size=(n, 9, 4, 5)).astype(dtype)
+    g = rng.normal(size=(n, 3, 2, 4) if n == 1 else (n, 5, 2, 4)).astype(dtype)
+    s = (4, 2) if n == 1 else (2, 2)
+    m = check(lambda x, g: C.conv2d_backprop_filter(x, (3, 2), g, s, "SAME"), x, g, family="matmul")
+    (k,) = kernels(m)
+    assert ("_warps_" in k.sym_name.data) == warps
+    assert k.attributes["tgpu.kind"].data == ("reduction" if warps else "matmul")

@@ -11,7 +11,14 @@ NotImplementedError naming what is missing.
 
 Every kernel is one thread per result element over a grid-stride loop (block
 256, grid at most ``MAX_BLOCKS``), each element gathered by loops over its
-window: no atomics, so results are deterministic.
+window: no atomics, so results are deterministic. Loops of a constant trip
+count are bounded by ``n * gridDim.y`` (every grid is (g, 1, 1)): ptxas
+unrolled constant ones whole and spilled (``_opaque``). Conv kernels are kind
+matmul (128 registers), pooling kernels elementwise (64).
+
+``python -m tfc.passes.gpu_nn_library FILE.mlir`` prints the kernels and
+launches of an L3 module's CNN library calls (filecheck/lower_gpu/conv.mlir,
+pool.mlir).
 
 - conv2d: the sum over taps and input channels of x * w with ``math.fma``,
   padded taps reading 0 (as numpy's im2col: 0 * inf is NaN there too); the
@@ -20,7 +27,10 @@ window: no atomics, so results are deterministic.
   window covers it (in tap order, as numpy's scatter-adds), the sum over the
   output channels of g * w (one GEMM element of numpy's), added to the result.
 - conv2d_backprop_filter(_like): per filter element, the sum over batch and
-  output positions of x * g (padded taps 0, as numpy's im2col).
+  output positions of x * g (padded taps 0, as numpy's im2col). float32 with
+  at least 32 positions: one warp per filter element (lanes stride over the
+  positions, five shuffles add the lanes' sums in a fixed order; kind
+  reduction); else one thread per element.
 - max_pool2d: the first maximum of the window in tap order (strict ``>``, as
   numpy's kernel: a NaN in the first tap stays, a later NaN never wins;
   padding is -inf and can win only as the first tap).
@@ -42,10 +52,12 @@ from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
 
 from tfc.dialects import loops as L
+from tfc.dialects import gpu as G
 from tfc.dialects.gpu import PtrType
 from tfc.passes import gpu_builder as B
 
 BLOCK = 256
+WARP = 32
 
 
 # -- attributes and shapes -----------------------------------------------------------------
@@ -202,6 +214,11 @@ def _opaque(kb, n):
     return got
 
 
+def _dot(kb, values, strides):
+    """sum(value * stride) over one buffer's dims (a value None: 0)."""
+    return kb.dot([(v, st) for v, st in zip(values, strides) if v is not None])
+
+
 def _zero(kb, elt):
     return kb.c(0.0, elt)
 
@@ -293,8 +310,11 @@ def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
     x, g = op.ins[:2]  # (the _like variant's last input only gives the output's shape)
     (out,) = op.outs
     elt = _check_types(name, [x, g, out])
+    (N, H, W, _), (_, HO, WO, _) = _shape(x, name), _shape(g, name)
+    if isinstance(elt, Float32Type) and N * HO * WO >= WARP:
+        return _backprop_filter_warps(namer, name, x, g, out, _attrs(op))
     fr = _Frame(namer, name, [x, g], out, "matmul", elt)
-    (N, H, W, _), (_, HO, WO, _), (KH, KW, _, _) = fr.shapes
+    (KH, KW, _, _) = fr.shapes[2]
     (sh, sw), (dh, dw), (ho, wo), (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
     assert (ho, wo) == (HO, WO), (ho, wo, HO, WO)
     zero = _zero(fr.kb, elt)
@@ -321,6 +341,58 @@ def conv2d_backprop_filter(namer, op, name="conv2d_backprop_filter"):
         return kb.for_(kb.i(0), _opaque(kb, N * HO), kb.i(1), row, [zero])[0]
 
     return _finish(fr, body)
+
+
+def _backprop_filter_warps(namer, name, x, g, out, attrs):
+    """conv2d_backprop_filter (float32), one warp per filter element: the lanes
+    stride over the (batch, row, column) positions, fma into their sums, which
+    five shuffles add in a fixed order (deterministic); lane 0 stores. A
+    thread per element would loop over every position alone (N * Ho * Wo of
+    them, with few elements: KH * KW * Cin * Cout)."""
+    (N, H, W, CI), (_, HO, WO, CO), (KH, KW, _, _) = shapes = [_shape(v, name) for v in (x, g, out)]
+    (sh, sw), (dh, dw), _, (pt, pl) = _conv_params(attrs, (H, W), (KH, KW))
+    n, npos = B.prod(shapes[2]), N * HO * WO
+    warps = BLOCK // WARP
+    grid = (min(-(-n // warps), B.MAX_BLOCKS), 1, 1)
+    span = max(_span([x, g, out], shapes), n + grid[0] * warps, npos + WARP)
+    it = i32 if span <= B.I32_MAX else i64
+    elt = out.type.element_type
+    kb = B.KernelBuilder(namer(f"{name}_warps_f32"), [PtrType(elt, "global")] * 3, "reduction", it, (BLOCK, 1, 1))
+    px, pg, po = kb.args
+    xs, gs, os_ = (L.layout_of(v.type)[0] for v in (x, g, out))
+    zero = _zero(kb, elt)
+    lane = kb.remu(kb.tid(), kb.i(WARP))
+    first = kb.add(kb.mul(kb.bid(), kb.i(warps)), kb.divu(kb.tid(), kb.i(WARP)))
+    step = kb.mul(kb.gdim(), kb.i(warps))
+
+    def digits(q, sizes):
+        out = []
+        for k in range(len(sizes) - 1, 0, -1):
+            out.append(kb.remu(q, kb.i(sizes[k])))
+            q = kb.divu(q, kb.i(sizes[k]))
+        return [q] + out[::-1]
+
+    def element(q):  # the same q in every lane of the warp: the shuffles see a converged warp
+        i, j, ci, co = digits(q, [KH, KW, CI, CO])
+
+        def pos(p, acc):
+            b, oh, ow = digits(p, [N, HO, WO])
+            ih = _window_pos(kb, oh, i, sh, dh, pt)
+            iw = _window_pos(kb, ow, j, sw, dw, pl)
+            ok = kb.emit(arith.AndIOp(_inside(kb, ih, H), _inside(kb, iw, W)))
+            xv = kb.load(px, _dot(kb, [b, _clamp(kb, ok, ih), _clamp(kb, ok, iw), ci], xs), nc=True)[0]
+            xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
+            gv = kb.load(pg, _dot(kb, [b, oh, ow, co], gs), nc=True)[0]
+            return [kb.emit(xmath.FmaOp(xv, gv, acc))]
+        (acc,) = kb.for_(lane, kb.i(npos), kb.i(WARP), pos, [zero])
+        for off in (16, 8, 4, 2, 1):
+            acc = kb.emit(arith.AddfOp(acc, kb.emit(G.ShuffleOp("down", acc, kb.c(off, i32)))))
+        kb.if_(kb.cmpi("eq", lane, kb.i(0)), lambda: kb.store([acc], po, _dot(kb, [i, j, ci, co], os_)))
+        return []
+    if n == 0:
+        return []
+    kb.for_(first, kb.i(n), step, element)
+    return [(kb.finish(), grid, (BLOCK, 1, 1), [x, g, out])]
 
 
 def conv2d_backprop_filter_like(namer, op):
