@@ -252,3 +252,13 @@ def test_filter_gradient_paths(rng, dtype, n, warps):
     (k,) = kernels(m)
     assert ("_warps_" in k.sym_name.data) == warps
     assert k.attributes["tgpu.kind"].data == ("reduction" if warps else "matmul")
+
+
+def test_zero_rows(rng):
+    # no rows: no launch (zero channels fail in the numpy backend itself: its
+    # im2col and GEMMs reshape(-1, 0))
+    x0 = rng.normal(size=(2, 0, 4, 3)).astype(np.float32)
+    m = bitwise(lambda x: tfc.nn.max_pool2d(x, 2, 2, "SAME"), x0)
+    assert not kernels(m)
+    m = bitwise(lambda x: tfc.nn.avg_pool2d(x, 2, 2, "SAME"), x0)
+    assert not kernels(m)

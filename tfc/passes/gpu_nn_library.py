@@ -125,8 +125,8 @@ class _Frame:
         span = max(_span(self.ins + [out], self.shapes), self.n + self.grid[0] * BLOCK)
         it = i32 if span <= B.I32_MAX else i64
         tname = "f32" if isinstance(elt, Float32Type) else "f64"
-        self.kb = B.KernelBuilder(namer(f"{name}_{tname}"), [PtrType(v.type.element_type, "global") for v in self.ins + [out]],
-                      kind, it, (BLOCK, 1, 1))
+        params = [PtrType(v.type.element_type, "global") for v in self.ins + [out]]
+        self.kb = B.KernelBuilder(namer(f"{name}_{tname}"), params, kind, it, (BLOCK, 1, 1))
         self.ptrs = self.kb.args
         self.strides = [L.layout_of(v.type)[0] for v in self.ins + [out]]
 
