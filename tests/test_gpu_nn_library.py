@@ -262,3 +262,15 @@ def test_zero_rows(rng):
     assert not kernels(m)
     m = bitwise(lambda x: tfc.nn.avg_pool2d(x, 2, 2, "SAME"), x0)
     assert not kernels(m)
+
+
+def test_run_time_shape_raises():
+    from tfc.dialects.tensor import parse_module
+    from tfc.passes.gpu_nn_library import kernels_of
+
+    text = """func.func @f(%x: memref<?x6x6x3xf32>, %o: memref<?x3x3x3xf32>, %arena: memref<0xi8>) {
+  loops.library "max_pool2d"(%x : memref<?x6x6x3xf32>) outs(%o : memref<?x3x3x3xf32>) {attrs = {ksize = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = "SAME"}} -> ()
+  func.return
+}"""
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for max_pool2d of run-time shape yet"):
+        kernels_of(parse_module(text))
