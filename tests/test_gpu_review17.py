@@ -44,3 +44,18 @@ def test_numerics_reduced_length_scales_atol():
     exact = Numerics("exact")
     assert exact.difference(want, got, "reduction", reduced=10 ** 6) is not None  # bit-identical stays so
     assert cuda.difference(np.array([1, 2]), np.array([1, 3]), "reduction", reduced=10 ** 6) is not None  # integers exact
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_eager_float_mod_and_floordiv_on_gpu(dtype):
+    """g % 1.5 and g // 1.5 (and by a tensor) on the GPU: numpy's bits (they
+    raised NotImplementedError for tfc.remf before)."""
+    x = np.array([[1., 2.], [3., -4.5], [-0.0, np.inf], [np.nan, 1e30]], dtype)
+    y = np.array([1.5, -0.0], dtype)
+    for op in (lambda a, b: a % b, lambda a, b: a // b):
+        for b_cpu, b_gpu in ((1.5, 1.5), (tfc.constant(y), tfc.constant(y).gpu())):
+            want = op(tfc.constant(x), b_cpu).numpy()
+            got = op(tfc.constant(x).gpu(), b_gpu).numpy()
+            nan = np.isnan(want)
+            assert np.array_equal(np.isnan(got), nan)
+            assert np.array_equal(got[~nan].view(np.uint8), want[~nan].view(np.uint8))
