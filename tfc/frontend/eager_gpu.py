@@ -62,6 +62,13 @@ class _Entry:
         self.fix = fix  # None, or per result: whether it may need a copy (a strided view, the arena)
 
 
+def _cuda():
+    """The cuda backend (tfc.backends' interface): what GPU tensors use of it."""
+    from tfc.backends import backend
+
+    return backend("cuda")
+
+
 def straight_line(ex):
     """``run(bufs) -> result Bufs`` doing what ``ex.run_device`` does, for a
     host function that only allocates its results and launches kernels on
@@ -74,7 +81,8 @@ def straight_line(ex):
     from xdsl.dialects import arith, func
     from xdsl.dialects.builtin import IndexType, MemRefType, NoneAttr
 
-    from tfc.backends.cuda.host import Buf, nbytes, param_scalar
+    cuda = _cuda()
+    Buf, nbytes, param_scalar, aligned = cuda.Buf, cuda.nbytes, cuda.param_scalar, cuda.aligned
     from tfc.dialects import loops as L
     from tfc.dialects.gpu import LaunchOp
 
@@ -117,6 +125,7 @@ def straight_line(ex):
         else:
             return None
     dev = ex.device()
+    rt = dev.call()
     alloc, launch = dev.allocator.alloc, dev.driver.launch
     # each parameter and result: (True, argument index) or (False, allocation index)
     kernels = [(dev.kernels.function(dev.ptx, sym), grid, blk, shared, [(k == "arg", i, p) for k, i, p in params])
@@ -125,6 +134,8 @@ def straight_line(ex):
     u64 = np.uint64
 
     def run(args):
+        if any(b.addr % 16 for b in args if type(b) is Buf):  # kernels read arguments as 16-byte vectors
+            args = [aligned(rt, b, t) if type(b) is Buf else b for b, t in zip(args, ex.arg_types)]
         new = []
         for n in sizes:
             a = alloc(n)
@@ -141,7 +152,7 @@ class DriverRuntime:
     """GPU tensors of one driver: uploads, downloads and the op cache."""
 
     def __init__(self, driver):
-        from tfc.backends.cuda.memory import allocator_for
+        allocator_for = _cuda().allocator
 
         self.driver = driver
         self.allocator = allocator_for(driver)
@@ -151,7 +162,7 @@ class DriverRuntime:
 
     # -- host <-> device -----------------------------------------------------------
     def alloc(self, nbytes: int):
-        from tfc.backends.cuda.host import Buf
+        Buf = _cuda().Buf
 
         a = self.allocator.alloc(nbytes)
         return Buf(a.ptr, a)
@@ -254,7 +265,7 @@ class DriverRuntime:
     def fixed(self, entry, outs):
         """Results as contiguous buffers of their own: a scalar the host program
         read back is uploaded, a strided view or a buffer in the arena copied."""
-        from tfc.backends.cuda.host import Buf
+        Buf = _cuda().Buf
 
         arena = entry.ex._device.arena.block
         out = []
@@ -376,7 +387,7 @@ class Runtime:
 
     def current(self) -> DriverRuntime:
         """The runtime of the driver in use; UnavailableError where there is none."""
-        from tfc.backends.cuda.driver import get_driver
+        get_driver = _cuda().driver
 
         d = get_driver()
         r = self._per_driver.get(d.name)

@@ -13,7 +13,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 
-from tfc.backends.cuda.host import Buf, HostProgram, itemsize, nbytes, np_dtype
+from tfc.backends.cuda.host import Buf, HostProgram, itemsize, nbytes, np_dtype, param_scalar
 from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects.tensor import RefType, dtype_of
@@ -181,10 +181,24 @@ class CudaExecutable:
         (each owning its allocation: it lives while referenced) and scalars."""
         dev = self.device()
         rt = rt or dev.call()
-        vals = [a if isinstance(t, (MemRefType, RefType)) else np_dtype(t).type(a)
-                for a, t in zip(args, self.arg_types)]
+        vals = [aligned(rt, a, t) if isinstance(t, MemRefType) else a if isinstance(t, RefType)
+                else np_dtype(t).type(a) for a, t in zip(args, self.arg_types)]
         with dev.arena.use(self.plan.arena_size) as block:
             return self.program.run(rt, vals + [Buf(block.ptr, block)])
+
+
+def aligned(rt, buf: Buf, t: MemRefType) -> Buf:
+    """A memref argument whose data start 16-byte aligned: the buffer itself,
+    or a copy where it does not (a GPU tensor that is a view at an odd offset,
+    eager ``x[1:]``): kernels read arguments with 16-byte vector loads
+    (tfc-lower-gpu's ARGUMENTS_ALIGNED)."""
+    if buf.addr % 16 == 0:
+        return buf
+    n = nbytes(t)
+    new = rt.alloc(n)
+    if n:
+        rt.driver.copy_dtod(new.addr, buf.addr, n)
+    return new
 
 
 def lower_to_gpu(loops):
@@ -217,6 +231,27 @@ class CudaBackend:
             "and matmul sum in another order than numpy's (tree, tiles)",
             {"elementwise": (2e-6, 1e-6), "reduction": (1e-5, 1e-6), "matmul": (1e-5, 1e-5),
              "data-movement": (0.0, 0.0)})
+
+    # what eager GPU tensors (tfc.frontend.eager_gpu) use of the backend
+    Buf = Buf
+
+    @staticmethod
+    def driver():
+        """The process's driver (TFC_CUDA_DRIVER, else pycuda, then cuda-bindings)."""
+        from tfc.backends.cuda.driver import get_driver
+
+        return get_driver()
+
+    @staticmethod
+    def allocator(driver):
+        """The caching allocator of ``driver``."""
+        from tfc.backends.cuda.memory import allocator_for
+
+        return allocator_for(driver)
+
+    nbytes = staticmethod(nbytes)
+    param_scalar = staticmethod(param_scalar)
+    aligned = staticmethod(aligned)
 
     def prepare(self) -> None:
         import tfc.backends.cuda.ptx  # noqa: F401
