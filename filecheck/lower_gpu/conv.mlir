@@ -4,7 +4,8 @@
 // conv2d and its gradients (tfc/passes/gpu_nn_library.py): one thread per
 // result element over a grid-stride loop (block 256), the window's taps in one
 // loop (bounded by taps * gridDim.y, which ptxas cannot unroll whole), padded
-// taps read as 0 (numpy's im2col), math.fma over the channels. (Until
+// taps read as 0 (numpy's im2col), math.fma over the channels; conv2d: 4 output
+// channels per thread (x loaded once for them; the last group's tail checked). (Until
 // tfc-lower-gpu dispatches to LIBRARY, the module's command line prints the kernels.)
 func.func @conv(%x: memref<2x7x6x3xf32>, %w: memref<3x2x3x5xf32>, %g: memref<2x4x3x5xf32>, %arena: memref<0xi8>) -> (memref<2x4x3x5xf32>, memref<2x7x6x3xf32>, memref<3x2x3x5xf32>) {
   %y = loops.alloc : memref<2x4x3x5xf32>
@@ -18,20 +19,24 @@ func.func @conv(%x: memref<2x7x6x3xf32>, %w: memref<3x2x3x5xf32>, %g: memref<2x4
 
 // CHECK:       gpu.func @k0_conv2d_f32(%{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<f32, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "matmul", tgpu.index = "i32"} {
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-DAG:     %[[N:.*]] = arith.constant 120 : i32
+// CHECK-DAG:     %[[N:.*]] = arith.constant 48 : i32
+// CHECK-DAG:     %[[CO:.*]] = arith.constant 5 : i32
 // CHECK-DAG:     %[[GY:.*]] = gpu.grid_dim y
 // CHECK:         %[[TAPS:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
 // CHECK:         scf.for %{{.*}} = %{{.*}} to %[[N]] step %{{.*}} : i32 {
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[TAPS]] step %{{.*}} iter_args(%{{.*}} = %[[ZERO]]) -> (f32) : i32 {
+// CHECK-COUNT-3:   arith.cmpi slt, %{{.*}}, %[[CO]] : i32
+// CHECK:           %[[A0:[0-9]+]], %[[A1:[0-9]+]], %{{[0-9]+}}, %{{[0-9]+}} = scf.for %{{.*}} = %{{.*}} to %[[TAPS]] step %{{.*}} iter_args(%{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]], %{{.*}} = %[[ZERO]]) -> (f32, f32, f32, f32) : i32 {
 // CHECK:             arith.cmpi sge
 // CHECK:             arith.cmpi slt
 // CHECK:             scf.for %{{.*}} iter_args
 // CHECK-NEXT:          arith.addi
 // CHECK-NEXT:          %[[XV:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
 // CHECK-NEXT:          %[[XP:.*]] = arith.select %{{.*}}, %[[XV]], %[[ZERO]] : f32
-// CHECK:               %[[WV:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
-// CHECK-NEXT:          math.fma %[[XP]], %[[WV]], %{{.*}} : f32
-// CHECK:           tgpu.store
+// CHECK-COUNT-4:       math.fma %[[XP]], %{{.*}}, %{{.*}} : f32
+// CHECK:           tgpu.store %[[A0]], %{{.*}}
+// CHECK:           scf.if
+// CHECK-NEXT:        arith.muli
+// CHECK:             tgpu.store %[[A1]], %{{.*}}
 // CHECK:       gpu.func @k1_conv2d_backprop_input_f32(
 // CHECK:           arith.remui
 // CHECK:           arith.cmpi eq

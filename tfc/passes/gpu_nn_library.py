@@ -22,7 +22,9 @@ pool.mlir).
 
 - conv2d: the sum over taps and input channels of x * w with ``math.fma``,
   padded taps reading 0 (as numpy's im2col: 0 * inf is NaN there too); the
-  matmul family's tolerance covers the other summation order.
+  matmul family's tolerance covers the other summation order. A thread
+  computes 4 consecutive output channels (``TCO``; fewer than 4: one), each x
+  value loaded once for them.
 - conv2d_backprop_input(_like): per input element, over the taps (i, j) whose
   window covers it (in tap order, as numpy's scatter-adds), the sum over the
   output channels of g * w (one GEMM element of numpy's), added to the result.
@@ -58,6 +60,7 @@ from tfc.passes import gpu_builder as B
 
 BLOCK = 256
 WARP = 32
+TCO = 4  # output channels per thread of conv2d
 
 
 # -- attributes and shapes -----------------------------------------------------------------
@@ -114,13 +117,15 @@ def _span(values, shapes):
 
 
 class _Frame:
-    """A kernel over the elements of the result: ``body(kb, digits)`` returns
-    the value of the element at those (static-rank) digits; the frame stores it."""
+    """A kernel over the elements of the result (or of ``shape``, a coarser
+    iteration shape): ``body(kb, digits)`` returns the value of the element at
+    those (static-rank) digits, which the frame stores, or None (it stored)."""
 
-    def __init__(self, namer, name, ins, out, kind, elt):
+    def __init__(self, namer, name, ins, out, kind, elt, shape=None):
         self.ins, self.out, self.elt = list(ins), out, elt
         self.shapes = [_shape(v, name) for v in self.ins + [out]]
-        self.n = B.prod(self.shapes[-1])
+        self.iter_shape = tuple(shape) if shape is not None else self.shapes[-1]
+        self.n = B.prod(self.iter_shape)
         self.grid = (min(-(-self.n // BLOCK), B.MAX_BLOCKS), 1, 1)
         span = max(_span(self.ins + [out], self.shapes), self.n + self.grid[0] * BLOCK)
         it = i32 if span <= B.I32_MAX else i64
@@ -134,7 +139,7 @@ class _Frame:
         kb = self.kb
         gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
         step = kb.mul(kb.gdim(), kb.i(BLOCK))
-        osh = self.shapes[-1]
+        osh = self.iter_shape
 
         def element(q):
             digits = []
@@ -146,7 +151,8 @@ class _Frame:
                     q = kb.divu(q, kb.i(osh[k]))
             digits.reverse()
             v = body(kb, digits)
-            kb.store([v], self.ptrs[-1], self.at(len(self.ins), digits))
+            if v is not None:
+                kb.store([v], self.ptrs[-1], self.at(len(self.ins), digits))
             return []
 
         kb.for_(gid, kb.i(self.n), step, element)
@@ -233,32 +239,54 @@ def _conv_params(a, in_hw, k_hw):
 
 
 def conv2d(namer, op):
+    """Each thread computes TCO consecutive output channels of one output
+    position (TCO = 4 where there are at least 4): every x value loaded once for
+    them; each channel's sum in the same order as alone."""
     x, w = op.ins
     (out,) = op.outs
     elt = _check_types("conv2d", [x, w, out])
-    fr = _Frame(namer, "conv2d", [x, w], out, "matmul", elt)
+    (N, HO, WO, CO) = _shape(out, "conv2d")
+    tco = TCO if CO >= TCO else 1
+    groups = -(-CO // tco)
+    fr = _Frame(namer, "conv2d", [x, w], out, "matmul", elt, shape=(N, HO, WO, groups))
     (_, H, W, C), (KH, KW, _, _) = fr.shapes[0], fr.shapes[1]
     (sh, sw), (dh, dw), _, (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
     zero = _zero(fr.kb, elt)
 
     def body(kb, dg):
-        n, oh, ow, co = dg
+        n, oh, ow, grp = dg
+        co0 = kb.mul(grp, kb.i(tco))
+        cos, valid = [], []
+        for t in range(tco):
+            co = kb.add(co0, kb.i(t))
+            ok = kb.cmpi("slt", co, kb.i(CO)) if CO % tco and t else None  # the last group's tail
+            cos.append(co if ok is None else kb.select(ok, co, co0))
+            valid.append(ok)
 
-        def tap(i, j, acc):
+        def tap(i, j, *acc):
             ih = _window_pos(kb, oh, i, sh, dh, pt)
             ok_h = _inside(kb, ih, H)
             iw = _window_pos(kb, ow, j, sw, dw, pl)
             ok = kb.emit(arith.AndIOp(ok_h, _inside(kb, iw, W)))
             xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), None])
-            wb = fr.at(1, [i, j, None, co])
+            wbs = [fr.at(1, [i, j, None, co]) for co in cos]
 
-            def chan(ci, acc):
+            def chan(ci, *acc):
                 xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(ci, kb.i(fr.strides[0][3]))), nc=True)[0]
                 xv = kb.select(ok, xv, zero)  # padding reads 0, as numpy's im2col
-                wv = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(ci, kb.i(fr.strides[1][2]))), nc=True)[0]
-                return [kb.emit(xmath.FmaOp(xv, wv, acc))]
-            return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, [acc])
-        return _tap_loop(kb, KH, KW, tap, [zero])[0]
+                wci = kb.mul(ci, kb.i(fr.strides[1][2]))
+                return [kb.emit(xmath.FmaOp(xv, kb.load(fr.ptrs[1], kb.add(wb, wci), nc=True)[0], a))
+                        for wb, a in zip(wbs, acc)]
+            return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, list(acc))
+        acc = _tap_loop(kb, KH, KW, tap, [zero] * tco)
+        for co, ok, a in zip(cos, valid, acc):
+            def store(co=co, a=a):
+                kb.store([a], fr.ptrs[-1], fr.at(2, [n, oh, ow, co]))
+            if ok is None:
+                store()
+            else:
+                kb.if_(ok, store)
+        return None
 
     return _finish(fr, body)
 
