@@ -274,3 +274,13 @@ def test_run_time_shape_raises():
 }"""
     with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for max_pool2d of run-time shape yet"):
         kernels_of(parse_module(text))
+
+
+def test_grid_stride(rng):
+    # more results than MAX_BLOCKS * 256 threads: each thread takes a second one
+    from tfc.passes.gpu_builder import MAX_BLOCKS
+
+    x = rng.normal(size=(4, 64, 64, 20)).astype(np.float32)
+    assert x.size > MAX_BLOCKS * 256
+    m = bitwise(lambda x: tfc.nn.avg_pool2d(x, 2, 1, "SAME"), x)
+    assert len(kernels(m)) == 1
