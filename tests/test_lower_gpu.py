@@ -109,7 +109,8 @@ class Host:
             env[op.result] = env[op.source]
         elif isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
             env[op.result] = op.value.value.data
-        elif op.name.startswith(("arith.", "math.")):  # host scalar code, as the vectorized interpreter runs it
+        elif op.name.startswith(("arith.", "math.")) or op.name in ("tfc.floormod", "tfc.remf"):
+            # host scalar code, as the vectorized interpreter runs it
             out = IMPLS[op.name](op, [np.asarray(env[v]) for v in op.operands])
             env[op.results[0]] = np.asarray(out).astype(_np(op.results[0].type))[()]
         elif isinstance(op, L.WhileOp):
@@ -640,6 +641,30 @@ def test_scatter_add_float64_follows_the_dialect(rng):
     else:
         with pytest.raises(NotImplementedError, match="loops.add_at into f64"):
             lower(l3_of(fn, x, ids))
+
+
+@tfc.custom_gradient
+def _cg_mul(a, b):
+    def grad(dy):
+        return dy * b, dy * a
+    return a * b, grad
+
+
+def test_custom_gradient_marker_copies(rng):
+    """tfc.custom_gradient's marker (a library call returning copies of its
+    outputs) becomes a device buffer and a copy kernel per result; the fuzz's
+    program (a later kernel reusing a buffer a result still names), strided
+    operands and float64."""
+    x = rng.normal(size=(1, 7)).astype(F32)
+
+    def prog(x1):
+        v1 = tfc.squeeze(x1, axis=0)
+        v3 = _cg_mul(v1, v1)
+        return tfc.minimum(_cg_mul(v1, v3), x1), v3 * 2.0
+    m = check(prog, x)
+    assert any(k.attributes["tgpu.kind"].data == "copy" for k in kernels(m))
+    y = rng.normal(size=(6, 4))
+    check(lambda y: _cg_mul(tfc.transpose(y)[::2], tfc.transpose(y)[1::2]) + 1.0, y)
 
 
 # -- matmul -------------------------------------------------------------------------------

@@ -934,7 +934,7 @@ class _Lowering:
         block = op.parent_block()
         if new_ops:
             block.insert_ops_before(new_ops, op)
-        if op.results:
+        if any(r.uses for r in op.results):
             raise unsupported(f"{op.name} with results (a library call that allocates its result)")
         op.detach()
         op.erase()
@@ -1657,6 +1657,8 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
+        if name == "custom_gradient" and not op.outs:
+            return self.custom_gradient(op)
         if name == "matmul" and op.outs:
             from tfc.passes.gpu_library import matmul_kernel
 
@@ -1674,6 +1676,27 @@ class _Lowering:
         if name == "matmul":  # no planned buffer: kernel_into's condition (float operands of its dtype) fails
             raise unsupported("matmul of " + ", ".join(str(v.type) for v in op.ins) + " (integer or mixed dtypes)")
         raise unsupported(name)
+
+
+    def custom_gradient(self, op):
+        """tfc.custom_gradient's marker: its results are fresh copies of its
+        operands after the first ``n_inputs`` (the registry kernel's np.copy):
+        a device buffer each (``loops.alloc``) and a copy kernel into it."""
+        from types import SimpleNamespace
+
+        n_in = op.kernel_attrs.data["n_inputs"].value.data
+        host = []
+        for src, r in zip(list(op.ins)[n_in:], op.res):
+            if not isinstance(r.type, MemRefType) or not isinstance(src.type, MemRefType):
+                raise unsupported("custom_gradient of host scalars and buffers together")
+            shape = tuple(r.type.get_shape())
+            if r.type != MemRefType(r.type.element_type, shape) or shape != tuple(src.type.get_shape()):
+                raise unsupported(f"custom_gradient into {r.type}")
+            buf = L.AllocOp(r.type)
+            host.append(buf)
+            host += self.copy(SimpleNamespace(source=src, dest=buf.result))
+            r.replace_all_uses_with(buf.result)
+        return host
 
 
 def _block_for(kinds_types) -> int:
