@@ -388,6 +388,13 @@ def test_grids_within_cuda_limits(case):
         assert all(1 <= g <= lim for g, lim in zip(grid, GRID_LIMITS)), (op.kernel, grid)
 
 
+def test_matmul_of_more_tiles_than_a_grid_raises():
+    S = tfc.TensorSpec
+    l3 = tfc.function(lambda a, b: tfc.matmul(a, b)).get_concrete_function(S([1 << 23, 1]), S([1, (1 << 22) + 128]))
+    with pytest.raises(NotImplementedError, match="matmul of 2147549184 tiles of 128x128"):
+        lower(l3.ir("loops"))
+
+
 def test_matmul_grid_is_one_dimensional(rng):
     """Tiles of every batch on gridDim.x, their digits from blockIdx.x (both kernels, batches broadcast)."""
     a = rng.normal(size=(3, 1, 70, 9)).astype(F32)
