@@ -255,13 +255,7 @@ def conv2d(namer, op):
 
     def body(kb, dg):
         n, oh, ow, grp = dg
-        co0 = kb.mul(grp, kb.i(tco))
-        cos, valid = [], []
-        for t in range(tco):
-            co = kb.add(co0, kb.i(t))
-            ok = kb.cmpi("slt", co, kb.i(CO)) if CO % tco and t else None  # the last group's tail
-            cos.append(co if ok is None else kb.select(ok, co, co0))
-            valid.append(ok)
+        cos, valid = _channel_group(kb, grp, CO, tco)
 
         def tap(i, j, *acc):
             ih = _window_pos(kb, oh, i, sh, dh, pt)
@@ -279,13 +273,7 @@ def conv2d(namer, op):
                         for wb, a in zip(wbs, acc)]
             return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, list(acc))
         acc = _tap_loop(kb, KH, KW, tap, [zero] * tco)
-        for co, ok, a in zip(cos, valid, acc):
-            def store(co=co, a=a):
-                kb.store([a], fr.ptrs[-1], fr.at(2, [n, oh, ow, co]))
-            if ok is None:
-                store()
-            else:
-                kb.if_(ok, store)
+        _store_group(kb, fr, [n, oh, ow], cos, valid, acc)
         return None
 
     return _finish(fr, body)
@@ -299,35 +287,67 @@ def _finish(fr, body):
 
 
 def conv2d_backprop_input(namer, op, name="conv2d_backprop_input"):
+    """Each thread computes TCO consecutive input channels of one input
+    position (as conv2d's output channels): every g value loaded once for them."""
     w, g = op.ins[-2:]  # (the _like variant's first input only gives the output's shape)
     (out,) = op.outs
     elt = _check_types(name, [w, g, out])
-    fr = _Frame(namer, name, [w, g], out, "matmul", elt)
-    (KH, KW, _, CO), (_, HO, WO, _), (_, H, W, _) = fr.shapes
+    (N, H, W, CI) = _shape(out, name)
+    tci = TCO if CI >= TCO else 1
+    fr = _Frame(namer, name, [w, g], out, "matmul", elt, shape=(N, H, W, -(-CI // tci)))
+    (KH, KW, _, CO), (_, HO, WO, _) = fr.shapes[0], fr.shapes[1]
     (sh, sw), (dh, dw), (ho, wo), (pt, pl) = _conv_params(_attrs(op), (H, W), (KH, KW))
     assert (ho, wo) == (HO, WO), (ho, wo, HO, WO)
     zero = _zero(fr.kb, elt)
 
     def body(kb, dg):
-        n, h, wq, ci = dg
+        n, h, wq, grp = dg
+        cis, valid = _channel_group(kb, grp, CI, tci)
 
-        def tap(i, j, acc):
+        def tap(i, j, *acc):
             oh, ok_h = _covering(kb, h, i, sh, dh, pt, HO)
             ow, ok_w = _covering(kb, wq, j, sw, dw, pl, WO)
             ok = kb.emit(arith.AndIOp(ok_h, ok_w))
             gb = fr.at(1, [n, _clamp(kb, ok, oh), _clamp(kb, ok, ow), None])
-            wb = fr.at(0, [i, j, ci, None])
+            wbs = [fr.at(0, [i, j, ci, None]) for ci in cis]
 
-            def chan(co, part):
+            def chan(co, *part):
                 gv = kb.load(fr.ptrs[1], kb.add(gb, kb.mul(co, kb.i(fr.strides[1][3]))), nc=True)[0]
-                wv = kb.load(fr.ptrs[0], kb.add(wb, kb.mul(co, kb.i(fr.strides[0][3]))), nc=True)[0]
-                return [kb.emit(xmath.FmaOp(gv, wv, part))]
-            # one element of numpy's GEMM (g @ w^T), added in tap order; no window: nothing
-            (part,) = kb.for_(kb.i(0), kb.select(ok, _opaque(kb, CO), kb.i(0)), kb.i(1), chan, [zero])
-            return [kb.select(ok, kb.emit(arith.AddfOp(acc, part)), acc)]
-        return _tap_loop(kb, KH, KW, tap, [zero])[0]
+                wco = kb.mul(co, kb.i(fr.strides[0][3]))
+                return [kb.emit(xmath.FmaOp(gv, kb.load(fr.ptrs[0], kb.add(wb, wco), nc=True)[0], p))
+                        for wb, p in zip(wbs, part)]
+            # one element of numpy's GEMM (g @ w^T) per channel, added in tap order; no window: nothing
+            parts = kb.for_(kb.i(0), kb.select(ok, _opaque(kb, CO), kb.i(0)), kb.i(1), chan, [zero] * tci)
+            return [kb.select(ok, kb.emit(arith.AddfOp(a, p)), a) for a, p in zip(acc, parts)]
+        acc = _tap_loop(kb, KH, KW, tap, [zero] * tci)
+        _store_group(kb, fr, [n, h, wq], cis, valid, acc)
+        return None
 
     return _finish(fr, body)
+
+
+def _channel_group(kb, grp, size, t_n):
+    """The channels grp * t_n + t (t < t_n) of a thread, each clamped to the
+    group's first where it is past ``size`` (then with its condition, else None)."""
+    c0 = kb.mul(grp, kb.i(t_n))
+    chans, valid = [], []
+    for t in range(t_n):
+        c = kb.add(c0, kb.i(t))
+        ok = kb.cmpi("slt", c, kb.i(size)) if size % t_n and t else None  # the last group's tail
+        chans.append(c if ok is None else kb.select(ok, c, c0))
+        valid.append(ok)
+    return chans, valid
+
+
+def _store_group(kb, fr, lead, chans, valid, values):
+    """Store a thread's channel values (the tail's under their conditions)."""
+    for c, ok, v in zip(chans, valid, values):
+        def store(c=c, v=v):
+            kb.store([v], fr.ptrs[-1], fr.at(len(fr.ins), lead + [c]))
+        if ok is None:
+            store()
+        else:
+            kb.if_(ok, store)
 
 
 def conv2d_backprop_input_like(namer, op):
