@@ -27,7 +27,8 @@ pool.mlir).
   value loaded once for them.
 - conv2d_backprop_input(_like): per input element, over the taps (i, j) whose
   window covers it (in tap order, as numpy's scatter-adds), the sum over the
-  output channels of g * w (one GEMM element of numpy's), added to the result.
+  output channels of g * w (one GEMM element of numpy's), added to the result;
+  4 consecutive input channels per thread, as conv2d's output channels.
 - conv2d_backprop_filter(_like): per filter element, the sum over batch and
   output positions of x * g (padded taps 0, as numpy's im2col). float32 with
   at least 32 positions: one warp per filter element (lanes stride over the
