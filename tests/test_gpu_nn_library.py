@@ -39,7 +39,7 @@ _ORIGINAL = lower_gpu._Lowering.library
 
 @pytest.fixture(autouse=True)
 def dispatch(monkeypatch):
-    if _ORIGINAL.__code__.co_names.count("gpu_nn_library"):
+    if any("gpu_nn_library" in n for n in _ORIGINAL.__code__.co_names):
         return  # already wired in
     monkeypatch.setattr(lower_gpu._Lowering, "library", _library)
 
@@ -284,3 +284,23 @@ def test_grid_stride(rng):
     assert x.size > MAX_BLOCKS * 256
     m = bitwise(lambda x: tfc.nn.avg_pool2d(x, 2, 1, "SAME"), x)
     assert len(kernels(m)) == 1
+
+
+def test_malformed_calls_raise():
+    # another rank, a missing attribute: NotImplementedError naming it (the lowering's
+    # error), never a crash or a wrong kernel
+    from tfc.dialects.tensor import parse_module
+    from tfc.passes.gpu_nn_library import kernels_of
+
+    rank2 = """func.func @f(%a: memref<3x4xf32>, %b: memref<4x5xf32>, %o: memref<3x5xf32>, %arena: memref<0xi8>) {
+  loops.library "conv2d"(%a, %b : memref<3x4xf32>, memref<4x5xf32>) outs(%o : memref<3x5xf32>) {attrs = {}} -> ()
+  func.return
+}"""
+    with pytest.raises(NotImplementedError, match="no GPU kernel for conv2d of memref<3x4xf32>"):
+        kernels_of(parse_module(rank2))
+    no_strides = """func.func @f(%x: memref<1x6x6x3xf32>, %o: memref<1x3x3x3xf32>, %arena: memref<0xi8>) {
+  loops.library "max_pool2d"(%x : memref<1x6x6x3xf32>) outs(%o : memref<1x3x3x3xf32>) {attrs = {ksize = array<i64: 2, 2>, padding = "SAME"}} -> ()
+  func.return
+}"""
+    with pytest.raises(NotImplementedError, match="max_pool2d without its attribute 'strides'"):
+        kernels_of(parse_module(no_strides))

@@ -67,9 +67,19 @@ TCO = 4  # output channels per thread of conv2d
 # -- attributes and shapes -----------------------------------------------------------------
 
 
+class _Attrs(dict):
+    def __init__(self, name, items):
+        super().__init__(items)
+        self.name = name
+
+    def __missing__(self, key):
+        raise B.unsupported(f"{self.name} without its attribute {key!r}")
+
+
 def _attrs(op) -> dict:
-    """The library call's attributes as Python values (int tuples, strings)."""
-    out = {}
+    """The library call's attributes as Python values (int tuples, strings); a
+    missing one raises NotImplementedError naming it."""
+    out = _Attrs(op.callee.data, {})
     for k, v in op.kernel_attrs.data.items():
         if hasattr(v, "get_values"):
             out[k] = tuple(int(x) for x in v.get_values())
@@ -100,6 +110,8 @@ def _check_types(name, values):
     elt = values[-1].type.element_type
     if not isinstance(elt, (Float32Type, Float64Type)) or any(v.type.element_type != elt for v in values):
         raise B.unsupported(f"{name} of " + ", ".join(str(v.type.element_type) for v in values))
+    if any(len(v.type.get_shape()) != 4 for v in values):  # NHWC images and HWIO filters only
+        raise B.unsupported(f"{name} of " + ", ".join(str(v.type) for v in values))
     return elt
 
 
