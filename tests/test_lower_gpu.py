@@ -731,10 +731,16 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
         lower(text)
 
 
-def test_unsupported_scalar_argument(rng):
-    x = rng.normal(size=(4,)).astype(np.float16)
-    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for a f16 scalar kernel argument"):
-        lower(l3_of(lambda x, s: x * s, x, np.float16(2.0)))
+def test_narrow_scalar_arguments(rng):
+    """float16 and int8 scalars (no PTX parameter type) travel widened, exactly:
+    the host extends them, the kernel truncates back."""
+    x = rng.normal(size=(37,)).astype(np.float16)
+    m = check(lambda x, s: x * s + s, x, np.float16(-2.5))
+    assert "arith.extf" in print_ir(m) and "arith.truncf" in print_ir(kernels(m)[0])
+    for s in (np.int8(-128), np.int8(127)):
+        k = rng.integers(-128, 128, size=(5, 3)).astype(np.int8)
+        check(lambda k, s: (k * s, k + s, tfc.reduce_sum(k - s, axis=1)), k, s)
+    check(lambda x, s: tfc.reduce_max(x * s), x, np.float16(65504.0))
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])

@@ -199,10 +199,13 @@ class KernelBuilder:
         return self.func
 
     def param(self, a):
-        """The kernel value of a scalar parameter (i1 travels as i32)."""
+        """The kernel value of a scalar parameter (i1 and i8 travel as i32,
+        f16 as f32: narrowed back here, exactly)."""
         v = self.args[a.param]
-        if a.elt == i1:
-            return self.emit(arith.TruncIOp(v, i1))
+        if a.elt in (i1, IntegerType(8)) and v.type != a.elt:
+            return self.emit(arith.TruncIOp(v, a.elt))
+        if a.elt == Float16Type() and v.type != a.elt:
+            return self.emit(arith.TruncFOp(v, a.elt))
         return v
 
 

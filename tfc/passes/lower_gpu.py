@@ -187,6 +187,11 @@ class _Access:
         return sum((shape[d] - 1) * abs(s) for d, s in zip(self.bmap, self.strides) if d >= 0 and shape[d] > 0)
 
 
+# scalar kernel arguments PTX has no parameter type for: widened on the host (exactly),
+# narrowed back in the kernel (KernelBuilder.param)
+_WIDENED = {Float16Type(): Float32Type(), i8: i32}
+
+
 class _Params:
     """A kernel's parameters: one per distinct host value (pointer or scalar)."""
 
@@ -207,7 +212,7 @@ class _Params:
                 out.append(G.PtrType(v.type.element_type, "global"))
             else:
                 try:
-                    out.append(G.param_type(v.type))
+                    out.append(G.param_type(_WIDENED.get(v.type, v.type)))
                 except VerifyException:
                     raise unsupported(f"a {v.type} scalar kernel argument (parameters: i1, i32, i64, f32, f64)") \
                         from None
@@ -942,7 +947,13 @@ class _Lowering:
     def launch(self, kernel, grid, args, block=(BLOCK, 1, 1)):
         """Host ops: the grid sizes (index constants) and the tgpu.launch."""
         consts = [arith.ConstantOp(IntegerAttr(int(g), IndexType())) for g in grid]
-        return consts + [G.LaunchOp(kernel.sym_name.data, [c.result for c in consts], block, args)]
+        widen, passed = [], []
+        for a in args:  # float16 / int8 scalars travel as float32 / int32 (_WIDENED)
+            if not isinstance(a.type, MemRefType) and a.type in _WIDENED:
+                widen.append(arith.ExtFOp(a, f32) if a.type == f16 else arith.ExtSIOp(a, i32))
+                a = widen[-1].result
+            passed.append(a)
+        return widen + consts + [G.LaunchOp(kernel.sym_name.data, [c.result for c in consts], block, passed)]
 
     # -- loops.parallel --
     def parallel(self, op):
