@@ -325,3 +325,17 @@ def test_pooling_special_values_random(seed):
     bitwise(lambda x, gp: C.max_pool2d_grad(x, gp, k, s, p), x, gp)
     bitwise(lambda x, g: C.max_pool2d_grad_grad(x, g, k, s, p), x, rng.choice(vals, size=x.shape))
     bitwise(lambda gp: C.avg_pool2d_grad((H, W), gp, k, s, p), gp)
+
+
+def test_conv_infinities(rng):
+    # an infinite filter tap or gradient: numpy's im2col multiplies padding's 0 by
+    # it (NaN there), the kernels read padding as 0 too: the same NaN and inf places
+    x = rng.normal(size=(2, 5, 6, 3)).astype(np.float32)
+    w = rng.normal(size=(3, 3, 3, 5)).astype(np.float32)
+    w[0, 0, 1, 2] = np.inf
+    g = rng.normal(size=(2, 5, 6, 5)).astype(np.float32)
+    g[1, 0, 0, 3] = np.inf
+    assert np.isnan(tfc.nn.conv2d(x, w, 1, "SAME").numpy()).any()
+    check(lambda x, w: tfc.nn.conv2d(x, w, 1, "SAME"), x, w, family="matmul")
+    check(lambda w, g: C.conv2d_backprop_input((5, 6), w, g, 1, "SAME"), w, g, family="matmul")
+    check(lambda x, g: C.conv2d_backprop_filter(x, (3, 3), g, 1, "SAME"), x, g, family="matmul")
