@@ -264,13 +264,18 @@ class Bufferization:
         # where a carried buffer would escape (see _carry)
         self.modes: dict = {}
         self.copy_out: set = set()  # (while, i) whose result is copied into a fresh buffer
+        # (while, i) whose init is copied into a buffer of the loop's own: a value made
+        # before the loop that escapes references the init's buffer
+        self.own_entry: set = set()
         for _ in range(64):
             conflicts = self._analyze()
             if not conflicts:
                 break
-            for key, outside in conflicts:
-                if outside:
+            for key, where in conflicts:
+                if where == "after":
                     self.copy_out.add(key)
+                elif where == "before":
+                    self.own_entry.add(key)
                 else:  # a value of the body escapes with the carried buffer: write y_i a buffer of its own
                     self.modes[key] = "copy" if self.modes[key] in ("direct", "inplace") else "off"
         else:
@@ -289,9 +294,13 @@ class Bufferization:
 
     def _analyze(self):
         """One round of the analysis under ``modes`` / ``copy_out``; returns the
-        conflicts: ((while, i), outside) for each slot whose carried buffers an
-        escaping value references (``outside``: a value made after the loop,
-        or the loop's result, else a value of the loop's body)."""
+        conflicts: ((while, i), where) for each slot whose carried buffers an
+        escaping value references: ``"after"`` (a value made after the loop,
+        or the loop's result), ``"before"`` (a value made before the loop: the
+        carried buffer is the init's, which an escaping value of an earlier op
+        references, e.g. the yielded value of an earlier loop's variable not
+        carried in buffers; copying the loop's result out would not help) or
+        ``"body"`` (a value of the loop's body)."""
         self.own, self.refs, self.buffers = {}, {}, []
         self.slots: dict = {}    # WhileOp -> [Slot | None] per loop variable
         self.spare: dict = {}    # body value -> Slot whose spare buffer its kernel writes
@@ -433,9 +442,14 @@ class Bufferization:
                 if key is not None:
                     w = key[0]
                     d = pts.def_point(v)
-                    inside = pts.start[w] <= d <= pts.end[w] and not (
-                        not isinstance(v, BlockArgument) and v.owner is w)
-                    conflicts.add((key, not inside))
+                    definer = v.block.parent_op() if isinstance(v, BlockArgument) else v.owner
+                    if pts.end[definer] < pts.start[w]:  # (not an op enclosing the loop: a branch)
+                        where = "before"
+                    elif pts.start[w] <= d <= pts.end[w] and (isinstance(v, BlockArgument) or v.owner is not w):
+                        where = "body"
+                    else:
+                        where = "after"
+                    conflicts.add((key, where))
         return conflicts
 
     def _carry(self, op, lu, holders):
@@ -483,7 +497,8 @@ class Bufferization:
                 continue
             a = self.own.get(init)
             here = self.points.start[op]
-            if a is None or a in self.pinned or a.donor is not None or list(op.inits).count(init) != 1 or \
+            if a is None or key in self.own_entry or a in self.pinned or a.donor is not None or \
+                    list(op.inits).count(init) != 1 or \
                     any(sl is not None and a in (sl.a, sl.b) for sl in out) or \
                     not all(all(u.operation is op for u in h.uses) or lu(h) < here
                             for h in holders.get(a, [init])):
