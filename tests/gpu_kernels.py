@@ -408,6 +408,7 @@ def _op_table():
             lambda a, b: (_u(a) // _u(b)).view(a.dtype))
         add(f"remui_{t}", f"%r = arith.remui %x0, %x1 : {t}", [t, t], t, [g, nz],
             lambda a, b: (_u(a) % _u(b)).view(a.dtype))
+        add(f"absi_{t}", f"%r = math.absi %x0 : {t}", [t], t, [big], np.abs)  # the minimum wraps, as numpy
         w = 32 if t == "i32" else 64
         sh = _ints(t, 0, w)
         add(f"shli_{t}", f"%r = arith.shli %x0, %x1 : {t}", [t, t], t, [big, sh],
@@ -778,5 +779,5 @@ def scale_kernel(t: str) -> GpuCase:
 
 def misc_kernels():
     return ([*copy_kernels()] + [shuffle_kernel(m, t) for m in ("down", "up", "xor", "idx") for t in ("f32", "i32")]
-            + [atomic_kernel(t, o) for t in ("f32", "i32", "i64") for o in (False, True)]
+            + [atomic_kernel(t, o) for t in ("f32", "f64", "i32", "i64") for o in (False, True)]
             + [scale_kernel(t) for t in ("f32", "f64")])

@@ -181,3 +181,21 @@ def test_library_call_on_host_scalars(simulator):
 def test_host_scalar_arithmetic(simulator):
     """tfc's own scalar ops (floormod, remf) on host scalars run on the host."""
     check(lambda x, n: (x % 3) + (n % 2.5), args=[np.array(7, np.int32), np.array(-4.25, np.float32)])
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
+def test_integer_abs_wraps_as_numpy(simulator, dtype):
+    """abs.s32/abs.s64: the minimum stays the minimum, as numpy."""
+    info = np.iinfo(dtype)
+    check(lambda x: tfc.abs(x) + x, args=[np.array([info.min, -3, 0, 5, info.max], dtype)])
+
+
+def test_float64_scatter_add(simulator):
+    """The gradient of a float64 gather: atom.global.add.f64."""
+    def g(p, idx):
+        with tfc.GradientTape() as t:
+            t.watch(p)
+            y = tfc.reduce_sum(tfc.gather(p, idx) * 2.0)
+        return t.gradient(y, p)
+    rng = np.random.default_rng(7)
+    check(g, args=[rng.standard_normal((7, 3)), np.array([0, 3, 3, 6, 1], np.int32)], family="reduction")

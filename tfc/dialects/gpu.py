@@ -395,8 +395,8 @@ class AtomicOp(IRDLOperation):
             _fail(self, "atomics on shared memory are not supported (global only)")
         if self.value.type != pt.element_type:
             _fail(self, f"value {self.value.type} is not the pointer's {pt.element_type}")
-        if pt.element_type not in (Float32Type(), i32, i64):
-            _fail(self, f"atomic {self.kind.data} on {pt.element_type} (f32, i32, i64 only)")
+        if pt.element_type not in (Float32Type(), Float64Type(), i32, i64):
+            _fail(self, f"atomic {self.kind.data} on {pt.element_type} (f32, f64, i32, i64 only)")
         if self.old is not None and self.old.type != self.value.type:
             _fail(self, "the old value has the element type")
 

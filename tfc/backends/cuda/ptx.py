@@ -95,8 +95,9 @@ PTX_SUBSET = frozenset([
     # control flow, synchronization, warps, atomics
     "bra", "bra.uni", "ret", "bar.sync",
     "shfl.sync.down.b32", "shfl.sync.up.b32", "shfl.sync.bfly.b32", "shfl.sync.idx.b32",
-    "red.global.add.f32", "red.global.add.u32", "red.global.add.u64",
-    "atom.global.add.f32", "atom.global.add.u32", "atom.global.add.u64",
+    "red.global.add.f32", "red.global.add.u32", "red.global.add.u64", "red.global.add.f64",
+    "atom.global.add.f32", "atom.global.add.u32", "atom.global.add.u64", "atom.global.add.f64",
+    "abs.s32", "abs.s64",
 ])
 
 HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -328,7 +329,7 @@ class _Kernel:
 
     def atomic(self, op):
         _, a = self.address(op.ptr, op.index)
-        t = {"f": "f32", "r": "u32", "rd": "u64"}[self.cls_of(op.value.type)]
+        t = {"f": "f32", "fd": "f64", "r": "u32", "rd": "u64"}[self.cls_of(op.value.type)]
         if op.old is None:
             self.i(f"red.global.add.{t}", f"[{a}]", self.get(op.value))
         else:
@@ -836,6 +837,7 @@ _HANDLERS = {
     "arith.bitcast": _Kernel.bitcast,
     "math.sqrt": lambda k, op: k.unary_f(op, "sqrt.rn.{t}"),
     "math.absf": lambda k, op: k.unary_f(op, "abs.{t}"),
+    "math.absi": lambda k, op: k.unary_f(op, "abs.{t}"),  # wraps at the minimum, as numpy
     "math.floor": lambda k, op: k.unary_f(op, "cvt.rmi.{t}.{t}"),
     "math.ceil": lambda k, op: k.unary_f(op, "cvt.rpi.{t}.{t}"),
     "math.trunc": lambda k, op: k.unary_f(op, "cvt.rzi.{t}.{t}"),
