@@ -44,7 +44,9 @@ pool.mlir).
   maximum (0 where that is padding).
 - avg_pool2d: the window's real elements summed in tap order, divided by their
   count; avg_pool2d_grad(_like): per input element the sum in tap order of
-  each covering window's gradient divided by its count (both bit-identical).
+  each covering window's gradient divided by its count (both bit-identical),
+  looping over the covering windows only (``_covering_loop``: about
+  (k / s)^2 of them, not k^2 taps).
 
 float32 and float64; static shapes only.
 """
@@ -219,6 +221,32 @@ def _tap_loop(kb, kh, kw, body, inits):
         j = kb.remu(t, kb.i(kw)) if kw != 1 else kb.i(0)
         return body(i, j, *carried)
     return kb.for_(kb.i(0), _opaque(kb, kh * kw), kb.i(1), step, list(inits))
+
+
+def _covering_loop(kb, pos, k, s, pads, out_hw, body, inits):
+    """Loops over the taps (i, j) of the windows (oh, ow) that cover input
+    position ``pos`` = (h, w), in tap order (i, then j, ascending), and only
+    those: ``body(i, oh, j, ow, *carried)``. Along an axis, with a = h + pad,
+    the taps are i = a - s * oh for a window oh in [0, out), i in [0, k): i from
+    a - s * min(a // s, out - 1) to min(k, a + 1) by s (run-time bounds:
+    ptxas keeps the loops)."""
+    def axis(p, kk, ss, pad, out):
+        a = kb.add(p, kb.i(pad)) if pad else p
+        q = kb.divu(a, kb.i(ss)) if ss != 1 else a
+        lo = kb.sub(a, kb.mul(kb.emit(arith.MinSIOp(q, kb.i(out - 1))), kb.i(ss)))
+        hi = kb.emit(arith.MinSIOp(kb.add(a, kb.i(1)), kb.i(kk)))
+        return a, lo, hi
+
+    def window(a, i, ss):
+        d = kb.sub(a, i)
+        return kb.divu(d, kb.i(ss)) if ss != 1 else d
+
+    (ah, lo_h, hi_h), (aw, lo_w, hi_w) = (axis(pos[q], k[q], s[q], pads[q], out_hw[q]) for q in range(2))
+
+    def row(i, *carried):
+        oh = window(ah, i, s[0])
+        return kb.for_(lo_w, hi_w, kb.i(s[1]), lambda j, *c: body(i, oh, j, window(aw, j, s[1]), *c), list(carried))
+    return kb.for_(lo_h, hi_h, kb.i(s[0]), row, list(inits))
 
 
 def _opaque(kb, n):
@@ -609,15 +637,11 @@ def avg_pool2d_grad(namer, op, name="avg_pool2d_grad"):
     def body(kb, dg):
         n, h, w, c = dg
 
-        def tap(i, j, acc):
-            oh, ok_h = _covering(kb, h, i, s[0], 1, pads[0], HO)
-            ow, ok_w = _covering(kb, w, j, s[1], 1, pads[1], WO)
-            ok = kb.emit(arith.AndIOp(ok_h, ok_w))
-            oh_, ow_ = _clamp(kb, ok, oh), _clamp(kb, ok, ow)
-            gv = kb.load(fr.ptrs[0], fr.at(0, [n, oh_, ow_, c]), nc=True)[0]
-            gd = kb.emit(arith.DivfOp(gv, _divisor(kb, elt, oh_, ow_, k, s, pads, (H, W))))
-            return [kb.select(ok, kb.emit(arith.AddfOp(acc, gd)), acc)]
-        return _tap_loop(kb, k[0], k[1], tap, [zero])[0]
+        def tap(i, oh, j, ow, acc):
+            gv = kb.load(fr.ptrs[0], fr.at(0, [n, oh, ow, c]), nc=True)[0]
+            gd = kb.emit(arith.DivfOp(gv, _divisor(kb, elt, oh, ow, k, s, pads, (H, W))))
+            return [kb.emit(arith.AddfOp(acc, gd))]
+        return _covering_loop(kb, (h, w), k, s, pads, (HO, WO), tap, [zero])[0]
 
     return _finish(fr, body)
 
