@@ -5,15 +5,18 @@
 // strict ogt: a NaN first tap stays, a later NaN never wins; padding -inf);
 // max_pool2d_grad gathers, per input element, the gradient of each covering
 // window whose first maximum it is; avg_pool2d divides by the count of real
-// elements (sitofp of the clipped window's size).
-func.func @pool(%x: memref<3x7x6x5xf64>, %g: memref<3x4x3x5xf64>, %arena: memref<0xi8>) -> (memref<3x4x3x5xf64>, memref<3x7x6x5xf64>, memref<3x4x3x5xf64>) {
+// elements (sitofp of the clipped window's size); avg_pool2d_grad loops over
+// the windows covering an element only (run-time bounds, step the stride).
+func.func @pool(%x: memref<3x7x6x5xf64>, %g: memref<3x4x3x5xf64>, %arena: memref<0xi8>) -> (memref<3x4x3x5xf64>, memref<3x7x6x5xf64>, memref<3x4x3x5xf64>, memref<3x7x6x5xf64>) {
   %y = loops.alloc : memref<3x4x3x5xf64>
   loops.library "max_pool2d"(%x : memref<3x7x6x5xf64>) outs(%y : memref<3x4x3x5xf64>) {attrs = {ksize = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = "SAME"}} -> ()
   %dx = loops.alloc : memref<3x7x6x5xf64>
   loops.library "max_pool2d_grad"(%x, %g : memref<3x7x6x5xf64>, memref<3x4x3x5xf64>) outs(%dx : memref<3x7x6x5xf64>) {attrs = {ksize = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = "SAME"}} -> ()
   %a = loops.alloc : memref<3x4x3x5xf64>
   loops.library "avg_pool2d"(%x : memref<3x7x6x5xf64>) outs(%a : memref<3x4x3x5xf64>) {attrs = {ksize = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = "SAME"}} -> ()
-  func.return %y, %dx, %a : memref<3x4x3x5xf64>, memref<3x7x6x5xf64>, memref<3x4x3x5xf64>
+  %da = loops.alloc : memref<3x7x6x5xf64>
+  loops.library "avg_pool2d_grad"(%g : memref<3x4x3x5xf64>) outs(%da : memref<3x7x6x5xf64>) {attrs = {input_hw = array<i64: 7, 6>, ksize = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = "SAME"}} -> ()
+  func.return %y, %dx, %a, %da : memref<3x4x3x5xf64>, memref<3x7x6x5xf64>, memref<3x4x3x5xf64>, memref<3x7x6x5xf64>
 }
 
 // CHECK:       gpu.func @k0_max_pool2d_f64(%{{.*}}: !tgpu.ptr<f64, global>, %{{.*}}: !tgpu.ptr<f64, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "elementwise", tgpu.index = "i32"} {
@@ -36,6 +39,16 @@ func.func @pool(%x: memref<3x7x6x5xf64>, %g: memref<3x4x3x5xf64>, %arena: memref
 // CHECK:           arith.minsi
 // CHECK:           arith.sitofp %{{.*}} : i32 to f64
 // CHECK-NEXT:      arith.divf
+// CHECK:       gpu.func @k3_avg_pool2d_grad_f64(
+// CHECK:           %[[LO:.*]] = arith.subi
+// CHECK:           %[[HI:.*]] = arith.minsi
+// CHECK:           %{{.*}} = scf.for %{{.*}} = %[[LO]] to %[[HI]] step %[[S:.*]] iter_args
+// CHECK:             scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[S]] iter_args
+// CHECK-NOT:           scf.if
+// CHECK:               tgpu.load
+// CHECK:               arith.divf
+// CHECK-NEXT:          arith.addf
 // CHECK:       // launch @k0_max_pool2d_f64 grid(1, 1, 1) block(256, 1, 1) args(x, y)
 // CHECK-NEXT:  // launch @k1_max_pool2d_grad_f64 grid(3, 1, 1) block(256, 1, 1) args(x, g, dx)
 // CHECK-NEXT:  // launch @k2_avg_pool2d_f64 grid(1, 1, 1) block(256, 1, 1) args(x, a)
+// CHECK-NEXT:  // launch @k3_avg_pool2d_grad_f64 grid(3, 1, 1) block(256, 1, 1) args(g, da)
