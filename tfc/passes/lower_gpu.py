@@ -61,9 +61,10 @@ from tfc.passes.pipeline import PassPreconditionError
 TWO_PASS_MIN = 1 << 14
 TILE_T = 32  # the tiled transpose: 32x32 tiles, blocks of 32 x 8 threads
 PER_WARP_MAX = 128  # reduced elements per output up to which many outputs take a warp each  # reduced elements per output from which few outputs take two passes
-# Whether memref arguments are 16-byte aligned: not yet (a GPU tensor argument may be a
-# view at any offset: eager x[1:] gives one), so kernels read arguments without vectors
-ARGUMENTS_ALIGNED = False
+# Whether memref arguments are 16-byte aligned: yes, the runtime copies an argument that
+# is not (a GPU tensor that is a view at an odd offset, eager x[1:]: CudaExecutable.run_device
+# and the eager straight-line path, tfc.backends.cuda.aligned), so kernels read them as vectors
+ARGUMENTS_ALIGNED = True
 f16, f32, f64 = Float16Type(), Float32Type(), Float64Type()
 _KB, _prod = KernelBuilder, prod  # the names this module (and gpu_nn_library.py) use
 
@@ -150,7 +151,7 @@ def _root_aligned(v, nbytes: int, seen=None) -> bool:
         parent = owner.parent_op()
         if isinstance(parent, func.FuncOp):
             # a caller's buffer: a GPU tensor may be a view at any offset (eager x[1:]), so
-            # nothing is known (ARGUMENTS_ALIGNED: once the runtime copies misaligned ones)
+            # the runtime copies an argument that is not aligned (tfc.backends.cuda.aligned)
             return ARGUMENTS_ALIGNED
         if isinstance(parent, L.WhileOp):  # a loop variable: its init, or what the body yields
             k = v.index
