@@ -339,3 +339,29 @@ def test_conv_infinities(rng):
     check(lambda x, w: tfc.nn.conv2d(x, w, 1, "SAME"), x, w, family="matmul")
     check(lambda w, g: C.conv2d_backprop_input((5, 6), w, g, 1, "SAME"), w, g, family="matmul")
     check(lambda x, g: C.conv2d_backprop_filter(x, (3, 3), g, 1, "SAME"), x, g, family="matmul")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_configurations(seed):
+    # random sizes, windows, strides, dilations, paddings and dtypes: every kernel
+    rng = np.random.default_rng(100 + seed)
+    dt = (np.float32, np.float64)[seed % 2]
+    n, H, W = int(rng.integers(0, 4)), int(rng.integers(1, 10)), int(rng.integers(1, 10))
+    ci, co = int(rng.integers(1, 6)), int(rng.integers(1, 6))
+    kh, kw = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    s = (int(rng.integers(1, 4)), int(rng.integers(1, 4)))
+    d = (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+    p = "SAME" if seed < 2 or (kh - 1) * d[0] + 1 > H or (kw - 1) * d[1] + 1 > W else "VALID"
+    x = rng.normal(size=(n, H, W, ci)).astype(dt)
+    w = rng.normal(size=(kh, kw, ci, co)).astype(dt)
+    g = rng.normal(size=tfc.nn.conv2d(x, w, s, p, d).shape).astype(dt)
+    check(lambda x, w: tfc.nn.conv2d(x, w, s, p, d), x, w, family="matmul")
+    check(lambda w, g: C.conv2d_backprop_input((H, W), w, g, s, p, d), w, g, family="matmul")
+    check(lambda x, g: C.conv2d_backprop_filter(x, (kh, kw), g, s, p, d), x, g, family="matmul")
+    pp = "SAME" if kh > H or kw > W else p
+    gp = rng.normal(size=tfc.nn.max_pool2d(x, (kh, kw), s, pp).shape).astype(dt)
+    bitwise(lambda x: tfc.nn.max_pool2d(x, (kh, kw), s, pp), x)
+    bitwise(lambda x, gp: C.max_pool2d_grad(x, gp, (kh, kw), s, pp), x, gp)
+    bitwise(lambda x, g2: C.max_pool2d_grad_grad(x, g2, (kh, kw), s, pp), x, np.round(x * 3))
+    bitwise(lambda x: tfc.nn.avg_pool2d(x, (kh, kw), s, pp), x)
+    bitwise(lambda gp: C.avg_pool2d_grad((H, W), gp, (kh, kw), s, pp), gp)
