@@ -210,3 +210,26 @@ def test_misaligned_gpu_tensor_arguments(simulator):
     f = tfc.function(lambda a: a * 2.0 + 1.0, input_signature=[tfc.TensorSpec([36])], target="cuda")
     np.testing.assert_array_equal(f(v).numpy(), np.arange(1, 37, dtype=np.float32) * 2.0 + 1.0)
     np.testing.assert_array_equal((v * 3.0).numpy(), np.arange(1, 37, dtype=np.float32) * 3.0)  # eager
+
+
+def test_branch_results_are_not_read_through_the_read_only_cache(simulator):
+    """A loops.if result names one of several buffers at run time: a kernel
+    writing one of them must not read the result with ld.global.nc (found by
+    the fuzz: a second-order gradient through tfc.cond; the simulator refuses
+    such a read of bytes the launch writes)."""
+    def prog(x0, x1):
+        with tfc.GradientTape() as t2:
+            t2.watch(x0)
+            t2.watch(x1)
+            with tfc.GradientTape() as t:
+                t.watch(x0)
+                t.watch(x1)
+                v = tfc.cond(tfc.reduce_sum(x1) < 0.25, lambda: x0 * x1, lambda: tfc.nn.softplus(x0))
+                loss = tfc.reduce_sum(v)
+            g = t.gradient(loss, [x0, x1])
+            loss2 = tfc.reduce_sum(g[0]) + tfc.reduce_sum(g[1])
+        h = t2.gradient(loss2, [x0, x1])
+        return (*g, *h)
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((4, 3)).astype(np.float32)
+    check(prog, args=[x0, rng.standard_normal((4, 3)).astype(np.float32) - 1], family="reduction")

@@ -236,7 +236,21 @@ class _Written:
 
     def overlaps(self, v) -> bool:
         root, lo, hi = _region(v)
-        return any(r is root and lo < h and l_ < hi for r, l_, h in self.regions)
+        if self.regions and not _own_bytes(root):
+            return True  # a branch's result or a loop variable: it may be any buffer written here
+        return any((r is root and lo < h and l_ < hi) or not _own_bytes(r) for r, l_, h in self.regions)
+
+
+def _own_bytes(root) -> bool:
+    """Whether a root buffer's bytes are known to be its own: the arena, a
+    function argument, an allocation, a constant, a variable's value, a
+    library result. A loops.if result or a loops.while variable names, at run
+    time, one of several buffers (a kernel of the branch or the body may have
+    written it): read-only loads of it could see stale bytes (fuzz, session 8)."""
+    owner = root.owner
+    if isinstance(owner, Block):
+        return isinstance(owner.parent_op(), func.FuncOp)
+    return isinstance(owner, (L.AllocOp, L.ConstantOp, L.ReadVariableOp, L.LibraryOp))
 
 
 def _roots_written(outs) -> _Written:
