@@ -64,3 +64,105 @@ def test_loop_entry_buffer_referenced_by_an_earlier_escaping_value(signature):
 def test_loop_entry_buffer_random(shape):
     x = np.random.default_rng(4049).standard_normal(shape).astype(np.float32)
     check(_loops_after_replay, x, shape)
+
+
+# -- kernels read strided views in place, whatever else reads them ---------------
+#
+# numpy's transcendental ufuncs give other last bits on a contiguous array (SIMD
+# loops) than on a strided one: eager runs them on numpy's views, so a compiled
+# kernel must read the view too, not the copy made for another reader (a concat
+# piece, a returned value, a library call).
+
+UFUNCS = {
+    "exp": tfc.exp, "expm1": tfc.expm1, "log1p": lambda v: tfc.log1p(tfc.abs(v)),
+    "log": lambda v: tfc.log(tfc.abs(v) + 0.5), "sin": tfc.sin, "cos": tfc.cos, "tanh": tfc.tanh,
+}
+
+# (numpy 1.26/2.x: expm1 and log1p differ on a one-row view of negative step;
+# the other views and ufuncs guard the same path)
+VIEWS = {
+    "neg_step": lambda x: x[:, ::-2],
+    "neg_step1": lambda x: x[:, ::-1],
+    "rows_step": lambda x: x[::2, 1:],
+    "reversed": lambda x: x[::-1],
+    "transpose": lambda x: tfc.transpose(x),
+}
+
+READERS = {
+    # the concat piece copies the view, the kernel reads it (the campaign's program)
+    "concat": lambda v, k: tfc.concat([v, k], axis=1),
+    "returned": lambda v, k: (v, k),
+    "matmul": lambda v, k: (tfc.matmul(v, tfc.transpose(v)), k),
+    "two_kernels": lambda v, k: (k, tfc.sin(v) * 2.0, v),
+}
+
+
+@pytest.mark.parametrize("ufunc", sorted(UFUNCS))
+@pytest.mark.parametrize("view", sorted(VIEWS))
+@pytest.mark.parametrize("reader", sorted(READERS))
+def test_kernel_reads_view_with_other_readers(ufunc, view, reader):
+    u, vw, rd = UFUNCS[ufunc], VIEWS[view], READERS[reader]
+
+    def fn(x):
+        v = vw(x)
+        return rd(v, u(v))
+
+    rng = np.random.default_rng(len(ufunc) * 7 + len(view) * 3 + len(reader))
+    for shape in [(1, 3), (1, 200), (6, 6), (4, 16)]:
+        x = (rng.standard_normal(shape) * 2).astype(np.float32)
+        for sig in [shape, (None, shape[1]), (None, None)]:
+            check(fn, x, sig)
+
+
+def test_kernel_reads_view_campaign_program():
+    def e1(x0):
+        return tfc.concat([x0[:, ::-2], tfc.expm1(x0[:, ::-2])], axis=1)
+
+    x = np.array([[-0.94, 0.2, 1.02]], np.float32)
+    for sig in [(1, 3), (None, 3), (None, None)]:
+        check(e1, x, sig)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (3, 0), (5, 7)])
+def test_kernel_reads_view_in_loop_and_float64(shape):
+    def fn(x):
+        def body(i, a):
+            v = a[:, ::-1]
+            return i + 1, tfc.concat([tfc.expm1(v) * 0.5, v], axis=0)[: shape[0]]
+        v = tfc.transpose(x)
+        return tfc.while_loop(lambda i, a: i < 3, body, (tfc.constant(0), x))[1], tfc.tanh(v), v
+
+    x = np.random.default_rng(11).standard_normal(shape)
+    check(fn, x, shape)
+    check(fn, x.astype(np.float32), shape)
+
+
+@pytest.mark.parametrize("ufunc", ["expm1", "log1p"])
+def test_kernel_reads_1d_view(ufunc):
+    u = UFUNCS[ufunc]
+
+    def fn(x):
+        v = x[::-1]
+        w = x[1::-3]
+        return tfc.concat([v, u(v)], axis=0), u(w), w
+
+    x = (np.random.default_rng(5).standard_normal(301) * 2).astype(np.float32)
+    for sig in [(301,), (None,)]:
+        check(fn, x, sig)
+
+
+CHAINS = {
+    # a strided getitem of a strided getitem, the inner one also returned
+    "getitem_getitem": lambda x: (tfc.expm1(x[:, ::-1][:, ::3]), x[:, ::-1]),
+    "all_read": lambda x: (tfc.expm1(x[:, ::-1][:, ::3]), x[:, ::-1][:, ::3],
+                           tfc.log1p(tfc.abs(x[:, ::-1]))),
+    "transpose_getitem": lambda x: (tfc.expm1(tfc.transpose(tfc.transpose(x[:, ::-1]))),
+                                    tfc.transpose(x[:, ::-1])),
+}
+
+
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+def test_kernel_reads_chain_of_views(chain):
+    x = (np.random.default_rng(9).standard_normal((1, 301)) * 2).astype(np.float32)
+    for sig in [(1, 301), (None, None)]:
+        check(CHAINS[chain], x, sig)

@@ -160,9 +160,47 @@ def lowers(op) -> str | None:
         return "alias"
     view = getattr(d.lower, "view", None)
     if view is not None and len(outs) == 1 and outs[0] and all(ins) and view(specs, **attrs) and \
-            _only_kernel_inputs(op.results[0]):
+            _only_view_readers(op.results[0]):
         return "view"
     return "write"
+
+
+def _view_capable(op) -> bool:
+    """May registry op ``op`` lower to a strided view of its operand
+    (``lower.view`` holds on static, non-0-d shapes), whoever reads it?"""
+    if not isinstance(op, RegistryOp) or op.OPDEF.lower is None or \
+            getattr(op.OPDEF.lower, "view", None) is None:
+        return False
+    k = lowers(op)
+    return k == "view" or (k == "write" and _view_holds(op))
+
+
+def _view_holds(op) -> bool:
+    specs = [spec_of(v.type) for v in op.operands]
+    return len(op.results) == 1 and bool(spec_of(op.results[0].type).shape) and all(s.shape for s in specs) and \
+        bool(op.OPDEF.lower.view(specs, **decode_attrs(op.OPDEF, dict(op.properties))))
+
+
+def _view_reader(use) -> bool:
+    """Does ``use`` read a strided view as it is: a kernel's input, or an op
+    lowering to a view of it (a getitem of a transpose) that some kernel reads?"""
+    user = use.operation
+    if isinstance(user, FusedOp):
+        return user.iteration_shape != ()
+    return _view_capable(user) and (lowers(user) == "view" or read_in_place(user))
+
+
+def read_in_place(op) -> bool:
+    """Does the kernels' reading of registry op ``op``'s result go through a
+    strided view of its operand although the op writes its result (``"write"``:
+    a reader other than a kernel needs the copy)? So where ``lower.view``
+    holds and some reader is a kernel: the kernels read the view, as eager's
+    ufuncs read a strided array (numpy's transcendental loops give other last
+    bits on a contiguous copy), the other readers the copy."""
+    if not isinstance(op, RegistryOp) or op.OPDEF.lower is None or \
+            getattr(op.OPDEF.lower, "view", None) is None or lowers(op) != "write" or not _view_holds(op):
+        return False
+    return any(_view_reader(u) for u in op.results[0].uses)
 
 
 def temp_types(op) -> list:
@@ -179,12 +217,12 @@ def temp_types(op) -> list:
                                                          **decode_attrs(op.OPDEF, dict(op.properties)))]
 
 
-def _only_kernel_inputs(value) -> bool:
+def _only_view_readers(value) -> bool:
     """Is every use of ``value`` an input of a kernel (a ``tfc.fused`` over a
     non-empty space, lowered to a ``loops.parallel``, which reads any strided
-    view)?"""
-    return bool(value.uses) and all(isinstance(u.operation, FusedOp) and u.operation.iteration_shape != ()
-                                    for u in value.uses)
+    view) or of an op lowered to a view of it that a kernel reads (a chain of
+    getitems and transposes, as eager's chain of numpy views)?"""
+    return bool(value.uses) and all(_view_reader(u) for u in value.uses)
 
 
 def writes_buffer(op, k: int = 0) -> bool:
@@ -375,7 +413,8 @@ class Bufferization:
                         # (made already where a kernel wrote an operand into its window)
                         buf = self.own.get(r) or self._new(r)
                         self.own[r] = buf
-                        set_refs(r, [buf])
+                        # kernels reading the operand's view: r holds the operand's buffers too
+                        set_refs(r, {buf} | union(op.operands) if read_in_place(op) else [buf])
                     for t in temp_types(op):  # live at the op only: planned like any buffer
                         buf = self._new(op.results[0])
                         buf.temp_type = t

@@ -58,7 +58,7 @@ from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
     RegistryOp, WhileOp, YieldOp, decode_attrs, dtype_of, loc_str, spec_of,
 )
-from tfc.passes.bufferize import Bufferization, functions, lowers
+from tfc.passes.bufferize import Bufferization, functions, lowers, read_in_place
 from tfc.passes.plan_memory import plan
 from tfc.passes.pipeline import PassPreconditionError, require_tensor_ir
 
@@ -266,6 +266,7 @@ class _Lowering:
         self.bufval_at: dict = {}  # L2 value -> the L3 buffer its kernel writes (a loop's spare)
         self.yields: dict = {}     # L2 body yield -> the L3 spare buffers of its loop
         self.loads: dict = {}      # (L2 0-d value, L3 block) -> its loops.load there
+        self.kernel_view: dict = {}  # L2 value copied for other readers -> the view its kernels read
 
     def run(self):
         f2 = self.f2
@@ -422,7 +423,8 @@ class _Lowering:
                 new_body.add_op(L.YieldOp([mapper.get(v, v) for v in inner.values]))
             else:
                 new_body.add_op(inner.clone(value_mapper=mapper))
-        par = L.ParallelOp([vm[v] for v in op.inputs], outs, op.iteration_shape, op.broadcast_maps,
+        kv = self.kernel_view
+        par = L.ParallelOp([kv[v] if v in kv else vm[v] for v in op.inputs], outs, op.iteration_shape, op.broadcast_maps,
                            Region(new_body), op.reduce_kinds, op.axes)
         self.emit(b3, par, op)
         for r, o in zip(op.outs, outs):
@@ -516,8 +518,12 @@ class _Lowering:
         b = L3Builder(self, b3, op)
         ins = [self.host(v, b3, op) for v in op.operands]  # 0-d operands as scalars (the interface)
         attrs = decode_attrs(op.OPDEF, dict(op.properties))
+        kv = self.kernel_view
         if kind in ("alias", "view"):
             (r,) = op.results
+            # a view of a value copied for other readers is made from its view (a chain of views)
+            if kind == "view":
+                ins = [kv.get(x, i) for x, i in zip(op.operands, ins)]
             v = op.OPDEF.lower(b, None, *ins, **attrs)
             if L.shape_of(v.type) != spec_of(r.type).shape:
                 raise AssertionError(f"lowering {op.OPDEF.name}: an alias of shape {L.shape_of(v.type)} "
@@ -529,6 +535,8 @@ class _Lowering:
         op.OPDEF.lower(b, outs, *ins, **attrs)
         for r, o in zip(op.results, outs):
             self.vm[r] = o  # a 0-d result: a 0-d buffer, as a kernel's
+        if read_in_place(op):  # kernels read the strided view, the other readers the copy
+            kv[op.results[0]] = op.OPDEF.lower(b, None, *[kv.get(x, i) for x, i in zip(op.operands, ins)], **attrs)
         return True
 
     def library(self, op: RegistryOp, b3):
