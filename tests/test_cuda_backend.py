@@ -233,3 +233,23 @@ def test_branch_results_are_not_read_through_the_read_only_cache(simulator):
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal((4, 3)).astype(np.float32)
     check(prog, args=[x0, rng.standard_normal((4, 3)).astype(np.float32) - 1], family="reduction")
+
+
+def test_cnn_training_step(simulator):
+    """conv2d, max and average pooling and their gradients (gpu_nn_library's
+    kernels) in one compiled training step."""
+    rng = np.random.default_rng(11)
+    k1 = tfc.Variable(rng.standard_normal((3, 3, 2, 4)).astype(np.float32) * 0.3)
+    w = tfc.Variable(rng.standard_normal((4, 3)).astype(np.float32) * 0.3)
+
+    def step(x, y):
+        with tfc.GradientTape() as tape:
+            h = tfc.nn.relu(tfc.nn.conv2d(x, k1, strides=1, padding="SAME"))
+            h = tfc.nn.max_pool2d(h, ksize=2, strides=2, padding="VALID")
+            h = tfc.nn.avg_pool2d(h, ksize=2, strides=2, padding="SAME")
+            logits = tfc.matmul(tfc.reduce_mean(h, axis=[1, 2]), w)
+            loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        return (loss,) + tuple(tape.gradient(loss, [k1, w]))
+    x = rng.standard_normal((3, 9, 9, 2)).astype(np.float32)
+    y = rng.integers(0, 3, (3,)).astype(np.int32)
+    check(step, args=[x, y], family="matmul")

@@ -711,14 +711,18 @@ def test_ptxas_is_there():
 
 
 def test_other_library_calls_raise():
+    """A library call without a GPU kernel (here a conv2d missing an attribute
+    its kernel needs; a random generator) raises at lowering time, naming it."""
     text = """
 func.func @f(%x: memref<2x8x8x3xf32>, %w: memref<3x3x3x4xf32>, %arena: memref<0xi8>) -> memref<2x6x6x4xf32> {
   %0 = loops.alloc : memref<2x6x6x4xf32>
   loops.library "conv2d"(%x, %w : memref<2x8x8x3xf32>, memref<3x3x3x4xf32>) outs(%0 : memref<2x6x6x4xf32>) {attrs = {}} -> ()
   func.return %0 : memref<2x6x6x4xf32>
 }"""
-    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for conv2d yet"):
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for conv2d without its attribute"):
         lower(text)
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for uniform"):
+        lower(text.replace('"conv2d"', '"uniform"'))
 
 
 def test_tensor_ir_is_refused():

@@ -32,5 +32,6 @@ func.func @mm(%a: memref<37x19xf32>, %b: memref<23x37xf32>, %arena: memref<0xi8>
 // CHECK-NEXT:    tgpu.launch @k0_matmul_tt_f32 grid(%[[GX]], %[[GY]], %[[GZ]]) block(16, 16, 1) shared(0) args(%a, %b, %0 : memref<37x19xf32>, memref<23x37xf32>, memref<19x23xf32>)
 // CHECK-NOT:     loops.library
 
-// Every other library call raises at lowering time, naming the op.
-// ERR: target cuda: no GPU kernel for conv2d yet
+// A library call the GPU has no kernel for raises at lowering time, naming it
+// (here a conv2d of rank 2).
+// ERR: target cuda: no GPU kernel for conv2d of memref<37x19xf32>

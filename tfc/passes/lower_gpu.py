@@ -56,6 +56,7 @@ from xdsl.utils.exceptions import VerifyException
 from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
+from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.pipeline import PassPreconditionError
 
 TWO_PASS_MIN = 1 << 14
@@ -1683,6 +1684,12 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
+        if name in NN_LIBRARY and op.outs:  # conv2d, pooling and their gradients
+            ops = []
+            for kernel, grid, block, args in NN_LIBRARY[name](self.name, op):
+                self.kernels.append(kernel)
+                ops += self.launch(kernel, grid, args, block)
+            return ops
         if name == "custom_gradient" and not op.outs:
             return self.custom_gradient(op)
         if name == "matmul" and op.outs:
