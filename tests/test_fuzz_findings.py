@@ -166,3 +166,27 @@ def test_kernel_reads_chain_of_views(chain):
     x = (np.random.default_rng(9).standard_normal((1, 301)) * 2).astype(np.float32)
     for sig in [(1, 301), (None, None)]:
         check(CHAINS[chain], x, sig)
+
+
+def _stopped_loop_variable(x0):
+    # v2's gradient stops in the loop body (stop_gradient), so after one trip
+    # or more eager gives v1 / v1 none: the compiled gradient sent a zero back
+    # through v1 / v1, and 0 / -inf * NaN made NaN where eager has 0.
+    with tfc.GradientTape() as t:
+        t.watch(x0)
+        v2 = x0 / x0
+        _, v1, v2 = tfc.while_loop(
+            lambda j, a, b: j < 3,
+            lambda j, a, b: (j + 1, tfc.identity(a), tfc.stop_gradient(b) + tfc.cast(j, b.dtype) * 0.5),
+            [tfc.constant(0), x0, v2])
+        v4 = tfc.cond(tfc.reduce_min(x0) < 0.5, lambda: tfc.floor(v1), lambda: tfc.divide(v1, v2))
+        loss = tfc.reduce_sum(v4)
+    return v4, t.gradient(loss, x0, unconnected_gradients="zero")
+
+
+@pytest.mark.xfail(strict=True, reason="needs tfc/frontend/cfgrad.py's while gradient to guard a loop "
+                                       "variable whose body gives it no gradient (see engineer FB's report)")
+@pytest.mark.parametrize("signature", [(1, 3), (None, None)])
+def test_stopped_loop_variable_gets_no_gradient(signature):
+    x = np.array([[-0.15, -np.inf, 2.0]], np.float32)
+    check(_stopped_loop_variable, x, signature)
