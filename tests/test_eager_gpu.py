@@ -654,3 +654,18 @@ def test_errors_are_the_cpus(sim):
         return out
 
     assert errors(lambda t: t.gpu()) == errors(lambda t: t)
+
+
+def test_op_cache_keys_floats_by_their_bits(sim):
+    """pad with -0.0 then with 0.0 (equal as floats) are two kernels: each
+    result has its own constant's sign (found by review); NaN compiles once."""
+    from tfc.frontend import eager_gpu
+
+    g = tfc.constant(np.ones((2,), np.float32)).gpu()
+    neg = tfc.pad(g, [[1, 1]], constant_values=-0.0).numpy()
+    pos = tfc.pad(g, [[1, 1]], constant_values=0.0).numpy()
+    assert np.signbit(neg[0]) and not np.signbit(pos[0])
+    before = eager_gpu.compiles()
+    for _ in range(3):
+        assert np.isnan(tfc.pad(g, [[1, 1]], constant_values=float("nan")).numpy()[0])
+    assert eager_gpu.compiles() - before == 1

@@ -195,9 +195,11 @@ class DriverRuntime:
         """Run ``op`` on the GPU (see the module docstring for the inputs)."""
         try:  # the hot path: GPU tensors only, compiled before
             try:
+                if op in _FLOAT_ATTR_OPS:  # floats key by their bits (-0.0 == 0.0, nan != nan)
+                    raise TypeError
                 entry = self.cache.get((op, *[t._spec for t in tensors], *attrs.items()))  # a host tensor has no _spec
-            except TypeError:  # a list attribute (axes, a shape, a permutation)
-                entry = self.cache.get((op, *[t._spec for t in tensors], *attrs_key(attrs)))
+            except TypeError:  # a list attribute (axes, a shape, a permutation), or a float
+                entry = self.cache.get((op, *[t._spec for t in tensors], *attrs_key(attrs, op)))
         except AttributeError:
             entry = None
         if entry is not None:
@@ -243,7 +245,7 @@ class DriverRuntime:
                 raise _mismatch(op, tensors, i)
         if op.stateful or not tensors:
             return self.run_on_host(op, tensors, attrs)
-        key = (*key, *attrs_key(attrs))
+        key = (*key, *attrs_key(attrs, op))
         entry = self.cache.get(key)
         if entry is None:
             entry = self.compile(op, key[1:len(tensors) + 1], attrs)
@@ -334,7 +336,7 @@ class DriverRuntime:
             self.compiles += 1
             while len(self.cache) >= CACHE_MAX:  # the oldest first: its executable and arena go with it
                 del self.cache[next(iter(self.cache))]
-            self.cache[(op, *kinds, *attrs_key(attrs))] = entry
+            self.cache[(op, *kinds, *attrs_key(attrs, op))] = entry
         return entry
 
 
@@ -345,9 +347,33 @@ def host_nbytes(spec) -> int:
     return n
 
 
-def attrs_key(attrs) -> tuple:
+# ops seen with a float attribute: their cache keys hold the floats' bits
+_FLOAT_ATTR_OPS: set = set()
+
+
+def _bits(v):
+    """A float as its exact bits (so -0.0 and 0.0 are two keys, and a NaN one),
+    recursively in lists and tuples; other values as they are."""
+    if isinstance(v, float):
+        return ("float", v.hex())
+    if isinstance(v, (list, tuple)):
+        return tuple(_bits(x) for x in v)
+    return v
+
+
+def _has_float(v) -> bool:
+    return isinstance(v, float) or (isinstance(v, (list, tuple)) and any(_has_float(x) for x in v))
+
+
+def attrs_key(attrs, op=None) -> tuple:
     """The attributes as a hashable part of a cache key: their items, lists as
-    tuples; else (an index with slices, unhashable in Python 3.11) their text."""
+    tuples, floats by their bits (two attributes that compare equal but are not
+    the same value, -0.0 and 0.0, must not share a compiled kernel: pad's
+    constant); else (an index with slices, unhashable in Python 3.11) their text."""
+    if any(isinstance(v, (float, list, tuple)) for v in attrs.values()):
+        if op is not None and any(_has_float(v) for v in attrs.values()):
+            _FLOAT_ATTR_OPS.add(op)
+        attrs = {k: _bits(v) for k, v in attrs.items()}
     items = tuple(attrs.items())
     try:
         hash(items)
