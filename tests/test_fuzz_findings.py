@@ -190,3 +190,19 @@ def _stopped_loop_variable(x0):
 def test_stopped_loop_variable_gets_no_gradient(signature):
     x = np.array([[-0.15, -np.inf, 2.0]], np.float32)
     check(_stopped_loop_variable, x, signature)
+
+
+ALIAS_CHAINS = {
+    # a contiguous getitem (an alias) of a copied strided view: its kernel reads a view of the view
+    "alias_of_view": lambda x: (tfc.expm1(x[:, ::-1][:, 2:]), x[:, ::-1][:, 2:]),
+    "inner_returned": lambda x: (tfc.expm1(x[:, ::-1][:, 2:]), x[:, ::-1]),
+    "row_of_view": lambda x: (tfc.log1p(tfc.abs(x[:, ::-1][0])), x[:, ::-1]),
+    "alias_then_strided": lambda x: (tfc.expm1(x[:, ::-1][:, 3:][:, ::2]), x[:, ::-1], x[:, ::-1][:, 3:]),
+}
+
+
+@pytest.mark.parametrize("chain", sorted(ALIAS_CHAINS))
+def test_kernel_reads_alias_of_view(chain):
+    x = (np.random.default_rng(10).standard_normal((1, 301)) * 2).astype(np.float32)
+    for sig in [(1, 301), (None, None)]:
+        check(ALIAS_CHAINS[chain], x, sig)

@@ -32,3 +32,21 @@ func.func @chain(%x: tensor<4x6xf32>) -> (tensor<6x4xf32>, tensor<2x4xf32>) {
 // CHECK:         %[[G:.*]] = loops.subview %[[T2]] [5, 0] [2, 4] [-3, 1] : memref<6x4xf32, strided<[1, 6]>> -> memref<2x4xf32, strided<[-3, 6], offset: 5>>
 // CHECK:         loops.parallel ins(%[[G]] : memref<2x4xf32, strided<[-3, 6], offset: 5>>)
 // CHECK:           math.exp
+
+func.func @alias_of_view(%x: tensor<1x6xf32>) -> (tensor<1x4xf32>, tensor<1x4xf32>) {
+  %v = tfc.getitem %x {index = [":", "::-1"]} : (tensor<1x6xf32>) -> tensor<1x6xf32>
+  %a = tfc.getitem %v {index = [":", "2:"]} : (tensor<1x6xf32>) -> tensor<1x4xf32>
+  %e = tfc.expm1 %a : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  func.return %a, %e : tensor<1x4xf32>, tensor<1x4xf32>
+}
+// a contiguous getitem of the copy is an alias for the returned value; the
+// kernel reads the same window of the view (negative steps, as eagerly)
+// CHECK-LABEL: func.func @alias_of_view
+// CHECK:         %[[S:.*]] = loops.subview %x [0, 5] [1, 6] [1, -1]
+// CHECK:         loops.parallel ins(%[[S]] : {{.*}}) outs(%[[C:.*]] : memref<1x6xf32>)
+// CHECK:         %[[S2:.*]] = loops.subview %x [0, 5] [1, 6] [1, -1]
+// CHECK:         %[[K:.*]] = loops.subview %[[S2]] [0, 2] [1, 4] [1, 1] : memref<1x6xf32, strided<[6, -1], offset: 5>> -> memref<1x4xf32, strided<[6, -1], offset: 3>>
+// CHECK:         %[[W:.*]] = loops.subview %[[C]] [0, 2] [1, 4] [1, 1]
+// CHECK:         %[[A:.*]] = loops.reshape %[[W]]
+// CHECK:         loops.parallel ins(%[[K]] : memref<1x4xf32, strided<[6, -1], offset: 3>>)
+// CHECK:           math.expm1

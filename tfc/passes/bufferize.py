@@ -200,7 +200,18 @@ def read_in_place(op) -> bool:
     if not isinstance(op, RegistryOp) or op.OPDEF.lower is None or \
             getattr(op.OPDEF.lower, "view", None) is None or lowers(op) != "write" or not _view_holds(op):
         return False
-    return any(_view_reader(u) for u in op.results[0].uses)
+    return any(_view_reader(u) or alias_view_reader(u) for u in op.results[0].uses)
+
+
+def alias_view_reader(use) -> bool:
+    """Is ``use`` an alias that lower.view also allows (a contiguous getitem)
+    whose result a kernel reads? Of a value read in place it is made twice:
+    an alias of the copy for the other readers, a view of the view for the
+    kernels (eager's getitem of a numpy view is a view of negative steps)."""
+    user = use.operation
+    return isinstance(user, RegistryOp) and user.OPDEF.lower is not None and \
+        getattr(user.OPDEF.lower, "view", None) is not None and lowers(user) == "alias" and \
+        _view_holds(user) and any(_view_reader(u) or alias_view_reader(u) for u in user.results[0].uses)
 
 
 def temp_types(op) -> list:

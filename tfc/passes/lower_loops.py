@@ -58,7 +58,7 @@ from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
     RegistryOp, WhileOp, YieldOp, decode_attrs, dtype_of, loc_str, spec_of,
 )
-from tfc.passes.bufferize import Bufferization, functions, lowers, read_in_place
+from tfc.passes.bufferize import Bufferization, alias_view_reader, functions, lowers, read_in_place
 from tfc.passes.plan_memory import plan
 from tfc.passes.pipeline import PassPreconditionError, require_tensor_ir
 
@@ -524,6 +524,11 @@ class _Lowering:
             # a view of a value copied for other readers is made from its view (a chain of views)
             if kind == "view":
                 ins = [kv.get(x, i) for x, i in zip(op.operands, ins)]
+            elif any(x in kv for x in op.operands) and \
+                    any(alias_view_reader(u) for u in op.operands[0].uses if u.operation is op):
+                # an alias of a value copied for other readers: its kernels read a view of the view
+                kv[op.results[0]] = op.OPDEF.lower(b, None, *[kv.get(x, i) for x, i in zip(op.operands, ins)],
+                                                   **attrs)
             v = op.OPDEF.lower(b, None, *ins, **attrs)
             if L.shape_of(v.type) != spec_of(r.type).shape:
                 raise AssertionError(f"lowering {op.OPDEF.name}: an alias of shape {L.shape_of(v.type)} "
