@@ -184,8 +184,6 @@ def _stopped_loop_variable(x0):
     return v4, t.gradient(loss, x0, unconnected_gradients="zero")
 
 
-@pytest.mark.xfail(strict=True, reason="needs tfc/frontend/cfgrad.py's while gradient to guard a loop "
-                                       "variable whose body gives it no gradient (see engineer FB's report)")
 @pytest.mark.parametrize("signature", [(1, 3), (None, None)])
 def test_stopped_loop_variable_gets_no_gradient(signature):
     x = np.array([[-0.15, -np.inf, 2.0]], np.float32)

@@ -731,11 +731,16 @@ class WhileGrad:
                        [None] * nf + list(acc[nf:]), flags=True)
             for k, (_, f) in zip(want, res[nf:]):
                 flowed[k] = f is not False
+            for k, (_, f) in zip(fs, res[:nf]):
+                carried[k] = f is not False
             return (j - 1, *[g for g, _ in res])
 
         # a captured value no gradient reaches in the body (an operand without
         # one, such as state_list_get's template) gets none, as eagerly
         flowed = {}
+        # a loop variable whose body gives its previous value no gradient (a
+        # stop_gradient) gets one only where the loop did not run, as eagerly
+        carried = {}
 
         # the captured values' accumulators start from their gradients so far
         # (-0.0 where none: an exact identity for the first addition)
@@ -746,7 +751,14 @@ class WhileGrad:
 
         ran = greater(count, 0)  # where not, the captured values and outputs without one get no gradient
         for k, gk in zip(fs, res[1:1 + nf]):
-            if entry.needs_grad(k):
+            if not entry.needs_grad(k):
+                continue
+            if not carried[k]:
+                if not missing[k]:
+                    from tfc.ops.math import logical_not
+
+                    out[k] = Guarded(gk, logical_not(ran))
+            else:
                 out[k] = Guarded(gk, ran) if missing[k] else gk
         for k, gk in zip(want, res[1 + nf:]):
             if flowed[k]:
