@@ -107,13 +107,18 @@ class Variable(Tensor):
             note_user_line(e)
             raise
 
-    def assign(self, value) -> "Variable":
+    def _assignable(self, value) -> Tensor:
+        """``value`` as a tensor ``assign`` takes: its shape is the variable's."""
         t = self._convert(value, "assign")
         if tuple(t.shape) != tuple(self.shape):
             e = ValueError(f"{self.name}.assign: cannot assign a value of shape {tuple(t.shape)} to a variable of "
                            f"shape {tuple(self.shape)}")
             note_user_line(e)
             raise e
+        return t
+
+    def assign(self, value) -> "Variable":
+        t = self._assignable(value)
         builder = STATE.builder
         if builder is not None:
             builder.assign_variable(self, t)
@@ -267,12 +272,7 @@ class GpuVariable(Variable):
         """The variable holds ``value`` from now on: a GPU tensor's buffer as it
         is (GPU tensors are immutable: sharing it is safe), a host value copied
         to the GPU (the variable's device, as TensorFlow's assign runs there)."""
-        t = self._convert(value, "assign")
-        if tuple(t.shape) != tuple(self.shape):
-            e = ValueError(f"{self.name}.assign: cannot assign a value of shape {tuple(t.shape)} to a variable of "
-                           f"shape {tuple(self.shape)}")
-            note_user_line(e)
-            raise e
+        t = self._assignable(value)
         builder = STATE.builder
         if builder is not None:
             builder.assign_variable(self, t)
