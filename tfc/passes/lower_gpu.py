@@ -67,7 +67,6 @@ PER_WARP_MAX = 128  # reduced elements per output up to which many outputs take 
 # and the eager straight-line path, tfc.backends.cuda.aligned), so kernels read them as vectors
 ARGUMENTS_ALIGNED = True
 f16, f32, f64 = Float16Type(), Float32Type(), Float64Type()
-_KB, _prod = KernelBuilder, prod  # the names this module (and gpu_nn_library.py) use
 
 
 class LowerGpuPass(ModulePass):
@@ -808,7 +807,7 @@ def _row_stage(op, shape=None) -> bool:
     if not isinstance(op, L.ParallelOp):
         return False
     sh = op.iteration_shape
-    if len(sh) < 2 or (shape is not None and sh != shape) or _prod(sh) == 0:
+    if len(sh) < 2 or (shape is not None and sh != shape) or prod(sh) == 0:
         return False
     body = op.body.block
     if _body_index_dims(body) or _has_load_at(body):
@@ -978,7 +977,7 @@ class _Lowering:
             raise unsupported("a loops.parallel of run-time shape")
         if op.reduces:
             return self.reduction(op)
-        if _prod(shape) == 0:
+        if prod(shape) == 0:
             return []
         body = op.body.block
         term = body.last_op
@@ -1015,7 +1014,7 @@ class _Lowering:
         shape = tuple(dst.type.get_shape())
         if any(d < 0 for d in shape):
             raise unsupported("a loops.copy of run-time shape")
-        if _prod(shape) == 0:
+        if prod(shape) == 0:
             return []
         params = _Params()
         written = _roots_written([dst])
@@ -1040,9 +1039,9 @@ class _Lowering:
         rows, cols = shape[-2], shape[-1]
         batch = shape[:-2]
         tr, tc = -(-rows // TILE_T), -(-cols // TILE_T)
-        ntiles = _prod(batch) * tr * tc
-        it = _index_type([src, dst], shape, _prod(shape) + ntiles * TILE_T * TILE_T)
-        kb = _KB(self.name("transpose"), params.types(), "copy", it, (TILE_T, TILE_T // 4, 1))
+        ntiles = prod(batch) * tr * tc
+        it = _index_type([src, dst], shape, prod(shape) + ntiles * TILE_T * TILE_T)
+        kb = KernelBuilder(self.name("transpose"), params.types(), "copy", it, (TILE_T, TILE_T // 4, 1))
         tx, ty = kb.tid(), kb.special(gpu.ThreadIdOp, "y")
         tile = kb.shared(src.elt, TILE_T * (TILE_T + 1))
         dims = tuple(range(rank - 2))
@@ -1089,7 +1088,7 @@ class _Lowering:
         """A grid-stride kernel over the flat index of ``shape``; ``body(kb,
         vals, index_of)`` gives the output values from the input values.
         Sets ``self._grid``."""
-        n = _prod(shape)
+        n = prod(shape)
         rank = len(shape)
         buffers = [a for a in ins + outs if a.kind == "buffer"]
         it = _index_type(buffers, shape, n)
@@ -1103,7 +1102,7 @@ class _Lowering:
             mem = [v for v, a in zip(values, ins + outs) if a.kind == "buffer"]
             if n >= w and all(_aligned(v, w * G.element_bytes(v.type.element_type)) for v in mem):
                 width = w
-        kb = _KB(name, params.types(), kind, it)
+        kb = KernelBuilder(name, params.types(), kind, it)
         hoisted = {}
         for a in ins:
             if a.kind == "scalar":
@@ -1166,8 +1165,8 @@ class _Lowering:
         shape = op.iteration_shape
         axes = op.axes
         kept = tuple(d for d in range(len(shape)) if d not in axes)
-        m = _prod([shape[d] for d in kept])
-        r = _prod([shape[d] for d in axes])
+        m = prod([shape[d] for d in kept])
+        r = prod([shape[d] for d in axes])
         if m == 0:
             return []
         body = op.body.block
@@ -1283,7 +1282,7 @@ class _Lowering:
         kept = tuple(d for d in range(len(shape)) if d not in axes)
         ksizes = [shape[d] for d in kept]
         rsizes = [shape[d] for d in axes]
-        m, r = _prod(ksizes), _prod(rsizes)
+        m, r = prod(ksizes), prod(rsizes)
         if chunk is None:
             chunk = -(-r // p_chunks) if p_chunks > 1 else r
         work = m * p_chunks
@@ -1298,7 +1297,7 @@ class _Lowering:
         for a, sh in zip(extra, extra_shapes):
             if a.kind == "buffer" and a.extent(sh) + 1 > I32_MAX:
                 it = i64
-        kb = _KB(name, params.types(), "reduction", it, (bsize, 1, 1))
+        kb = KernelBuilder(name, params.types(), "reduction", it, (bsize, 1, 1))
         hoisted = {}
         for a in ins:
             if a.kind == "scalar":
@@ -1522,7 +1521,7 @@ class _Lowering:
         shape = group[0].iteration_shape
         rank = len(shape)
         lead = tuple(range(rank - 1))
-        nrows, ncols = _prod(shape[:-1]), shape[-1]
+        nrows, ncols = prod(shape[:-1]), shape[-1]
         first = group[0]
         for op in list(group):  # allocations and views between the stages go before the kernel
             nxt = op.next_op
@@ -1549,9 +1548,9 @@ class _Lowering:
             stages.append((st, ins, outs))
         accesses = [a for _, ins, outs in stages for a in ins + [x for _, x in outs] if a.kind == "buffer"]
         width = self._row_width(group, stages, shape)
-        it = _index_type(accesses, shape, _prod(shape))
+        it = _index_type(accesses, shape, prod(shape))
         names = "_".join(dict.fromkeys(k or "map" for st in group for k in st.reduce_kinds))
-        kb = _KB(self.name(f"rows_{names}"), params.types(), "reduction", it, (BLOCK, 1, 1))
+        kb = KernelBuilder(self.name(f"rows_{names}"), params.types(), "reduction", it, (BLOCK, 1, 1))
         tid = kb.tid()
         nwarps = BLOCK // 32
         lane = kb.emit(arith.AndIOp(tid, kb.i(31)))
