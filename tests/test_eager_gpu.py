@@ -508,7 +508,7 @@ def test_results_made_contiguous_buffers(sim):
     """``DriverRuntime.fixed`` (results the lowering does not give today, kept
     correct): a strided view becomes a contiguous buffer of its own, a buffer
     inside the executable's arena is copied out, a host scalar is uploaded."""
-    from xdsl.dialects.builtin import f32
+    from xdsl.dialects.builtin import MemRefType, f32
 
     from tfc.backends.cuda.host import Buf
     from tfc.core.registry import REGISTRY, Spec
@@ -527,7 +527,7 @@ def test_results_made_contiguous_buffers(sim):
     try:
         fake = eager_gpu._Entry.__new__(eager_gpu._Entry)
         fake.ex, fake.specs = entry.ex, [spec32, Spec((12,), tfc.float32), Spec((), tfc.float32)]
-        fake.fix = [(True, view_t), (False, None), (False, None)]
+        fake.fix = [(True, view_t), (False, MemRefType(f32, [12])), (False, f32)]
         strided, copied, scalar = rt.fixed(fake, [base._buf, Buf(base._buf.addr, base._buf.owner),
                                                   np.float32(2.5)])
     finally:

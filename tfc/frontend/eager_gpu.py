@@ -267,22 +267,14 @@ class DriverRuntime:
     def fixed(self, entry, outs):
         """Results as contiguous buffers of their own: a scalar the host program
         read back is uploaded, a strided view or a buffer in the arena copied."""
-        Buf = _cuda().Buf
-
-        arena = entry.ex._device.arena.block
+        cuda = _cuda()
+        dev = entry.ex._device
         out = []
-        for o, s, (strided, t) in zip(outs, entry.specs, entry.fix):
-            if not isinstance(o, Buf):  # a 0-d result the host program holds as a scalar
+        for o, s, (_, t) in zip(outs, entry.specs, entry.fix):
+            if not isinstance(o, cuda.Buf):  # a 0-d result the host program holds as a scalar
                 o = self.upload(np.asarray(o, s.dtype.as_numpy_dtype))._buf
-            elif strided:  # not produced by the lowering today; a host round trip keeps it correct
-                host = entry.ex._device.call().to_host(o, t)
-                o = self.upload(host)._buf
-            elif arena is not None and o.owner is arena:
-                n = host_nbytes(s)
-                b = self.alloc(n)
-                if n:
-                    self.driver.copy_dtod(b.addr, o.addr, n)
-                o = b
+            else:  # a strided view or a buffer in the arena: a copy of its own (as a variable keeps)
+                o, _ = cuda.kept_buffer(dev.call(), o, t, dev.arena.block)
             out.append(o)
         return out
 
@@ -338,13 +330,6 @@ class DriverRuntime:
                 del self.cache[next(iter(self.cache))]
             self.cache[(op, *kinds, *attrs_key(attrs, op))] = entry
         return entry
-
-
-def host_nbytes(spec) -> int:
-    n = np.dtype(spec.dtype.as_numpy_dtype).itemsize
-    for d in spec.shape:
-        n *= d
-    return n
 
 
 # ops seen with a float attribute: their cache keys hold the floats' bits

@@ -13,7 +13,7 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 
-from tfc.backends.cuda.host import Buf, HostProgram, itemsize, nbytes, np_dtype, param_scalar
+from tfc.backends.cuda.host import Buf, HostProgram, itemsize, kept_buffer, nbytes, np_dtype, param_scalar
 from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects.tensor import RefType, dtype_of
@@ -252,6 +252,7 @@ class CudaBackend:
     nbytes = staticmethod(nbytes)
     param_scalar = staticmethod(param_scalar)
     aligned = staticmethod(aligned)
+    kept_buffer = staticmethod(kept_buffer)
 
     def prepare(self) -> None:
         import tfc.backends.cuda.ptx  # noqa: F401
