@@ -13,19 +13,6 @@ from tfc.core.errors import UnavailableError
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-@pytest.fixture(params=["simulator", pytest.param("gpu", marks=pytest.mark.gpu)])
-def simulator(request, monkeypatch):
-    """Each test runs on the simulated driver, and (marked gpu) on the real
-    driver where there is one: pycuda, else cuda-bindings."""
-    if request.param == "simulator":
-        monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
-        return
-    monkeypatch.delenv("TFC_CUDA_DRIVER", raising=False)
-    from tfc.backends.cuda.driver import available
-
-    driver, why = available()
-    if driver is None:
-        pytest.skip(f"no GPU: {why}")
 
 
 def _rand(rng, shape, dtype=np.float32):
@@ -64,46 +51,46 @@ ELEMENTWISE = {
 
 @pytest.mark.parametrize("name", sorted(ELEMENTWISE))
 @pytest.mark.parametrize("shape", [(37, 5), (1,), (0, 3), (257,), (3, 1000)])
-def test_elementwise_exact_ops(simulator, name, shape):
+def test_elementwise_exact_ops(cuda_driver, name, shape):
     check(ELEMENTWISE[name], shape, shape)
 
 
 @pytest.mark.parametrize("shape", [(7, 13), (300,)])
-def test_transcendental(simulator, shape):
+def test_transcendental(cuda_driver, shape):
     check(lambda x, y: tfc.exp(x) + tfc.tanh(y) + tfc.log(tfc.abs(x) + 1.0) + tfc.sigmoid(y), shape, shape,
           family="elementwise")
 
 
-def test_broadcast(simulator):
+def test_broadcast(cuda_driver):
     check(lambda x, b: x * b + b, (6, 7), (7,))
     check(lambda x, b: x - b, (6, 7), (6, 1))
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
-def test_reductions(simulator, axis):
+def test_reductions(cuda_driver, axis):
     check(lambda x: tfc.reduce_sum(x, axis=axis), (33, 70), family="reduction")
     check(lambda x: tfc.reduce_max(x, axis=axis), (33, 70))
     check(lambda x: tfc.reduce_mean(x * x, axis=axis), (5, 300), family="reduction")
 
 
-def test_softmax(simulator):
+def test_softmax(cuda_driver):
     check(lambda x: tfc.nn.softmax(x), (9, 40), family="elementwise")
 
 
 @pytest.mark.parametrize("ta,tb", [(False, False), (True, False), (False, True)])
-def test_matmul(simulator, ta, tb):
+def test_matmul(cuda_driver, ta, tb):
     def f(a, b):
         return tfc.matmul(a, b, transpose_a=ta, transpose_b=tb)
     m, k, n = 19, 33, 21
     check(f, (k, m) if ta else (m, k), (n, k) if tb else (k, n), family="matmul")
 
 
-def test_slices_and_concat(simulator):
+def test_slices_and_concat(cuda_driver):
     check(lambda x: tfc.concat([x[1:, ::2], x[:-1, 1::2] * 2.0], axis=1), (6, 9))
     check(lambda x: tfc.transpose(x) + 1.0, (5, 7))
 
 
-def test_while_loop_on_host(simulator):
+def test_while_loop_on_host(cuda_driver):
     def f(x):
         i = tfc.constant(0)
         s = tfc.reduce_sum(tfc.abs(x))
@@ -115,7 +102,7 @@ def test_while_loop_on_host(simulator):
     check(f, (4, 8), family="reduction")
 
 
-def test_mlp_training_step(simulator):
+def test_mlp_training_step(cuda_driver):
     w1 = tfc.Variable(np.random.default_rng(1).standard_normal((12, 16)).astype(np.float32) * 0.1)
     w2 = tfc.Variable(np.random.default_rng(2).standard_normal((16, 3)).astype(np.float32) * 0.1)
 
@@ -149,7 +136,7 @@ def test_cuda_stages_without_a_driver(monkeypatch):
             conc(tfc.constant(np.ones(8, np.float32)))
 
 
-def test_gpu_tensors_in_and_out(simulator):
+def test_gpu_tensors_in_and_out(cuda_driver):
     """A cuda function called with GPU tensors reads their buffers (no upload)
     and gives GPU tensors; called with host tensors it gives host tensors."""
     from tfc.core.tensor import GpuTensor
@@ -172,25 +159,25 @@ def test_gpu_tensors_in_and_out(simulator):
     np.testing.assert_allclose((got[0] * 2.0).numpy(), want[0] * 2.0)
 
 
-def test_library_call_on_host_scalars(simulator):
+def test_library_call_on_host_scalars(cuda_driver):
     """A reduction of a 0-d value stays a library call on host scalars: the host
     program runs its registry kernel on the numbers."""
     check(lambda x: tfc.reduce_min(tfc.reduce_sum(x)) * 2.0 + tfc.reduce_max(x[0, 0]), (3, 4), family="reduction")
 
 
-def test_host_scalar_arithmetic(simulator):
+def test_host_scalar_arithmetic(cuda_driver):
     """tfc's own scalar ops (floormod, remf) on host scalars run on the host."""
     check(lambda x, n: (x % 3) + (n % 2.5), args=[np.array(7, np.int32), np.array(-4.25, np.float32)])
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8])
-def test_integer_abs_wraps_as_numpy(simulator, dtype):
+def test_integer_abs_wraps_as_numpy(cuda_driver, dtype):
     """abs.s32/abs.s64: the minimum stays the minimum, as numpy."""
     info = np.iinfo(dtype)
     check(lambda x: tfc.abs(x) + x, args=[np.array([info.min, -3, 0, 5, info.max], dtype)])
 
 
-def test_float64_scatter_add(simulator):
+def test_float64_scatter_add(cuda_driver):
     """The gradient of a float64 gather: atom.global.add.f64."""
     def g(p, idx):
         with tfc.GradientTape() as t:
@@ -201,7 +188,7 @@ def test_float64_scatter_add(simulator):
     check(g, args=[rng.standard_normal((7, 3)), np.array([0, 3, 3, 6, 1], np.int32)], family="reduction")
 
 
-def test_misaligned_gpu_tensor_arguments(simulator):
+def test_misaligned_gpu_tensor_arguments(cuda_driver):
     """A GPU tensor that is a view at an odd offset (eager x[1:]) goes to a
     kernel that reads its arguments as 16-byte vectors: the runtime copies it
     to an aligned buffer first (the simulator refuses a misaligned vector load)."""
@@ -212,7 +199,7 @@ def test_misaligned_gpu_tensor_arguments(simulator):
     np.testing.assert_array_equal((v * 3.0).numpy(), np.arange(1, 37, dtype=np.float32) * 3.0)  # eager
 
 
-def test_branch_results_are_not_read_through_the_read_only_cache(simulator):
+def test_branch_results_are_not_read_through_the_read_only_cache(cuda_driver):
     """A loops.if result names one of several buffers at run time: a kernel
     writing one of them must not read the result with ld.global.nc (found by
     the fuzz: a second-order gradient through tfc.cond; the simulator refuses
@@ -235,7 +222,7 @@ def test_branch_results_are_not_read_through_the_read_only_cache(simulator):
     check(prog, args=[x0, rng.standard_normal((4, 3)).astype(np.float32) - 1], family="reduction")
 
 
-def test_cnn_training_step(simulator):
+def test_cnn_training_step(cuda_driver):
     """conv2d, max and average pooling and their gradients (gpu_nn_library's
     kernels) in one compiled training step."""
     rng = np.random.default_rng(11)

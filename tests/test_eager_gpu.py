@@ -22,19 +22,6 @@ GPU = "/device:GPU:0"
 CPU = "/device:CPU:0"
 
 
-@pytest.fixture(params=["simulator", pytest.param("gpu", marks=pytest.mark.gpu)])
-def sim(request, monkeypatch):
-    """Each test runs on the simulated driver, and (marked gpu) on the real
-    driver where there is one: pycuda, else cuda-bindings."""
-    if request.param == "simulator":
-        monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
-        return
-    monkeypatch.delenv("TFC_CUDA_DRIVER", raising=False)
-    from tfc.backends.cuda.driver import available
-
-    driver, why = available()
-    if driver is None:
-        pytest.skip(f"no GPU: {why}")
 
 
 def _rand(rng, shape, dtype=np.float32):
@@ -82,13 +69,13 @@ EXACT = {  # .rn arithmetic, comparisons, selects: bit-identical to the CPU
 
 @pytest.mark.parametrize("name", sorted(EXACT))
 @pytest.mark.parametrize("shape", [(2, 2), (37, 5), (1,), (0, 3), (257,)])
-def test_elementwise_exact(sim, name, shape):
+def test_elementwise_exact(cuda_driver, name, shape):
     rng = np.random.default_rng(1)
     got = both(EXACT[name], _rand(rng, shape), _rand(rng, shape))
     assert got.shape == shape
 
 
-def test_elementwise_bit_identical(sim):
+def test_elementwise_bit_identical(cuda_driver):
     rng = np.random.default_rng(2)
     a, b = _rand(rng, (13, 7)), _rand(rng, (13, 7))
     for fn in EXACT.values():
@@ -97,14 +84,14 @@ def test_elementwise_bit_identical(sim):
         assert np.array_equal(np.asarray(want), np.asarray(got))
 
 
-def test_transcendental(sim):
+def test_transcendental(cuda_driver):
     rng = np.random.default_rng(3)
     both(lambda x: tfc.exp(x) + tfc.tanh(x) + tfc.log(tfc.abs(x) + 1.0) + tfc.sigmoid(x),
          _rand(rng, (9, 11)), family="elementwise")
 
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.bool_])
-def test_other_dtypes(sim, dtype):
+def test_other_dtypes(cuda_driver, dtype):
     rng = np.random.default_rng(4)
     a, b = _rand(rng, (5, 6), dtype), _rand(rng, (5, 6), dtype)
     if np.dtype(dtype).kind == "b":
@@ -114,13 +101,13 @@ def test_other_dtypes(sim, dtype):
     assert got.dtype == tfc.as_dtype(dtype)
 
 
-def test_cast(sim):
+def test_cast(cuda_driver):
     rng = np.random.default_rng(5)
     both(lambda x: tfc.cast(x * 3.0, tfc.int32), _rand(rng, (4, 9)))
     both(lambda x: tfc.cast(x, tfc.float32), _rand(rng, (4, 9), np.int64))
 
 
-def test_broadcasting(sim):
+def test_broadcasting(cuda_driver):
     rng = np.random.default_rng(6)
     both(lambda x, b: x * b + b, _rand(rng, (6, 7)), _rand(rng, (7,)))
     both(lambda x, b: x - b, _rand(rng, (6, 7)), _rand(rng, (6, 1)))
@@ -129,7 +116,7 @@ def test_broadcasting(sim):
 
 
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
-def test_reductions(sim, axis):
+def test_reductions(cuda_driver, axis):
     rng = np.random.default_rng(7)
     x = _rand(rng, (33, 70))
     both(lambda t: tfc.reduce_sum(t, axis=axis), x, family="reduction")
@@ -138,20 +125,20 @@ def test_reductions(sim, axis):
     both(lambda t: tfc.argmax(t, axis=0 if axis is None else axis), x)
 
 
-def test_reduction_of_empty(sim):
+def test_reduction_of_empty(cuda_driver):
     both(lambda t: tfc.reduce_sum(t, axis=0), np.zeros((0, 5), np.float32), family="reduction")
     both(lambda t: tfc.reduce_sum(t), np.zeros((0, 5), np.float32), family="reduction")
 
 
 @pytest.mark.parametrize("shapes", [((2, 2), (2, 2)), ((17, 33), (33, 9)), ((1, 5), (5, 1)), ((4, 0), (0, 3))])
-def test_matmul(sim, shapes):
+def test_matmul(cuda_driver, shapes):
     rng = np.random.default_rng(8)
     a, b = _rand(rng, shapes[0]), _rand(rng, shapes[1])
     both(lambda x, y: x @ y, a, b, family="matmul")
     both(lambda x, y: tfc.matmul(x, y, transpose_a=True), a.T.copy(), b, family="matmul")
 
 
-def test_data_movement(sim):
+def test_data_movement(cuda_driver):
     rng = np.random.default_rng(9)
     x = _rand(rng, (6, 5))
     both(lambda t: tfc.transpose(t), x)
@@ -164,13 +151,13 @@ def test_data_movement(sim):
     both(lambda t: tfc.transpose(t) @ t, x, family="matmul")
 
 
-def test_softmax_and_cross_entropy(sim):
+def test_softmax_and_cross_entropy(cuda_driver):
     rng = np.random.default_rng(10)
     logits = _rand(rng, (5, 7))
     both(lambda t: tfc.nn.softmax(t), logits, family="elementwise")
 
 
-def test_zero_d_tensors(sim):
+def test_zero_d_tensors(cuda_driver):
     """A 0-d GPU tensor (a reduction's result) is an op input as a [1] buffer;
     a 0-d result is a GPU tensor too."""
     rng = np.random.default_rng(11)
@@ -184,7 +171,7 @@ def test_zero_d_tensors(sim):
     assert (c + c).device == GPU and float(c + c) == 7.0
 
 
-def test_python_scalars_travel_with_the_launch(sim):
+def test_python_scalars_travel_with_the_launch(cuda_driver):
     """Soft placement of scalars: a Python number (a 0-d host tensor) is a
     kernel argument; one compiled kernel serves every value."""
     g = tfc.constant([[1.0, 2.0], [3.0, 4.0]]).gpu()
@@ -203,7 +190,7 @@ def test_python_scalars_travel_with_the_launch(sim):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.bool_])
 @pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 0, 3), (5, 7)])
-def test_round_trip(sim, dtype, shape):
+def test_round_trip(cuda_driver, dtype, shape):
     a = _rand(np.random.default_rng(12), shape, dtype)
     t = tfc.constant(a)
     g = t.gpu()
@@ -215,14 +202,14 @@ def test_round_trip(sim, dtype, shape):
         assert np.asarray(host).dtype == a.dtype and np.array_equal(host, a)
 
 
-def test_non_contiguous_upload(sim):
+def test_non_contiguous_upload(cuda_driver):
     a = np.arange(24, dtype=np.float32).reshape(4, 6)[:, ::2].T  # strided, transposed
     g = tfc.constant(a).gpu()
     assert np.array_equal(g.numpy(), a)
     assert np.array_equal((g + g).numpy(), a + a)
 
 
-def test_host_views_of_gpu_tensors(sim):
+def test_host_views_of_gpu_tensors(cuda_driver):
     g = tfc.constant([[1.5, 2.0], [3.0, 4.0]]).gpu()
     n = g.numpy()
     assert not n.flags.writeable
@@ -240,7 +227,7 @@ def test_host_views_of_gpu_tensors(sim):
         float(g)
 
 
-def test_device_scope(sim):
+def test_device_scope(cuda_driver):
     with tfc.device("gpu:0"):
         c = tfc.constant([1.0, 2.0, 3.0])
         z = tfc.zeros([3])
@@ -269,7 +256,7 @@ def test_device_scope(sim):
     assert tfc.constant(1.0).device == CPU  # the scope ended
 
 
-def test_mixing_devices_is_an_error(sim):
+def test_mixing_devices_is_an_error(cuda_driver):
     g = tfc.constant([[1.0, 2.0]]).gpu()
     h = tfc.constant([[3.0, 4.0]])
     for f in (lambda: g + h, lambda: h + g, lambda: tfc.matmul(g, tfc.transpose(h))):
@@ -283,7 +270,7 @@ def test_mixing_devices_is_an_error(sim):
     assert np.array_equal((g.cpu() + h).numpy(), [[4.0, 6.0]])
 
 
-def test_host_value_of_gpu_tensor_is_not_read_implicitly(sim):
+def test_host_value_of_gpu_tensor_is_not_read_implicitly(cuda_driver):
     """A tfc.function compiled for the CPU takes host values: a GPU tensor
     argument is a clear NotImplementedError (copy it with .cpu()). (Variables
     made from GPU tensors live on the GPU: tests/test_gpu_variables.py.)"""
@@ -293,7 +280,7 @@ def test_host_value_of_gpu_tensor_is_not_read_implicitly(sim):
         f(g)
 
 
-def test_op_the_backend_cannot_compile(sim):
+def test_op_the_backend_cannot_compile(cuda_driver):
     """The cuda backend's NotImplementedError, naming the eager op (float64
     transcendental functions are float32-only by docs/gpu.md's contract)."""
     g = tfc.constant(np.ones((3,), np.float64)).gpu()
@@ -308,7 +295,7 @@ def test_op_the_backend_cannot_compile(sim):
 
 # -- the op cache ------------------------------------------------------------------------
 
-def test_op_cache(sim):
+def test_op_cache(cuda_driver):
     """An op on inputs of shapes, dtypes and attributes seen before runs its
     cached kernel: nothing is traced or compiled again."""
     rng = np.random.default_rng(13)
@@ -350,7 +337,7 @@ def _mlp_grads(arrays, labels, on_gpu):
     return loss, tape.gradient(loss, params)
 
 
-def test_mlp_gradients(sim):
+def test_mlp_gradients(cuda_driver):
     """GradientTape on GPU tensors: every gradient rule runs on the GPU and
     gives the CPU's gradients within the numerics contract."""
     rng = np.random.default_rng(14)
@@ -362,7 +349,7 @@ def test_mlp_gradients(sim):
     same(grads_c, grads_g, "reduction")
 
 
-def test_gradients_of_broadcasts_and_reductions(sim):
+def test_gradients_of_broadcasts_and_reductions(cuda_driver):
     rng = np.random.default_rng(15)
     x, b = _rand(rng, (5, 4)), _rand(rng, (4,))
 
@@ -382,7 +369,7 @@ def test_gradients_of_broadcasts_and_reductions(sim):
 
 # -- drivers -----------------------------------------------------------------------------------
 
-def test_list_devices(sim):
+def test_list_devices(cuda_driver):
     """The simulator counts as a device (docs/gpu-eager.md), as a real one does."""
     assert tfc.config.list_devices("GPU") == [("/physical_device:GPU:0", "GPU")]
     assert tfc.config.list_physical_devices() == [("/physical_device:CPU:0", "CPU"),
@@ -414,7 +401,7 @@ def test_import_tfc_imports_no_cuda():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_op_cache_is_bounded(sim, monkeypatch):
+def test_op_cache_is_bounded(cuda_driver, monkeypatch):
     rt = eager_gpu.RUNTIME.current()
     monkeypatch.setattr(eager_gpu, "CACHE_MAX", 2)
     sizes = (1001, 1002, 1003, 1004)  # shapes no other test uses
@@ -429,7 +416,7 @@ def test_op_cache_is_bounded(sim, monkeypatch):
     assert eager_gpu.compiles() == n + 1
 
 
-def test_straight_line_launcher(sim):
+def test_straight_line_launcher(cuda_driver):
     """A cached single-op function that only allocates and launches runs
     without its host program (eager_gpu.straight_line): the same bits as
     run_device, on GPU tensors and host scalars, zero sizes included."""
@@ -484,7 +471,7 @@ GRADS = {  # f(x, y) -> a tensor; x [4, 6], y [4, 6] (x > 0.1 where a rule needs
 
 
 @pytest.mark.parametrize("name", sorted(GRADS))
-def test_gradient_rules(sim, name):
+def test_gradient_rules(cuda_driver, name):
     """Gradient rules dispatch to the GPU again: each gives the CPU's gradients."""
     rng = np.random.default_rng(17)
     x = (np.abs(_rand(rng, (4, 6))) + 0.1).astype(np.float32)
@@ -504,7 +491,7 @@ def test_gradient_rules(sim, name):
     same(grads(False), grads(True), "reduction")
 
 
-def test_results_made_contiguous_buffers(sim):
+def test_results_made_contiguous_buffers(cuda_driver):
     """``DriverRuntime.fixed`` (results the lowering does not give today, kept
     correct): a strided view becomes a contiguous buffer of its own, a buffer
     inside the executable's arena is copied out, a host scalar is uploaded."""
@@ -539,7 +526,7 @@ def test_results_made_contiguous_buffers(sim):
     assert rt.tensor(scalar, fake.specs[2]).numpy() == np.float32(2.5)
 
 
-def test_training_loop_frees_its_buffers(sim):
+def test_training_loop_frees_its_buffers(cuda_driver):
     """Plain SGD on GPU tensors: the same losses as on the CPU step after step,
     and device memory in use stays flat but for what the loop keeps (each
     step's buffers go back to the caching allocator when their tensors go)."""
@@ -578,7 +565,7 @@ def test_training_loop_frees_its_buffers(sim):
     assert [b - a for a, b in zip(in_use[2:], in_use[3:])] == [size_class(4)] * (len(in_use) - 3), in_use
 
 
-def test_gradients_across_device_scopes(sim):
+def test_gradients_across_device_scopes(cuda_driver):
     """A gradient rule runs where its op ran, and each gradient lands on its
     input's device: a host tensor (or Variable) used by GPU ops in a GPU scope
     gets a host gradient, a GPU tensor used in a cpu scope a GPU gradient."""
@@ -609,7 +596,7 @@ def test_gradients_across_device_scopes(sim):
     assert v.device == CPU
 
 
-def test_host_layer_trained_with_gpu_compute(sim):
+def test_host_layer_trained_with_gpu_compute(cuda_driver):
     """A layer's variables live on the host (built outside the GPU scope); its
     forward pass and gradients run on the GPU inside one, the gradients come
     back to the host, and a host optimizer applies them: the CPU's losses."""
@@ -640,7 +627,7 @@ def test_host_layer_trained_with_gpu_compute(sim):
     same(cpu, gpu, "reduction")
 
 
-def test_errors_are_the_cpus(sim):
+def test_errors_are_the_cpus(cuda_driver):
     """Bad shapes fail at inference, bad indices in the kernel's index check
     (the host program's raise): the same error types and messages as on the CPU."""
     def errors(move):
@@ -656,7 +643,7 @@ def test_errors_are_the_cpus(sim):
     assert errors(lambda t: t.gpu()) == errors(lambda t: t)
 
 
-def test_op_cache_keys_floats_by_their_bits(sim):
+def test_op_cache_keys_floats_by_their_bits(cuda_driver):
     """pad with -0.0 then with 0.0 (equal as floats) are two kernels: each
     result has its own constant's sign (found by review); NaN compiles once."""
     from tfc.frontend import eager_gpu

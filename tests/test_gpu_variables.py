@@ -23,17 +23,6 @@ GPU = "/device:GPU:0"
 CPU = "/device:CPU:0"
 
 
-@pytest.fixture(params=["simulator", pytest.param("gpu", marks=pytest.mark.gpu)])
-def sim(request, monkeypatch):
-    if request.param == "simulator":
-        monkeypatch.setenv("TFC_CUDA_DRIVER", "simulator")
-        return
-    monkeypatch.delenv("TFC_CUDA_DRIVER", raising=False)
-    from tfc.backends.cuda.driver import available
-
-    driver, why = available()
-    if driver is None:
-        pytest.skip(f"no GPU: {why}")
 
 
 class Copies:
@@ -70,7 +59,7 @@ def gpu_var(value, **kw):
 
 # -- placement ------------------------------------------------------------------------------
 
-def test_placement_at_creation(sim):
+def test_placement_at_creation(cuda_driver):
     v = gpu_var([1.0, 2.0])
     assert type(v) is GpuVariable and isinstance(v, Variable) and v.device == GPU
     assert (v.shape, v.dtype, v.ndim, v.size) == ((2,), tfc.float32, 1, 2)
@@ -88,7 +77,7 @@ def test_placement_at_creation(sim):
     assert np.array_equal(u.numpy(), [1.0, 2.0])
 
 
-def test_host_copies(sim):
+def test_host_copies(cuda_driver):
     v = gpu_var(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
     a = v.numpy()
     assert isinstance(a, np.ndarray) and a.flags.writeable and np.array_equal(a, np.arange(6).reshape(2, 3))
@@ -106,7 +95,7 @@ def test_host_copies(sim):
         np.asarray(v, copy=False)
 
 
-def test_eager_ops_run_on_the_gpu(sim):
+def test_eager_ops_run_on_the_gpu(cuda_driver):
     rng = np.random.default_rng(0)
     a, x = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal((4, 2)).astype(np.float32)
     v, h = gpu_var(a), tfc.Variable(a)
@@ -122,7 +111,7 @@ def test_eager_ops_run_on_the_gpu(sim):
         assert type(v * 2.0) is tfc.Tensor  # a cpu scope copies the value to the host
 
 
-def test_snapshots_keep_their_values(sim):
+def test_snapshots_keep_their_values(cuda_driver):
     v = gpu_var([1.0, 2.0, 3.0])
     s0 = v.read_value()
     v.assign_add([1.0, 1.0, 1.0])
@@ -140,7 +129,7 @@ def test_snapshots_keep_their_values(sim):
     assert np.array_equal(y.numpy(), [8.0, 9.0, 10.0])
 
 
-def test_assign_forms_and_errors(sim):
+def test_assign_forms_and_errors(cuda_driver):
     v = gpu_var(np.zeros((2, 2), np.float32), name="v")
     v.assign(np.ones((2, 2)))  # a host value is copied to the variable's device (float64 converts)
     assert type(v) is GpuVariable and np.array_equal(v.numpy(), np.ones((2, 2)))
@@ -162,7 +151,7 @@ def test_assign_forms_and_errors(sim):
     assert np.array_equal(v.numpy(), np.zeros((2, 2)))  # failed assignments change nothing
 
 
-def test_mixing_devices(sim):
+def test_mixing_devices(cuda_driver):
     v = gpu_var([1.0, 2.0])
     h = tfc.constant([3.0, 4.0])
     with pytest.raises(DeviceMismatchError, match="add: input"):
@@ -175,7 +164,7 @@ def test_mixing_devices(sim):
         f()
 
 
-def test_zero_size_and_0d(sim):
+def test_zero_size_and_0d(cuda_driver):
     z = gpu_var(np.zeros((0, 3), np.float32))
     assert type(z) is GpuVariable and z.shape == (0, 3) and z.numpy().shape == (0, 3)
     z.assign_add(1.0)
@@ -203,7 +192,7 @@ def test_zero_size_and_0d(sim):
                                   lambda: tfc.optimizers.SGD(0.05, momentum=0.5, nesterov=True),
                                   lambda: tfc.optimizers.Adam(0.01)],
                          ids=["sgd", "momentum", "nesterov", "adam"])
-def test_optimizers_update_on_the_gpu(sim, make):
+def test_optimizers_update_on_the_gpu(cuda_driver, make):
     rng = np.random.default_rng(1)
     init = [rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal(2).astype(np.float32)]
     grads = [[rng.standard_normal(p.shape).astype(np.float32) for p in init] for _ in range(4)]
@@ -224,7 +213,7 @@ def test_optimizers_update_on_the_gpu(sim, make):
 
 @pytest.mark.parametrize("make", [lambda: tfc.optimizers.SGD(0.1, momentum=0.9), lambda: tfc.optimizers.Adam(0.1)],
                          ids=["momentum", "adam"])
-def test_optimizer_inside_a_compiled_cuda_function(sim, make):
+def test_optimizer_inside_a_compiled_cuda_function(cuda_driver, make):
     """Slots made at the first trace live on the GPU; the host iteration count
     (a 0-d host variable) goes through the cuda function as a scalar."""
     rng = np.random.default_rng(5)
@@ -249,7 +238,7 @@ def test_optimizer_inside_a_compiled_cuda_function(sim, make):
     close(*results, "matmul")
 
 
-def test_compiled_function_uses_the_buffers(sim, monkeypatch):
+def test_compiled_function_uses_the_buffers(cuda_driver, monkeypatch):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((4, 3)).astype(np.float32)
     v, h = gpu_var(a), tfc.Variable(a)
@@ -289,7 +278,7 @@ def test_compiled_function_uses_the_buffers(sim, monkeypatch):
     assert float(counter_g) == float(counter_h) == 4.0
 
 
-def test_compiled_assignments_are_owned_buffers(sim):
+def test_compiled_assignments_are_owned_buffers(cuda_driver):
     """A variable keeps no buffer of the executable's arena (the next call
     reuses it) and shares an argument's buffer safely (GPU tensors are immutable)."""
     v = gpu_var(np.zeros(5, np.float32))
@@ -314,7 +303,7 @@ def test_compiled_assignments_are_owned_buffers(sim):
         assert np.array_equal(ww.numpy(), x[1:])
 
 
-def test_kept_buffer_copies_arena_and_unaligned_values(sim):
+def test_kept_buffer_copies_arena_and_unaligned_values(cuda_driver):
     """What a variable keeps of an assigned buffer: the buffer itself when it
     owns its allocation and is aligned; a copy of a value in the arena (the
     next call reuses it) or at an unaligned address."""
@@ -350,7 +339,7 @@ def test_kept_buffer_copies_arena_and_unaligned_values(sim):
         assert np.array_equal(host, data[start:start + 4])
 
 
-def test_mlp_step_with_gpu_data_and_variables(sim, monkeypatch):
+def test_mlp_step_with_gpu_data_and_variables(cuda_driver, monkeypatch):
     """bench/gpu.py's MLP SGD step (small sizes): GPU data, GPU variables, the
     tape inside the compiled cuda function; losses and parameters as on the CPU."""
     rng = np.random.default_rng(3)
@@ -397,7 +386,7 @@ _TAPE_READY = "_snapshot" in inspect.getsource(tape_module.snapshot_variables)
 
 @pytest.mark.skipif(not _TAPE_READY, reason="tfc/core/tape.py's snapshot_variables reads a variable's host "
                     "_value: needs `snap = t._snapshot()` (G6b's report)")
-def test_eager_tape_gradients(sim):
+def test_eager_tape_gradients(cuda_driver):
     rng = np.random.default_rng(4)
     a, x = rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal((4, 3)).astype(np.float32)
     v, h = gpu_var(a), tfc.Variable(a)
@@ -420,7 +409,7 @@ _CHECKPOINT_READY = "v._value" not in inspect.getsource(tfc.train.Checkpoint.sav
 
 @pytest.mark.skipif(not _CHECKPOINT_READY, reason="tfc/nn/checkpoint.py's save reads a variable's host _value: "
                     "needs `np.asarray(v)` (G6b's report)")
-def test_checkpoint_round_trip(sim, tmp_path):
+def test_checkpoint_round_trip(cuda_driver, tmp_path):
     class Model(tfc.Module):
         def __init__(self):
             super().__init__()
@@ -442,7 +431,7 @@ def test_checkpoint_round_trip(sim, tmp_path):
     assert type(slot) is GpuVariable and np.array_equal(slot.numpy(), opt.get_slot(m.w, "m").numpy())
 
 
-def test_compiled_code_never_writes_a_read_buffer(sim):
+def test_compiled_code_never_writes_a_read_buffer(cuda_driver):
     """A read value (the variable's own buffer) carried by a loop or fed to
     elementwise kernels is never overwritten in place: the variable and a
     snapshot keep their values."""
