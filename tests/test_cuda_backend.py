@@ -13,8 +13,6 @@ from tfc.core.errors import UnavailableError
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 
-
-
 def _rand(rng, shape, dtype=np.float32):
     if np.dtype(dtype).kind == "f":
         return rng.standard_normal(shape).astype(dtype)

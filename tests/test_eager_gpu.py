@@ -22,8 +22,6 @@ GPU = "/device:GPU:0"
 CPU = "/device:CPU:0"
 
 
-
-
 def _rand(rng, shape, dtype=np.float32):
     dtype = np.dtype(dtype)
     if dtype.kind == "f":

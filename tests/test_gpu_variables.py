@@ -23,8 +23,6 @@ GPU = "/device:GPU:0"
 CPU = "/device:CPU:0"
 
 
-
-
 class Copies:
     """Counts the driver's host<->device copies (monkeypatched on the driver)."""
 
