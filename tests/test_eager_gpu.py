@@ -416,7 +416,7 @@ def test_op_cache_is_bounded(cuda_driver, monkeypatch):
 
 def test_straight_line_launcher(cuda_driver):
     """A cached single-op function that only allocates and launches runs
-    without its host program (eager_gpu.straight_line): the same bits as
+    without its host program (CudaExecutable.straight_line): the same bits as
     run_device, on GPU tensors and host scalars, zero sizes included."""
     from tfc.core.registry import REGISTRY, execute
 

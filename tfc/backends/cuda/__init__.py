@@ -7,6 +7,7 @@ work anywhere; the driver is asked for at the first call, which raises
 imports no CUDA library."""
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -18,6 +19,8 @@ from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects.tensor import RefType, dtype_of
 
+
+_UNSET = object()  # a lazily made attribute not made yet
 
 class Device:
     """What the host program of one executable uses on one driver: the
@@ -129,6 +132,7 @@ class CudaExecutable:
         self.arg_types = list(f.function_type.inputs)[:-1]  # the arena comes last
         self.result_types = list(f.function_type.outputs)
         self._device = None
+        self._straight = _UNSET
         self._lock = threading.Lock()
 
     def device(self, driver=None) -> Device:
@@ -175,6 +179,13 @@ class CudaExecutable:
         return tuple(gpu.tensor(*rt.contiguous(v, t)) if isinstance(t, MemRefType) else v
                      for v, t in zip(outs, self.result_types))
 
+    def straight_line(self):
+        """The straight-line launcher of this executable (``_straight_line``),
+        made once on its device, or None where the host program is needed."""
+        if self._straight is _UNSET:
+            self._straight = _straight_line(self)
+        return self._straight
+
     def run_device(self, args, rt=None):
         """Run on device values: a ``Buf`` per memref argument (its data at
         ``addr``, contiguous), host scalars, Cells; returns the results as Bufs
@@ -185,6 +196,83 @@ class CudaExecutable:
                 else np_dtype(t).type(a) for a, t in zip(args, self.arg_types)]
         with dev.arena.use(self.plan.arena_size) as block:
             return self.program.run(rt, vals + [Buf(block.ptr, block)])
+
+
+
+def _straight_line(ex):
+    """``run(bufs) -> result Bufs`` doing what ``ex.run_device`` does, for a
+    host function that only allocates its results and launches kernels on
+    constant grids (most single-op functions: one allocation, one launch):
+    the launches' kernels and parameter packing are resolved once, so a call
+    is the allocations and the driver's launches. None for anything else (an
+    arena, host control flow, scalars it computes, views), which runs through
+    the host program."""
+    from xdsl.dialects import arith
+    from xdsl.dialects.builtin import IndexType, NoneAttr
+
+    from tfc.dialects import loops as L
+    from tfc.dialects.gpu import LaunchOp
+
+    if ex.plan.arena_size:
+        return None
+    (f,) = [op for op in ex.l4.ops if isinstance(op, func.FuncOp)]
+    block = f.body.block
+    where = {a: ("arg", i) for i, a in enumerate(block.args[:-1])}  # the arena (last) is unused
+    consts, sizes, launches, results = {}, [], [], None
+    for op in block.ops:
+        if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, IndexType):
+            consts[op.result] = int(op.value.value.data)
+        elif isinstance(op, L.AllocOp):
+            where[op.result] = ("alloc", len(sizes))
+            sizes.append(nbytes(op.result.type))
+        elif isinstance(op, LaunchOp):
+            grid = [consts.get(v) for v in (op.gx, op.gy, op.gz)]
+            if None in grid:
+                return None
+            params = []
+            for v in op.args:
+                t = v.type
+                if v not in where:
+                    return None  # a value the host computes: the host program packs it
+                if isinstance(t, MemRefType):
+                    if not isinstance(t.layout, NoneAttr):
+                        return None  # a view
+                    params.append((*where[v], None))
+                elif where[v][0] == "arg":  # a host scalar argument, as the launch's typed parameter
+                    params.append((*where[v], functools.partial(param_scalar, t=t)))
+                else:
+                    return None
+            if 0 not in grid:  # an empty grid launches nothing (CUDA refuses it)
+                launches.append((op.kernel.root_reference.data, tuple(grid), op.block_size,
+                                 op.shared.value.data, params))
+        elif isinstance(op, func.ReturnOp):
+            if any(v not in where for v in op.operands):
+                return None
+            results = [where[v] for v in op.operands]
+        else:
+            return None
+    dev = ex.device()
+    rt = dev.call()
+    alloc, launch = dev.allocator.alloc, dev.driver.launch
+    # each parameter and result: (True, argument index) or (False, allocation index)
+    kernels = [(dev.kernels.function(dev.ptx, sym), grid, blk, shared, [(k == "arg", i, p) for k, i, p in params])
+               for sym, grid, blk, shared, params in launches]
+    results = [(k == "arg", i) for k, i in results]
+    u64 = np.uint64
+
+    def run(args):
+        if any(b.addr % 16 for b in args if type(b) is Buf):  # kernels read arguments as 16-byte vectors
+            args = [aligned(rt, b, t) if type(b) is Buf else b for b, t in zip(args, ex.arg_types)]
+        new = []
+        for n in sizes:
+            a = alloc(n)
+            new.append(Buf(a.ptr, a))
+        for fn, grid, blk, shared, params in kernels:
+            launch(fn, grid, blk, [u64((args if a else new)[i].addr) if p is None else p(args[i])
+                                   for a, i, p in params], shared)
+        return [(args if a else new)[i] for a, i in results]
+
+    return run
 
 
 def aligned(rt, buf: Buf, t: MemRefType) -> Buf:
