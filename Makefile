@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-floor bench setup clean gpu-check
+.PHONY: demo test test-floor bench setup sysdeps clean gpu-check
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -15,11 +15,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-demo: $(STAMP)
+# System packages: Graphviz's dot (the compile report's graph) and Chromium (its browser
+# test). Installed with apt-get where we are root and they are missing; elsewhere the
+# tests that need them skip, naming the package.
+sysdeps:
+	@if command -v dot >/dev/null && command -v chromium >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null) \
+		|| echo "sysdeps: apt-get could not install graphviz/chromium; the report's tests will skip"; \
+	else echo "sysdeps: graphviz and chromium missing and not root; the report's tests will skip"; fi
+
+demo: $(STAMP) sysdeps
 	$(PY) examples/demo.py
 
 # each ends with its counts: pytest's "N passed", lit's "Passed: N"
-test: $(STAMP)
+test: $(STAMP) sysdeps
 	$(PY) -m pytest -q tests/
 	$(VENV)/bin/lit -sv filecheck/
 
