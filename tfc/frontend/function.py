@@ -336,6 +336,13 @@ class Function:
             args = tuple(self.input_signature)
         return self._concrete(args, kwargs)[0]
 
+    def profile(self, *args, n: int = 10, quiet: bool = False, **kwargs):
+        """Profile ``n`` calls on these arguments: each kernel and library call
+        of the compiled function with its time, share, elements, bytes and
+        source line (``tfc.frontend.profile.Profile``; printed unless ``quiet``).
+        Variables are left as they were."""
+        return self.get_concrete_function(*args, **kwargs).profile(*args, n=n, quiet=quiet, **kwargs)
+
     def _concrete(self, args, kwargs):
         bound, named, leaves = self._leaves(args, kwargs)
         key, desc, sig_leaves = self._key(named, leaves)
@@ -930,7 +937,25 @@ class ConcreteFunction:
             _paths(kwargs[k], k, leaves)
         return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
 
-    def _call_leaves(self, tensors):
+    def profile(self, *args, n: int = 10, quiet: bool = False, **kwargs):
+        """Profile ``n`` calls on these arguments (see Function.profile): the
+        form that runs their shapes, its profiling variant."""
+        from tfc.frontend.profile import profile_form
+
+        leaves = []
+        for i, a in enumerate(args):
+            _paths(a, f"arg{i}", leaves)
+        for k in sorted(kwargs):
+            _paths(kwargs[k], k, leaves)
+        arrays = self._arrays([x for _, x in leaves if _is_tensor_leaf(x)])
+        form = self._form_for(tuple(a.shape for a in arrays)) if self._specializes() else self.generic
+        result = profile_form(self.generic if form.note else form, arrays, n)
+        if not quiet:
+            print(result.table())
+        return result
+
+    def _arrays(self, tensors) -> list:
+        """The checked input arrays of a call's tensor arguments."""
         if len(tensors) != len(self.input_specs):
             raise TypeError(f"{self.name}: expected {len(self.input_specs)} tensor arguments, got {len(tensors)}")
         arrays = []
@@ -941,6 +966,10 @@ class ConcreteFunction:
                                  f"the function was compiled for {spec}")
             # a GPU tensor goes to a cuda function as it is (its buffer, no copy)
             arrays.append(t if type(t) is GpuTensor and self.target == "cuda" else t._value)
+        return arrays
+
+    def _call_leaves(self, tensors):
+        arrays = self._arrays(tensors)
         if TAPES and self._watched(tensors):
             return self._call_recorded(tensors)
         return self.runner()(arrays)

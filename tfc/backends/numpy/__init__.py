@@ -37,6 +37,7 @@ class Compiled:
         self._views, self._fn = ns["build"](list(consts), self.runtime, hook)
         self.needs_errstate = ns.get("NEEDS_ERRSTATE", True)
         self.has_views = ns.get("HAS_VIEWS", True)
+        self.profile_sites = ns.get("PROFILE_SITES")  # the profiling variant's sites (compile_profiled)
 
     def __call__(self, args):
         return list(self.call(args))
@@ -101,6 +102,17 @@ def compile_hooked(loops, plan: MemoryPlan, name: str, hooks: dict, hook) -> Com
     return Compiled(name, source, consts, plan, scratch, _filename(name, " (verify)"), hook)
 
 
+def compile_profiled(loops, plan: MemoryPlan, name: str, record) -> Compiled:
+    """The profiling variant of ``loops``'s module: each kernel, library call
+    and copy timed, ``record(site, start[, arrays])`` after it (sites in
+    ``Compiled.profile_sites``); never cached."""
+    from tfc.backends.numpy.emitter import emit_function
+
+    (f3,) = list(loops.ops)
+    source, consts, scratch = emit_function(f3, profile=True)
+    return Compiled(name, source, consts, plan, scratch, _filename(name, " (profile)"), record)
+
+
 def run_loops(module, args, name: str | None = None):
     """Run an L3 module's function (``name``, or the only one) with the numpy
     backend on arrays (and Cells for ``!tfc.ref`` arguments): the executor of the
@@ -146,6 +158,9 @@ class NumpyBackend:
 
     def compile_hooked(self, loops, plan, name: str, hooks: dict, hook):
         return compile_hooked(loops, plan, name, hooks, hook)
+
+    def compile_profiled(self, loops, plan, name: str, record):
+        return compile_profiled(loops, plan, name, record)
 
     def run_loops(self, module, args, name: str | None = None):
         return run_loops(module, args, name)

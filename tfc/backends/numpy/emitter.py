@@ -85,7 +85,7 @@ _SCALAR_OP = {"arith.addf": "+", "arith.addi": "+", "arith.subf": "-", "arith.su
 # names the generated code looks up in build()'s scope, the module's and the
 # builtins' (abs, float, ...), which the generated function must not shadow
 _RESERVED = frozenset({"views", "rt", "np", "R", "K", "build", "_hook", "_SITES", "NEEDS_ERRSTATE",
-                       "HAS_VIEWS"}) | frozenset(dir(builtins))
+                       "HAS_VIEWS", "PROFILE_SITES", "_clock"}) | frozenset(dir(builtins))
 # the inference of elementwise ops whose shape rule is numpy's broadcasting
 _BROADCASTING = frozenset(f.__code__ for f in (inf.unary(None), inf.binary(None), inf.binary_ufunc(None, None)))
 _BUILD_NAME = re.compile(r"[A-Za-z_]+[0-9]+(_[0-9]+)?")  # c0, lib3, reduce2_0, ...
@@ -187,9 +187,12 @@ def _itemsize(t) -> int:
 
 
 class Emitter:
-    def __init__(self, f3, hooks: dict | None = None):
+    def __init__(self, f3, hooks: dict | None = None, profile: bool = False):
         self.f = f3
         self.hooks = hooks or {}   # L3 value -> index: call _hook(index, value) after it is made
+        # profile: each kernel, library call and copy timed, _hook(site, start[, arrays]) after it
+        self.profile = profile
+        self.profile_sites: list = []  # (label, location, elements, bytes); None: counted at run time
         self.names: dict = {}
         self.n = 0
         self.build_lines: list[str] = []   # inside build(K): constants, kernels
@@ -511,10 +514,14 @@ class Emitter:
             "# numpy calls that may warn (run under np.errstate); an arena to make views of",
             f"NEEDS_ERRSTATE = {self.uses_numpy or bool(views)!r}",
             f"HAS_VIEWS = {bool(views)!r}",
-            "",
-            "",
-            "def build(K, R, _hook=None):",
         ]
+        if self.profile:
+            lines += ["", "from time import perf_counter as _clock", "",
+                      "# the profiled sites: (label, location, elements, bytes; None: counted at run time)",
+                      "PROFILE_SITES = ["]
+            lines += [f"    {site!r}," for site in self.profile_sites]
+            lines.append("]")
+        lines += ["", "", "def build(K, R, _hook=None):"]
         lines += [_indent("    ", s) for s in self.build_lines]
         lines.append("")
         lines.append("    def views(arena):")
@@ -599,6 +606,8 @@ class Emitter:
                 out.append(pad + f"{nm(op.result)} = {nm(op.source)}{'.item()' if self.is_py(op.result) else '[()]'}")
             elif isinstance(op, L.CopyOp):
                 out.append(pad + f"np.copyto({nm(op.dest)}, {nm(op.source)})")
+                if self.profile:
+                    self.profiled(op, out, pad, n_out)
             elif isinstance(op, L.SubviewOp):
                 out.append(pad + f"{nm(op.result)} = {nm(op.source)}[{_subview_index(op)}]")
             elif isinstance(op, L.TransposeViewOp):
@@ -610,6 +619,7 @@ class Emitter:
                 self.uses_numpy = True
                 saved = self.numpy_operands(op, out, pad)
                 self.site_operands = [self.name(v) for v in op.ins]
+                start = len(out)
                 if isinstance(op, L.LibraryOp):
                     self.library(op, out, pad)
                     for r in op.res:
@@ -625,6 +635,8 @@ class Emitter:
                     self.parallel(op, out, pad)
                 else:
                     self.reduction(op, out, pad)
+                if self.profile:
+                    self.profiled(op, out, pad, start)
                 self.names.update(saved)
             elif isinstance(op, L.RaiseOp):
                 self.raise_(op, out, pad)
@@ -677,6 +689,24 @@ class Emitter:
                     if _root(o) is not o:
                         self.hook(o, out, ind)  # (a window that holds an L2 value: seen once written)
                     self.hook(_root(o), out, ind)
+
+    def profiled(self, op, out, pad, start):
+        """Time ``out[start:]`` (one kernel, library call or copy): the clock read
+        before, ``_hook(site, start time)`` after; a site whose shapes are known
+        only at run time passes its arrays, counted then."""
+        arrays = [v for v in list(op.operands) + list(op.results) if isinstance(v.type, MemRefType)]
+        shapes = [tuple(v.type.get_shape()) for v in arrays]
+        i = len(self.profile_sites)
+        if any(d < 0 for sh in shapes for d in sh):
+            size = None
+            extra = f", ({''.join(self.name(v) + ', ' for v in arrays)})"
+        else:
+            counts = [int(np.prod(sh, dtype=np.int64)) for sh in shapes]
+            size = (max(counts, default=0), sum(c * _itemsize(v.type) for c, v in zip(counts, arrays)))
+            extra = ""
+        self.profile_sites.append((_profile_label(op), loc_str(op)) + (size or (None, None)))
+        out.insert(start, pad + "_t0 = _clock()")
+        out.append(pad + f"_hook({i}, _t0{extra})")
 
     def _site(self, op, lines, start):
         """Mark ``lines[start:]`` (not marked by an op nested in ``op``) as coming
@@ -1327,6 +1357,25 @@ class Emitter:
         return (max(1, rows), max(row_elems)) if rows < n else None
 
 
+def _profile_label(op) -> str:
+    """What a profiled site runs: a library call's kernel, a copy, or a fused
+    kernel's ops (the first few, without the loops dialect's plumbing)."""
+    if isinstance(op, L.LibraryOp):
+        return op.callee.data
+    if isinstance(op, L.CopyOp):
+        return "copy"
+    names = []
+    for o in op.body.block.walk():
+        short = o.name.split(".", 1)[-1]
+        if o is not op and o.name.startswith(("arith.", "math.", "tfc.")) and short not in names \
+                and short not in ("constant", "index_cast"):
+            names.append(short)
+    reduces = sorted({k for k in op.reduce_kinds if k is not None}) if op.reduces else []
+    kind = "scatter-add" if op.added_into() else f"reduce {'/'.join(reduces)}" if reduces else "kernel"
+    shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+    return f"{kind} ({shown})" if names else kind
+
+
 class _Line(str):
     """A line of generated source and the site it comes from: (op label, its
     location, names of its operands, the source of its registry attributes or
@@ -1471,9 +1520,10 @@ def _literal(v) -> str:
     raise NotImplementedError(f"attribute value {v!r} in the numpy backend")
 
 
-def emit_function(f3, hooks=None):
-    """(source, constants, scratch bytes) of an L3 function."""
-    e = Emitter(f3, hooks)
+def emit_function(f3, hooks=None, profile=False):
+    """(source, constants, scratch bytes) of an L3 function; ``profile``: the
+    variant that times each kernel and library call (PROFILE_SITES, _hook)."""
+    e = Emitter(f3, hooks, profile)
     src = e.emit()
     return src, e.consts, e.scratch_bytes
 
