@@ -8,10 +8,49 @@ reference executor runs L2, the backend's hooks report L3 values).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import time
 from dataclasses import dataclass, field
 
 from tfc.passes.pipeline import DEFAULT_L1, VERIFY_EACH_PASS, passes_between, run_pipeline
+
+
+# The observer of the passes run now (see ``observing``): the compile report's
+# hook; None (the default) costs one lookup per pipeline run.
+_OBSERVER = contextvars.ContextVar("tfc_pass_observer", default=None)
+
+
+@contextlib.contextmanager
+def observing(observer):
+    """Within this block, every pass the driver runs (``run_passes``, ``lower``,
+    ``specialize``) calls ``observer.before(stage, name, module)`` before it and
+    ``observer.after(stage, name, module, seconds)`` after it (``module``: the IR
+    it changes in place; tfc-lower-loops: the L2 module before, the L3 module
+    after). For the compile report (tfc/report), which snapshots the IR."""
+    token = _OBSERVER.set(observer)
+    try:
+        yield observer
+    finally:
+        _OBSERVER.reset(token)
+
+
+def run_passes(module, passes, stage: str, **options):
+    """``run_pipeline(module, passes, **options)``, one pass at a time with the
+    observer told of each where one is active (``stage`` names the pipeline stop
+    they belong to)."""
+    observer = _OBSERVER.get()
+    if observer is None:
+        return run_pipeline(module, passes, **options)
+    timings = options.pop("timings", None)
+    for name in passes:
+        step = []
+        observer.before(stage, name, module)
+        run_pipeline(module, (name,), timings=step, **options)
+        observer.after(stage, name, module, step[0][1])
+        if timings is not None:
+            timings.extend(step)
+    return module
 
 
 @dataclass
@@ -41,7 +80,7 @@ def lower(l1_module) -> Lowered:
 
     timings = []
     start = time.perf_counter()
-    fused = run_pipeline(l1_module.clone(), passes_between("tensor", "fused"))
+    fused = run_passes(l1_module.clone(), passes_between("tensor", "fused"), "fused")
     timings.append(("fuse stage (L2)", time.perf_counter() - start))
     # The loops stop ends in tfc-lower-loops; it is run through lower_function,
     # which redoes the analyses of tfc-bufferize and tfc-plan-memory (the passes
@@ -50,6 +89,10 @@ def lower(l1_module) -> Lowered:
     if loops_passes[-1] != "tfc-lower-loops":
         raise NotImplementedError(f"the driver lowers to L3 with tfc-lower-loops last; the pipeline's loops "
                                   f"stop is {','.join(loops_passes)}")
+    observer = _OBSERVER.get()
+    if observer is not None:  # show what the analyses annotate (lower_function redoes them)
+        run_passes(fused.clone(), loops_passes[:-1], "loops")
+        observer.before("loops", loops_passes[-1], fused)
     start = time.perf_counter()
     funcs = list(fused.ops)
     if len(funcs) != 1:
@@ -59,6 +102,8 @@ def lower(l1_module) -> Lowered:
     if VERIFY_EACH_PASS:
         loops.verify()
     timings.append(("loops stage (L3)", time.perf_counter() - start))
+    if observer is not None:
+        observer.after("loops", loops_passes[-1], loops, timings[-1][1])
     return Lowered(fused, loops, plan, value_map, timings)
 
 
@@ -101,7 +146,7 @@ def specialize(l1_module, shapes, passes=DEFAULT_L1):
     given = iter(shapes)
     # one entry per argument: variables (!tfc.ref) keep their types
     full = [None if isinstance(a.type, RefType) else tuple(next(given)) for a in f.body.block.args]
-    return run_pipeline(specialize_shapes(l1_module, full), tuple(passes))
+    return run_passes(specialize_shapes(l1_module, full), tuple(passes), "specialize")
 
 
-__all__ = ["Lowered", "lower", "source_key", "run_time_dims", "specialize"]
+__all__ = ["observing", "run_passes", "Lowered", "lower", "source_key", "run_time_dims", "specialize"]
