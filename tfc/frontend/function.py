@@ -16,6 +16,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 
 import numpy as np
 
@@ -672,6 +673,7 @@ class ConcreteFunction:
         self.verify = False
         self.verify_tolerance = (1e-5, 1e-6)  # rtol, atol for floats; integers exactly
         self.grad_fns = {}  # its custom gradients, by key (set from the trace; a loaded function has none)
+        self.traced_by = None  # weakref to the tfc.function it is a trace of (from_trace)
         self.dynamic = any(d is None for s in input_specs for d in s.shape)
         self._reset_forms()
 
@@ -703,6 +705,8 @@ class ConcreteFunction:
         conc.grad_fns = builder.grad_fns
         conc.verify = bool(getattr(function, "verify", False))
         conc.target = getattr(function, "target", "cpu")
+        # the tfc.function it is a trace of: its retrace history (explain()) goes in the report
+        conc.traced_by = None if function is None else weakref.ref(function)
         return conc
 
     @property
@@ -918,6 +922,19 @@ class ConcreteFunction:
             head = f"{comment} specialized for shapes {_shape_text(form.shapes)} (signature " \
                    f"{', '.join(str(s) for s in self.input_specs)})\n"
         return head + text
+
+    def report(self, path) -> str:
+        """Write the compile report, one self-contained HTML page (tfc/report,
+        docs/report.md), to ``path``; returns the path."""
+        from tfc.report import write_report
+
+        return write_report(self, path)
+
+    def _repr_html_(self) -> str:
+        """The compile report, shown inline by Jupyter."""
+        from tfc.report import render
+
+        return render(self)
 
     @property
     def ptx(self) -> str:
