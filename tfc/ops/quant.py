@@ -1,0 +1,263 @@
+"""Quantized ops: int8 quantize / dequantize, integer matmul and conv2d with
+int32 accumulation and requantization, and the weight-only (int8 weights, float
+compute) matmul and conv2d. The scheme is TFLite's and ONNX Runtime's:
+
+- a real value r and its int8 code q are related by r = scale * (q - zero_point);
+- weights are symmetric (zero point 0) in [-127, 127], per output channel or per
+  tensor (a per-tensor scale is the same scale on every channel);
+- activations are asymmetric per tensor, int8 in [-128, 127];
+- the bias is int32 with scale s_in * s_w[n]; the input's zero point is folded
+  into it (``x_q @ w_q - z_in * sum_k w_q[k, n]``), so the integer ops take the
+  raw int8 codes and need no zero point of their input;
+- requantization: ``q_out = clip(rint(acc * multiplier[n]) + z_out, lo, 127)`` in
+  float64, with ``multiplier = s_in * s_w[n] / s_out`` and ``lo = z_out`` when a
+  relu is fused (relu on the integer values: max(q, z_out) is relu of the real
+  value), else -128. With ``out_dtype`` float32 the op instead gives the real
+  result ``acc * multiplier[n]`` (``multiplier = s_in * s_w[n]``; relu: max(., 0)).
+
+The integer product is exact: numpy's int8 matmul has no BLAS, so it runs in
+float32 BLAS on the int8 codes, which is exact while every partial sum stays below
+2**24: with |x|, |w| <= 128 that holds for K <= 1024 (``EXACT_K``); longer
+reductions are cut into chunks of EXACT_K, each converted to int32 and summed in
+int32 (``int8_matmul``). int32 holds any K <= 131072 (``MAX_K``); longer ones are
+refused. None of these ops is differentiable (post-training quantization).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import dtypes
+from tfc.core.registry import Spec, declare
+from tfc.ops import _infer as inf
+from tfc.ops.conv import _CONV_ATTRS, _conv_attrs, _geometry, _im2col, _pad
+
+INT8_MIN, INT8_MAX = -128, 127
+# every partial sum of a float32 dot product of int8 codes is an integer of
+# magnitude <= K * 128 * 128, exact in float32 up to 2**24
+EXACT_K = (1 << 24) // (128 * 128)
+MAX_K = (1 << 31) // (128 * 128)  # int32 accumulation of K products of +-128 * +-128
+_INT8 = frozenset({dtypes.int8})
+_OUT_DTYPES = frozenset({dtypes.int8, dtypes.float32})
+
+
+def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` of int8 arrays (a [..., M, K], b [K, N]) as int32, exactly:
+    float32 BLAS on chunks of at most EXACT_K along K (see the module docstring)."""
+    k = a.shape[-1]
+    if k <= EXACT_K:
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.int32)
+    out = np.zeros(a.shape[:-1] + (b.shape[-1],), np.int32)
+    for s in range(0, k, EXACT_K):
+        part = np.matmul(a[..., s:s + EXACT_K].astype(np.float32), b[s:s + EXACT_K].astype(np.float32))
+        out += part.astype(np.int32)
+    return out
+
+
+def requantize(acc: np.ndarray, multiplier: np.ndarray, out_zero_point: int, relu: bool, out_dtype):
+    """The int32 accumulator as the op's result (see the module docstring)."""
+    real = acc.astype(np.float64) * multiplier.astype(np.float64)
+    if out_dtype == dtypes.float32:
+        out = real.astype(np.float32)
+        return np.maximum(out, np.float32(0)) if relu else out
+    lo = out_zero_point if relu else INT8_MIN
+    return np.clip(np.rint(real) + out_zero_point, lo, INT8_MAX).astype(np.int8)
+
+
+# -- quantize / dequantize ---------------------------------------------------------------
+
+
+def _check_qparams(op, scale, zero_point):
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"{op.name}: scale must be a positive finite number, got {scale!r}")
+    if not INT8_MIN <= zero_point <= INT8_MAX:
+        raise ValueError(f"{op.name}: zero_point must be in [{INT8_MIN}, {INT8_MAX}], got {zero_point}")
+
+
+def _quantize_kernel(x, scale, zero_point):
+    q = np.rint(x / x.dtype.type(scale)) + zero_point
+    return np.clip(q, INT8_MIN, INT8_MAX).astype(np.int8)
+
+
+def _quantize_infer(op, x: Spec, scale, zero_point) -> Spec:
+    inf.check_dtype(op, x, dtypes.FLOATS)
+    _check_qparams(op, scale, zero_point)
+    return Spec(x.shape, dtypes.int8)
+
+
+@declare(kernel=_quantize_kernel, infer=_quantize_infer, quiet=True, attrs={"scale": "float", "zero_point": "int"})
+def quantize(x, scale, zero_point=0):
+    """int8 codes of ``x``: clip(rint(x / scale) + zero_point, -128, 127)."""
+    return (x,), {"scale": float(scale), "zero_point": int(zero_point)}
+
+
+def _dequantize_kernel(q, scale, zero_point):
+    return ((q.astype(np.float32) - np.float32(zero_point)) * np.float32(scale)).astype(np.float32)
+
+
+def _dequantize_infer(op, q: Spec, scale, zero_point) -> Spec:
+    inf.check_dtype(op, q, _INT8, "q")
+    _check_qparams(op, scale, zero_point)
+    return Spec(q.shape, dtypes.float32)
+
+
+@declare(kernel=_dequantize_kernel, infer=_dequantize_infer, attrs={"scale": "float", "zero_point": "int"})
+def dequantize(q, scale, zero_point=0):
+    """float32 values of int8 codes: (q - zero_point) * scale."""
+    return (q,), {"scale": float(scale), "zero_point": int(zero_point)}
+
+
+# -- integer matmul and conv2d -------------------------------------------------------------
+
+
+def _check_channel_vectors(op, n, bias: Spec, multiplier: Spec):
+    inf.check_dtype(op, bias, frozenset({dtypes.int32}), "bias")
+    inf.check_dtype(op, multiplier, frozenset({dtypes.float32}), "multiplier")
+    for spec, what in ((bias, "bias"), (multiplier, "multiplier")):
+        if spec.ndim != 1 or (n is not None and spec.shape[0] is not None and spec.shape[0] != n):
+            raise ValueError(f"{op.name}: {what} must have shape ({n},) (one per output channel), "
+                             f"got {inf.fmt_shape(spec.shape)}")
+
+
+def _check_requant_attrs(op, out_zero_point, out_dtype):
+    if out_dtype not in _OUT_DTYPES:
+        raise TypeError(f"{op.name}: out_dtype must be int8 or float32, got {out_dtype.name}")
+    if not INT8_MIN <= out_zero_point <= INT8_MAX:
+        raise ValueError(f"{op.name}: out_zero_point must be in [{INT8_MIN}, {INT8_MAX}], got {out_zero_point}")
+
+
+def _check_k(op, k):
+    if k is not None and k > MAX_K:
+        raise ValueError(f"{op.name}: reduction of length {k} may overflow the int32 accumulator "
+                         f"(at most {MAX_K})")
+
+
+_REQUANT_ATTRS = {"out_zero_point": "int", "relu": "bool", "out_dtype": "dtype"}
+
+
+def _qmatmul_kernel(x, w, bias, multiplier, out_zero_point, relu, out_dtype):
+    return requantize(int8_matmul(x, w) + bias, multiplier, out_zero_point, relu, out_dtype)
+
+
+def _qmatmul_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, out_zero_point, relu, out_dtype) -> Spec:
+    inf.check_dtype(op, x, _INT8, "x")
+    inf.check_dtype(op, w, _INT8, "w")
+    if x.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"{op.name}: x and w must be matrices, got shapes {inf.fmt_shape(x.shape)} "
+                         f"and {inf.fmt_shape(w.shape)}")
+    if x.shape[1] is not None and w.shape[0] is not None and x.shape[1] != w.shape[0]:
+        raise ValueError(f"{op.name}: inner dimensions differ: {inf.fmt_shape(x.shape)} @ "
+                         f"{inf.fmt_shape(w.shape)}")
+    _check_k(op, w.shape[0])
+    _check_channel_vectors(op, w.shape[1], bias, multiplier)
+    _check_requant_attrs(op, out_zero_point, out_dtype)
+    return Spec((x.shape[0], w.shape[1]), out_dtype)
+
+
+@declare(kernel=_qmatmul_kernel, infer=_qmatmul_infer, attrs=_REQUANT_ATTRS)
+def quantized_matmul(x, w, bias, multiplier, out_zero_point=0, relu=False, out_dtype=dtypes.int8):
+    """Integer matmul of int8 codes ``x`` [M, K] and ``w`` [K, N]: int32
+    ``acc = x @ w + bias`` (exact), requantized per output channel (see the module docstring)."""
+    return (x, w, bias, multiplier), {"out_zero_point": int(out_zero_point), "relu": bool(relu),
+                                      "out_dtype": dtypes.as_dtype(out_dtype)}
+
+
+def _qconv2d_kernel(x, w, bias, multiplier, strides, padding, dilations, pad_value, out_zero_point, relu,
+                    out_dtype):
+    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
+    cols = _im2col(_pad(x, pads, pad_value), w.shape[:2], out_hw, strides, dilations)
+    acc = int8_matmul(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]))
+    out = requantize(acc + bias, multiplier, out_zero_point, relu, out_dtype)
+    return out.reshape(cols.shape[:3] + (w.shape[3],))
+
+
+def _qconv2d_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, strides, padding, dilations, pad_value,
+                   out_zero_point, relu, out_dtype) -> Spec:
+    inf.check_dtype(op, x, _INT8, "x")
+    inf.check_dtype(op, w, _INT8, "filters")
+    out = _conv_shape(op, x, w, strides, padding, dilations)
+    if w.ndim == 4 and None not in w.shape[:3]:
+        _check_k(op, w.shape[0] * w.shape[1] * w.shape[2])
+    if not INT8_MIN <= pad_value <= INT8_MAX:
+        raise ValueError(f"{op.name}: pad_value must be in [{INT8_MIN}, {INT8_MAX}], got {pad_value}")
+    _check_channel_vectors(op, w.shape[3], bias, multiplier)
+    _check_requant_attrs(op, out_zero_point, out_dtype)
+    return Spec(out, out_dtype)
+
+
+def _conv_shape(op, x: Spec, w: Spec, strides, padding, dilations) -> tuple:
+    if x.ndim != 4 or w.ndim != 4:
+        raise ValueError(f"{op.name}: input (NHWC) and filters (HWIO) must have rank 4, got shapes "
+                         f"{inf.fmt_shape(x.shape)} and {inf.fmt_shape(w.shape)}")
+    shapes = f"input {inf.fmt_shape(x.shape)}, filters {inf.fmt_shape(w.shape)}"
+    if x.shape[3] is not None and w.shape[2] is not None and x.shape[3] != w.shape[2]:
+        raise ValueError(f"{op.name}: input has {x.shape[3]} channels but filters expect {w.shape[2]}: {shapes}")
+    (ho, wo), _ = _geometry(op, x.shape[1:3], w.shape[:2], strides, dilations, padding, shapes)
+    return (x.shape[0], ho, wo, w.shape[3])
+
+
+@declare(kernel=_qconv2d_kernel, infer=_qconv2d_infer,
+         attrs={**_CONV_ATTRS, "pad_value": "int", **_REQUANT_ATTRS})
+def quantized_conv2d(input, filters, bias, multiplier, strides=1, padding="VALID", dilations=1,  # noqa: A002
+                     pad_value=0, out_zero_point=0, relu=False, out_dtype=dtypes.int8):
+    """Integer conv2d (NHWC, HWIO) of int8 codes, padded with ``pad_value`` (the
+    input's zero point: a real 0), int32 accumulation plus ``bias``, requantized."""
+    return (input, filters, bias, multiplier), {
+        **_conv_attrs("quantized_conv2d", strides, padding, dilations), "pad_value": int(pad_value),
+        "out_zero_point": int(out_zero_point), "relu": bool(relu), "out_dtype": dtypes.as_dtype(out_dtype)}
+
+
+# -- weight-only: int8 weights, float compute -------------------------------------------------
+
+
+def _check_scale(op, x: Spec, scale: Spec, n):
+    if scale.dtype != x.dtype:
+        raise TypeError(f"{op.name}: scale has dtype {scale.dtype.name}, x has {x.dtype.name}")
+    if scale.ndim != 1 or (n is not None and scale.shape[0] is not None and scale.shape[0] != n):
+        raise ValueError(f"{op.name}: scale must have shape ({n},) (one per output channel), "
+                         f"got {inf.fmt_shape(scale.shape)}")
+
+
+def _wmatmul_kernel(x, w, scale):
+    from tfc.ops.linalg import blas_ready
+
+    return np.matmul(blas_ready(x), w.astype(x.dtype)) * scale
+
+
+def _wmatmul_infer(op, x: Spec, w: Spec, scale: Spec) -> Spec:
+    inf.check_dtype(op, x, dtypes.FLOATS, "x")
+    inf.check_dtype(op, w, _INT8, "w")
+    if x.ndim < 2 or w.ndim != 2:
+        raise ValueError(f"{op.name}: x must have rank >= 2 and w be a matrix, got shapes "
+                         f"{inf.fmt_shape(x.shape)} and {inf.fmt_shape(w.shape)}")
+    if x.shape[-1] is not None and w.shape[0] is not None and x.shape[-1] != w.shape[0]:
+        raise ValueError(f"{op.name}: inner dimensions differ: {inf.fmt_shape(x.shape)} @ {inf.fmt_shape(w.shape)}")
+    _check_scale(op, x, scale, w.shape[1])
+    return Spec(x.shape[:-1] + (w.shape[1],), x.dtype)
+
+
+@declare(kernel=_wmatmul_kernel, infer=_wmatmul_infer)
+def weight_quantized_matmul(x, w, scale):
+    """Weight-only matmul: ``(x @ w) * scale`` with int8 ``w`` [K, N] and float
+    ``scale`` [N] (the weights' per-channel scales), computed in x's float dtype."""
+    return (x, w, scale), {}
+
+
+def _wconv2d_kernel(x, w, scale, strides, padding, dilations):
+    from tfc.ops.conv import _conv2d_kernel
+
+    return _conv2d_kernel(x, w.astype(x.dtype), strides, padding, dilations) * scale
+
+
+def _wconv2d_infer(op, x: Spec, w: Spec, scale: Spec, strides, padding, dilations) -> Spec:
+    inf.check_dtype(op, x, dtypes.FLOATS, "input")
+    inf.check_dtype(op, w, _INT8, "filters")
+    out = _conv_shape(op, x, w, strides, padding, dilations)
+    _check_scale(op, x, scale, w.shape[3])
+    return Spec(out, x.dtype)
+
+
+@declare(kernel=_wconv2d_kernel, infer=_wconv2d_infer, attrs=_CONV_ATTRS)
+def weight_quantized_conv2d(input, filters, scale, strides=1, padding="VALID", dilations=1):  # noqa: A002
+    """Weight-only conv2d: conv2d(input, filters) * scale with int8 HWIO ``filters``
+    and float per-output-channel ``scale``."""
+    return (input, filters, scale), _conv_attrs("weight_quantized_conv2d", strides, padding, dilations)
