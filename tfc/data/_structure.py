@@ -1,0 +1,87 @@
+"""Elements of a dataset: nested structures of tensors, as ``tf.data`` sees them.
+
+Tuples (namedtuples too) and dicts are structure; anything else, lists
+included, is one component, converted to a tensor (``from_tensor_slices([1, 2])``
+slices one tensor, as in TensorFlow). Components are flattened in a fixed order
+(dicts in their key order) and packed back into the same structure.
+"""
+from __future__ import annotations
+
+from tfc.core.tensor import Tensor, convert_to_tensor
+
+
+def is_structure(x) -> bool:
+    return isinstance(x, (tuple, dict))
+
+
+def _is_namedtuple(x) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+def flatten(s) -> list:
+    """The components of ``s`` in order."""
+    if isinstance(s, dict):
+        return [c for v in s.values() for c in flatten(v)]
+    if isinstance(s, tuple):
+        return [c for v in s for c in flatten(v)]
+    return [s]
+
+
+def pack(s, flat):
+    """``s`` with its components replaced, in order, by ``flat``."""
+    it = iter(flat)
+    out = _pack(s, it)
+    if next(it, _END) is not _END:
+        raise ValueError("tfc.data: more components than the structure holds")
+    return out
+
+
+_END = object()
+
+
+def _pack(s, it):
+    if isinstance(s, dict):
+        return type(s)((k, _pack(v, it)) for k, v in s.items())
+    if _is_namedtuple(s):
+        return type(s)(*(_pack(v, it) for v in s))
+    if isinstance(s, tuple):
+        return tuple(_pack(v, it) for v in s)
+    return next(it)
+
+
+def paths(s, prefix: str = "") -> list[str]:
+    """A name for each component, for error messages: ``[0]``, ``['image']``."""
+    if isinstance(s, dict):
+        return [p for k, v in s.items() for p in paths(v, f"{prefix}[{k!r}]")]
+    if isinstance(s, tuple):
+        return [p for i, v in enumerate(s) for p in paths(v, f"{prefix}[{i}]")]
+    return [prefix or "the element"]
+
+
+def signature(s):
+    """The structure without its components (two elements must agree on it)."""
+    if isinstance(s, dict):
+        return (type(s), tuple((k, signature(v)) for k, v in s.items()))
+    if isinstance(s, tuple):
+        return (type(s), tuple(signature(v) for v in s))
+    return "*"
+
+
+def to_tensors(s, what: str):
+    """``s`` with every component a tfc tensor (lists become tuples where they
+    are the structure itself, as ``tf.data`` turns a map's list result into a tuple)."""
+    if isinstance(s, list) and any(isinstance(x, Tensor) for x in s):
+        s = tuple(s)
+    flat = flatten(s)
+    out = []
+    for p, c in zip(paths(s), flat):
+        if c is None:
+            raise TypeError(f"{what}: component {p} is None; an element holds tensors only")
+        if isinstance(c, Tensor) and c.symbolic:
+            raise RuntimeError(f"{what}: component {p} is a symbolic tensor of a function being traced; "
+                               f"a dataset's elements are computed eagerly")
+        try:
+            out.append(convert_to_tensor(c))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{what}: component {p}: {e}") from None
+    return pack(s, out)

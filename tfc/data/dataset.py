@@ -1,0 +1,572 @@
+"""``tfc.data.Dataset``: input pipelines as TensorFlow's ``tf.data`` builds them
+(docs/data.md).
+
+A dataset is a recipe: each ``iter(ds)`` starts a new pass over it (an epoch),
+and every transformation returns a new dataset. Elements are tfc tensors in
+tuples and dicts. Pipelines run eagerly, on the host, outside compiled code:
+iterating a dataset while a function is being traced is an error that says to
+iterate outside and call the compiled step with each element.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+import time
+
+import numpy as np
+
+from tfc.core.context import STATE
+from tfc.core.tensor import Tensor, wrap
+from tfc.data import _structure as st
+
+INFINITE_CARDINALITY = -1  # TensorFlow's tf.data.INFINITE_CARDINALITY
+UNKNOWN_CARDINALITY = -2  # TensorFlow's tf.data.UNKNOWN_CARDINALITY
+AUTOTUNE = -1  # prefetch(AUTOTUNE): a buffer of _AUTOTUNE_DEPTH elements
+
+_AUTOTUNE_DEPTH = 2
+
+
+def _count(what: str, n, allow_infinite: bool = False) -> int:
+    if isinstance(n, Tensor):
+        n = n.numpy()
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) and not (
+            isinstance(n, np.ndarray) and n.ndim == 0 and n.dtype.kind in "iu"):
+        raise TypeError(f"{what} must be an int, got {type(n).__name__}")
+    n = int(n)
+    if allow_infinite and n == -1:
+        return n
+    if n < 0:
+        raise ValueError(f"{what} must be >= 0{' (or -1: all)' if allow_infinite else ''}, got {n}")
+    return n
+
+
+class Dataset:
+    """A sequence of elements; see the module docstring. Subclasses give
+    ``_elements()`` (a fresh iterator over one pass) and ``cardinality()``."""
+
+    # -- sources ----------------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors) -> "Dataset":
+        """One element per index of the first dimension of ``tensors`` (a tensor,
+        array or list, or tuples and dicts of them, all of one first dimension)."""
+        return _TensorSlices(tensors)
+
+    @staticmethod
+    def from_generator(generator, output_signature=None) -> "Dataset":
+        """The elements that ``generator()`` yields (called anew for each pass).
+        ``output_signature``: the structure of ``tfc.TensorSpec``s each element must
+        match (shape and dtype; ``None`` dimensions free), checked on every element;
+        without it the elements are converted as they come."""
+        return _FromGenerator(generator, output_signature)
+
+    @staticmethod
+    def range(*args) -> "Dataset":
+        """``range(stop)``, ``range(start, stop[, step])`` as int64 scalars."""
+        r = range(*(_count_signed("Dataset.range", a) for a in args))
+        return _TensorSlices(np.arange(r.start, r.stop, r.step, dtype=np.int64))
+
+    @staticmethod
+    def zip(*datasets) -> "Dataset":
+        """Elements of several datasets side by side: ``zip(a, b)`` or
+        ``zip((a, b))`` yields ``(x, y)``, ``zip({"x": a, "y": b})`` a dict;
+        ends with the shortest."""
+        structure = datasets[0] if len(datasets) == 1 and st.is_structure(datasets[0]) else tuple(datasets)
+        parts = st.flatten(structure)
+        if not parts:
+            raise ValueError("Dataset.zip: needs at least one dataset")
+        for p, d in zip(st.paths(structure), parts):
+            if not isinstance(d, Dataset):
+                raise TypeError(f"Dataset.zip: {p} is a {type(d).__name__}, not a Dataset")
+        return _Zip(structure, parts)
+
+    # -- transformations ----------------------------------------------------------------------
+    def map(self, map_func, num_parallel_calls=None, deterministic=None) -> "Dataset":
+        """``map_func`` applied to each element (a tuple is passed as positional
+        arguments, anything else as one): an eager function or a ``tfc.function``
+        (compiled once per element signature). ``num_parallel_calls`` is accepted
+        for TensorFlow's code and ignored: elements are mapped in order, one at a
+        time (``prefetch`` overlaps the pipeline with the training step)."""
+        if not callable(map_func):
+            raise TypeError(f"Dataset.map: map_func must be callable, got {type(map_func).__name__}")
+        return _Map(self, map_func)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True) -> "Dataset":
+        """TensorFlow's shuffle: a buffer of ``buffer_size`` elements, each output a
+        uniformly chosen buffer entry replaced by the next input. A ``seed`` makes
+        the order reproducible; each pass (epoch) shuffles anew unless
+        ``reshuffle_each_iteration=False``."""
+        n = _count("Dataset.shuffle: buffer_size", buffer_size)
+        if n == 0:
+            raise ValueError("Dataset.shuffle: buffer_size must be >= 1, got 0")
+        if seed is not None:
+            seed = _count("Dataset.shuffle: seed", seed)
+        return _Shuffle(self, n, seed, bool(reshuffle_each_iteration))
+
+    def batch(self, batch_size, drop_remainder=False) -> "Dataset":
+        """Consecutive elements stacked along a new first dimension; the last
+        batch is smaller unless ``drop_remainder``."""
+        n = _count("Dataset.batch: batch_size", batch_size)
+        if n == 0:
+            raise ValueError("Dataset.batch: batch_size must be >= 1, got 0")
+        return _Batch(self, n, bool(drop_remainder))
+
+    def repeat(self, count=None) -> "Dataset":
+        """The dataset ``count`` times over (``None`` or -1: forever)."""
+        return _Repeat(self, -1 if count is None else _count("Dataset.repeat: count", count, True))
+
+    def take(self, count) -> "Dataset":
+        """The first ``count`` elements (-1: all)."""
+        return _Take(self, _count("Dataset.take: count", count, True))
+
+    def skip(self, count) -> "Dataset":
+        """All but the first ``count`` elements (-1: none)."""
+        return _Skip(self, _count("Dataset.skip: count", count, True))
+
+    def enumerate(self, start=0) -> "Dataset":
+        """``(i, element)`` pairs, ``i`` an int64 scalar counting from ``start``."""
+        return _Enumerate(self, _count_signed("Dataset.enumerate: start", start))
+
+    def prefetch(self, buffer_size) -> "Dataset":
+        """Elements computed ahead, up to ``buffer_size`` of them, by a background
+        thread while the consumer works (``AUTOTUNE``: 2). An error in the
+        pipeline is raised in the consumer, with its original traceback; a
+        consumer that stops early stops the thread."""
+        n = _count("Dataset.prefetch: buffer_size", buffer_size, True)
+        return _Prefetch(self, _AUTOTUNE_DEPTH if n == AUTOTUNE else n)
+
+    # -- iteration ----------------------------------------------------------------------------
+    def __iter__(self):
+        if STATE.builder is not None:
+            from tfc.core.registry import note_user_line
+
+            e = NotImplementedError(
+                "iterating a tfc.data.Dataset inside a compiled function (tfc.function / tfc.compile) is not "
+                "supported: iterate over the dataset outside and call the compiled step with each element "
+                "(for x, y in ds: loss = train_step(x, y))")
+            note_user_line(e)
+            raise e
+        return self._elements()
+
+    def _elements(self):
+        raise NotImplementedError(f"{type(self).__name__} does not define _elements")
+
+    def as_numpy_iterator(self):
+        """The elements with numpy arrays for tensors."""
+        for e in self:
+            yield st.pack(e, [c.numpy() for c in st.flatten(e)])
+
+    def cardinality(self) -> int:
+        """The number of elements: an int, ``INFINITE_CARDINALITY`` (-1) or
+        ``UNKNOWN_CARDINALITY`` (-2)."""
+        raise NotImplementedError(f"{type(self).__name__} does not define cardinality")
+
+    def __len__(self) -> int:
+        n = self.cardinality()
+        if n == INFINITE_CARDINALITY:
+            raise TypeError("The dataset is infinite.")
+        if n == UNKNOWN_CARDINALITY:
+            raise TypeError("The dataset length is unknown.")
+        return n
+
+    def __bool__(self) -> bool:
+        return True  # (not len(): an infinite dataset is still a dataset)
+
+    def __repr__(self) -> str:
+        n = self.cardinality()
+        size = {INFINITE_CARDINALITY: "infinite", UNKNOWN_CARDINALITY: "unknown"}.get(n, str(n))
+        return f"<tfc.data.{type(self).__name__.lstrip('_')}Dataset cardinality={size}>"
+
+
+def _count_signed(what: str, n) -> int:
+    if isinstance(n, Tensor):
+        n = n.numpy()
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer, np.ndarray)) or (
+            isinstance(n, np.ndarray) and (n.ndim != 0 or n.dtype.kind not in "iu")):
+        raise TypeError(f"{what} must be an int, got {type(n).__name__}")
+    return int(n)
+
+
+# -- sources ------------------------------------------------------------------------------------
+
+
+class _TensorSlices(Dataset):
+    def __init__(self, tensors):
+        if isinstance(tensors, Dataset):
+            raise TypeError("Dataset.from_tensor_slices: got a Dataset; it is already one")
+        structure = st.to_tensors(tensors, "Dataset.from_tensor_slices")
+        names = st.paths(structure)
+        arrays = [np.asarray(c.numpy()) for c in st.flatten(structure)]
+        for p, a in zip(names, arrays):
+            if a.ndim == 0:
+                raise ValueError(f"Dataset.from_tensor_slices: component {p} is a scalar; slicing needs at "
+                                 f"least one dimension")
+        sizes = {a.shape[0] for a in arrays}
+        if len(sizes) > 1:
+            listed = ", ".join(f"{p}: {a.shape[0]}" for p, a in zip(names, arrays))
+            raise ValueError(f"Dataset.from_tensor_slices: the components must have the same first "
+                             f"dimension, got {listed}")
+        self._structure = structure
+        self._arrays = arrays
+        self._n = arrays[0].shape[0]
+
+    def _elements(self):
+        for i in range(self._n):
+            yield st.pack(self._structure, [wrap(np.array(a[i])) for a in self._arrays])
+
+    def cardinality(self) -> int:
+        return self._n
+
+
+class _FromGenerator(Dataset):
+    def __init__(self, generator, output_signature):
+        if not callable(generator):
+            raise TypeError(f"Dataset.from_generator: generator must be a callable that returns an iterator, "
+                            f"got {type(generator).__name__}")
+        if output_signature is not None:
+            from tfc.frontend.function import TensorSpec
+
+            for p, s in zip(st.paths(output_signature), st.flatten(output_signature)):
+                if not isinstance(s, TensorSpec):
+                    raise TypeError(f"Dataset.from_generator: output_signature{'' if p == 'the element' else p} "
+                                    f"must be a tfc.TensorSpec, got {type(s).__name__}")
+        self._generator = generator
+        self._signature = output_signature
+
+    def _elements(self):
+        it = iter(self._generator())
+        for i, raw in enumerate(it):
+            what = f"Dataset.from_generator: element {i}"
+            if self._signature is None:
+                yield st.to_tensors(raw, what)
+            else:
+                yield self._conform(raw, what)
+
+    def _conform(self, raw, what):
+        sig = self._signature
+        if isinstance(raw, list) and st.is_structure(sig):
+            raw = tuple(raw)
+        if st.is_structure(sig) and st.signature(raw) != st.signature(sig) or \
+                not st.is_structure(sig) and st.is_structure(raw):
+            raise TypeError(f"{what} does not have the structure of output_signature: got {_describe(raw)}, "
+                            f"expected {_describe(sig)}")
+        out = []
+        for p, c, spec in zip(st.paths(sig), st.flatten(raw), st.flatten(sig)):
+            from tfc.core.tensor import constant
+
+            try:
+                t = constant(c, spec.dtype) if not isinstance(c, Tensor) else c
+            except (TypeError, ValueError) as e:
+                raise type(e)(f"{what}, component {p}: {e}") from None
+            if not spec.is_compatible_with(t):
+                raise TypeError(f"{what}, component {p}: got {t.dtype.name}{list(t.shape)}, output_signature "
+                                f"says {spec.dtype.name}{list(spec.shape)}")
+            out.append(t)
+        return st.pack(sig, out)
+
+    def cardinality(self) -> int:
+        return UNKNOWN_CARDINALITY
+
+
+def _describe(s) -> str:
+    return repr(st.pack(s, ["*"] * len(st.flatten(s)))).replace("'*'", "*") if st.is_structure(s) else "one component"
+
+
+class _Zip(Dataset):
+    def __init__(self, structure, parts):
+        self._structure = structure
+        self._parts = parts
+
+    def _elements(self):
+        its = [iter(d) for d in self._parts]
+        while True:
+            items = []
+            for it in its:
+                x = next(it, _DONE)
+                if x is _DONE:
+                    return
+                items.append(x)
+            yield st.pack(self._structure, items)
+
+    def cardinality(self) -> int:
+        ns = [d.cardinality() for d in self._parts]
+        finite = [n for n in ns if n >= 0]
+        if finite:
+            return min(finite) if UNKNOWN_CARDINALITY not in ns else (
+                0 if min(finite) == 0 else UNKNOWN_CARDINALITY)
+        return UNKNOWN_CARDINALITY if UNKNOWN_CARDINALITY in ns else INFINITE_CARDINALITY
+
+
+_DONE = object()
+
+
+# -- transformations -----------------------------------------------------------------------------
+
+
+class _Map(Dataset):
+    def __init__(self, source, fn):
+        self._source = source
+        self._fn = fn
+
+    def _elements(self):
+        name = getattr(self._fn, "__name__", type(self._fn).__name__)
+        for e in self._source:
+            out = self._fn(*e) if isinstance(e, tuple) else self._fn(e)
+            yield st.to_tensors(out, f"Dataset.map: the result of {name}")
+
+    def cardinality(self) -> int:
+        return self._source.cardinality()
+
+
+class _Shuffle(Dataset):
+    def __init__(self, source, buffer_size, seed, reshuffle):
+        self._source = source
+        self._size = buffer_size
+        self._seed = seed
+        self._reshuffle = reshuffle
+        self._epoch = 0
+        self._fixed_entropy = None  # reshuffle_each_iteration=False without a seed: one order for every pass
+        self._lock = threading.Lock()
+
+    def _generator(self) -> np.random.Generator:
+        with self._lock:
+            epoch = self._epoch
+            self._epoch += 1
+            if self._seed is None and not self._reshuffle and self._fixed_entropy is None:
+                self._fixed_entropy = np.random.SeedSequence().entropy
+        if self._seed is not None:
+            return np.random.default_rng([self._seed, epoch if self._reshuffle else 0])
+        if not self._reshuffle:
+            return np.random.default_rng(self._fixed_entropy)
+        return np.random.default_rng()
+
+    def _elements(self):
+        rng = self._generator()
+        it = iter(self._source)
+        buf = []
+        for e in it:
+            buf.append(e)
+            if len(buf) == self._size:
+                break
+        for e in it:  # the buffer is full: each output is a random entry, refilled from the input
+            i = int(rng.integers(len(buf)))
+            yield buf[i]
+            buf[i] = e
+        while buf:  # the input is exhausted: drain the buffer at random
+            i = int(rng.integers(len(buf)))
+            buf[i], buf[-1] = buf[-1], buf[i]
+            yield buf.pop()
+
+    def cardinality(self) -> int:
+        return self._source.cardinality()
+
+
+class _Batch(Dataset):
+    def __init__(self, source, size, drop_remainder):
+        self._source = source
+        self._size = size
+        self._drop = drop_remainder
+
+    def _elements(self):
+        batch = []
+        for e in self._source:
+            batch.append(e)
+            if len(batch) == self._size:
+                yield self._stack(batch)
+                batch = []
+        if batch and not self._drop:
+            yield self._stack(batch)
+
+    @staticmethod
+    def _stack(batch):
+        first = batch[0]
+        sig = st.signature(first)
+        columns = [[c.numpy() for c in st.flatten(first)]]
+        for e in batch[1:]:
+            if st.signature(e) != sig:
+                raise TypeError(f"Dataset.batch: elements of different structures in one batch: "
+                                f"{_describe(first)} and {_describe(e)}")
+            columns.append([c.numpy() for c in st.flatten(e)])
+        out = []
+        for j, p in enumerate(st.paths(first)):
+            parts = [row[j] for row in columns]
+            for a in parts[1:]:
+                if a.shape != parts[0].shape or a.dtype != parts[0].dtype:
+                    raise ValueError(f"Dataset.batch: cannot batch component {p} of elements of different "
+                                     f"shapes or dtypes: {parts[0].dtype}{list(parts[0].shape)} and "
+                                     f"{a.dtype}{list(a.shape)}")
+            out.append(wrap(np.stack(parts)))
+        return st.pack(first, out)
+
+    def cardinality(self) -> int:
+        n = self._source.cardinality()
+        if n < 0:
+            return n
+        return n // self._size if self._drop else -(-n // self._size)
+
+
+class _Repeat(Dataset):
+    def __init__(self, source, count):
+        self._source = source
+        self._count = count
+
+    def _elements(self):
+        i = 0
+        while self._count < 0 or i < self._count:
+            empty = True
+            for e in self._source:
+                empty = False
+                yield e
+            if empty:
+                return  # repeating nothing forever is nothing (TensorFlow ends too)
+            i += 1
+
+    def cardinality(self) -> int:
+        n = self._source.cardinality()
+        if self._count == 0 or n == 0:
+            return 0
+        if n == INFINITE_CARDINALITY or self._count < 0:
+            return n if n == UNKNOWN_CARDINALITY else INFINITE_CARDINALITY
+        return n if n == UNKNOWN_CARDINALITY else n * self._count
+
+
+class _Take(Dataset):
+    def __init__(self, source, count):
+        self._source = source
+        self._count = count
+
+    def _elements(self):
+        if self._count == 0:
+            return
+        for i, e in enumerate(self._source):
+            yield e
+            if i + 1 == self._count:
+                return
+
+    def cardinality(self) -> int:
+        n = self._source.cardinality()
+        if self._count < 0:
+            return n
+        if n == UNKNOWN_CARDINALITY:
+            return 0 if self._count == 0 else UNKNOWN_CARDINALITY
+        return self._count if n == INFINITE_CARDINALITY else min(n, self._count)
+
+
+class _Skip(Dataset):
+    def __init__(self, source, count):
+        self._source = source
+        self._count = count
+
+    def _elements(self):
+        if self._count < 0:
+            return
+        for i, e in enumerate(self._source):
+            if i >= self._count:
+                yield e
+
+    def cardinality(self) -> int:
+        n = self._source.cardinality()
+        if self._count < 0:
+            return 0 if n != INFINITE_CARDINALITY else INFINITE_CARDINALITY
+        return n if n < 0 else max(n - self._count, 0)
+
+
+class _Enumerate(Dataset):
+    def __init__(self, source, start):
+        self._source = source
+        self._start = start
+
+    def _elements(self):
+        for i, e in enumerate(self._source, self._start):
+            yield wrap(np.array(i, np.int64)), e
+
+    def cardinality(self) -> int:
+        return self._source.cardinality()
+
+
+class _Prefetch(Dataset):
+    def __init__(self, source, depth):
+        self._source = source
+        self._depth = depth
+
+    def cardinality(self) -> int:
+        return self._source.cardinality()
+
+    def _elements(self):
+        if self._depth == 0:
+            yield from self._source
+            return
+        it = _PrefetchIterator(self._source, self._depth)
+        try:
+            while True:
+                x = it.next()
+                if x is _DONE:
+                    return
+                yield x
+        finally:
+            it.close()  # the consumer stopped (end, break, error, garbage): stop the thread
+
+
+class _PrefetchIterator:
+    """The producer thread and its bounded queue. Items are ("item", element),
+    ("error", exception) or ("end", None)."""
+
+    _POLL = 0.05  # seconds between checks of the stop flag while the queue is full
+
+    def __init__(self, source, depth):
+        self._queue: queue.Queue = queue.Queue(maxsize=depth)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._produce, args=(source,), name="tfc.data prefetch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=self._POLL)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _produce(self, source):
+        try:
+            it = iter(source)
+            while not self._stop.is_set():
+                _wait_while_tracing(self._stop)
+                x = next(it, _DONE)
+                if x is _DONE:
+                    break
+                if not self._put(("item", x)):
+                    return
+            else:
+                return
+            self._put(("end", None))
+        except BaseException as e:  # noqa: BLE001 (re-raised in the consumer, traceback and all)
+            self._put(("error", e))
+
+    def next(self):
+        while True:
+            try:
+                kind, value = self._queue.get(timeout=self._POLL)
+                break
+            except queue.Empty:
+                if not self._thread.is_alive() and self._queue.empty():
+                    raise RuntimeError("tfc.data prefetch: the producer thread ended without a result")
+        if kind == "item":
+            return value
+        if kind == "end":
+            return _DONE
+        raise value  # the producer's exception: its traceback shows where in the pipeline it happened
+
+    def close(self):
+        self._stop.set()
+        self._thread.join()
+
+
+def _wait_while_tracing(stop: threading.Event) -> None:
+    """The producer's ops must not land in a function the consumer is tracing:
+    tfc's tracing state is process-wide, so the producer waits while a trace is
+    under way (a trace entered during a step is caught by _structure.to_tensors,
+    which refuses symbolic components)."""
+    while STATE.builder is not None and not stop.is_set():
+        time.sleep(0.001)
