@@ -63,15 +63,15 @@ class Profile:
                f"kernels and library calls {self.kernels * 1e3:.3f} ms, "
                f"between them {(self.total - self.kernels) * 1e3:.3f} ms",
                "",
-               "| # | op | calls | ms | share | elements | MB | GB/s | line |",
+               "| # | op | calls | ms | share | elements | kB | GB/s | line |",
                "|---:|---|---:|---:|---:|---:|---:|---:|---|"]
         for i, r in enumerate(rows):
             calls = f"{r.calls:g}"
             elems = "?" if r.elements is None else str(r.elements)
-            mb = "?" if r.nbytes is None else f"{r.nbytes / 1e6:.3f}"
+            kb = "?" if r.nbytes is None else f"{r.nbytes / 1e3:.1f}"
             rate = r.gbytes_per_s
             out.append(f"| {i + 1} | {r.label} | {calls} | {r.seconds * 1e3:.3f} | {r.share * 100:.1f}% | "
-                       f"{elems} | {mb} | {'-' if rate is None else f'{rate:.1f}'} | {r.location} |")
+                       f"{elems} | {kb} | {'-' if rate is None else f'{rate:.1f}'} | {r.location} |")
         if top is not None and len(self.rows) > top:
             rest = self.rows[top:]
             out.append(f"| | ({len(rest)} more) | | {sum(r.seconds for r in rest) * 1e3:.3f} | "
