@@ -16,10 +16,11 @@ from tfc.core.variable import Variable
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
-from tfc.ops.math import cast, relu, sigmoid, softplus, tanh
+from tfc.ops.math import cast, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, square, tanh, where
 from tfc.ops.nn import log_softmax, softmax
 from tfc.ops.random import generator
-from tfc.ops.shapes import reshape
+from tfc.ops.reductions import reduce_mean
+from tfc.ops.shapes import expand_dims, gather, reshape, transpose
 
 # -- initializers ---------------------------------------------------------------
 
@@ -87,7 +88,30 @@ class HeNormal(Initializer):
         return rng.normal(0.0, math.sqrt(2.0 / _fans(shape)[0]), shape)
 
 
-_INITIALIZERS = {"zeros": Zeros, "ones": Ones, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
+class RandomUniform(Initializer):
+    """Uniform in [minval, maxval) (Keras' "uniform": +-0.05, Embedding's default)."""
+
+    def __init__(self, minval=-0.05, maxval=0.05, seed=None):
+        super().__init__(seed)
+        self.minval, self.maxval = float(minval), float(maxval)
+
+    def sample(self, shape, rng):
+        return rng.uniform(self.minval, self.maxval, shape)
+
+
+class RandomNormal(Initializer):
+    """Normal with ``mean`` and ``stddev`` (Keras' "random_normal": stddev 0.05)."""
+
+    def __init__(self, mean=0.0, stddev=0.05, seed=None):
+        super().__init__(seed)
+        self.mean, self.stddev = float(mean), float(stddev)
+
+    def sample(self, shape, rng):
+        return rng.normal(self.mean, self.stddev, shape)
+
+
+_INITIALIZERS = {"zeros": Zeros, "ones": Ones, "uniform": RandomUniform, "random_uniform": RandomUniform,
+                 "random_normal": RandomNormal, "glorot_uniform": GlorotUniform, "glorot_normal": GlorotNormal,
                  "he_uniform": HeUniform, "he_normal": HeNormal}
 
 
@@ -141,22 +165,27 @@ class Layer(Module):
     def __call__(self, inputs, training=False):
         if not isinstance(inputs, Tensor):
             inputs = convert_to_tensor(inputs)
-        if not getattr(self, "built", False):
-            before = dict(vars(self))
-            try:
-                self.build(tuple(inputs.shape), inputs.dtype)
-                pending = getattr(self, "_deferred_restore", None)
-                if pending is not None:
-                    pending(self)
-            except BaseException:
-                # all or nothing: a failed build or restore leaves the layer unbuilt
-                # and its restore pending, so the next call retries both
-                vars(self).clear()
-                vars(self).update(before)
-                raise
-            self.built = True
-            self._deferred_restore = None
+        self._build_once(tuple(inputs.shape), inputs.dtype)
         return self.call(inputs, training=training)
+
+    def _build_once(self, *build_args) -> None:
+        """``build(*build_args)`` on the first call, then any restore waiting for it."""
+        if getattr(self, "built", False):
+            return
+        before = dict(vars(self))
+        try:
+            self.build(*build_args)
+            pending = getattr(self, "_deferred_restore", None)
+            if pending is not None:
+                pending(self)
+        except BaseException:
+            # all or nothing: a failed build or restore leaves the layer unbuilt
+            # and its restore pending, so the next call retries both
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+        self.built = True
+        self._deferred_restore = None
 
     def add_weight(self, name, shape, initializer, dtype=dtypes.float32, trainable=True) -> Variable:
         """A new variable named ``<layer>/<name>``; store it in an attribute to track it."""
@@ -166,6 +195,19 @@ class Layer(Module):
 
 def _float_dtype(dtype):
     return dtype if dtype.is_floating else dtypes.float32
+
+
+def _positive_int(kind, value, what) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{kind}: {what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _moments(x, axes, keepdims=False):
+    """(mean, variance) of x over ``axes`` (the variance about the mean, not unbiased)."""
+    mean = reduce_mean(x, axis=axes, keepdims=True)
+    variance = reduce_mean(square(x - mean), axis=axes, keepdims=keepdims)
+    return (mean if keepdims else reshape(mean, tuple(variance.shape))), variance
 
 
 class Dense(Layer):
@@ -267,17 +309,288 @@ class Conv2D(Layer):
         return y if self.activation is None else self.activation(y)
 
 
-class MaxPool2D(Layer):
-    """Max over ``pool_size`` windows of NHWC inputs (strides default to pool_size)."""
+class _Pool2D(Layer):
+    """A ``pool_size`` window op over NHWC inputs (strides default to pool_size)."""
+
+    _op = None  # the tfc.ops.conv pooling op (staticmethod in subclasses)
 
     def __init__(self, pool_size=2, strides=None, padding="valid", name=None):
         super().__init__(name)
-        self.pool_size = conv.hw_pair("MaxPool2D", pool_size, "pool_size")
-        self.strides = self.pool_size if strides is None else conv.hw_pair("MaxPool2D", strides, "strides")
-        self.padding = conv.padding_mode("MaxPool2D", padding)
+        kind = type(self).__name__
+        self.pool_size = conv.hw_pair(kind, pool_size, "pool_size")
+        self.strides = self.pool_size if strides is None else conv.hw_pair(kind, strides, "strides")
+        self.padding = conv.padding_mode(kind, padding)
 
     def call(self, inputs, training=False):
-        return conv.max_pool2d(inputs, self.pool_size, self.strides, self.padding)
+        return self._op(inputs, self.pool_size, self.strides, self.padding)
+
+
+class MaxPool2D(_Pool2D):
+    """Max over ``pool_size`` windows of NHWC inputs (strides default to pool_size)."""
+
+    _op = staticmethod(conv.max_pool2d)
+
+
+class AveragePooling2D(_Pool2D):
+    """Mean over ``pool_size`` windows of NHWC inputs (strides default to pool_size;
+    with ``padding="same"`` a window averages only the inputs it covers, as in TensorFlow)."""
+
+    _op = staticmethod(conv.avg_pool2d)
+
+
+class GlobalAveragePooling2D(Layer):
+    """The mean over height and width of NHWC inputs: [batch, channels]
+    ([batch, 1, 1, channels] with ``keepdims=True``)."""
+
+    def __init__(self, keepdims=False, name=None):
+        super().__init__(name)
+        self.keepdims = bool(keepdims)
+
+    def call(self, inputs, training=False):
+        if len(inputs.shape) != 4:
+            raise ValueError(f"GlobalAveragePooling2D: inputs must be NHWC (rank 4), got shape {tuple(inputs.shape)}")
+        return reduce_mean(inputs, axis=(1, 2), keepdims=self.keepdims)
+
+
+class Embedding(Layer):
+    """Rows of an [input_dim, output_dim] table at integer ids: inputs of shape S
+    give S + [output_dim]. Ids outside [0, input_dim) raise (eager and compiled)."""
+
+    def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", name=None):
+        super().__init__(name)
+        self.input_dim = _positive_int("Embedding", input_dim, "input_dim")
+        self.output_dim = _positive_int("Embedding", output_dim, "output_dim")
+        self.embeddings_initializer = get_initializer(embeddings_initializer)
+
+    def build(self, input_shape, dtype):
+        self.embeddings = self.add_weight("embeddings", (self.input_dim, self.output_dim),
+                                          self.embeddings_initializer)
+
+    def call(self, inputs, training=False):
+        if inputs.dtype not in (dtypes.int32, dtypes.int64):
+            inputs = cast(inputs, dtypes.int32)  # Keras' rule: float ids are truncated
+        return gather(self.embeddings, inputs)
+
+
+def _axes(kind, axis, rank) -> tuple:
+    """``axis`` (an int or a sequence) as sorted non-negative axes of a rank-``rank`` input."""
+    listed = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = []
+    for a in listed:
+        if not isinstance(a, (int, np.integer)) or not -rank <= a < rank:
+            raise ValueError(f"{kind}: axis {a!r} is out of range for inputs of rank {rank}")
+        out.append(int(a) % rank)
+    if len(set(out)) != len(out) or not out:
+        raise ValueError(f"{kind}: axis must name distinct axes, got {axis!r}")
+    return tuple(sorted(out))
+
+
+def _normalize(x, mean, variance, gamma, beta, epsilon):
+    """``(x - mean) / sqrt(variance + epsilon) * gamma + beta`` in Keras' order of
+    operations (one scale and one shift of x)."""
+    inv = rsqrt(variance + epsilon)
+    if gamma is not None:
+        inv = inv * gamma
+    shift = -mean * inv
+    if beta is not None:
+        shift = shift + beta
+    return x * inv + shift
+
+
+class _Normalization(Layer):
+    """The parameters shared by LayerNormalization and BatchNormalization: one
+    ``gamma`` and ``beta`` per position of the parameter axes."""
+
+    def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer, name):
+        super().__init__(name)
+        self.axis = axis
+        self.epsilon = float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = get_initializer(beta_initializer)
+        self.gamma_initializer = get_initializer(gamma_initializer)
+
+    def _build_params(self, input_shape, dtype, param_axes):
+        kind = type(self).__name__
+        if any(input_shape[a] is None for a in param_axes):
+            raise ValueError(f"{kind}: the normalized axes {param_axes} of the inputs must be known, "
+                             f"got shape {input_shape}")
+        self.param_shape = tuple(input_shape[a] for a in param_axes)
+        # how a parameter lines up with the inputs (no reshape when its axes are the last ones)
+        rank = len(input_shape)
+        trailing = param_axes == tuple(range(rank - len(param_axes), rank))
+        self._broadcast_shape = None if trailing else tuple(
+            input_shape[a] if a in param_axes else 1 for a in range(rank))
+        dtype = _float_dtype(dtype)
+        if self.scale:
+            self.gamma = self.add_weight("gamma", self.param_shape, self.gamma_initializer, dtype)
+        if self.center:
+            self.beta = self.add_weight("beta", self.param_shape, self.beta_initializer, dtype)
+
+    def _broadcast(self, param):
+        if param is None or self._broadcast_shape is None:
+            return param
+        return reshape(param, self._broadcast_shape)
+
+    def _params(self):
+        return (self._broadcast(getattr(self, "gamma", None)), self._broadcast(getattr(self, "beta", None)))
+
+
+class LayerNormalization(_Normalization):
+    """Normalizes each example over ``axis`` (the last by default):
+    ``(x - mean) / sqrt(var + epsilon) * gamma + beta``, gamma and beta over ``axis``."""
+
+    def __init__(self, axis=-1, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", name=None):
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, name)
+
+    def build(self, input_shape, dtype):
+        self.axes = _axes("LayerNormalization", self.axis, len(input_shape))
+        self._build_params(input_shape, dtype, self.axes)
+
+    def call(self, inputs, training=False):
+        mean, variance = _moments(inputs, self.axes, keepdims=True)
+        return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+
+
+class BatchNormalization(_Normalization):
+    """Normalizes over the batch (every axis but ``axis``). Training (``training=True``)
+    uses the batch's mean and variance and moves ``moving_mean`` and
+    ``moving_variance`` (non-trainable Variables, kept by checkpoints) toward them:
+    ``moving = moving * momentum + batch * (1 - momentum)``; otherwise the moving
+    statistics are used. Inside a tfc.function the update is a variable assignment."""
+
+    def __init__(self, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True, beta_initializer="zeros",
+                 gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
+                 name=None):
+        super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, name)
+        if not 0 <= momentum <= 1:
+            raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum!r}")
+        self.momentum = float(momentum)
+        self.moving_mean_initializer = get_initializer(moving_mean_initializer)
+        self.moving_variance_initializer = get_initializer(moving_variance_initializer)
+
+    def build(self, input_shape, dtype):
+        rank = len(input_shape)
+        self.axes = _axes("BatchNormalization", self.axis, rank)
+        self.reduction_axes = tuple(a for a in range(rank) if a not in self.axes)
+        self._build_params(input_shape, dtype, self.axes)
+        dtype = _float_dtype(dtype)
+        self.moving_mean = self.add_weight("moving_mean", self.param_shape, self.moving_mean_initializer, dtype,
+                                           trainable=False)
+        self.moving_variance = self.add_weight("moving_variance", self.param_shape,
+                                               self.moving_variance_initializer, dtype, trainable=False)
+
+    def call(self, inputs, training=False):
+        if not training:
+            mean, variance = self._broadcast(self.moving_mean), self._broadcast(self.moving_variance)
+            return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+        mean, variance = _moments(inputs, self.reduction_axes, keepdims=True)
+        decay = 1.0 - self.momentum
+        for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
+            moving.assign(moving * self.momentum + reshape(batch, self.param_shape) * decay)
+        return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+
+
+class MultiHeadAttention(Layer):
+    """Keras' multi-head attention: ``layer(query, value, key=None, attention_mask=None,
+    return_attention_scores=False, training=False, use_causal_mask=False)`` on
+    [batch, length, features] inputs. Each of ``num_heads`` heads projects the
+    query and key to ``key_dim`` and the value to ``value_dim`` (default key_dim)
+    features, attends with softmax(q k^T / sqrt(key_dim)), and the heads' outputs
+    are projected back to the query's feature size (or ``output_shape``).
+    ``attention_mask`` ([batch, Tq, Tv], True where a query may attend) and
+    ``use_causal_mask`` (query i sees values 0..i) combine. Kernels have Keras'
+    shapes: query/key/value [features, heads, dim], output [heads, value_dim, out]."""
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
+                 kernel_initializer="glorot_uniform", bias_initializer="zeros", seed=None, name=None):
+        super().__init__(name)
+        self.num_heads = _positive_int("MultiHeadAttention", num_heads, "num_heads")
+        self.key_dim = _positive_int("MultiHeadAttention", key_dim, "key_dim")
+        self.value_dim = self.key_dim if value_dim is None else _positive_int(
+            "MultiHeadAttention", value_dim, "value_dim")
+        self.output_dim = None if output_shape is None else _positive_int(
+            "MultiHeadAttention", output_shape, "output_shape")
+        self.use_bias = bool(use_bias)
+        self.kernel_initializer = get_initializer(kernel_initializer)
+        self.bias_initializer = get_initializer(bias_initializer)
+        self.dropout_layer = Dropout(dropout, seed=seed, name=f"{self.name}/dropout")
+
+    def build(self, query_shape, value_shape, key_shape, dtype):
+        for what, shape in (("query", query_shape), ("value", value_shape), ("key", key_shape)):
+            if len(shape) != 3 or shape[-1] is None:
+                raise ValueError(f"MultiHeadAttention: {what} must be [batch, length, features] with known "
+                                 f"features, got shape {shape}")
+        dtype = _float_dtype(dtype)
+        h = self.num_heads
+        out = self.output_dim or query_shape[-1]
+        for part, features, dim in (("query", query_shape[-1], self.key_dim), ("key", key_shape[-1], self.key_dim),
+                                    ("value", value_shape[-1], self.value_dim)):
+            setattr(self, f"{part}_kernel", self.add_weight(f"{part}_kernel", (features, h, dim),
+                                                            self.kernel_initializer, dtype))
+            if self.use_bias:
+                setattr(self, f"{part}_bias", self.add_weight(f"{part}_bias", (h, dim), self.bias_initializer, dtype))
+        self.output_kernel = self.add_weight("output_kernel", (h, self.value_dim, out), self.kernel_initializer, dtype)
+        if self.use_bias:
+            self.output_bias = self.add_weight("output_bias", (out,), self.bias_initializer, dtype)
+
+    def _heads(self, x, part):
+        """[batch, T, features] projected to [batch, heads, T, dim]."""
+        kernel = getattr(self, f"{part}_kernel")
+        features, h, dim = kernel.shape
+        y = matmul(x, reshape(kernel, (features, h * dim)))
+        if self.use_bias:
+            y = y + reshape(getattr(self, f"{part}_bias"), (h * dim,))
+        return transpose(reshape(y, (-1, x.shape[1], h, dim)), (0, 2, 1, 3))
+
+    def __call__(self, query, value, key=None, attention_mask=None, return_attention_scores=False, training=False,
+                 use_causal_mask=False):
+        query, value = convert_to_tensor(query), convert_to_tensor(value)
+        key = value if key is None else convert_to_tensor(key)
+        self._build_once(tuple(query.shape), tuple(value.shape), tuple(key.shape), query.dtype)
+        tq, tv = query.shape[1], value.shape[1]
+        if tq is None or tv is None or key.shape[1] is None:
+            raise NotImplementedError("MultiHeadAttention: sequence lengths known only at run time (a None length "
+                                      f"in query {tuple(query.shape)}, value {tuple(value.shape)} or key "
+                                      f"{tuple(key.shape)}); give the length in the signature")
+        if key.shape[1] != tv:
+            raise ValueError(f"MultiHeadAttention: key and value lengths differ ({key.shape[1]} and {tv})")
+        q = self._heads(query, "query") * (1.0 / math.sqrt(self.key_dim))
+        k, v = self._heads(key, "key"), self._heads(value, "value")
+        scores = matmul(q, k, transpose_b=True)  # [batch, heads, Tq, Tv]
+        mask = self._mask(attention_mask, use_causal_mask, tq, tv)
+        if mask is not None:
+            scores = where(mask, scores, _large_negative(scores.dtype))
+        probs = softmax(scores, axis=-1)
+        heads = matmul(self.dropout_layer(probs, training=training), v)  # [batch, heads, Tq, value_dim]
+        h, vd, out_dim = self.output_kernel.shape
+        merged = reshape(transpose(heads, (0, 2, 1, 3)), (-1, tq, h * vd))
+        out = matmul(merged, reshape(self.output_kernel, (h * vd, out_dim)))
+        if self.use_bias:
+            out = out + self.output_bias
+        return (out, probs) if return_attention_scores else out
+
+    @staticmethod
+    def _mask(attention_mask, use_causal_mask, tq, tv):
+        """A bool mask broadcasting to [batch, heads, Tq, Tv], or None."""
+        mask = None
+        if attention_mask is not None:
+            attention_mask = convert_to_tensor(attention_mask)
+            if len(attention_mask.shape) not in (2, 3):
+                raise ValueError("MultiHeadAttention: attention_mask must be [batch, Tq, Tv] or [Tq, Tv], got shape "
+                                 f"{tuple(attention_mask.shape)}")
+            if attention_mask.dtype != dtypes.bool_:
+                attention_mask = not_equal(attention_mask, 0)
+            mask = expand_dims(attention_mask, -3)  # one mask for every head
+        if use_causal_mask:
+            causal = convert_to_tensor(np.tril(np.ones((tq, tv), dtype=bool)))
+            mask = causal if mask is None else logical_and(mask, causal)
+        return mask
+
+
+def _large_negative(dtype):
+    """A masked score: exp of it underflows to 0 without the infinities of -inf (Keras' value)."""
+    return -3e4 if dtype == dtypes.float16 else -1e9
 
 
 class Sequential(Layer):
@@ -298,5 +611,12 @@ class Sequential(Layer):
         return x
 
 
-__all__ = ["Layer", "Dense", "Flatten", "Dropout", "Conv2D", "MaxPool2D", "Sequential", "Initializer", "Zeros",
-           "Ones", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal", "get_initializer", "get_activation"]
+__all__ = ["Layer", "Dense", "Flatten", "Dropout", "Conv2D", "MaxPool2D", "AveragePooling2D", "GlobalAveragePooling2D",
+           "Embedding", "LayerNormalization", "BatchNormalization", "MultiHeadAttention", "Sequential", "Initializer",
+           "Zeros", "Ones", "RandomUniform", "RandomNormal", "GlorotUniform", "GlorotNormal", "HeUniform", "HeNormal",
+           "get_initializer", "get_activation"]
+
+
+def __dir__():
+    """Only the public names (not the modules and helpers this one imports)."""
+    return list(__all__)
