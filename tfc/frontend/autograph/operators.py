@@ -181,9 +181,9 @@ def _describe(name):
     if name == "retval_":
         return "the return value"
     if name.endswith("]"):
-        return f"item {name}"
+        return f"item '{name}'"
     if "." in name:
-        return f"attribute {name}"
+        return f"attribute '{name}'"
     return f"variable {name!r}"
 
 
@@ -333,19 +333,24 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
                 v = _get(cells[n])
                 if n in fill and isinstance(v, _ReturnPlaceholder):
                     v = _zeros(fill[n], _describe(n), line)
+                # TensorFlow's words: "main" (true) and "else" (false) branch
+                this, other = ("main", "else") if which == "true" else ("else", "main")
                 if v is _EMPTY or isinstance(v, Undefined):
                     raise ValueError(
-                        f"{_describe(n)} must be defined in both branches of the tensor `if` at line {line}: "
-                        f"the {which} branch leaves it undefined, and it is used after the `if`"
+                        f"{_describe(n)} must also be initialized in the {this} branch: it must be defined in "
+                        f"both branches of the tensor `if` at line {line}, since it is used after the `if`"
                         if n != "retval_" else
-                        f"a tensor `if` at line {line} returns in only some of its branches")
+                        f"the tensor `if` at line {line} returns in only some of its branches: the "
+                        f"{this} branch must also have a return statement")
                 if v is None:
                     raise ValueError(
                         f"{_describe(n)} is None in the {which} branch of the tensor `if` at line {line}; "
                         f"a tensor conditional needs a value in both branches"
                         if n != "retval_" else
-                        f"a tensor `if` at line {line} returns in only some of its branches "
-                        f"(the {which} branch returns None)")
+                        f"the tensor `if` at line {line} returns in only some of its branches: the "
+                        f"{this} branch must also have a return statement "
+                        f"(it returns None, or the function ends after it, while the {other} branch returns "
+                        f"a value)")
                 out.append(v)
             if which == "false":  # the true branch was traced first: name the variable whose type differs
                 _check_branches(live, results["true"], out, line)

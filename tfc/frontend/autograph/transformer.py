@@ -280,6 +280,11 @@ def _always_returns(stmts) -> bool:
             return True
         if isinstance(s, ast.If) and _always_returns(s.body) and _always_returns(s.orelse):
             return True
+        if isinstance(s, (ast.With, ast.AsyncWith)) and _always_returns(s.body):
+            return True
+        if isinstance(s, ast.Try) and (_always_returns(s.finalbody) or _always_returns(s.body + s.orelse) and all(
+                _always_returns(h.body) for h in s.handlers)):
+            return True
     return False
 
 
@@ -299,20 +304,32 @@ class _ReturnLowering:
             if _always_returns(fn.body) else _const(None)
         head = _located([_assign(self.flag, _const(False)), _assign(self.value, init)], fn.body[0])
         tail = _located([ast.Return(value=_name(self.value))], fn.body[-1])
-        fn.body = head + self.lower(fn.body, False) + tail
+        self.finally_flags = 0
+        fn.body = head + self.lower(fn.body, False, self.flag) + tail
 
-    def lower(self, stmts, in_loop):
+    def lower(self, stmts, in_loop, guard):
+        """``guard``: the flag that says a return ran in this block (``do_return_``, or
+        in a ``finally`` a flag of its own: a return in ``try`` does not skip the rest
+        of ``finally``, while one in ``finally`` overrides it)."""
         out = []
         for i, s in enumerate(stmts):
             if isinstance(s, ast.Return):
-                new = [_assign(self.flag, _const(True)), _assign(self.value, s.value or _const(None))]
+                # the value first: a return whose value raises does not return
+                new = [_assign(self.value, s.value or _const(None)), _assign(self.flag, _const(True))]
+                if guard != self.flag:
+                    new.append(_assign(guard, _const(True)))
                 return out + _located(new + ([ast.Break()] if in_loop else []), s)
             if _has(s, ast.Return, through_loops=True):
-                s = _map_blocks(s, lambda b: self.lower(b, in_loop), lambda b: self.lower(b, True))
+                s = _map_blocks(s, lambda b: self.lower(b, in_loop, guard), lambda b: self.lower(b, True, guard))
+                if isinstance(s, ast.Try) and any(_has(f, ast.Return, True) for f in stmts[i].finalbody):
+                    self.finally_flags += 1
+                    fin = f"fin_return_{self.finally_flags}"
+                    s.finalbody = _located([_assign(fin, _const(False))], s.finalbody[0]) + self.lower(
+                        stmts[i].finalbody, in_loop, fin)
                 out.append(s)
                 if in_loop and isinstance(s, _LOOPS):
-                    out += _located([ast.If(test=_name(self.flag), body=[ast.Break()], orelse=[])], s)
-                return out + _guarded(self.lower(stmts[i + 1:], in_loop), self.flag, s)
+                    out += _located([ast.If(test=_name(guard), body=[ast.Break()], orelse=[])], s)
+                return out + _guarded(self.lower(stmts[i + 1:], in_loop, guard), guard, s)
             out.append(s)
         return out
 
@@ -593,6 +610,10 @@ class _ControlFlow(ast.NodeTransformer):
 
 def _check_supported(fn):
     for n in _walk_scope(fn):
+        if isinstance(n, ast.Try) and _contains(n.finalbody, (ast.Break, ast.Continue), through_loops=False):
+            # it would cancel a pending return or exception (PEP 765 deprecates it)
+            raise ConversionError(
+                f"line {n.lineno}: `break` or `continue` in a `finally` block is not supported by AutoGraph")
         if isinstance(n, (ast.Yield, ast.YieldFrom)):
             raise ConversionError(
                 f"line {n.lineno}: generators are not supported by AutoGraph (function {fn.name!r})")

@@ -1,0 +1,269 @@
+"""AutoGraph against Python's (and TensorFlow's) semantics, table-driven.
+
+Each program runs as plain Python (with Python values, or eager tensors) and
+as ``tfc.function`` / ``tfc.autograph.to_graph``; results must be equal (values,
+dtypes, structure) or both must raise. Where TensorFlow's semantics differ from
+Python's on tensors (a value a tensor loop may leave unset, a return in one branch
+of a tensor ``if``), the table names the error tfc must give instead.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.frontend.autograph import ConversionError
+
+C = tfc.constant
+
+
+def _plain(v):
+    """A comparable form: tensors as ("tensor", dtype, shape, value), containers kept."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_plain(x) for x in v)
+    if isinstance(v, tfc.Tensor):
+        a = np.asarray(v.numpy())
+        return ("tensor", a.dtype.name, a.shape, a.tolist())
+    return v
+
+
+def _same(want, got) -> bool:
+    """Equal results. A compiled function returns tensors where Python returns a
+    number (a Python ``if`` on an eager tensor): equal values then; two tensors
+    must agree in dtype and shape too."""
+    if isinstance(want, dict) or isinstance(got, dict):
+        return isinstance(want, dict) and isinstance(got, dict) and want.keys() == got.keys() and all(
+            _same(want[k], got[k]) for k in want)
+    tensor = lambda v: isinstance(v, tuple) and len(v) == 4 and v[0] == "tensor"  # noqa: E731
+    if tensor(want) or tensor(got):
+        if tensor(want) and tensor(got):
+            return want == got
+        t, n = (want, got) if tensor(want) else (got, want)
+        return t[2] == () and not isinstance(n, (tuple, list, type(None))) and t[3] == n
+    if isinstance(want, (list, tuple)) or isinstance(got, (list, tuple)):
+        return isinstance(want, (list, tuple)) and isinstance(got, (list, tuple)) and len(want) == len(got) and all(
+            _same(a, b) for a, b in zip(want, got))
+    return type(want) is type(got) and want == got
+
+
+def _outcome(f, args):
+    try:
+        return "ok", _plain(f(*args))
+    except Exception as e:  # noqa: BLE001 - compared as outcomes
+        return "raises", type(e)
+
+
+def assert_matches(f, *args):
+    """``f`` as plain Python and as tfc.function give one outcome; on Python
+    values, to_graph too."""
+    want = _outcome(f, args)
+    for conv in [tfc.function(f)] + ([] if any(isinstance(a, tfc.Tensor) for a in args)
+                                     else [tfc.autograph.to_graph(f)]):
+        got = _outcome(conv, args)
+        assert got[0] == want[0] and (_same(want[1], got[1]) if got[0] == "ok" else got[1] is want[1]), (want, got)
+
+
+def _both(values):
+    """Each value as a Python value and as a tensor."""
+    return [v for x in values for v in (x, C(x))]
+
+
+# -- 2: return inside try / with / finally ----------------------------------------------
+
+class _Ctx:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _raising():
+    raise ValueError("raised while computing the return value")
+
+
+def return_in_try_with_finally(x):
+    try:
+        if x > 0:
+            return 1
+        else:
+            return 0
+    finally:
+        x = x + 1
+
+
+def return_default_in_try_with_finally(x):
+    try:
+        if x > 0:
+            return 1
+        return 0
+    finally:
+        x = x + 1
+
+
+def return_in_finally(x):
+    try:
+        return 2
+    finally:
+        if x > 0:
+            return 1  # noqa: B012
+        else:
+            return 0  # noqa: B012
+
+
+def return_default_in_finally(x):
+    try:
+        return 2
+    finally:
+        if x > 0:
+            return 1  # noqa: B012
+        return 0  # noqa: B012
+
+
+def return_in_finally_default_in_try(x):
+    try:
+        if x > 0:
+            return 0
+    finally:
+        return 1  # noqa: B012
+
+
+def finally_reads_after_return(x):
+    y = x * 0
+    try:
+        if x > 0:
+            return x
+        y = x + 3
+    finally:
+        y = y + 1
+    return y
+
+
+def return_in_with(x):
+    with _Ctx():
+        if x > 0:
+            with _Ctx():
+                return x
+        else:
+            return x * x
+    return x * x * x  # unreachable
+
+
+def return_default_in_with(x):
+    with _Ctx():
+        if x > 0:
+            return 1
+        return 0
+
+
+def raise_in_return_value_caught(x):
+    try:
+        return _raising()
+    except ValueError:
+        pass
+    return x
+
+
+def raise_in_return_caught_after_branch(c):
+    if c > 0:
+        return 2
+    try:
+        return _raising()
+    except ValueError:
+        pass
+    return 1
+
+
+def raise_in_nested_try_return(x):
+    try:
+        try:
+            return _raising()
+        except KeyError:
+            return 5
+    except ValueError:
+        pass
+    return x
+
+
+def return_in_loop_in_try(x):
+    n = 0
+    try:
+        while n < 10:
+            n += 1
+            if n > x:
+                return n
+    finally:
+        n = n + 100
+    return -n
+
+
+def return_in_loop_with_finally(x):
+    for i in range(4):
+        try:
+            if i == x:
+                return i * 10
+        finally:
+            x = x + 0
+    return -1
+
+
+RETURN_PROGRAMS = [return_in_try_with_finally, return_default_in_try_with_finally, return_in_finally,
+                   return_default_in_finally, return_in_finally_default_in_try, finally_reads_after_return,
+                   return_in_with, return_default_in_with, raise_in_return_value_caught,
+                   raise_in_return_caught_after_branch, raise_in_nested_try_return, return_in_loop_in_try,
+                   return_in_loop_with_finally]
+
+
+@pytest.mark.parametrize("f", RETURN_PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", _both([-1, 0, 1, 3]), ids=repr)
+def test_returns_in_try_with_finally(f, x):
+    assert_matches(f, x)
+
+
+def test_break_in_finally_is_refused():
+    def f(x):
+        while True:
+            try:
+                return x
+            finally:
+                break  # noqa: B012 - cancels the return in Python
+        return -1
+
+    with pytest.raises(ConversionError, match="`break` or `continue` in a `finally`"):
+        tfc.autograph.to_graph(f)
+
+
+# -- 6: a return in only some branches of a tensor if -----------------------------------
+
+def return_possibly_undefined(x):
+    if x > 0:
+        if x < 5:
+            return x
+    else:
+        return x * x * x
+
+
+def return_only_in_else(x):
+    if x > 0:
+        x = x + 1
+    else:
+        return x
+    x = x * 2
+
+
+@pytest.mark.parametrize("f, which", [(return_possibly_undefined, "else"), (return_only_in_else, "main")])
+@pytest.mark.parametrize("x", [-2, 0, 3, 7])
+def test_return_in_some_branches(f, which, x):
+    assert_matches(f, x)  # Python values: Python's None where it falls off the end
+    lines = [i for i, text in enumerate(open(__file__).read().splitlines(), 1)
+             if text.strip().startswith("if x") and f.__code__.co_firstlineno < i < f.__code__.co_firstlineno + 4]
+    with pytest.raises(ValueError, match=rf"`if` at line ({'|'.join(map(str, lines))}) returns in only some of its "
+                                         rf"branches: the {which} branch must also have a return"):
+        tfc.function(f)(C(x))
