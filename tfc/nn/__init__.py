@@ -2,6 +2,7 @@
 models code: module.py (Module), layers.py, optimizers.py, checkpoint.py."""
 from tfc.ops.math import relu, sigmoid, softplus, tanh  # noqa: F401
 from tfc.ops.nn import (  # noqa: F401
-    log_softmax, sigmoid_cross_entropy_with_logits, softmax, sparse_softmax_cross_entropy_with_logits,
+    embedding_lookup, gelu, layer_norm, log_softmax, moments, sigmoid_cross_entropy_with_logits, silu, softmax,
+    sparse_softmax_cross_entropy_with_logits,
 )
 from tfc.ops.conv import avg_pool2d, conv2d, dropout, max_pool2d  # noqa: F401

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfc.core import dtypes
 from tfc.core.dtypes import FLOATS, INTS, NUMERIC
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, every_row, rows_apart
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
-from tfc.ops.math import _softplus_kernel, _softplus_scalar, cast, equal, exp, sigmoid, where
-from tfc.ops.reductions import reduce_sum
+from tfc.ops.math import (
+    _ArrayMath, _BodyMath, _erf_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
+    cast, equal, erf, exp, maximum, rsqrt, sigmoid, sqrt, square, tanh, where,
+)
+from tfc.ops.reductions import reduce_mean, reduce_sum
 from tfc.ops.shapes import check_flag_temps, expand_dims
 
 # -- softmax and log_softmax ------------------------------------------------------
@@ -255,5 +259,256 @@ def sigmoid_cross_entropy_with_logits(labels, logits):
     return (labels, logits), {}
 
 
+
+
+# -- activations: gelu, silu ------------------------------------------------------------
+# Elementwise ops with scalar bodies (they fuse, whatever the shapes). Each is one
+# formula written over an arithmetic (numpy arrays eagerly, IR scalars in a fused
+# body: tfc/ops/math.py's _ArrayMath and _BodyMath), so compiled code computes
+# eager's operations in eager's order.
+
+_SQRT_HALF = 0.7071067811865476        # 1 / sqrt(2)
+_SQRT_2_OVER_PI = 0.7978845608028654   # sqrt(2 / pi)
+_INV_SQRT_2PI = 0.3989422804014327     # 1 / sqrt(2 pi)
+_GELU_CUBIC = 0.044715
+
+
+def _gelu_formula(m, x, approximate: bool, double: bool):
+    # exact: x/2 (1 + erf(x / sqrt 2)); tanh form: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    if approximate:
+        cube = m.mul(m.mul(x, x), x)
+        t = m.tanh(m.mul(m.add(x, m.mul(cube, m.c(_GELU_CUBIC))), m.c(_SQRT_2_OVER_PI)))
+    else:
+        t = _erf_formula(m, m.mul(x, m.c(_SQRT_HALF)), double)
+    return m.mul(m.mul(x, m.c(0.5)), m.add(t, m.c(1.0)))
+
+
+def _gelu_kernel(x, approximate=False):
+    if x.dtype == np.float16:  # float16 computes in float32 and rounds once (as sigmoid)
+        return _gelu_kernel(x.astype(np.float32), approximate).astype(np.float16)
+    return _gelu_formula(_ArrayMath(x.dtype), x, approximate, x.dtype == np.float64)
+
+
+def _gelu_scalar(b, x, approximate=False):
+    from tfc.ops import _scalar as S
+
+    if b.dtype(x) == dtypes.float16:
+        return S.cast(b, _gelu_scalar(b, S.cast(b, x, dtypes.float32), approximate), dtypes.float16)
+    return _gelu_formula(_BodyMath(b, x), x, approximate, b.dtype(x) == dtypes.float64)
+
+
+def _gelu_grad(e, g):
+    x = e.inputs[0]
+    if e.attrs["approximate"]:
+        # d/dx: (1 + t)/2 + x/2 (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
+        x2 = square(x)
+        t = tanh((x + x * x2 * _GELU_CUBIC) * _SQRT_2_OVER_PI)
+        inner = (1 - square(t)) * ((x2 * (3 * _GELU_CUBIC) + 1) * _SQRT_2_OVER_PI)
+        return [g * ((t + 1) * 0.5 + x * 0.5 * inner)]
+    # d/dx: Phi(x) + x phi(x), the normal's distribution and density
+    cdf = (erf(x * _SQRT_HALF) + 1) * 0.5
+    return [g * (cdf + x * (exp(square(x) * -0.5) * _INV_SQRT_2PI))]
+
+
+def _gelu_infer(op, x: Spec, approximate=False) -> Spec:
+    return inf.unary(FLOATS)(op, x)
+
+
+@declare(kernel=_gelu_kernel, infer=_gelu_infer, grad=_gelu_grad, attrs={"approximate": "bool"}, quiet=True,
+         scalar=_gelu_scalar)
+def gelu(features, approximate=False):
+    """The Gaussian error linear unit, ``x * Phi(x)``: exact (erf) by default,
+    the tanh approximation with ``approximate=True`` (TensorFlow's arguments)."""
+    return (features,), {"approximate": bool(approximate)}
+
+
+def _silu_kernel(x):
+    return np.multiply(x, _sigmoid_kernel(x))
+
+
+def _silu_scalar(b, x):
+    from tfc.ops import _scalar as S
+
+    return S.mul(b, x, _sigmoid_scalar(b, x))
+
+
+def _silu_grad(e, g):
+    # d/dx x s(x) = s (1 + x (1 - s))
+    x = e.inputs[0]
+    s = sigmoid(x)
+    return [g * (s * (x * (1 - s) + 1))]
+
+
+@declare(kernel=_silu_kernel, infer=inf.unary(FLOATS), grad=_silu_grad, quiet=True, scalar=_silu_scalar)
+def silu(features):
+    """``x * sigmoid(x)`` (swish with beta 1)."""
+    return (features,), {}
+
+
+# -- moments, normalization ----------------------------------------------------------------
+# Composites (expand=): reductions over the axes and elementwise pieces, which fuse.
+
+
+def _axes_infer(op, x: Spec, axes):
+    inf.check_dtype(op, x, FLOATS)
+    if not axes:
+        raise ValueError(f"{op.name}: axes must name at least one axis")
+    return inf.normalize_axes(op, axes, x.ndim)
+
+
+def _centered(b, x, axes):
+    """(mean, x - mean, mean of the squared difference), axes kept."""
+    m = b.reduce_mean(x, axis=axes, keepdims=True)
+    d = b.subtract(x, m)
+    return m, d, b.reduce_mean(b.square(d), axis=axes, keepdims=True)
+
+
+def _moments_infer(op, x: Spec, axes, keepdims):
+    norm = _axes_infer(op, x, axes)
+    s = Spec(inf.reduced_shape(x.shape, norm, keepdims), x.dtype)
+    return [s, s]
+
+
+def _moments_expand(b, x, axes, keepdims):
+    m, _, v = _centered(b, x, axes)
+    if not keepdims:
+        shape = tuple(d for i, d in enumerate(b.shape(x)) if i not in {a % len(b.shape(x)) for a in axes})
+        m, v = b.reshape(m, shape=shape), b.reshape(v, shape=shape)
+    return [m, v]
+
+
+def _kept_axes(t, axes, keepdims):
+    """``t``, a result over reduced ``axes``, with them back as size 1."""
+    if not keepdims:
+        for a in sorted(axes):
+            t = expand_dims(t, a)
+    return t
+
+
+def _count(x, axes):
+    """Elements per reduced result: an int, or a 0-d tensor of x's dtype where
+    a reduced dimension is known only at run time."""
+    if any(x.shape[a] is None for a in axes):
+        from tfc.ops.shapes import count_along
+
+        return cast(count_along(x, axes), x.dtype)
+    return int(np.prod([x.shape[a] for a in axes]))
+
+
+def _moments_grad(e, g):
+    # d mean / dx = 1/n; d var / dx = 2 (x - mean) / n
+    x = e.inputs[0]
+    axes = inf.normalize_axes(e.op, e.attrs["axes"], x.ndim)
+    keep = e.attrs["keepdims"]
+    gm, gv = (_kept_axes(t, axes, keep) for t in g)
+    n = _count(x, axes)
+    mean = _kept_axes(e.outputs[0], axes, keep)
+    return [((x - mean) * (gv * 2) + gm) / n]
+
+
+@declare(kernel=eager_kernel(_moments_expand), infer=_moments_infer, grad=_moments_grad,
+         attrs={"axes": "ints", "keepdims": "bool"}, expand=_moments_expand)
+def moments(x, axes, keepdims=False):
+    """``(mean, variance)`` of ``x`` over ``axes`` (the variance of the
+    population: the mean squared difference from the mean), as TensorFlow's
+    ``tf.nn.moments``."""
+    return (x,), {"axes": _axes_list("moments", axes), "keepdims": bool(keepdims)}
+
+
+def _axes_list(name, axes):
+    from tfc.ops.reductions import _axis_attr
+
+    if axes is None:
+        raise TypeError(f"{name}: axes must be an int or a sequence of ints, got None")
+    return _axis_attr(axes, name)
+
+
+def _normalize_infer(op, x: Spec, axes, epsilon):
+    _axes_infer(op, x, axes)
+    if not epsilon > 0:
+        raise ValueError(f"{op.name}: epsilon must be > 0, got {epsilon}")
+    return x
+
+
+def _normalize_expand(b, x, axes, epsilon):
+    # (x - mean) / sqrt(var + epsilon)
+    _, d, v = _centered(b, x, axes)
+    return b.multiply(d, b.rsqrt(b.add(v, b.constant(epsilon, _dtype_of(b, x)))))
+
+
+def _dtype_of(b, x):
+    from tfc.core.dtypes import from_numpy
+
+    if isinstance(x, np.ndarray):
+        return from_numpy(x.dtype)
+    from tfc.dialects.tensor import spec_of
+
+    return spec_of(x.type).dtype
+
+
+def _normalize_grad(e, g):
+    # dx = r (g - mean(g) - y mean(g y)), r = 1 / sqrt(var + epsilon), y the result
+    x, y = e.inputs[0], e.outputs[0]
+    axes = e.attrs["axes"]
+    _, var = moments(x, axes, keepdims=True)
+    r = rsqrt(var + e.attrs["epsilon"])
+    return [r * (g - reduce_mean(g, axis=axes, keepdims=True) - y * reduce_mean(g * y, axis=axes, keepdims=True))]
+
+
+def _rows_outside(ranks, axes, **attrs) -> bool:
+    return all(a % ranks[0] != 0 for a in axes)
+
+
+@declare(kernel=eager_kernel(_normalize_expand), infer=_normalize_infer, grad=_normalize_grad,
+         attrs={"axes": "ints", "epsilon": "float"}, rows=_rows_outside, expand=_normalize_expand)
+def normalize(x, axes, epsilon):
+    """``(x - mean) / sqrt(variance + epsilon)`` over ``axes``: layer_norm's
+    normalization, without its scale and offset."""
+    return (x,), {"axes": _axes_list("normalize", axes), "epsilon": float(epsilon)}
+
+
+def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+    """Layer normalization: ``x`` normalized over ``axis`` (an int or a
+    sequence: the mean and variance of each example's features), then
+    ``* gamma + beta`` where given (broadcast against the result, as Keras'
+    ``LayerNormalization`` scale and center). ``epsilon`` is Keras' default."""
+    y = normalize(x, axis, epsilon)
+    if gamma is not None:
+        y = y * gamma
+    if beta is not None:
+        y = y + beta
+    return y
+
+
+# -- embedding lookup -------------------------------------------------------------------
+
+
+def embedding_lookup(params, ids, max_norm=None):
+    """The rows of ``params`` [vocab, ...] at ``ids`` (ints in [0, vocab)): a
+    gather along axis 0, whose gradient is a scatter-add into ``params``' shape.
+    ``params`` may be a tensor or a list of one (TensorFlow's partitioned lists
+    of several raise NotImplementedError). With ``max_norm``, rows whose L2 norm
+    is larger are scaled down to it (TensorFlow's clipping of the looked-up rows)."""
+    from tfc.ops.shapes import gather
+
+    if isinstance(params, (list, tuple)):
+        if len(params) != 1:
+            raise NotImplementedError(
+                f"embedding_lookup: params partitioned into {len(params)} tensors (only one tensor is supported)")
+        params = params[0]
+    from tfc.core.tensor import convert_to_tensor
+
+    params = convert_to_tensor(params)
+    rows = gather(params, ids, axis=0)
+    if max_norm is None:
+        return rows
+    if params.ndim < 2:
+        raise ValueError(f"embedding_lookup: max_norm needs params of rank >= 2 (rows to measure), got rank "
+                         f"{params.ndim}")
+    feature_axes = tuple(range(rows.ndim - params.ndim + 1, rows.ndim))
+    norm = sqrt(reduce_sum(square(rows), axis=feature_axes, keepdims=True))
+    return rows * (max_norm / maximum(norm, max_norm))
+
+
 __all__ = ["softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "pick_along_last"]
+           "pick_along_last", "gelu", "silu", "moments", "normalize", "layer_norm", "embedding_lookup"]

@@ -1,0 +1,181 @@
+"""The nn ops a TensorFlow user reaches for (gelu, silu, erf, moments,
+layer_norm, embedding_lookup): values against numpy/math, gradients against
+finite differences (float64), compiled (numpy backend) bit-identical to eager."""
+import math
+
+import numpy as np
+import pytest
+
+import tfc
+from helpers import check_grad, check_second_grad
+from tfc.ops.math import erf
+
+
+def erf_ref(x):
+    return np.vectorize(math.erf)(np.asarray(x, np.float64))
+
+
+def same_compiled(f, *arrays):
+    """f eagerly and under tfc.function (static and None signatures) give the same bits."""
+    want = f(*[tfc.constant(a) for a in arrays])
+    wants = want if isinstance(want, (list, tuple)) else [want]
+    static = tfc.function(f)
+    dynamic = tfc.function(f, input_signature=[tfc.TensorSpec([None] * a.ndim, tfc.as_dtype(a.dtype))
+                                               for a in arrays])
+    for fn in (static, dynamic):
+        got = fn(*[tfc.constant(a) for a in arrays])
+        gots = got if isinstance(got, (list, tuple)) else [got]
+        for g, w in zip(gots, wants):
+            assert g.dtype == w.dtype
+            assert np.array_equal(g.numpy(), w.numpy(), equal_nan=True), fn
+    return wants
+
+
+@pytest.mark.parametrize("dtype, ulps", [(np.float64, 2.5), (np.float32, 1.5), (np.float16, 1.0)])
+def test_erf_accuracy(dtype, ulps):
+    x = np.concatenate([np.linspace(-7, 7, 20001), [0.0, -0.0, 1.0, -1.0, 4.0, 6.0]]).astype(dtype)
+    got = erf(x).numpy()
+    assert got.dtype == dtype
+    ref = erf_ref(x)
+    err = np.abs(got.astype(np.float64) - ref) / np.maximum(np.abs(ref), np.finfo(dtype).tiny)
+    assert err.max() <= ulps * np.finfo(dtype).eps
+    np.testing.assert_array_equal(erf(np.array([np.nan, np.inf, -np.inf, -0.0], dtype)).numpy(),
+                                  np.array([np.nan, 1, -1, -0.0], dtype))
+    assert np.signbit(erf(np.array([-0.0], dtype)).numpy()[0])
+
+
+def test_erf_gradient_and_compiled(rng):
+    check_grad(erf, rng.normal(size=(7,)) * 2)
+    check_second_grad(erf, rng.normal(size=(5,)))
+    for dtype in (np.float64, np.float32, np.float16):
+        same_compiled(lambda t: erf(t * 3), np.linspace(-3, 3, 301).astype(dtype))
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+def test_gelu(rng, approximate):
+    x = np.linspace(-8, 8, 1601)
+    if approximate:
+        want = 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+    else:
+        want = 0.5 * x * (1 + erf_ref(x / np.sqrt(2)))
+    np.testing.assert_allclose(tfc.nn.gelu(x, approximate=approximate).numpy(), want, rtol=1e-14, atol=1e-15)
+    # float32: 1 + tanh cancels for very negative x (an absolute error of x * eps, as TensorFlow)
+    np.testing.assert_allclose(tfc.nn.gelu(x.astype(np.float32), approximate).numpy(), want, rtol=2e-6, atol=1e-6)
+    check_grad(lambda t: tfc.nn.gelu(t, approximate=approximate), rng.normal(size=(9,)) * 3)
+    check_second_grad(lambda t: tfc.nn.gelu(t, approximate=approximate), rng.normal(size=(5,)))
+    for dtype in (np.float64, np.float32, np.float16):
+        same_compiled(lambda t: tfc.nn.gelu(t * 2 + 1, approximate=approximate) * 3,
+                      rng.normal(size=(4, 33)).astype(dtype))
+
+
+def test_silu(rng):
+    x = rng.normal(size=(5, 6)) * 4
+    np.testing.assert_allclose(tfc.nn.silu(x).numpy(), x / (1 + np.exp(-x)), rtol=1e-14)
+    check_grad(tfc.nn.silu, x)
+    check_second_grad(tfc.nn.silu, rng.normal(size=(5,)))
+    for dtype in (np.float64, np.float32, np.float16):
+        same_compiled(lambda t: tfc.nn.silu(t) + 1, x.astype(dtype))
+
+
+def test_activation_errors():
+    with pytest.raises(TypeError, match="gelu.*int32"):
+        tfc.nn.gelu(tfc.constant([1, 2]))
+    with pytest.raises(TypeError, match="silu.*int32"):
+        tfc.nn.silu(tfc.constant([1, 2]))
+
+
+@pytest.mark.parametrize("axes, keepdims", [([0], False), ([0, 2], True), (-1, False), ([1, 2], False)])
+def test_moments(rng, axes, keepdims):
+    x = rng.normal(size=(3, 4, 5)) * 2 + 1
+    m, v = tfc.nn.moments(x, axes, keepdims=keepdims)
+    ax = tuple(np.atleast_1d(axes))
+    np.testing.assert_allclose(m.numpy(), x.mean(axis=ax, keepdims=keepdims), rtol=1e-13)
+    np.testing.assert_allclose(v.numpy(), x.var(axis=ax, keepdims=keepdims), rtol=1e-12)
+    w1, w2 = rng.normal(size=m.shape), rng.normal(size=m.shape)
+    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims)[0] * w1 + tfc.nn.moments(t, axes, keepdims)[1] * w2, x)
+    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims)[1], x)  # the mean unused: its gradient is zeros
+    same_compiled(lambda t: tfc.nn.moments(t * 2, axes, keepdims), x.astype(np.float32))
+
+
+def test_moments_errors():
+    with pytest.raises(ValueError, match="moments.*axis 3 is out of range"):
+        tfc.nn.moments(tfc.ones([2, 3]), [3])
+    with pytest.raises(TypeError, match="moments.*int32"):
+        tfc.nn.moments(tfc.constant([1, 2]), [0])
+    with pytest.raises(ValueError, match="moments: repeated axis"):
+        tfc.nn.moments(tfc.ones([2, 3]), [1, -1])
+
+
+def np_layer_norm(x, axes, eps):
+    m = x.mean(axis=axes, keepdims=True)
+    return (x - m) / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+
+
+@pytest.mark.parametrize("axis", [-1, (1, 2)])
+def test_layer_norm(rng, axis):
+    x = rng.normal(size=(3, 4, 6)) * 3 + 2
+    gamma, beta = rng.normal(size=(6,)), rng.normal(size=(6,))
+    ax = tuple(np.atleast_1d(axis))
+    np.testing.assert_allclose(tfc.nn.layer_norm(x, axis=axis, epsilon=1e-5).numpy(),
+                               np_layer_norm(x, ax, 1e-5), rtol=1e-12, atol=1e-13)
+    np.testing.assert_allclose(tfc.nn.layer_norm(x, gamma, beta, axis=axis).numpy(),
+                               np_layer_norm(x, ax, 1e-3) * gamma + beta, rtol=1e-12, atol=1e-13)
+    w = rng.normal(size=x.shape)
+    check_grad(lambda t, gm, bt: tfc.nn.layer_norm(t, gm, bt, axis=axis) * w, x, gamma, beta)
+    check_second_grad(lambda t: tfc.nn.layer_norm(t, epsilon=0.1) * w[0], rng.normal(size=(4, 6)))
+    for dtype in (np.float64, np.float32):
+        same_compiled(lambda t, gm, bt: tfc.nn.layer_norm(t, gm, bt, axis=axis), x.astype(dtype),
+                      gamma.astype(dtype), beta.astype(dtype))
+
+
+def test_layer_norm_errors():
+    with pytest.raises(ValueError, match="normalize.*epsilon must be > 0"):
+        tfc.nn.layer_norm(tfc.ones([2, 3]), epsilon=0.0)
+    with pytest.raises(TypeError, match="normalize.*int32"):
+        tfc.nn.layer_norm(tfc.constant([[1, 2]]))
+
+
+def test_layer_norm_training_step_compiled(rng):
+    """A compiled gradient through layer_norm and gelu equals the eager one bit for bit."""
+    x = rng.normal(size=(8, 16)).astype(np.float32)
+    w = tfc.Variable(rng.normal(size=(16, 16)).astype(np.float32))
+
+    def step(t):
+        with tfc.GradientTape() as tape:
+            loss = tfc.reduce_sum(tfc.square(tfc.nn.gelu(tfc.nn.layer_norm(tfc.matmul(t, w)))))
+        return loss, tape.gradient(loss, w)
+
+    want = step(tfc.constant(x))
+    got = tfc.function(step)(tfc.constant(x))
+    for g, e in zip(got, want):
+        assert np.array_equal(g.numpy(), e.numpy())
+
+
+def test_embedding_lookup(rng):
+    params = rng.normal(size=(7, 3))
+    ids = np.array([[0, 6, 2], [2, 2, 5]])
+    np.testing.assert_array_equal(tfc.nn.embedding_lookup(params, ids).numpy(), params[ids])
+    np.testing.assert_array_equal(tfc.nn.embedding_lookup([params], ids).numpy(), params[ids])
+    w = rng.normal(size=(2, 3, 3))
+    check_grad(lambda p: tfc.nn.embedding_lookup(p, ids) * w, params)
+    # the gradient is a scatter-add: repeated ids add up
+    p = tfc.constant(params)
+    with tfc.GradientTape() as tape:
+        tape.watch(p)
+        y = tfc.reduce_sum(tfc.nn.embedding_lookup(p, ids))
+    np.testing.assert_array_equal(tape.gradient(y, p).numpy()[:, 0], [1, 0, 3, 0, 0, 1, 1])
+    same_compiled(lambda q, i: tfc.nn.embedding_lookup(q, i) * 2, params.astype(np.float32), ids)
+    # max_norm: rows longer than it are scaled down to it, shorter ones kept
+    got = tfc.nn.embedding_lookup(params, ids, max_norm=1.0).numpy()
+    norms = np.linalg.norm(params[ids], axis=-1, keepdims=True)
+    np.testing.assert_allclose(got, params[ids] * np.minimum(1, 1 / norms), rtol=1e-14)
+    check_grad(lambda p: tfc.nn.embedding_lookup(p, ids, max_norm=1.0) * w, params)
+
+
+def test_embedding_lookup_errors():
+    with pytest.raises(tfc.errors.InvalidArgumentError):
+        tfc.nn.embedding_lookup(np.ones((3, 2)), np.array([3]))
+    with pytest.raises(NotImplementedError, match="partitioned into 2"):
+        tfc.nn.embedding_lookup([np.ones((3, 2)), np.ones((3, 2))], np.array([0]))
+    with pytest.raises(ValueError, match="max_norm needs params of rank >= 2"):
+        tfc.nn.embedding_lookup(np.ones(3), np.array([0]), max_norm=1.0)
