@@ -36,6 +36,7 @@ from tfc import config, random  # noqa: F401
 from tfc import nn  # noqa: E402,F401
 from tfc.nn.module import Module  # noqa: E402,F401
 from tfc.nn import layers, optimizers  # noqa: E402,F401
+from tfc.nn.optimizers import clip_by_global_norm  # noqa: E402,F401
 from tfc.nn import train  # noqa: E402,F401
 from tfc.frontend import autograph  # noqa: F401,E402
 

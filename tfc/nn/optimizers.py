@@ -1,9 +1,12 @@
-"""``tfc.optimizers``: SGD (with momentum) and Adam, with Keras' update rules.
+"""``tfc.optimizers``: SGD (with momentum, Nesterov), RMSprop, Adam and AdamW, with
+Keras' update rules; learning-rate schedules in ``tfc.optimizers.schedules``;
+``clip_by_global_norm`` (``tfc.clip_by_global_norm``).
 
 Updates are written with tfc ops and Variable assignments, so a training step
 that calls ``apply_gradients`` can be traced into a compiled function. Per-
 variable state ("slots": momentum, Adam's m and v) lives in Variables, created
-on first use, so checkpoints hold it; ``iterations`` counts applied steps.
+on first use, so checkpoints hold it; ``iterations`` counts applied steps (a
+Variable: a schedule given the step is part of a compiled step too).
 """
 from __future__ import annotations
 
@@ -14,9 +17,11 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.device import GPU
 from tfc.core.tape import GradientTape
-from tfc.core.tensor import Tensor, wrap
+from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
-from tfc.ops.math import cast, sqrt
+from tfc.nn import schedules
+from tfc.ops.math import cast, maximum, sqrt, square
+from tfc.ops.reductions import reduce_sum
 
 
 def _takes_arguments(fn) -> bool:
@@ -40,7 +45,7 @@ class Optimizer:
 
     slot_names: tuple = ()
 
-    def __init__(self, learning_rate, name=None):
+    def __init__(self, learning_rate, name=None, weight_decay=None):
         if not callable(learning_rate) and not isinstance(learning_rate, (int, float, Tensor)):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a number or a callable schedule, "
                             f"got {learning_rate!r}")
@@ -49,6 +54,20 @@ class Optimizer:
         self.name = name or type(self).__name__
         self.iterations = Variable(0, trainable=False, name=f"{self.name}/iterations", dtype=dtypes.int64)
         self._slots: dict = {}  # var.ref() -> {slot name: Variable}
+        if weight_decay is not None and not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
+            raise ValueError(f"{type(self).__name__}: weight_decay must be a number >= 0 or None, got {weight_decay!r}")
+        self.weight_decay = None if weight_decay is None else float(weight_decay)
+        self._no_decay_refs, self._no_decay_names = set(), ()
+
+    def exclude_from_weight_decay(self, var_list=(), var_names=()) -> None:
+        """Variables (or variables whose name contains one of ``var_names``) that
+        weight decay leaves alone (biases and normalization scales, typically)."""
+        self._no_decay_refs.update(v.ref() for v in var_list)
+        self._no_decay_names += tuple(var_names)
+
+    def _decays(self, var) -> bool:
+        return bool(self.weight_decay) and var.ref() not in self._no_decay_refs and not any(
+            n in (var.name or "") for n in self._no_decay_names)
 
     # -- slots ------------------------------------------------------------------------
     def get_slot(self, var, slot_name):
@@ -72,8 +91,9 @@ class Optimizer:
 
     # -- updates ------------------------------------------------------------------------
     def _step_lrs(self, var_dtypes):
-        """{dtype: this step's learning rate in it}: the schedule runs once per step,
-        and each optimizer folds in its per-step factors once (``_scale_lr``)."""
+        """{dtype: (this step's learning rate in it, the rate the updates use)}: the
+        schedule runs once per step, and each optimizer folds in its per-step
+        factors once (``_scale_lr``)."""
         lr = self.learning_rate
         if callable(lr):
             lr = lr(self.iterations.read_value()) if self._schedule_takes_step else lr()
@@ -81,7 +101,7 @@ class Optimizer:
         for dtype in var_dtypes:
             # a Python number stays weak: it takes the variable's dtype
             typed = cast(lr, dtype) if isinstance(lr, Tensor) and lr.dtype != dtype else lr
-            out[dtype] = self._scale_lr(typed, dtype)
+            out[dtype] = (typed, self._scale_lr(typed, dtype))
         return out
 
     def _scale_lr(self, lr, dtype):
@@ -111,7 +131,11 @@ class Optimizer:
         for g, v in pairs:
             if g.dtype != v.dtype:
                 g = cast(g, v.dtype)
-            self._update(g, v, lrs[v.dtype])
+            lr, lr_t = lrs[v.dtype]
+            if self._decays(v):
+                # decoupled weight decay (Loshchilov & Hutter), before the update, as Keras
+                v.assign(v - v * self.weight_decay * lr)
+            self._update(g, v, lr_t)
         self.iterations.assign_add(1)
 
     def _update(self, grad, var, lr) -> None:
@@ -142,8 +166,8 @@ class SGD(Optimizer):
     ``velocity = momentum * velocity - lr * g; var += velocity``
     (Nesterov: ``var += momentum * velocity - lr * g``)."""
 
-    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None, weight_decay=None):
+        super().__init__(learning_rate, name, weight_decay)
         if not 0 <= momentum <= 1:
             raise ValueError(f"SGD: momentum must be in [0, 1], got {momentum!r}")
         self.momentum = float(momentum)
@@ -162,6 +186,40 @@ class SGD(Optimizer):
             var.assign_add(velocity)
 
 
+class RMSprop(Optimizer):
+    """RMSprop in Keras' form: ``velocity = rho velocity + (1 - rho) g^2``;
+    ``increment = lr g / sqrt(velocity + epsilon)`` (centered: ``velocity -
+    average_gradient^2 + epsilon``, with ``average_gradient = rho average_gradient
+    + (1 - rho) g``); with momentum ``m = momentum m + increment; var -= m``,
+    else ``var -= increment``."""
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, name=None,
+                 weight_decay=None):
+        super().__init__(learning_rate, name, weight_decay)
+        if not 0 <= rho < 1 or not 0 <= momentum < 1:
+            raise ValueError(f"RMSprop: rho and momentum must be in [0, 1), got rho={rho!r}, momentum={momentum!r}")
+        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), bool(centered)
+        self.slot_names = ("velocity",) + (("momentum",) if self.momentum else ()) + (
+            ("average_gradient",) if self.centered else ())
+
+    def _update(self, grad, var, lr):
+        velocity = self.get_slot(var, "velocity")
+        velocity.assign(self.rho * velocity + (1 - self.rho) * square(grad))
+        if self.centered:
+            average = self.get_slot(var, "average_gradient")
+            average.assign(self.rho * average + (1 - self.rho) * grad)
+            denominator = velocity - square(average) + self.epsilon
+        else:
+            denominator = velocity + self.epsilon
+        increment = lr * grad / sqrt(denominator)
+        if self.momentum:
+            momentum = self.get_slot(var, "momentum")
+            momentum.assign(self.momentum * momentum + increment)
+            var.assign_sub(momentum)
+        else:
+            var.assign_sub(increment)
+
+
 class Adam(Optimizer):
     """Adam (Kingma & Ba), in Keras' form: with t = step + 1,
     ``m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
@@ -169,8 +227,8 @@ class Adam(Optimizer):
 
     slot_names = ("m", "v")
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None):
-        super().__init__(learning_rate, name)
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None, weight_decay=None):
+        super().__init__(learning_rate, name, weight_decay)
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
     def _scale_lr(self, lr, dtype):
@@ -184,4 +242,50 @@ class Adam(Optimizer):
         var.assign_sub(lr_t * m / (sqrt(v) + self.epsilon))
 
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), Keras' form: before
+    each Adam update, ``var -= var * weight_decay * lr`` (lr: the scheduled rate,
+    not Adam's bias-corrected one). ``exclude_from_weight_decay`` names variables
+    to leave undecayed."""
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name=None):
+        if weight_decay is None:
+            raise ValueError("AdamW: weight_decay must be a number (use Adam for none)")
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, name, weight_decay)
+
+
+def global_norm(t_list):
+    """sqrt of the sum of the squares of every element of every tensor (None skipped),
+    in the dtype of the first tensor."""
+    tensors = [t if isinstance(t, Tensor) else wrap(np.asarray(t)) for t in t_list if t is not None]
+    if not tensors:
+        raise ValueError("global_norm: t_list has no tensors")
+    dtype = tensors[0].dtype
+    total = None
+    for t in tensors:
+        part = reduce_sum(square(t if t.dtype == dtype else cast(t, dtype)))
+        total = part if total is None else total + part
+    return sqrt(total)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None):
+    """TensorFlow's clip_by_global_norm: each tensor times ``clip_norm / max(global_norm,
+    clip_norm)``; returns ``(clipped list, global norm)`` (None entries stay None; an
+    infinite norm gives NaNs, as in TensorFlow)."""
+    if isinstance(t_list, (Tensor, np.ndarray)) or not hasattr(t_list, "__iter__"):
+        raise TypeError("clip_by_global_norm: t_list must be a sequence of tensors")
+    t_list = list(t_list)
+    if isinstance(clip_norm, (int, float)) and not clip_norm > 0:
+        raise ValueError(f"clip_by_global_norm: clip_norm must be > 0, got {clip_norm!r}")
+    norm = global_norm(t_list) if use_norm is None else convert_to_tensor(use_norm)
+    scale = clip_norm / maximum(norm, clip_norm) + (norm - norm)  # norm - norm: NaN for an infinite norm
+    clipped = [None if t is None else t * (scale if scale.dtype == t.dtype else cast(scale, t.dtype)) for t in t_list]
+    return clipped, norm
+
+
+__all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "AdamW", "schedules", "clip_by_global_norm", "global_norm"]
+
+
+def __dir__():
+    """Only the public names (not the modules and helpers this one imports)."""
+    return list(__all__)
