@@ -179,3 +179,50 @@ def test_embedding_lookup_errors():
         tfc.nn.embedding_lookup([np.ones((3, 2)), np.ones((3, 2))], np.array([0]))
     with pytest.raises(ValueError, match="max_norm needs params of rank >= 2"):
         tfc.nn.embedding_lookup(np.ones(3), np.array([0]), max_norm=1.0)
+
+
+@pytest.mark.parametrize("axis", [None, -1, (0, 2)])
+def test_l2_normalize(rng, axis):
+    x = rng.normal(size=(3, 4, 5))
+    ax = None if axis is None else tuple(np.atleast_1d(axis))
+    want = x / np.sqrt(np.maximum(np.sum(x * x, axis=ax, keepdims=True), 1e-12))
+    np.testing.assert_allclose(tfc.nn.l2_normalize(x, axis).numpy(), want, rtol=1e-14)
+    w = rng.normal(size=x.shape)
+    check_grad(lambda t: tfc.nn.l2_normalize(t, axis) * w, x)
+    same_compiled(lambda t: tfc.nn.l2_normalize(t, axis) + 1, x.astype(np.float32))
+
+
+def test_l2_normalize_below_epsilon(rng):
+    # a row whose squared norm is under epsilon is divided by sqrt(epsilon): its gradient is 1/sqrt(epsilon)
+    x = np.array([[1e-4, -2e-4], [3.0, 4.0]])
+    np.testing.assert_allclose(tfc.nn.l2_normalize(x, -1, epsilon=1e-6).numpy(), [[0.1, -0.2], [0.6, 0.8]])
+    check_grad(lambda t: tfc.nn.l2_normalize(t, -1, epsilon=1e-6) * np.array([1.0, 2.0]), x)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_softmax_cross_entropy_with_logits(rng, axis):
+    logits = rng.normal(size=(4, 5)) * 3
+    labels = rng.random(size=(4, 5))
+    labels /= labels.sum(axis=axis, keepdims=True)
+    logp = logits - logits.max(axis=axis, keepdims=True)
+    logp -= np.log(np.exp(logp).sum(axis=axis, keepdims=True))
+    np.testing.assert_allclose(tfc.nn.softmax_cross_entropy_with_logits(labels, logits, axis).numpy(),
+                               -(labels * logp).sum(axis=axis), rtol=1e-13)
+    w = rng.normal(size=(5 if axis == 0 else 4,))
+    check_grad(lambda lb, lg: tfc.nn.softmax_cross_entropy_with_logits(lb, lg, axis) * w, labels, logits)
+    same_compiled(lambda lb, lg: tfc.nn.softmax_cross_entropy_with_logits(lb, lg, axis),
+                  labels.astype(np.float32), logits.astype(np.float32))
+    # one-hot labels give the sparse cross-entropy
+    ids = rng.integers(0, 5, size=4)
+    np.testing.assert_allclose(
+        tfc.nn.softmax_cross_entropy_with_logits(np.eye(5)[ids], logits).numpy(),
+        tfc.nn.sparse_softmax_cross_entropy_with_logits(ids, logits).numpy(), rtol=1e-14)
+    big = np.array([[1000.0, 0.0, -1000.0]])
+    assert np.isfinite(tfc.nn.softmax_cross_entropy_with_logits(np.array([[0.0, 0.5, 0.5]]), big).numpy()).all()
+
+
+def test_dense_xent_errors():
+    with pytest.raises(ValueError, match="softmax_cross_entropy_with_logits.*same shape"):
+        tfc.nn.softmax_cross_entropy_with_logits(tfc.ones([2, 3]), tfc.ones([2, 4]))
+    with pytest.raises(TypeError, match="softmax_cross_entropy_with_logits.*int"):
+        tfc.nn.softmax_cross_entropy_with_logits(tfc.constant([[1, 0]]), tfc.constant([[1, 0]]))

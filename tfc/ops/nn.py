@@ -480,6 +480,83 @@ def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
     return y
 
 
+def _l2_normalize_infer(op, x: Spec, axes, epsilon):
+    if axes is not None:
+        _axes_infer(op, x, axes)
+    else:
+        inf.check_dtype(op, x, FLOATS)
+    return x
+
+
+def _l2_normalize_expand(b, x, axes, epsilon):
+    # x / sqrt(max(sum(x^2), epsilon)), as TensorFlow
+    axes = tuple(range(len(b.shape(x)))) if axes is None else axes
+    ss = b.reduce_sum(b.square(x), axis=axes, keepdims=True)
+    return b.multiply(x, b.rsqrt(b.maximum(ss, b.constant(epsilon, _dtype_of(b, x)))))
+
+
+def _l2_normalize_grad(e, g):
+    # dx = r g - x r^3 sum(g x) where sum(x^2) > epsilon (else the norm is the constant epsilon)
+    x = e.inputs[0]
+    axes, eps = e.attrs["axes"], e.attrs["epsilon"]
+    ss = reduce_sum(square(x), axis=axes, keepdims=True)
+    r = rsqrt(maximum(ss, eps))
+    through = where(ss > eps, r * r * r * reduce_sum(g * x, axis=axes, keepdims=True), cast(0, x.dtype))
+    return [g * r - x * through]
+
+
+@declare(kernel=eager_kernel(_l2_normalize_expand), infer=_l2_normalize_infer, grad=_l2_normalize_grad,
+         attrs={"axes": "ints?", "epsilon": "float"}, expand=_l2_normalize_expand)
+def l2_normalize(x, axis=None, epsilon=1e-12):
+    """``x / sqrt(max(sum(x**2, axis), epsilon))``: ``x`` scaled to unit L2
+    norm over ``axis`` (None: all axes), as TensorFlow's ``tf.nn.l2_normalize``."""
+    from tfc.ops.reductions import _axis_attr
+
+    return (x,), {"axes": _axis_attr(axis, "l2_normalize"), "epsilon": float(epsilon)}
+
+
+# -- the dense-label cross-entropy ----------------------------------------------------------
+
+
+def _dense_xent_infer(op, labels: Spec, logits: Spec, axis) -> Spec:
+    _sigmoid_xent_infer(op, labels, logits)  # same shapes and dtype, floats
+    if logits.ndim == 0:
+        raise ValueError(f"{op.name}: logits must have rank >= 1, got a scalar")
+    a = inf.normalize_axis(op, axis, logits.ndim)
+    shape = tuple(b if d is None else d for d, b in zip(labels.shape, logits.shape))
+    return Spec(shape[:a] + shape[a + 1:], logits.dtype)
+
+
+def _dense_xent_expand(b, labels, logits, axis):
+    # sum(labels * (log(sum(exp(z))) - z)) with z = logits - max along the axis (TensorFlow's form)
+    shape = b.shape(logits)
+    axes = (axis % len(shape),)
+    z = b.subtract(logits, b.reduce_max(logits, axis=axes, keepdims=True))
+    lse = b.log(b.reduce_sum(b.exp(z), axis=axes, keepdims=True))
+    return b.reduce_sum(b.multiply(labels, b.subtract(lse, z)), axis=axes, keepdims=False)
+
+
+def _dense_xent_grad(e, g):
+    # d/dlogits = softmax * sum(labels) - labels; d/dlabels = -log_softmax (TensorFlow 2 gives both)
+    labels, logits = e.inputs
+    axis = e.attrs["axis"]
+    gk = expand_dims(g, axis)
+    return [
+        gk * -log_softmax(logits, axis=axis) if e.needs_grad(0) else None,
+        gk * (softmax(logits, axis=axis) * reduce_sum(labels, axis=axis, keepdims=True) - labels)
+        if e.needs_grad(1) else None,
+    ]
+
+
+@declare(kernel=eager_kernel(_dense_xent_expand), infer=_dense_xent_infer, grad=_dense_xent_grad,
+         attrs={"axis": "int"}, promote=(0, 1), rows=rows_apart, expand=_dense_xent_expand)
+def softmax_cross_entropy_with_logits(labels, logits, axis=-1):
+    """Per-example cross-entropy of the probability distributions ``labels``
+    against the unnormalised ``logits`` (same shape), along ``axis`` (the
+    classes): ``-sum(labels * log_softmax(logits))``, computed without overflow."""
+    return (labels, logits), {"axis": int(axis)}
+
+
 # -- embedding lookup -------------------------------------------------------------------
 
 
@@ -511,4 +588,5 @@ def embedding_lookup(params, ids, max_norm=None):
 
 
 __all__ = ["softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "pick_along_last", "gelu", "silu", "moments", "normalize", "layer_norm", "embedding_lookup"]
+           "pick_along_last", "gelu", "silu", "moments", "normalize", "layer_norm", "embedding_lookup", "l2_normalize",
+           "softmax_cross_entropy_with_logits"]
