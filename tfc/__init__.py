@@ -30,6 +30,7 @@ from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpos
 from tfc.ops.shapes import concat, gather, one_hot, pad, split, stack, tile, unstack  # noqa: F401
 from tfc.ops.control_flow import Assert, TensorArray, cond, print, while_loop  # noqa: F401
 from tfc import config, random  # noqa: F401
+from tfc import distribute  # noqa: F401,E402  (data-parallel training on MPI)
 
 # Models and training (tfc/nn): the module tfc.nn holds the nn ops; tfc.layers,
 # tfc.optimizers and tfc.train are namespaces over the models code.

