@@ -19,6 +19,7 @@ commands:
                                     tfc opt --help)
   compile MODEL.py [options]        compile the functions of MODEL.py that carry an
                                     input signature (tfc compile --help)
+  run -n N SCRIPT.py [ARGS]         start N ranks of a script (MPI; tfc run --help)
   --version                         print tfc's version
 """
 
@@ -48,6 +49,10 @@ def main(argv=None) -> int:
         from tfc.compile_cli import compile_main
 
         return compile_main(rest)
+    if cmd == "run":
+        from tfc.distribute.launch import run_main
+
+        return run_main(rest)
     print(f"tfc: unknown command {cmd!r}\n{USAGE}", file=sys.stderr, end="")
     return 2
 

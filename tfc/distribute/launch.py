@@ -74,3 +74,48 @@ if __name__ == "__main__":
     if len(sys.argv) < 3 or sys.argv[1] != "--rank-main":
         sys.exit("usage: python -m tfc.distribute.launch --rank-main script.py [args] (started by tfc run)")
     rank_main(sys.argv[2:])
+
+
+RUN_USAGE = """usage: tfc run -n N [--hostfile FILE] SCRIPT.py [ARGS...]
+
+Start N ranks of SCRIPT.py (MPI underneath; docs/distributed.md). The job's
+exit status is non-zero when any rank failed.
+  -n N             the number of ranks
+  --hostfile FILE  the machines and their slots (mpirun's host file); without
+                   it, every rank runs on this machine
+"""
+
+
+def run_main(argv) -> int:
+    """``tfc run``: parse the command line (options before the script; what
+    follows it is the script's), then run the job."""
+    n, hostfile, rest = None, None, list(argv)
+    while rest and rest[0].startswith("-"):
+        opt = rest.pop(0)
+        if opt in ("-h", "--help"):
+            print(RUN_USAGE, end="")
+            return 0
+        if opt not in ("-n", "--hostfile") or not rest:
+            print(f"tfc run: error: {'unknown option ' + repr(opt) if opt not in ('-n', '--hostfile') else opt + ' needs a value'}"
+                  f"\n{RUN_USAGE}", file=sys.stderr, end="")
+            return 2
+        value = rest.pop(0)
+        if opt == "--hostfile":
+            hostfile = value
+            continue
+        try:
+            n = int(value)
+        except ValueError:
+            n = 0
+        if n < 1:
+            print(f"tfc run: error: -n takes a positive number of ranks, got {value!r}", file=sys.stderr)
+            return 2
+    if n is None or not rest:
+        print(f"tfc run: error: {'-n N is required' if n is None else 'no script given'}\n{RUN_USAGE}",
+              file=sys.stderr, end="")
+        return 2
+    try:
+        return run(n, rest[0], rest[1:], hostfile)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"{e}", file=sys.stderr)
+        return 1
