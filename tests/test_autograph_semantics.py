@@ -267,3 +267,123 @@ def test_return_in_some_branches(f, which, x):
     with pytest.raises(ValueError, match=rf"`if` at line ({'|'.join(map(str, lines))}) returns in only some of its "
                                          rf"branches: the {which} branch must also have a return"):
         tfc.function(f)(C(x))
+
+
+# -- 1: any callable ----------------------------------------------------------------------
+
+def _signed(x, scale=1):
+    if x > 0:
+        return x * scale
+    return -x
+
+
+class _Callable:
+    def __init__(self, scale):
+        self.scale = scale
+
+    def __call__(self, x):
+        if x > 0:
+            return x * self.scale
+        return -x
+
+    def method(self, x):
+        return _signed(x, self.scale)
+
+    @staticmethod
+    def static(x):
+        if x > 0:
+            return x * 2
+        return -x
+
+    @classmethod
+    def klass(cls, x):
+        if x > 0:
+            return x * 2
+        return -x
+
+
+def _factory(scale):
+    def made(x):
+        if x > 0:
+            return x * scale
+        return -x
+    return made
+
+
+CALLABLES = {
+    "partial": (functools.partial(_signed, scale=2), "partial(_signed)"),
+    "object": (_Callable(2), "_Callable.__call__"),
+    "bound method": (_Callable(2).method, "_Callable.method"),
+    "staticmethod": (_Callable.static, "_Callable.static"),
+    "classmethod": (_Callable.klass, "_Callable.klass"),
+    "factory": (_factory(2), "_factory.<locals>.made"),
+}
+
+
+@pytest.mark.parametrize("kind", CALLABLES)
+@pytest.mark.parametrize("x", _both([-3, 0, 4]), ids=repr)
+def test_any_callable_converts(kind, x):
+    f, _ = CALLABLES[kind]
+    assert_matches(f, x)
+
+
+@pytest.mark.parametrize("kind", CALLABLES)
+def test_any_callable_retraces_warns_and_explains(kind):
+    f, name = CALLABLES[kind]
+    fn = tfc.function(f)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for i in range(7):  # Python values: one trace each
+            assert fn(i) == f(i)
+    assert fn.trace_count == 7
+    short = name.rsplit(".", 1)[-1] if not name.startswith("partial") else name
+    assert any(f"{short} has been traced" in str(w.message) for w in caught), [str(w.message) for w in caught]
+    assert fn.explain()[0].startswith("first call (x: 0") and "changed from 0 to 1" in fn.explain()[1]
+    assert name in repr(fn)
+    assert "ag__." in tfc.autograph.to_code(f)  # converted, and readable
+
+
+def test_staticmethod_and_classmethod_objects_under_function():
+    class Holder:
+        scale = 3
+
+        @tfc.function
+        @staticmethod
+        def static(x):
+            if x > 0:
+                return x * 2
+            return -x
+
+        @tfc.function
+        @classmethod
+        def klass(cls, x):
+            if x > 0:
+                return x * cls.scale
+            return -x
+
+    for x in (-2.0, 5.0):
+        for owner in (Holder, Holder()):
+            assert owner.static(C(x)).numpy() == (x * 2 if x > 0 else -x)
+            assert owner.klass(C(x)).numpy() == (x * 3 if x > 0 else -x)
+    assert isinstance(tfc.autograph.to_graph(staticmethod(_signed)), staticmethod)
+
+
+def _gen(x):
+    yield x
+
+
+class _GenCall:
+    def __call__(self, x):
+        yield x
+
+    def method(self, x):
+        yield x
+
+
+@pytest.mark.parametrize("wrapped", [_gen, functools.partial(_gen), functools.partial(functools.partial(_gen), 1),
+                                     _GenCall(), _GenCall().method, staticmethod(_gen)],
+                         ids=["function", "partial", "partial of partial", "object", "method", "staticmethod"])
+@pytest.mark.parametrize("convert", [tfc.function, tfc.autograph.to_graph], ids=["function", "to_graph"])
+def test_generators_rejected_however_wrapped(wrapped, convert):
+    with pytest.raises(NotImplementedError, match=r"generators are not supported"):
+        convert(wrapped)

@@ -13,6 +13,7 @@ import collections
 import functools
 import inspect
 import os
+import re
 import threading
 import time
 import warnings
@@ -157,6 +158,13 @@ class Function:
     """A Python function compiled per input signature; see ``tfc.function``."""
 
     def __init__(self, python_function, input_signature=None, autograph=True, target="cpu", verify=False):
+        from tfc.frontend.autograph.api import callable_name, check_not_generator
+
+        check_not_generator(python_function)  # however wrapped (a partial, a method, ...)
+        # a staticmethod or classmethod object: the function it holds, bound as the descriptor would
+        self._binding = type(python_function) if isinstance(python_function, (staticmethod, classmethod)) else None
+        if self._binding is not None:
+            python_function = python_function.__func__
         self.python_function = python_function
         self.input_signature = None if input_signature is None else list(input_signature)
         if self.input_signature is not None:
@@ -178,6 +186,11 @@ class Function:
         except (TypeError, ValueError):
             self._signature = None
         functools.update_wrapper(self, python_function)
+        # a partial or callable object has no __name__: messages use a name made for it
+        if not isinstance(getattr(self, "__name__", None), str):
+            self.__name__ = callable_name(python_function)
+        if not isinstance(getattr(self, "__qualname__", None), str):
+            self.__qualname__ = self.__name__
 
     @property
     def trace_count(self) -> int:
@@ -196,12 +209,16 @@ class Function:
         return out
 
     def __get__(self, obj, objtype=None):
+        if self._binding is staticmethod:
+            return self
+        if self._binding is classmethod:
+            return functools.partial(self.__call__, objtype if objtype is not None else type(obj))
         if obj is None:
             return self
         return functools.partial(self.__call__, obj)
 
     def __repr__(self):
-        return f"<tfc.function {getattr(self.python_function, '__qualname__', self.python_function)}>"
+        return f"<tfc.function {self.__qualname__}>"
 
     # -- arguments ----------------------------------------------------------------
     def _bind(self, args, kwargs):
@@ -429,7 +446,7 @@ class Function:
         from tfc.backends import backend
 
         backend(self.target)  # an unknown or unimplemented target fails before tracing
-        builder = FunctionBuilder(getattr(self.python_function, "__name__", "main").replace("<", "").replace(">", ""))
+        builder = FunctionBuilder(re.sub(r"\W", "", self.__name__.rsplit(".", 1)[-1]) or "main")
         # variables are made on the first trace only: the compiled code reuses them on
         # later calls, so one made on every call (as Python would) is an error (TensorFlow's rule)
         builder.may_create_variables = not self._traces if may_create_variables is None else may_create_variables

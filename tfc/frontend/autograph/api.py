@@ -247,36 +247,75 @@ def _source_available(f) -> bool:
         return False
 
 
+def underlying_function(f):
+    """The Python function that calling ``f`` runs: ``f`` itself, or what a
+    partial, a bound method, a staticmethod/classmethod or a callable object
+    wraps (None where it is none: a builtin, a class)."""
+    seen = 0
+    while not isinstance(f, types.FunctionType) and seen < 100:
+        seen += 1
+        if isinstance(f, functools.partial):
+            f = f.func
+        elif isinstance(f, (types.MethodType, staticmethod, classmethod)):
+            f = f.__func__
+        elif hasattr(f, "python_function") and callable(f):  # a tfc.function
+            f = f.python_function
+        elif isinstance(f, type) or isinstance(f, (types.BuiltinFunctionType, types.BuiltinMethodType)):
+            return None
+        elif isinstance(getattr(type(f), "__call__", None), types.FunctionType):
+            f = type(f).__call__
+        else:
+            return None
+    return f if isinstance(f, types.FunctionType) else None
+
+
+def callable_name(f) -> str:
+    """A name for any callable, for messages: its qualified name, or that of
+    what it wraps (``partial(add)``, ``Model.__call__``)."""
+    name = getattr(f, "__qualname__", None) or getattr(f, "__name__", None)
+    if isinstance(name, str):
+        return name
+    inner = underlying_function(f)
+    if inner is None:
+        return type(f).__name__
+    return f"partial({inner.__qualname__})" if isinstance(f, functools.partial) else inner.__qualname__
+
+
+def check_not_generator(f):
+    """A generator (or coroutine) function however wrapped: the clear error."""
+    fn = underlying_function(f)
+    if fn is not None and _is_generator(fn):
+        raise NotImplementedError(
+            f"{callable_name(f)} ({fn.__code__.co_filename}:{fn.__code__.co_firstlineno}): "
+            f"generators are not supported by AutoGraph or tfc.function")
+
+
 def to_graph(f):
     """The converted form of ``f``: Python control flow on tensors becomes
     tfc.cond / tfc.while_loop while tracing; with Python values and eager
-    tensors it behaves exactly as ``f``."""
+    tensors it behaves exactly as ``f``. ``f`` is any callable: a function, a
+    partial, a bound method, a staticmethod or classmethod, a callable object."""
+    check_not_generator(f)
     if isinstance(f, types.FunctionType):
         if f.__code__ in _CONVERTED_CODES or getattr(f, "__ag_converted__", False):
             return f
-        if _is_generator(f):
-            raise NotImplementedError(
-                f"{f.__qualname__} ({f.__code__.co_filename}:{f.__code__.co_firstlineno}): "
-                f"generators are not supported by AutoGraph")
         return _convert_function(f)
-    conv = converted_or_none(f)
-    if conv is None:
-        if isinstance(f, (types.MethodType, functools.partial)) or callable(f):
-            return f
+    if isinstance(f, staticmethod):
+        return staticmethod(to_graph(f.__func__))
+    if isinstance(f, classmethod):
+        return classmethod(to_graph(f.__func__))
+    if not callable(f):
         raise TypeError(f"to_graph expects a callable, got {type(f).__name__}")
-    return conv
+    conv = converted_or_none(f)
+    return f if conv is None else conv
 
 
 def to_code(f) -> str:
     """The readable source of ``f`` after conversion."""
-    while isinstance(f, (types.MethodType, functools.partial)):
-        f = f.__func__ if isinstance(f, types.MethodType) else f.func
-    if not isinstance(f, types.FunctionType):
-        call = getattr(type(f), "__call__", None)
-        if not isinstance(call, types.FunctionType):
-            raise TypeError(f"to_code expects a Python function, got {type(f).__name__}")
-        f = call
-    f = getattr(f, "__wrapped__", f) if getattr(f, "__ag_converted__", False) else f
+    fn = underlying_function(f)
+    if fn is None:
+        raise TypeError(f"to_code expects a Python function, got {type(f).__name__}")
+    f = getattr(fn, "__wrapped__", fn) if getattr(fn, "__ag_converted__", False) else fn
     _, node = _convert_code(f)
     return ast.unparse(node) + "\n"
 
