@@ -1,0 +1,303 @@
+"""What the compile report shows, gathered from a compiled function: every pass
+(the pipeline run again under the driver's observer hook), the kernels of L3 with
+their generated code, the memory plan, the eager peak, the retrace history and
+the user's source lines the ops come from. Plain data; tfc/report/page.py draws it."""
+from __future__ import annotations
+
+import ast
+import difflib
+import linecache
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PassStep:
+    """One pass as it ran: the IR before and after it, its time, its op counts."""
+
+    stage: str
+    name: str
+    before: str
+    after: str
+    seconds: float
+    ops_before: int
+    ops_after: int
+
+    def diff(self) -> list[str]:
+        """The unified diff of the IR, before to after (empty: the pass changed nothing)."""
+        return list(difflib.unified_diff(self.before.splitlines(), self.after.splitlines(),
+                                         "before", "after", lineterm="", n=3))
+
+
+class PassRecorder:
+    """The driver's observer (``tfc.passes.driver.observing``): snapshots each pass."""
+
+    def __init__(self):
+        self.steps: list[PassStep] = []
+        self._before = None
+
+    def before(self, stage, name, module) -> None:
+        self._before = _snapshot(module)
+
+    def after(self, stage, name, module, seconds) -> None:
+        (before, ops_before), (after, ops_after) = self._before, _snapshot(module)
+        self.steps.append(PassStep(stage, name, before, after, seconds, ops_before, ops_after))
+
+
+def _snapshot(module) -> tuple:
+    from tfc.compiler import count_ops
+    from tfc.dialects.tensor import print_ir
+
+    return print_ir(module), count_ops(module)
+
+
+@dataclass
+class Kernel:
+    """A kernel, library call or copy of L3, and what the backend made of it."""
+
+    index: int
+    kind: str             # "fused kernel", "library call", "copy"
+    label: str            # the kernel's name in the page: "kernel 0", "matmul", ...
+    location: str         # the user's file:line, or "<unknown location>"
+    elements: int | None  # the largest array it reads or writes (None: known at run time)
+    bytes: int | None     # bytes it reads and writes, each array once
+    loop: str             # its L3 text
+    code: str | None      # the generated numpy lines that run it (None: not matched, or no numpy code)
+
+
+@dataclass
+class ReportData:
+    name: str
+    signature: str
+    target: str
+    steps: list
+    graph_module: object          # L2 (the fused module): what the graph draws
+    library_sites: set            # (callee, location) of L3's library calls
+    kernels: list
+    plan: object                  # tfc.passes.plan_memory.MemoryPlan
+    eager_peak: int | None        # bytes eager execution holds at once at most (None: shapes known at run time)
+    program_points: int
+    generated: str                # the generated numpy module, or the PTX for target cuda
+    generated_kind: str           # "numpy" or "ptx"
+    history: list                 # explain() of the tfc.function, oldest first
+    trace_count: int
+    sources: dict = field(default_factory=dict)  # file -> {line: text} of the lines ops come from
+
+
+def resolve(obj):
+    """(ConcreteFunction, its tfc.function or None) of a compiled function, a
+    tfc.function (its latest trace; its input_signature's if never called) or a
+    ConcreteFunction."""
+    from tfc.frontend.function import ConcreteFunction, Function
+
+    if isinstance(obj, ConcreteFunction):
+        fn = obj.traced_by() if obj.traced_by is not None else None
+        return obj, fn
+    if isinstance(obj, Function):
+        if obj.trace_count:
+            latest = obj._traces[-1].key
+            conc = obj._cache.get(latest)
+            if conc is not None:
+                return conc, obj
+        if obj.input_signature is not None:
+            return obj.get_concrete_function(), obj
+        raise ValueError(f"tfc report: {obj.__name__} has not been traced and has no input_signature: "
+                         "call it once, or pass tfc.compile(f, *example_args) instead")
+    raise TypeError(f"tfc report: expected a compiled function (tfc.compile, tfc.function or a "
+                    f"ConcreteFunction), got {type(obj).__name__}")
+
+
+def record_passes(conc) -> list:
+    """Every pass of ``conc``'s compile, in order, run again from its traced module
+    under the driver's observer: its L1 pass list, the specialization to the
+    shapes its stages show (run-time dimensions), the fused and loops stages."""
+    from tfc.passes.driver import lower, observing, run_passes, specialize
+    from tfc.passes.pipeline import DEFAULT_L1
+
+    passes = getattr(conc, "passes", None)
+    passes = DEFAULT_L1 if passes is None else tuple(passes)
+    recorder = PassRecorder()
+    with observing(recorder):
+        l1 = run_passes(conc.raw_module.clone(), passes, "tensor")
+        form = conc._shown()
+        if form.shapes is not None and not form.note:
+            l1 = specialize(l1, form.shapes, passes)
+        lower(l1)
+    return recorder.steps
+
+
+def _memref_size(v) -> tuple | None:
+    """(elements, bytes) of a memref value, None where its shape is known at run time."""
+    import numpy as np
+
+    from tfc.dialects.tensor import dtype_of
+
+    shape = v.type.get_shape()
+    if any(d < 0 for d in shape):
+        return None
+    n = int(np.prod(shape, dtype=np.int64))
+    return n, n * np.dtype(dtype_of(v.type.element_type).name).itemsize
+
+
+def kernels(f3, source: str | None) -> list:
+    """The kernels, library calls and copies of the L3 function ``f3`` in program
+    order, each with the lines of ``source`` (the generated numpy module) that run it."""
+    from xdsl.dialects.builtin import MemRefType
+
+    import tfc.dialects.loops as L
+    from tfc.dialects.tensor import loc_str
+
+    sites = _sites(source) if source is not None else {}
+    seen: dict = {}
+    out = []
+    fused = 0
+    for op in f3.walk():
+        if isinstance(op, L.ParallelOp):
+            kind, label, site = "fused kernel", f"kernel {fused}", "fused kernel"
+            fused += 1
+        elif isinstance(op, L.LibraryOp):
+            kind = "library call"
+            label = site = op.callee.data
+        elif isinstance(op, L.CopyOp):
+            kind, label, site = "copy", "copy", op.name
+        else:
+            continue
+        where = loc_str(op)
+        arrays = [v for v in list(op.operands) + list(op.results) if isinstance(v.type, MemRefType)]
+        sizes = [_memref_size(v) for v in arrays]
+        # the profiler's measure (tfc compile --profile): the largest array, and every array's bytes once
+        elements = None if None in sizes else max((n for n, _ in sizes), default=0)
+        nbytes = None if None in sizes else sum(b for _, b in sizes)
+        k = seen.get((site, where), 0)
+        seen[(site, where)] = k + 1
+        matches = sites.get((site, where), [])
+        code = matches[k] if k < len(matches) else None
+        out.append(Kernel(len(out), kind, label, where, elements, nbytes, str(op), code))
+    return out
+
+
+def _sites(source: str) -> dict:
+    """(label, location) -> [the text of each site's lines, in order] from the
+    generated module's ``_SITES`` table (the lines each L3 op runs on)."""
+    lines = source.splitlines()
+    out: dict = {}
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_SITES"
+                                                     for t in node.targets)):
+            continue
+        (table,) = node.value.args
+        for entry in table.elts:
+            key, at = entry.elts
+            label, where = (ast.literal_eval(e) for e in key.elts[:2])
+            numbers = ast.literal_eval(at)
+            out.setdefault((label, where), []).append("\n".join(lines[n - 1] for n in numbers))
+    return out
+
+
+def eager_peak(module) -> int | None:
+    """The most bytes of op results eager execution holds at once running the
+    traced ``module``: each result made by its op and freed after its last use
+    (results returned live to the end; arguments not counted, as in the plan).
+    None where a shape is known only at run time."""
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import TensorType
+
+    import numpy as np
+
+    from tfc.dialects.tensor import dtype_of
+
+    def nbytes(v):
+        t = v.type
+        if not isinstance(t, TensorType):
+            return 0
+        shape = t.get_shape()
+        if any(d < 0 for d in shape):
+            raise _RunTimeShape
+        return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype_of(t.element_type).name).itemsize
+
+    def block_peak(block) -> int:
+        ops = list(block.ops)
+        index = {op: i for i, op in enumerate(ops)}
+
+        def last_use(v) -> int:
+            last = index[v.owner]
+            for use in v.uses:
+                user = use.operation
+                while user is not None and user not in index:  # a use inside a nested region
+                    user = user.parent_op()
+                if user is not None:
+                    last = max(last, index[user] if not isinstance(user, func.ReturnOp) else len(ops))
+            return last
+
+        frees: dict = {}
+        live = peak = 0
+        for i, op in enumerate(ops):
+            inner = max((block_peak(b) for r in op.regions for b in r.blocks), default=0)
+            made = 0
+            for r in op.results:
+                n = nbytes(r)
+                made += n
+                frees.setdefault(last_use(r), []).append(n)
+            peak = max(peak, live + made + inner)
+            live += made - sum(frees.pop(i, []))
+        return peak
+
+    (f,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    try:
+        return block_peak(f.body.block)
+    except _RunTimeShape:
+        return None
+
+
+class _RunTimeShape(Exception):
+    pass
+
+
+def source_lines(modules, context: int = 2) -> dict:
+    """file -> {line number: text} of the lines the ops of ``modules`` come from,
+    with ``context`` lines around each (files that cannot be read are left out)."""
+    from xdsl.dialects.builtin import FileLineColLoc
+
+    wanted: dict = {}
+    for m in modules:
+        for op in m.walk():
+            loc = op.location
+            if isinstance(loc, FileLineColLoc):
+                wanted.setdefault(loc.filename.data, set()).add(loc.line.data)
+    out = {}
+    for path, numbers in sorted(wanted.items()):
+        lines = linecache.getlines(path)
+        if not lines:
+            continue
+        shown = sorted({n + d for n in numbers for d in range(-context, context + 1) if 1 <= n + d <= len(lines)})
+        out[path] = {n: lines[n - 1].rstrip("\n") for n in shown}
+    return out
+
+
+def collect(obj) -> ReportData:
+    """Everything the report of ``obj`` (see ``resolve``) shows."""
+    from xdsl.dialects import func
+
+    import tfc.dialects.loops as L
+
+    conc, fn = resolve(obj)
+    steps = record_passes(conc)
+    low = conc.stages
+    (f3,) = [op for op in low.loops.ops if isinstance(op, func.FuncOp)]
+    if conc.target == "cuda":
+        generated, kind, numpy_source = conc.ir("ptx"), "ptx", None
+    else:
+        generated = numpy_source = conc.source
+        kind = "numpy"
+    from tfc.dialects.tensor import loc_str
+
+    library = {(op.callee.data, loc_str(op)) for op in f3.walk() if isinstance(op, L.LibraryOp)}
+    plan = conc.memory_plan if conc.target != "cuda" else low.plan
+    points = max((b.live[1] for b in plan.buffers), default=0) + 1
+    history = fn.explain() if fn is not None else []
+    return ReportData(
+        name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
+        steps=steps, graph_module=low.fused, library_sites=library, kernels=kernels(f3, numpy_source),
+        plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
+        generated=generated, generated_kind=kind, history=history,
+        trace_count=fn.trace_count if fn is not None else 1,
+        sources=source_lines([conc.raw_module, low.fused]))
