@@ -16,11 +16,11 @@ from tfc.core.variable import Variable
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
-from tfc.ops.math import cast, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, square, tanh, where
-from tfc.ops.nn import log_softmax, softmax
+from tfc.ops.math import cast, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, tanh, where
+from tfc.ops.nn import embedding_lookup, layer_norm, log_softmax, moments, softmax
 from tfc.ops.random import generator
 from tfc.ops.reductions import reduce_mean
-from tfc.ops.shapes import expand_dims, gather, reshape, transpose
+from tfc.ops.shapes import expand_dims, reshape, transpose
 
 # -- initializers ---------------------------------------------------------------
 
@@ -203,13 +203,6 @@ def _positive_int(kind, value, what) -> int:
     return int(value)
 
 
-def _moments(x, axes, keepdims=False):
-    """(mean, variance) of x over ``axes`` (the variance about the mean, not unbiased)."""
-    mean = reduce_mean(x, axis=axes, keepdims=True)
-    variance = reduce_mean(square(x - mean), axis=axes, keepdims=keepdims)
-    return (mean if keepdims else reshape(mean, tuple(variance.shape))), variance
-
-
 class Dense(Layer):
     """``activation(inputs @ kernel + bias)``; the kernel is [last input dim, units]."""
 
@@ -369,7 +362,7 @@ class Embedding(Layer):
     def call(self, inputs, training=False):
         if inputs.dtype not in (dtypes.int32, dtypes.int64):
             inputs = cast(inputs, dtypes.int32)  # Keras' rule: float ids are truncated
-        return gather(self.embeddings, inputs)
+        return embedding_lookup(self.embeddings, inputs)
 
 
 def _axes(kind, axis, rank) -> tuple:
@@ -386,7 +379,8 @@ def _axes(kind, axis, rank) -> tuple:
 
 
 def _normalize(x, mean, variance, gamma, beta, epsilon):
-    """``(x - mean) / sqrt(variance + epsilon) * gamma + beta`` in Keras' order of
+    """Batch normalization with given statistics (TensorFlow's batch_normalization):
+    ``(x - mean) / sqrt(variance + epsilon) * gamma + beta`` in Keras' order of
     operations (one scale and one shift of x)."""
     inv = rsqrt(variance + epsilon)
     if gamma is not None:
@@ -448,8 +442,7 @@ class LayerNormalization(_Normalization):
         self._build_params(input_shape, dtype, self.axes)
 
     def call(self, inputs, training=False):
-        mean, variance = _moments(inputs, self.axes, keepdims=True)
-        return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+        return layer_norm(inputs, *self._params(), axis=self.axes, epsilon=self.epsilon)
 
 
 class BatchNormalization(_Normalization):
@@ -484,7 +477,7 @@ class BatchNormalization(_Normalization):
         if not training:
             mean, variance = self._broadcast(self.moving_mean), self._broadcast(self.moving_variance)
             return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
-        mean, variance = _moments(inputs, self.reduction_axes, keepdims=True)
+        mean, variance = moments(inputs, self.reduction_axes, keepdims=True)
         decay = 1.0 - self.momentum
         for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
             moving.assign(moving * self.momentum + reshape(batch, self.param_shape) * decay)
