@@ -224,8 +224,8 @@ def test_unknown_target(model):
     check_error([model, "--target", "tpu"], 2, "unknown target 'tpu'")
 
 
-def test_quantize_not_implemented(model):
-    check_error([model, "--quantize", "int8"], 1, "quantize='int8' is not implemented yet")
+def test_quantize_needs_calibration(model):
+    check_error([model, "--quantize", "int8"], 2, "--quantize int8 needs calibration data")
 
 
 def test_subprocess_entry_point(model):

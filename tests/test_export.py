@@ -63,7 +63,7 @@ def test_compile_uses_input_signature_and_rejects_unknowns():
     with pytest.raises(TypeError, match="no input_signature"):
         tfc.compile(lambda x: x)
     assert ".visible .entry" in tfc.compile(f, tfc.TensorSpec([2], tfc.int32), target="cuda").ptx
-    with pytest.raises(NotImplementedError, match="quantize='int8' is not implemented yet"):
+    with pytest.raises(ValueError, match="static int8 quantization needs calibration data"):
         tfc.compile(f, quantize="int8")
 
 

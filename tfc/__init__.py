@@ -44,6 +44,7 @@ from tfc.frontend import autograph  # noqa: F401,E402
 from tfc.frontend.function import TensorSpec, function  # noqa: F401
 from tfc.compiler import compile  # noqa: F401,E402,A001
 from tfc.export import load, save  # noqa: F401,E402
+from tfc import quantization  # noqa: F401,E402  (also registers the quantized ops)
 from tfc import data, summary  # noqa: F401,E402
 
 __version__ = "0.1.0"

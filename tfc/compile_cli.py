@@ -241,7 +241,9 @@ def _parser():
                         "specialized to, as 1x64 (() for a 0-d one); repeatable; the others: each None dimension 1")
     p.add_argument("--passes", default="default", metavar="P1,P2",
                    help="the L1 pass list (default: the standard pipeline; 'none' for none)")
-    p.add_argument("--quantize", default=None, metavar="MODE", help="int8 (not implemented yet)")
+    p.add_argument("--quantize", default=None, metavar="MODE",
+                   help="int8 (static: calibrated on the model file's CALIBRATION, an iterable of argument "
+                        "tuples or a dict of them by function name) or int8-weights (weight-only)")
     p.add_argument("--print-ir-after-all", action="store_true", help="print the IR to stderr after every pass")
     p.add_argument("--profile", action="store_true",
                    help="run each function 10 times (target cpu) on random normal floats, integer and boolean "
@@ -340,7 +342,8 @@ def _compile_one(target, args, out):
         with Progress(f"compiling {name}"):
             with contextlib.redirect_stdout(sys.stderr):  # the model's print() while tracing
                 conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
-                               quantize=args.quantize, print_ir_after_all=args.print_ir_after_all)
+                               quantize=args.quantize, calibration=_calibration(args, name),
+                               print_ir_after_all=args.print_ir_after_all)
             if getattr(args, "shapes", None) and conc.dynamic:
                 try:
                     shapes = choose_shapes(conc, args.shapes)
@@ -357,6 +360,21 @@ def _compile_one(target, args, out):
         raise CliError(f"cannot compile {name}: {describe_exception(e)}") from None
     out.write(text if text.endswith("\n") else text + "\n")
     return conc
+
+
+def _calibration(args, name):
+    """``--quantize int8``'s calibration data for function ``name``: the model
+    file's ``CALIBRATION`` (for every function, or a dict by function name)."""
+    if args.quantize != "int8":
+        return None
+    data = getattr(args, "model_module", None) and getattr(args.model_module, "CALIBRATION", None)
+    if isinstance(data, dict):
+        data = data.get(name)
+    if data is None:
+        raise CliError(f"--quantize int8 needs calibration data for {name}: define CALIBRATION in "
+                       f"{args.model} (an iterable of argument tuples, or a dict of them by function name), "
+                       "or use --quantize int8-weights", code=2)
+    return data
 
 
 def _profile(conc) -> str:
@@ -432,6 +450,7 @@ def compile_main(argv=None, out=None) -> int:
     try:
         _check_options(args)
         module = load_model(args.model)
+        args.model_module = module
         targets = find_functions(module, args.model, args.function)
         compiled = [(t, _compile_one(t, args, out)) for t in targets]
         if args.shapes and not getattr(args, "shapes_used", False):

@@ -14,7 +14,7 @@ import time
 from tfc.backends import targets as _targets
 
 TARGETS = _targets()
-QUANTIZE = (None, "int8")
+QUANTIZE = (None, "int8", "int8-weights")  # the names; tfc.quantization.Config for the details
 
 
 def _ir(stage):
@@ -82,10 +82,13 @@ def check_target(target, quantize=None):
     from tfc.backends import backend
 
     backend(target)
-    if quantize not in QUANTIZE:
-        raise ValueError(f"unknown quantize mode {quantize!r}; modes: int8")
-    if quantize is not None:
-        raise NotImplementedError(f"quantize={quantize!r} is not implemented yet")
+    from tfc.quantization import resolve
+
+    config = resolve(quantize)  # ValueError naming the modes
+    if config is not None and target == "cuda":
+        raise NotImplementedError(
+            "quantize with target='cuda': the integer matmul and conv2d need a dp4a lowering in "
+            "tfc-lower-gpu, not written yet; quantize for target='cpu'")
 
 
 _SETUP: dict = {}  # the one-time cost of compiling in this process: "seconds", and "shown" once a summary showed it
@@ -110,13 +113,16 @@ def setup() -> float:
     return _SETUP["seconds"]
 
 
-def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=None, verify=False,
-            print_ir_after_all=False, **example_kwargs):
+def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=None, calibration=None,
+            verify=False, print_ir_after_all=False, **example_kwargs):
     """The compiled form (ConcreteFunction) of ``f`` for these example arguments
     (tensors, arrays or TensorSpecs; none: ``f``'s input_signature), built now.
     ``f`` may be a compiled function itself: its traced IR is compiled again.
     ``passes`` selects the L1 pass list (see ``resolve_passes``);
-    ``print_ir_after_all`` prints the traced IR and the IR after each pass to stderr."""
+    ``print_ir_after_all`` prints the traced IR and the IR after each pass to stderr.
+    ``quantize`` ("int8", "int8-weights" or a tfc.quantization.Config) quantizes
+    the result after the pass list (static int8 runs ``calibration``, an iterable
+    of argument tuples, first); see docs/quantization.md."""
     from tfc.frontend.function import ConcreteFunction, Function, function
 
     check_target(target, quantize)
@@ -141,6 +147,12 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
 
         dump_ir("trace", conc.raw_module)
     conc = conc.with_passes(names, timings, print_ir_after_all=print_ir_after_all)
+    if quantize is not None:
+        from tfc.quantization import quantize_concrete
+
+        conc = quantize_concrete(conc, quantize, calibration, timings, print_ir_after_all)
+    elif calibration is not None:
+        raise ValueError("tfc.compile: calibration= is for quantize='int8'; no quantize mode was given")
     conc.compile_times = [("trace", trace_s)] + timings
     if not _SETUP.get("shown"):  # the first compile in the process paid for the set-up
         conc.setup_time, _SETUP["shown"] = setup_s, True

@@ -63,6 +63,11 @@ def _specialize():
     return SpecializePass
 
 
+def _quantize():
+    from tfc.passes.quantize import QuantizePass
+    return QuantizePass
+
+
 def _lower_loops():
     from tfc.passes.lower_loops import LowerLoopsPass
     return LowerLoopsPass
@@ -71,7 +76,7 @@ def _lower_loops():
 # name -> factory returning the pass class (imported lazily)
 PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-expand": _expand,
           "tfc-fuse": _fuse, "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
-          "tfc-specialize": _specialize, "tfc-lower-gpu": _lower_gpu}
+          "tfc-specialize": _specialize, "tfc-lower-gpu": _lower_gpu, "tfc-quantize": _quantize}
 
 # name -> one line for `tfc opt --help` and --list-passes
 DESCRIPTIONS = {
@@ -85,6 +90,8 @@ DESCRIPTIONS = {
     "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
     "tfc-lower-loops": "lowering L2 -> L3: memrefs at planned offsets, parallel loops, library calls",
     "tfc-lower-gpu": "lowering L3 -> L4 (target cuda): a gpu.module of kernels, tgpu.launch on the host",
+    "tfc-quantize": "{mode=static|weights per_channel=true exclude=...}: int8 post-training quantization "
+                    "of matmul/conv2d with constant weights (L1)",
     "tfc-specialize": "{shapes=\"4x64,2\"}: tensor arguments get these static shapes, result types re-inferred (L1)",
 }
 # passes that take options (no defaults that fit every module): run as NAME{opt=...}

@@ -1,0 +1,281 @@
+"""``tfc-quantize``: post-training int8 quantization of an L1 module.
+
+The pass rewrites every matmul and conv2d whose weights are a constant (the
+float weights, frozen; see tfc/quantization.py for how a compiled function's
+variables become constants) with the ops of tfc/ops/quant.py:
+
+- ``mode=weights``: the op becomes ``weight_quantized_matmul`` / ``_conv2d`` of
+  its float input and int8 weights (symmetric, per output channel unless
+  ``per_channel=false``); the bias add and activation after it stay float.
+- ``mode=static`` (the default): the op, a bias add of a constant after it and a
+  relu after that (a dense layer, a conv layer) become one ``quantized_matmul``
+  / ``quantized_conv2d`` on int8 codes: the input is quantized with its
+  calibrated range, the bias is int32 with scale s_in * s_w and the input's zero
+  point folded into it, the relu is the requantization's clamp at the output's
+  zero point. An op needs the calibrated ranges of its input and of its result
+  (after bias and relu), as attributes ``tfc.quant_input`` and
+  ``tfc.quant_output`` (``[lo : f64, hi : f64]``) that calibration writes; an
+  op without them stays float. Where every user of a quantized result is
+  another quantized op, the result stays int8 (the dequantize / quantize pair
+  between them cancels: it is never written); otherwise the op gives the float
+  result directly (``out_dtype = f32``: its int32 accumulator times s_in * s_w).
+
+``exclude`` (comma-separated) names op kinds (``matmul``, ``conv2d``) or weights
+(the ``tfc.variable`` name a frozen weight constant carries, e.g. ``dense_kernel_1``)
+to leave float. Ops inside control-flow regions are left float. Quantization
+parameters follow TFLite: int8 weights in [-127, 127], activations asymmetric
+int8 with 0.0 exactly representable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, FloatAttr, StringAttr, f64
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from tfc.core import dtypes
+from tfc.dialects.tensor import ConstantOp, build_op, spec_of
+from tfc.ops import quant  # noqa: F401  (registers the quantized ops)
+from tfc.passes.pipeline import require_tensor_ir
+
+MODES = ("static", "weights")
+KINDS = ("matmul", "conv2d")
+INPUT_RANGE, OUTPUT_RANGE = "tfc.quant_input", "tfc.quant_output"
+WEIGHT_NAME = "tfc.variable"  # the name of the variable a frozen weight constant was
+_INT32 = np.iinfo(np.int32)
+
+
+class Chain:
+    """A quantizable op and what follows it: ``op`` (matmul or conv2d), its input
+    ``x``, its weights as a constant, an optional bias add of a constant and an
+    optional relu; ``end`` is the last value of the chain."""
+
+    def __init__(self, op, kind, x, weight_op, ops, bias, relu, end, bias_op=None):
+        self.op, self.kind, self.x, self.weight_op, self.bias_op = op, kind, x, weight_op, bias_op
+        self.ops, self.bias, self.relu, self.end = ops, bias, relu, end
+
+    @property
+    def weight_name(self) -> str | None:
+        a = self.weight_op.attributes.get(WEIGHT_NAME)
+        return a.data if isinstance(a, StringAttr) else None
+
+    def weight_matrix(self) -> np.ndarray:
+        """The float weights as [K, N] (N: output channels)."""
+        w = self.weight_op.numpy()
+        if self.kind == "matmul":
+            return w.T if self.op.attr_values["transpose_b"] else w
+        return w.reshape(-1, w.shape[-1])
+
+
+def _only_user(value):
+    uses = list(value.uses)
+    return uses[0].operation if len(uses) == 1 else None
+
+
+def match_chain(op) -> Chain | None:
+    """The chain starting at ``op``, or None if ``op`` is not quantizable."""
+    if op.name == "tfc.matmul":
+        kind = "matmul"
+        if op.attr_values["transpose_a"]:
+            return None
+    elif op.name == "tfc.conv2d":
+        kind = "conv2d"
+    else:
+        return None
+    x, w = op.operands
+    xs, ws = spec_of(x.type), spec_of(w.type)
+    if not isinstance(w.owner, ConstantOp) or not xs.dtype.is_floating or ws.ndim != (2 if kind == "matmul" else 4):
+        return None
+    n = ws.shape[0] if kind == "matmul" and op.attr_values["transpose_b"] else ws.shape[-1]
+    out_spec = spec_of(op.results[0].type)
+    ops, end, bias, bias_op, relu = [op], op.results[0], None, None, False
+    user = _only_user(end)
+    if user is not None and user.name == "tfc.add":
+        other = user.operands[1] if user.operands[0] is end else user.operands[0]
+        bs = spec_of(other.type)
+        if (other is not end and isinstance(other.owner, ConstantOp) and bs.dtype == xs.dtype and bs.ndim >= 1
+                and bs.shape[-1] == n and all(d == 1 for d in bs.shape[:-1]) and bs.ndim <= out_spec.ndim
+                and spec_of(user.results[0].type) == out_spec):
+            bias_op = other.owner
+            bias = bias_op.numpy().reshape(-1)
+            ops.append(user)
+            end = user.results[0]
+            user = _only_user(end)
+    if user is not None and user.name == "tfc.relu":
+        relu = True
+        ops.append(user)
+        end = user.results[0]
+    return Chain(op, kind, x, w.owner, ops, bias, relu, end, bias_op)
+
+
+def chains_of(f) -> list[Chain]:
+    """The quantizable chains of function ``f``'s body (not inside regions), in order."""
+    out = []
+    for op in f.body.block.ops:
+        c = match_chain(op)
+        if c is not None:
+            out.append(c)
+    return out
+
+
+def set_range(op, name: str, lo: float, hi: float) -> None:
+    """Record a calibrated range on ``op`` (what calibration writes)."""
+    op.attributes[name] = ArrayAttr([FloatAttr(float(lo), f64), FloatAttr(float(hi), f64)])
+
+
+def get_range(op, name: str):
+    a = op.attributes.get(name)
+    if a is None:
+        return None
+    try:
+        lo, hi = (float(v.value.data) for v in a.data)
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"{op.name}: attribute {name} must be [lo : f64, hi : f64], got {a}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        raise ValueError(f"{op.name}: attribute {name} must be a finite range lo <= hi, got [{lo}, {hi}]")
+    return lo, hi
+
+
+def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """(scale, zero point) of asymmetric int8 codes covering [lo, hi] and 0.0
+    (exactly representable: zero padding and relu stay exact). A range of only
+    0 gets scale 1 (every code means 0 then)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = (hi - lo) / 255.0
+    if not scale > 0:
+        return 1.0, 0
+    zero_point = int(np.clip(np.rint(quant.INT8_MIN - lo / scale), quant.INT8_MIN, quant.INT8_MAX))
+    return float(scale), zero_point
+
+
+def weight_qparams(w: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(int8 codes, scales [N] in float64) of [K, N] weights: symmetric, in
+    [-127, 127], per output channel (column) or one scale for all. An all-zero
+    channel gets scale 1 (its codes are all 0)."""
+    w64 = w.astype(np.float64)
+    amax = np.abs(w64).max(axis=0) if w64.shape[0] else np.zeros(w64.shape[1])
+    if not per_channel:
+        amax = np.full_like(amax, amax.max(initial=0.0))
+    scale = np.where(amax > 0, amax / 127.0, 1.0)
+    codes = np.clip(np.rint(w64 / scale), -127, 127).astype(np.int8)
+    return codes, scale
+
+
+def _constant(arr, dt, before, loc):
+    c = ConstantOp.from_numpy(arr, dt)
+    c.location = loc
+    Rewriter.insert_op(c, InsertPoint.before(before))
+    return c.result
+
+
+def _registry_op(name, operands, attrs, before, loc):
+    op = build_op(name, operands, attrs, loc=loc)
+    Rewriter.insert_op(op, InsertPoint.before(before))
+    return op.results[0]
+
+
+@dataclass(frozen=True)
+class QuantizePass(ModulePass):
+    """``tfc-quantize{mode=static|weights per_channel=true exclude="matmul,dense_kernel_1"}``."""
+
+    name = "tfc-quantize"
+
+    mode: str = "static"
+    per_channel: bool = True
+    exclude: str = ""
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"tfc-quantize: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+
+    def excluded(self, chain: Chain) -> bool:
+        names = {s.strip() for s in self.exclude.split(",") if s.strip()}
+        return chain.kind in names or chain.weight_name in names
+
+    def apply(self, ctx, op) -> None:
+        require_tensor_ir(self.name, op)
+        for f in op.ops:
+            if isinstance(f, func.FuncOp):
+                self.quantize_function(f)
+
+    def quantize_function(self, f) -> None:
+        chains = [c for c in chains_of(f) if not self.excluded(c)]
+        if self.mode == "weights":
+            for c in chains:
+                self._weight_only(c)
+            return
+        chains = [c for c in chains if self._static_ready(c)]
+        consumers = {}
+        for c in chains:
+            consumers.setdefault(c.x, []).append(c)
+        int8_results = {}  # a chain's end kept int8 -> (its int8 value, scale, zero point)
+        for c in chains:
+            # int8 out where every use of the result is as the input of a quantized op
+            users, uses = consumers.get(c.end, []), list(c.end.uses)
+            int8_out = bool(users) and len(uses) == len(users) and all(
+                u.index == 0 and any(u.operation is d.op for d in users) for u in uses)
+            self._static(c, int8_results, int8_out)
+        for c in reversed(chains):  # the float ops, now unused
+            for old in reversed(c.ops):
+                if all(not r.uses for r in old.results):
+                    Rewriter.erase_op(old)
+            for const in (c.weight_op, c.bias_op):
+                if const is not None and const.parent is not None and not const.result.uses:
+                    Rewriter.erase_op(const)
+
+    @staticmethod
+    def _static_ready(c: Chain) -> bool:
+        # static mode computes in float32 codes; a float64 model stays float
+        return (get_range(c.op, INPUT_RANGE) is not None and get_range(c.op, OUTPUT_RANGE) is not None
+                and spec_of(c.x.type).dtype == dtypes.float32 and (c.kind == "conv2d" or spec_of(c.x.type).ndim == 2))
+
+    def _weight_only(self, c: Chain) -> None:
+        codes, scale = weight_qparams(c.weight_matrix(), self.per_channel)
+        loc, dt = c.op.location, spec_of(c.x.type).dtype
+        if c.kind == "conv2d":
+            codes = codes.reshape(c.weight_op.numpy().shape)
+        w = _constant(codes, dtypes.int8, c.op, loc)
+        s = _constant(scale.astype(dt.as_numpy_dtype), dt, c.op, loc)
+        attrs = {k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")} if c.kind == "conv2d" else {}
+        new = _registry_op(f"weight_quantized_{c.kind}", [c.x, w, s], attrs, c.op, loc)
+        c.op.results[0].replace_all_uses_with(new)
+        Rewriter.erase_op(c.op)
+        if not c.weight_op.result.uses:
+            Rewriter.erase_op(c.weight_op)
+
+    def _static(self, c: Chain, int8_results: dict, int8_out: bool) -> None:
+        loc, at = c.op.location, c.end.owner
+        if c.x in int8_results:  # the producer's int8 result: no dequantize / quantize between
+            xq, sx, zx = int8_results[c.x]
+        else:
+            sx, zx = activation_qparams(*get_range(c.op, INPUT_RANGE))
+            xq = _registry_op("quantize", [c.x], {"scale": sx, "zero_point": zx}, at, loc)
+        codes, sw = weight_qparams(c.weight_matrix(), self.per_channel)
+        acc_scale = sx * sw
+        bias = np.zeros(codes.shape[1]) if c.bias is None else c.bias.astype(np.float64)
+        # the input's zero point folded in: sum_k (x_k - zx) w_kn = sum_k x_k w_kn - zx sum_k w_kn
+        bias_q = np.rint(bias / acc_scale) - zx * codes.astype(np.int64).sum(axis=0)
+        if bias_q.size and (bias_q.min() < _INT32.min or bias_q.max() > _INT32.max):
+            raise ValueError(f"tfc-quantize: the bias of {c.kind} at {loc} does not fit in int32 at scale "
+                             "s_in * s_w; exclude this op")
+        if int8_out:
+            so, zo = activation_qparams(*get_range(c.op, OUTPUT_RANGE))
+            multiplier, out_dtype = acc_scale / so, dtypes.int8
+        else:
+            so, zo, multiplier, out_dtype = None, 0, acc_scale, dtypes.float32
+        if c.kind == "conv2d":
+            codes = codes.reshape(c.weight_op.numpy().shape)
+        w = _constant(codes, dtypes.int8, at, loc)
+        b = _constant(bias_q.astype(np.int32), dtypes.int32, at, loc)
+        m = _constant(multiplier.astype(np.float32), dtypes.float32, at, loc)
+        attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype}
+        if c.kind == "conv2d":
+            attrs.update({k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")}, pad_value=zx)
+        new = _registry_op(f"quantized_{c.kind}", [xq, w, b, m], attrs, at, loc)
+        if int8_out:
+            int8_results[c.end] = (new, so, zo)
+        else:
+            c.end.replace_all_uses_with(new)
