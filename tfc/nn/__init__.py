@@ -6,3 +6,11 @@ from tfc.ops.nn import (  # noqa: F401
     softmax, softmax_cross_entropy_with_logits, sparse_softmax_cross_entropy_with_logits,
 )
 from tfc.ops.conv import avg_pool2d, conv2d, dropout, max_pool2d  # noqa: F401
+
+from types import ModuleType as _ModuleType  # noqa: E402
+
+
+def __dir__():
+    """The nn ops only: not the models-code modules of this package (tfc.layers,
+    tfc.optimizers and tfc.train are their namespaces) nor imported helpers."""
+    return sorted(n for n, v in globals().items() if not n.startswith("_") and not isinstance(v, _ModuleType))
