@@ -48,3 +48,13 @@ from tfc import quantization  # noqa: F401,E402  (also registers the quantized o
 from tfc import data, summary  # noqa: F401,E402
 
 __version__ = "0.1.0"
+
+# What importing the API above loads besides it: the implementation packages and
+# tooling modules. dir(tfc) leaves them out (they stay importable by their names).
+_IMPLEMENTATION = frozenset({"core", "dialects", "ops", "passes", "backends", "frontend", "compiler", "export",
+                             "cli", "compile_cli", "docs"})
+
+
+def __dir__():
+    """The public API only: no implementation packages, no private names."""
+    return sorted(n for n in globals() if not n.startswith("_") and n not in _IMPLEMENTATION) + ["__version__"]
