@@ -249,6 +249,11 @@ def _parser():
                    help="run each function 10 times (target cpu) on random normal floats, integer and boolean "
                         "zeros, of its signature's shapes (--shape for None dimensions), and print the time of "
                         "each kernel and library call")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="write the compile report (graph, passes with diffs, memory plan, kernels) to this "
+                        "self-contained HTML page; one page for all the functions compiled (needs Graphviz's dot)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress display (there is none when stderr is not a terminal either)")
     p.add_argument("-o", "--output", metavar="OUTPUT",
                    help="export to this directory (one subdirectory per function when there are several)")
     return p
@@ -322,6 +327,14 @@ def _check_options(args):
             raise CliError(str(e), code=2) from None
         if args.emit in ("gpu", "ptx") and args.target != "cuda":
             raise CliError(f"stage {args.emit!r} is the cuda backend's: add --target cuda", code=2)
+    if args.report:
+        from tfc.core.errors import UnavailableError
+        from tfc.report.graph import dot_program
+
+        try:
+            dot_program()  # before compiling anything
+        except UnavailableError as e:
+            raise CliError(f"--report: {e}") from None
     try:
         args.pass_names = resolve_passes(args.passes)
     except ValueError as e:
@@ -339,7 +352,8 @@ def _compile_one(target, args, out):
 
     name = target.name
     try:
-        with Progress(f"compiling {name}"):
+        spinner = Progress(f"compiling {name}") if getattr(args, "spinner", True) else contextlib.nullcontext()
+        with spinner:
             with contextlib.redirect_stdout(sys.stderr):  # the model's print() while tracing
                 conc = compile(target.fn, *target.args, target=args.target, passes=args.pass_names,
                                quantize=args.quantize, calibration=_calibration(args, name),
@@ -430,6 +444,20 @@ def export(compiled, output: str) -> None:
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def write_report(compiled, path: str) -> None:
+    """``--report``: the compile report of each (Target, compiled function), one page."""
+    from tfc.report import write_reports
+
+    try:
+        write_reports([(target.name, conc) for target, conc in compiled], path)
+    except OSError as e:
+        raise CliError(f"cannot write {path}: {e.strerror or e}") from None
+    except (KeyboardInterrupt, CliError):
+        raise
+    except Exception as e:
+        raise CliError(f"cannot write the report: {describe_exception(e)}") from None
+
+
 def _save(conc, dest, target):
     from tfc.export import save
 
@@ -452,10 +480,19 @@ def compile_main(argv=None, out=None) -> int:
         module = load_model(args.model)
         args.model_module = module
         targets = find_functions(module, args.model, args.function)
-        compiled = [(t, _compile_one(t, args, out)) for t in targets]
+        from tfc.core.progress import enabled, progress
+
+        # several functions: one bar over them; one: a spinner while it takes long
+        bar = len(targets) > 1 and enabled(args.quiet)
+        args.spinner = not args.quiet and not bar
+        compiled = [(t, _compile_one(t, args, out))
+                    for t in progress(targets, desc="compiling", unit="function", quiet=not bar)]
         if args.shapes and not getattr(args, "shapes_used", False):
             raise CliError("--shape: no function compiled here has a None dimension in its signature "
                            f"({', '.join(t.name for t in targets)})", code=2)
+        if args.report:
+            write_report(compiled, args.report)
+            print(f"wrote {args.report}", file=sys.stderr)
         if args.output:
             export(compiled, args.output)
             for target, _ in compiled:

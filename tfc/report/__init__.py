@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["render", "write_report"]
+__all__ = ["render", "render_many", "write_report", "write_reports"]
 
 
 def render(compiled) -> str:
@@ -32,4 +32,32 @@ def write_report(compiled, path) -> str:
 
     path = os.fspath(path)
     write_atomically(path, render(compiled))
+    return path
+
+
+def render_many(named) -> str:
+    """One page holding the reports of several compiled functions, ``[(name,
+    compiled), ...]``: a list of their names, each report in a frame of its own
+    (``srcdoc``, escaped: the pages stay separate documents). One function: its page."""
+    from html import escape
+
+    named = list(named)
+    if len(named) == 1:
+        return render(named[0][1])
+    pages = [(name, render(c)) for name, c in named]
+    links = "".join(f'<li><a href="#fn-{i}">{escape(name)}</a></li>' for i, (name, _) in enumerate(pages))
+    frames = "".join(f'<h2 id="fn-{i}">{escape(name)}</h2><iframe title="{escape(name)}" '
+                     f'srcdoc="{escape(text, quote=True)}"></iframe>' for i, (name, text) in enumerate(pages))
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>tfc compile report</title>"
+            "<style>body{font:14px Helvetica,Arial,sans-serif;margin:16px 24px}iframe{width:100%;height:90vh;"
+            "border:1px solid #ccc}</style></head><body><h1>tfc compile report</h1><ul>"
+            f"{links}</ul>{frames}</body></html>\n")
+
+
+def write_reports(named, path) -> str:
+    """Write ``render_many(named)`` to ``path`` whole or not at all; returns the path."""
+    from tfc.cli import write_atomically
+
+    path = os.fspath(path)
+    write_atomically(path, render_many(named))
     return path
