@@ -387,3 +387,96 @@ class _GenCall:
 def test_generators_rejected_however_wrapped(wrapped, convert):
     with pytest.raises(NotImplementedError, match=r"generators are not supported"):
         convert(wrapped)
+
+
+# -- 4: subscripts with a variable key as branch and loop state ---------------------------
+
+def key_dict_in_for(n):
+    d = {"a": 0, "b": 10}
+    k = "b"
+    for i in range(n):
+        d[k] = d[k] + i
+    return d
+
+
+def key_list_in_while(n):
+    lst = [0, 0]
+    j = 1
+    i = 0
+    while i < n:
+        lst[j] = lst[j] + 2
+        i += 1
+    return lst
+
+
+def key_dict_in_if(n):
+    d = {"a": 0}
+    k = "a"
+    if n > 1:
+        d[k] = 5
+    else:
+        d[k] = 7
+    return d
+
+
+def key_nested_in_if(n):
+    d = {"x": {"a": 1, "b": 2}}
+    k, j = "x", "b"
+    if n > 1:
+        d[k][j] = n * 3
+    return d
+
+
+def key_attr_item_in_while(n):
+    o = _Callable(0)
+    o.items = {"a": 1}
+    k = "a"
+    while n > 0:
+        o.items[k] = o.items[k] * 2
+        n -= 1
+    return o.items
+
+
+def index_changing_in_python_loop(n):
+    lst = [0, 0, 0]
+    i = 0
+    while i < n:
+        for j in range(3):  # a Python loop inside the tensor loop: lst[j] names each element
+            lst[j] = lst[j] + j
+        i += 1
+    return lst
+
+
+def key_and_value_in_for(n):
+    totals = {"even": 0, "odd": 0}
+    key = "even"
+    for i in range(n):
+        totals[key] = totals[key] + i
+    return totals
+
+
+KEY_PROGRAMS = [key_dict_in_for, key_list_in_while, key_dict_in_if, key_nested_in_if, key_attr_item_in_while,
+                index_changing_in_python_loop, key_and_value_in_for]
+
+
+@pytest.mark.parametrize("f", KEY_PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", _both([0, 1, 2, 3]), ids=repr)
+def test_variable_keys_are_state(f, n):
+    assert_matches(f, n)
+
+
+_SHARED = {}
+
+
+def test_a_changing_key_of_an_object_not_carried_is_an_error():
+    def f(n):
+        k = 0
+        while n > 0:
+            _SHARED[k] = n  # _SHARED is no variable of f: its items cannot be loop state
+            k = k + 1
+            n -= 1
+        return k
+
+    assert f(2) == 2 and _SHARED == {0: 2, 1: 1}
+    with pytest.raises(ValueError, match=r"the key of _SHARED\[k\] changes inside tensor control flow"):
+        tfc.function(f)(C(2))

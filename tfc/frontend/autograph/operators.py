@@ -123,39 +123,58 @@ def _cells(fns, names, composites=()):
 
 
 class Composite:
-    """A dict item or attribute (``d['a']``, ``o.v``, ``self.state['h']``) that
+    """A dict item or attribute (``d['a']``, ``o.v``, ``self.state['h']``, ``d[k]``) that
     tensor control flow carries as state: read, written and emptied (missing
-    key or attribute) like a closure cell, so the runtime treats both alike."""
+    key or attribute) like a closure cell, so the runtime treats both alike.
+    ``key``: the item's key or attribute's name, or for a variable key a function
+    that reads it (it must name the same item throughout the statement)."""
 
-    __slots__ = ("name", "_base", "_key", "_item")
+    __slots__ = ("name", "_base", "_key", "_item", "_fixed")
 
     def __init__(self, name, base, key, item):
         self.name, self._base, self._key, self._item = name, base, key, item
+        self._fixed = _EMPTY
+
+    def _key_now(self):
+        if not callable(self._key):
+            return self._key
+        key = self._key()
+        if self._fixed is _EMPTY:
+            self._fixed = key
+        elif key is not self._fixed and not (type(key) is type(self._fixed) and isinstance(key, (str, int, tuple))
+                                             and key == self._fixed):
+            raise ValueError(f"the key of {self.name} changes inside tensor control flow ({self._fixed!r}, then "
+                             f"{key!r}): it would name another item on each iteration; keep the items in a "
+                             f"variable of the function, or loop over a tfc.range")
+        return key
 
     @property
     def cell_contents(self):
         try:
             base = self._base()
-            return base[self._key] if self._item else getattr(base, self._key)
+            key = self._key_now()
+            return base[key] if self._item else getattr(base, key)
         except (KeyError, IndexError, AttributeError, NameError):
             raise ValueError(f"{self.name} is not set") from None
 
     @cell_contents.setter
     def cell_contents(self, value):
         base = self._base()
+        key = self._key_now()
         if self._item:
-            base[self._key] = value
+            base[key] = value
         else:
-            setattr(base, self._key, value)
+            setattr(base, key, value)
 
     @cell_contents.deleter
     def cell_contents(self):
         try:
             base = self._base()
+            key = self._key_now()
             if self._item:
-                del base[self._key]
+                del base[key]
             else:
-                delattr(base, self._key)
+                delattr(base, key)
         except (KeyError, IndexError, AttributeError, NameError):
             raise ValueError(f"{self.name} is not set") from None
 

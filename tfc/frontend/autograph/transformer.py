@@ -116,21 +116,33 @@ def used_names(node) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
-# Composite symbols: ``d['a']``, ``o.v``, ``self.state['h']``, ``a.b.c`` (a name, then
-# attributes and constant subscripts) are state of tensor control flow like names.
+# Composite symbols: ``d['a']``, ``o.v``, ``self.state['h']``, ``a.b.c``, ``d[k]`` (a
+# name, then attributes and subscripts by a constant or a variable) are state of tensor
+# control flow like names.
 
 def _chain(n):
-    """The symbol an expression names (``"d['a']"``), or None when it is not one."""
+    """The symbol an expression names (``"d['a']"``, ``"d[k]"``), or None when it is not one."""
     if isinstance(n, ast.Name):
         return n.id
     if isinstance(n, ast.Attribute):
         b = _chain(n.value)
         return None if b is None else f"{b}.{n.attr}"
-    if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and \
-            type(n.slice.value) in (str, int):
+    if isinstance(n, ast.Subscript) and (isinstance(n.slice, ast.Constant) and type(n.slice.value) in (str, int)
+                                         or isinstance(n.slice, ast.Name)):
         b = _chain(n.value)
-        return None if b is None else f"{b}[{n.slice.value!r}]"
+        key = n.slice.id if isinstance(n.slice, ast.Name) else repr(n.slice.value)
+        return None if b is None else f"{b}[{key}]"
     return None
+
+
+def _variable_keys(n) -> set:
+    """The names used as keys along the symbol ``n`` (``k`` in ``d[k].v``)."""
+    out = set()
+    while isinstance(n, (ast.Attribute, ast.Subscript)):
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name):
+            out.add(n.slice.id)
+        n = n.value
+    return out
 
 
 def composite_stores(stmts) -> dict:
@@ -168,12 +180,14 @@ def used_paths(node) -> set:
             c = _chain(n.func.value)
             if c is not None:  # obj.method(...): the method may read all of obj
                 out.add(c)
+                out |= _variable_keys(n.func.value)
                 todo.extend(n.args)
                 todo.extend(k.value for k in n.keywords)
                 continue
         if isinstance(n, (ast.Name, ast.Attribute, ast.Subscript)):
             c = _chain(n)
             if c is not None:
+                out |= _variable_keys(n)
                 if isinstance(n.ctx, ast.Load):
                     out.add(c)
                 elif not isinstance(n, ast.Name):
@@ -437,9 +451,10 @@ def _live_stmt(s, out: set) -> set:
 # -- 4: control flow and expressions → runtime calls -----------------------------
 
 class _ControlFlow(ast.NodeTransformer):
-    def __init__(self, names: _Names, globals_: set):
+    def __init__(self, names: _Names, globals_: set, locals_: set = frozenset()):
         self.names = names
         self.globals = globals_
+        self.locals = locals_  # the function's own variables (and nonlocal ones)
 
     # expressions ---------------------------------------------------------------
     def visit_Call(self, node):
@@ -506,8 +521,23 @@ class _ControlFlow(ast.NodeTransformer):
 
     def _state(self, node, stmts):
         assigned = assigned_names(stmts)
-        names = sorted(assigned - self.globals)
         stores = composite_stores(stmts)
+        # An item whose key the statement changes (``lst[i]`` in a loop over i) names
+        # another element each time: the object holding it is the state (a variable of
+        # this function; otherwise the runtime refuses the changing key).
+        changing = assigned
+        for sym, t in list(stores.items()):
+            base = t
+            while _variable_keys(base) & changing:
+                base = base.value
+            if base is t or isinstance(base, ast.Name) and base.id not in self.locals:
+                continue
+            del stores[sym]
+            if isinstance(base, ast.Name):
+                assigned = assigned | {base.id}
+            else:
+                stores.setdefault(_chain(base), base)
+        names = sorted(assigned - self.globals)
         # A composite whose base the statement rebinds travels with that base.
         comps = {sym: t for sym, t in stores.items()
                  if not any(o != sym and _under(sym, o) for o in list(assigned) + list(stores))}
@@ -531,8 +561,10 @@ class _ControlFlow(ast.NodeTransformer):
                 if hasattr(n, "ctx"):
                     n.ctx = ast.Load()
             item = isinstance(t, ast.Subscript)
-            elts.append(ast.Tuple(elts=[_const(sym), _ControlFlow._thunk(base),
-                                        _const(t.slice.value if item else t.attr), _const(item)],
+            # a variable key is read when the runtime reads or writes the item
+            key = _ControlFlow._thunk(_name(t.slice.id)) if item and isinstance(t.slice, ast.Name) \
+                else _const(t.slice.value if item else t.attr)
+            elts.append(ast.Tuple(elts=[_const(sym), _ControlFlow._thunk(base), key, _const(item)],
                                   ctx=ast.Load()))
         kw = [ast.keyword(arg="composites", value=ast.Tuple(elts=elts, ctx=ast.Load()))] if elts else []
         return _located(kw, src)
@@ -647,7 +679,7 @@ def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> a
     top = assigned_names([s for s in fn.body if not isinstance(
         s, (ast.If, ast.For, ast.While, ast.Try, ast.With))])
     locals_ = sorted(assigned_names(fn.body) - globals_ - nonlocals - params - top)
-    cf = _ControlFlow(names, globals_)
+    cf = _ControlFlow(names, globals_, (assigned_names(fn.body) | params | nonlocals) - globals_)
     fn.body = [s for stmt in fn.body for s in _as_list(cf.visit(stmt))]
     if locals_:
         bind = ast.If(test=_const(False), body=[ast.Assign(
