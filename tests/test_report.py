@@ -1,0 +1,239 @@
+"""The compile report (tfc/report): what the page holds, measured against the
+compile it reports; escaping of every user string; the driver's observer hook;
+the clear error where Graphviz is missing; tfc compile --report."""
+import importlib.util
+import io
+import json
+import os
+import re
+import shutil
+import textwrap
+
+import pytest
+
+import tfc
+from tfc.compile_cli import compile_main
+from tfc.core.errors import UnavailableError
+from tfc.dialects.tensor import print_ir
+from tfc.passes.pipeline import DEFAULT_L1, FUSED, LOOPS
+from tfc.report import render, render_many, write_report
+from tfc.report.collect import collect, eager_peak, record_passes
+
+needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz's dot is not installed (Debian package graphviz; make sysdeps)")
+
+MODEL = '''
+import tfc
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((4, 3)), tfc.TensorSpec((3, 5))])
+def dense(x, w):
+    h = tfc.matmul(x, w)  # <script>alert("line")</script>
+    y = tfc.relu(h + 1.0) * 2.0
+    return tfc.reduce_sum(tfc.exp(y), axis=1)
+
+
+@tfc.function
+def twice(x):
+    return tfc.sin(x) * 2.0 + 1.0
+'''
+
+
+def load(tmp_path, source=MODEL, name="report_model"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def model(tmp_path):
+    return load(tmp_path)
+
+
+def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
+    conc = tfc.compile(model.dense)
+    steps = record_passes(conc)
+    assert [s.name for s in steps] == list(DEFAULT_L1 + FUSED + LOOPS)
+    assert [s.stage for s in steps] == ["tensor"] * len(DEFAULT_L1) + ["fused"] * len(FUSED) + \
+        ["loops"] * len(LOOPS)
+    # each pass starts from where the previous one ended, within a stage
+    for a, b in zip(steps, steps[1:]):
+        if a.stage == b.stage and b.name != "tfc-lower-loops":
+            assert b.before == a.after
+    assert steps[0].before == print_ir(conc.raw_module)
+    assert steps[len(DEFAULT_L1) - 1].after == print_ir(conc.module)
+    assert steps[-1].after == print_ir(conc.loops_module)  # the rerun is the compile
+    fuse = next(s for s in steps if s.name == "tfc-fuse")
+    assert (fuse.ops_before, fuse.ops_after) == (9, 3)  # matmul + relu/add/mul/exp/sum into one kernel
+    assert any(line.startswith("+") and "tfc.fused" in line for line in fuse.diff())
+    assert all(s.seconds >= 0 for s in steps)
+    assert next(s for s in steps if s.name == "tfc-simplify").diff() == []
+
+
+def test_observer_hook_changes_nothing_it_observes(model):
+    from tfc.passes.driver import lower, observing, run_passes
+    from tfc.passes.pipeline import run_pipeline
+
+    conc = model.dense.get_concrete_function()
+    plain = print_ir(run_pipeline(conc.raw_module.clone(), DEFAULT_L1))
+    seen = []
+
+    class Observer:
+        def before(self, stage, name, module):
+            seen.append(("before", stage, name))
+
+        def after(self, stage, name, module, seconds):
+            seen.append(("after", stage, name))
+
+    timings = []
+    with observing(Observer()):
+        observed = run_passes(conc.raw_module.clone(), DEFAULT_L1, "tensor", timings=timings)
+        low = lower(observed)
+    assert print_ir(observed) == plain
+    assert [n for n, _ in timings] == list(DEFAULT_L1)
+    assert print_ir(low.loops) == print_ir(conc.loops_module)
+    assert seen[:2] == [("before", "tensor", "tfc-simplify"), ("after", "tensor", "tfc-simplify")]
+    assert seen[-1] == ("after", "loops", "tfc-lower-loops")
+    seen.clear()
+    run_passes(conc.raw_module.clone(), DEFAULT_L1, "tensor")  # no observer outside the block
+    assert seen == []
+
+
+def test_kernels_elements_bytes_and_code(model):
+    d = collect(tfc.compile(model.dense))
+    (mm, k0) = d.kernels
+    assert (mm.kind, mm.label) == ("library call", "matmul")
+    assert (mm.elements, mm.bytes) == (20, (12 + 15 + 20) * 4)
+    assert mm.location.endswith("report_model.py:7")
+    assert "into0(" in mm.code and "loops.library \"matmul\"" in mm.loop
+    assert (k0.kind, k0.elements, k0.bytes) == ("fused kernel", 20, (20 + 4) * 4)
+    assert "def kernel0(" in k0.code and "np.exp(" in k0.code and "loops.parallel" in k0.loop
+    assert ("matmul", mm.location) in d.library_sites
+
+
+def test_eager_peak_counts_results_until_their_last_use(tmp_path):
+    m = load(tmp_path, '''
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((100,))])
+        def chain(x):
+            a = tfc.exp(x)
+            b = a + 1.0
+            c = b * a
+            return c
+        ''', "eager_chain")
+    conc = m.chain.get_concrete_function()
+    # constant 1.0 (4 B, live to the add) ; a (400 B, to the multiply); b (400 B); c (400 B, returned)
+    assert eager_peak(conc.raw_module) == 400 + 400 + 400
+    dyn = load(tmp_path, '''
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((None,))])
+        def f(x):
+            return tfc.exp(x) + 1.0
+        ''', "eager_dyn")
+    assert eager_peak(dyn.f.get_concrete_function().raw_module) is None
+
+
+@needs_dot
+def test_page_holds_every_section(model, tmp_path):
+    conc = tfc.compile(model.dense)
+    path = write_report(conc, tmp_path / "out.html")
+    html = open(path).read()
+    assert html.startswith("<!DOCTYPE html>")
+    for section in ("summary", "graph", "passes", "memory", "kernels", "generated", "history", "source"):
+        assert f'<section id="{section}">' in html
+    graph = html[html.index('<section id="graph">'):html.index('<section id="passes">')]
+    assert "<svg" in graph and "matmul" in graph and "[library call]" in graph
+    assert "fused kernel (reduce sum)" in graph  # the cluster's title
+    assert re.search(r'href="#src-0-7"', graph)  # the matmul node links to its source line
+    assert 'id="src-0-7"' in html
+    assert html.count('class="pass-btn') == len(DEFAULT_L1 + FUSED + LOOPS)
+    memory = html[html.index('<section id="memory">'):html.index('<section id="kernels">')]
+    plan = conc.memory_plan
+    assert memory.count('<rect class="buffer') == len(plan.buffers)
+    assert f"planned peak {plan.peak} B" in memory and "eager peak 168 B" in memory
+    # no network: nothing fetched from anywhere
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert conc._repr_html_().startswith("<!DOCTYPE html>")
+
+
+@needs_dot
+def test_user_strings_are_escaped(tmp_path):
+    m = load(tmp_path, '''
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((3,))])
+        def shout(x):
+            tfc.print("</script><img src=x onerror=alert(1)>", x)  # <b>bold</b>
+            return x * 2.0
+        ''', "escape_model")
+    html = render(tfc.compile(m.shout))
+    assert "<b>bold</b>" not in html and "&lt;b&gt;bold&lt;/b&gt;" in html
+    assert "<img" not in html
+    assert html.count("</script>") == 2  # the two script elements' own ends
+    snapshots = html[html.index('id="tfc-snapshots">') + len('id="tfc-snapshots">'):]
+    snapshots = json.loads(snapshots[:snapshots.index("</script>")])
+    assert any("</script><img" in s["before"] for s in snapshots)  # intact once parsed
+
+
+@needs_dot
+def test_retrace_history_and_a_tfc_function(model):
+    model.twice(tfc.ones((3,)))
+    model.twice(tfc.ones((4,)))
+    html = render(model.twice)  # the latest trace
+    history = html[html.index('<section id="history">'):html.index('<section id="source">')]
+    assert "argument x changed from float32[3] to float32[4]" in history
+    assert "twice(float32[4])" in html
+    with pytest.raises(ValueError, match="has not been traced and has no input_signature"):
+        render(tfc.function(lambda x: x))
+    with pytest.raises(TypeError, match="expected a compiled function"):
+        render(42)
+
+
+@needs_dot
+def test_cuda_target_shows_ptx(model):
+    html = render(tfc.compile(model.dense.python_function, tfc.TensorSpec((4, 3)), tfc.TensorSpec((3, 5)),
+                              target="cuda"))
+    assert "whole generated\nptx module" in html and ".entry" in html
+
+
+@needs_dot
+def test_several_functions_on_one_page(model):
+    a = tfc.compile(model.dense)
+    b = tfc.compile(model.twice, tfc.TensorSpec((3,)))
+    html = render_many([("dense", a), ("twice", b)])
+    assert html.count("<iframe") == 2 and 'href="#fn-1"' in html
+    assert "&lt;!DOCTYPE html&gt;" in html  # each page escaped into its srcdoc
+
+
+def test_missing_dot_names_the_package(model, tmp_path, monkeypatch):
+    monkeypatch.setattr("tfc.report.graph.shutil.which", lambda name: None)
+    out = tmp_path / "r.html"
+    with pytest.raises(UnavailableError, match="package `graphviz`"):
+        write_report(tfc.compile(model.dense), out)
+    assert not out.exists()
+
+
+@needs_dot
+def test_cli_report(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(MODEL))
+    out = tmp_path / "report.html"
+    assert compile_main([str(path), "--report", str(out), "--quiet"], out=io.StringIO()) == 0
+    html = out.read_text()  # dense only (twice has no signature): its page itself
+    assert html.startswith("<!DOCTYPE html>") and "dense(float32[4, 3], float32[3, 5])" in html
+
+
+def test_cli_report_without_dot(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "m.py"
+    path.write_text(textwrap.dedent(MODEL))
+    monkeypatch.setattr("tfc.report.graph.shutil.which", lambda name: None)
+    out = tmp_path / "report.html"
+    assert compile_main([str(path), "--report", str(out)], out=io.StringIO()) == 1
+    err = capsys.readouterr().err
+    assert "tfc compile: error: --report:" in err and "graphviz" in err
+    assert os.listdir(tmp_path) == ["m.py"]  # nothing written, not even a temporary file
