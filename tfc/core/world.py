@@ -135,7 +135,7 @@ class World:
 
     def allreduce(self, array: np.ndarray, op: str, what: str = "all_reduce") -> np.ndarray:
         """The element-wise ``op`` (sum, max, min) of ``array`` over ranks, a new array."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         self.check_same(what, f"{what}(op={op}) {array.dtype}{list(array.shape)}")
         out = np.empty_like(array)
         if self.comm is None:
@@ -164,7 +164,7 @@ class World:
     def broadcast(self, array: np.ndarray, root: int, what: str = "broadcast") -> np.ndarray:
         """``array`` of rank ``root``, on every rank (a new array)."""
         self._check_root(root, what)
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         self.check_same(what, f"{what}(root={root}) {array.dtype}{list(array.shape)}")
         out = array.copy()
         if self.comm is not None:
@@ -174,7 +174,7 @@ class World:
     def reduce_to_root(self, array: np.ndarray, root: int, what: str = "reduce_to_root") -> np.ndarray:
         """The sum over ranks at ``root``, zeros elsewhere."""
         self._check_root(root, what)
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         self.check_same(what, f"{what}(root={root}) {array.dtype}{list(array.shape)}")
         out = array.copy() if self.comm is None else np.zeros_like(array)
         if self.comm is not None:
@@ -183,7 +183,7 @@ class World:
 
     def all_gather(self, array: np.ndarray, what: str = "all_gather") -> np.ndarray:
         """Every rank's ``array`` concatenated along axis 0, in rank order."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         self.check_same(what, f"{what} {array.dtype}{list(array.shape)}")
         out = np.empty((self.size * array.shape[0],) + array.shape[1:], array.dtype)
         if self.comm is None:
@@ -195,7 +195,7 @@ class World:
     def reduce_scatter(self, array: np.ndarray, what: str = "reduce_scatter") -> np.ndarray:
         """The sum over ranks of ``array``, split along axis 0 into ``size``
         equal blocks: rank r gets block r."""
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")
         if array.shape[0] % self.size:
             raise ValueError(f"{what}: the first dimension ({array.shape[0]}) must divide among "
                              f"{self.size} ranks")
