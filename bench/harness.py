@@ -7,6 +7,10 @@ rows' batches, and reports the per-call median and minimum. The ratio column is 
 baseline row's median, measured in the same run, so it compares like with like
 on whatever machine runs it; "min ratio" divides the minima, the steadier figure
 on a machine shared with other work. Tables never assert anything about time.
+
+Where the environment variable ``TFC_BENCH_RESULTS`` names a file, each printed
+table is also appended to it as one JSON line (``Benchmark.record``), which
+``bench/plots.py`` draws (``make bench`` does both).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import contextlib
 import datetime
 import gc
 import importlib
+import json
 import os
 import platform
 import shlex
@@ -117,6 +122,24 @@ class Benchmark:
     def print(self, file=None) -> None:
         print(self.table(), file=file or sys.stdout, flush=True)
         print(file=file or sys.stdout)
+        self.record()
+
+    def record(self, path: str | None = None) -> None:
+        """Append the table's results as one JSON line to ``path`` (default: the
+        file ``$TFC_BENCH_RESULTS`` names; neither: nothing), for bench/plots.py."""
+        path = path or os.environ.get(RESULTS_ENV)
+        if not path:
+            return
+        base = self.baseline_row()
+        entry = {"title": self.title, "baseline": base.name, "skipped": self.skipped,
+                 "script": os.path.basename(sys.argv[0]),
+                 "rows": [{"name": r.name, "median_s": r.median_s, "min_s": r.min_s, "note": r.note}
+                          for r in self.rows]}
+        with open(path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+RESULTS_ENV = "TFC_BENCH_RESULTS"
 
 
 def _unit(seconds: float) -> tuple[str, float]:
