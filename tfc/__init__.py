@@ -16,13 +16,13 @@ from tfc.core.tape import (  # noqa: F401
 from tfc import ops as _ops  # noqa: F401  (registers every op)
 from tfc.ops.creation import eye, fill, linspace, ones, ones_like, range, zeros, zeros_like  # noqa: F401
 from tfc.ops.math import (  # noqa: F401
-    abs, add, cast, ceil, clip_by_value, cos, cumsum, divide, equal, erf, exp, expm1, floor, floordiv,
+    abs, add, cast, ceil, clip_by_value, cos, divide, equal, erf, exp, expm1, floor, floordiv,
     greater, greater_equal, identity, integer_pow, less, less_equal, log, log1p, logical_and, logical_not,
     logical_or, maximum, minimum, mod, multiply, negative, not_equal, pow, relu, round, rsqrt,
     sigmoid, sign, sin, softplus, sqrt, square, subtract, tanh, where,
 )
 from tfc.ops.reductions import (  # noqa: F401
-    argmax, argmin, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
+    argmax, argmin, cumsum, reduce_all, reduce_any, reduce_max, reduce_mean, reduce_min, reduce_prod,
     reduce_sum,
 )
 from tfc.ops.linalg import matmul, tensordot  # noqa: F401

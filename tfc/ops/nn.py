@@ -25,7 +25,7 @@ from tfc.ops.math import (
     _ArrayMath, _BodyMath, _erf_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
     cast, equal, erf, exp, maximum, rsqrt, sigmoid, sqrt, square, tanh, where,
 )
-from tfc.ops.reductions import reduce_mean, reduce_sum
+from tfc.ops.reductions import reduce_mean, reduce_sum, value_dtype
 from tfc.ops.shapes import check_flag_temps, expand_dims
 
 # -- softmax and log_softmax ------------------------------------------------------
@@ -433,17 +433,7 @@ def _normalize_infer(op, x: Spec, axes, epsilon):
 def _normalize_expand(b, x, axes, epsilon):
     # (x - mean) / sqrt(var + epsilon)
     _, d, v = _centered(b, x, axes)
-    return b.multiply(d, b.rsqrt(b.add(v, b.constant(epsilon, _dtype_of(b, x)))))
-
-
-def _dtype_of(b, x):
-    from tfc.core.dtypes import from_numpy
-
-    if isinstance(x, np.ndarray):
-        return from_numpy(x.dtype)
-    from tfc.dialects.tensor import spec_of
-
-    return spec_of(x.type).dtype
+    return b.multiply(d, b.rsqrt(b.add(v, b.constant(epsilon, value_dtype(b, x)))))
 
 
 def _normalize_grad(e, g):
@@ -492,7 +482,7 @@ def _l2_normalize_expand(b, x, axes, epsilon):
     # x / sqrt(max(sum(x^2), epsilon)), as TensorFlow
     axes = tuple(range(len(b.shape(x)))) if axes is None else axes
     ss = b.reduce_sum(b.square(x), axis=axes, keepdims=True)
-    return b.multiply(x, b.rsqrt(b.maximum(ss, b.constant(epsilon, _dtype_of(b, x)))))
+    return b.multiply(x, b.rsqrt(b.maximum(ss, b.constant(epsilon, value_dtype(b, x)))))
 
 
 def _l2_normalize_grad(e, g):

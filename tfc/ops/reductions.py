@@ -7,6 +7,7 @@ from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare, rows_apart
 from tfc.ops import _infer as inf
+from tfc.ops._expand import eager_kernel
 
 
 def _axis_attr(axis, op_name="reduction"):
@@ -260,4 +261,75 @@ def _arg_args(x, axis, output_type):
     return (x,), {"axis": int(axis), "output_type": dtypes.as_dtype(output_type)}
 
 
+# -- cumsum ---------------------------------------------------------------------------------
+# A composite (expand=): Hillis and Steele's scan, log2(n) steps of y + (y shifted by
+# 2^k along the axis), each a slice, a pad and an add, ops that lower to kernels and
+# fuse. Eager runs the same steps on arrays (bit-identical to compiled code); the sums
+# are grouped as a tree rather than numpy's left-to-right cumsum (the same rounding
+# class as any float sum, and more accurate). Floats shift in -0.0, which added to
+# any value leaves it (a column of -0.0 sums to -0.0, as numpy).
 
+
+def value_dtype(b, x) -> dtypes.DType:
+    """The dtype of ``x`` in an expansion: an array eagerly, an SSA value in the compiler."""
+    if isinstance(x, np.ndarray):
+        return dtypes.from_numpy(x.dtype)
+    from tfc.dialects.tensor import spec_of
+
+    return spec_of(x.type).dtype
+
+
+def _shifted(b, y, axis, k, reverse, fill):
+    """``y`` moved ``k`` places along ``axis`` (toward the end, or the start
+    when ``reverse``), ``fill`` shifted in."""
+    shape = b.shape(y)
+    n, rank = shape[axis], len(shape)
+    whole = ("slice", None, None, None)
+    keep = ("slice", k, None, None) if reverse else ("slice", 0, n - k, None)
+    part = b.getitem(y, index=(whole,) * axis + (keep,) + (whole,) * (rank - axis - 1))
+    pads = [0] * (2 * rank)
+    pads[2 * axis + (1 if reverse else 0)] = k
+    return b.pad(part, paddings=tuple(pads), mode="CONSTANT", constant_values=fill)
+
+
+def _cumsum_expand(b, x, axis, exclusive, reverse):
+    shape = b.shape(x)
+    axis %= len(shape)
+    n = shape[axis]
+    floating = value_dtype(b, x).is_floating
+    if exclusive and n:
+        x = _shifted(b, x, axis, 1, reverse, 0.0 if floating else 0)
+    k = 1
+    while k < n:
+        x = b.add(x, _shifted(b, x, axis, k, reverse, -0.0 if floating else 0))
+        k *= 2
+    return x if k > 1 or exclusive else b.identity(x)  # a new value, never the operand itself
+
+
+def _cumsum_infer(op, x: Spec, axis, exclusive, reverse) -> Spec:
+    inf.check_dtype(op, x, NUMERIC)
+    if x.ndim == 0:
+        raise ValueError(f"{op.name}: x must have rank >= 1, got a scalar")
+    inf.normalize_axis(op, axis, x.ndim)
+    return x
+
+
+def _cumsum_grad(e, g):
+    # each x[j] reaches the results at and after j (before, reversed): the scan back
+    a = e.attrs
+    return [cumsum(g, a["axis"], exclusive=a["exclusive"], reverse=not a["reverse"])]
+
+
+def _cumsum_rows(ranks, axis, **attrs) -> bool:
+    return axis % ranks[0] != 0
+
+
+@declare(kernel=eager_kernel(_cumsum_expand), infer=_cumsum_infer, grad=_cumsum_grad, rows=_cumsum_rows,
+         attrs={"axis": "int", "exclusive": "bool", "reverse": "bool"}, expand=_cumsum_expand)
+def cumsum(x, axis=0, exclusive=False, reverse=False):
+    """Running sums of ``x`` along ``axis``, as TensorFlow's ``tf.cumsum``:
+    ``exclusive`` leaves each element out of its own sum (the first is 0),
+    ``reverse`` sums from the end."""
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"cumsum: axis must be an int, got {axis!r}")
+    return (x,), {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
