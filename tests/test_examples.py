@@ -107,3 +107,16 @@ def test_huber_compiled_step_takes_any_length():
 def test_example_timings_keep_compile_time_apart(name, argv, pattern, capsys):
     example(name).main(argv)  # the first call's compile time is never in the steady-state figure
     assert re.search(pattern, capsys.readouterr().out)
+
+
+def test_transformer_lm_few_steps(tmp_path):
+    result = example("transformer_lm").main(["--steps", "3", "--sample", "10", "--checkpoint", str(tmp_path / "gpt")])
+    assert len(result["losses"]) == 3 and all(np.isfinite(result["losses"]))
+    assert pathlib.Path(result["checkpoint"]).exists()
+    assert len(result["sample"]) == len("Shall I ") + 10
+
+
+def test_cnn_digits_few_steps():
+    pytest.importorskip("sklearn")
+    result = example("cnn_digits").main(["--steps", "3"])
+    assert len(result["losses"]) == 3 and result["accuracy"] == result["restored_accuracy"]
