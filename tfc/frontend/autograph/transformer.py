@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
            ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
@@ -161,11 +162,19 @@ def _under(a, b) -> bool:
     return a == b or (a.startswith(b) and a[len(b)] in ".[#")
 
 
+def _may_alias(path):
+    """``path`` up to its first variable key: ``d[k]`` may be any item of ``d``."""
+    m = re.search(r"\[[A-Za-z_]", path)
+    return path if m is None else path[:m.start()]
+
+
 def is_live(sym, live) -> bool:
     """Whether symbol ``sym`` is needed by the read paths ``live``: a path under it,
     or one it lies under (a whole object read). ``p#`` needs only the object at ``p``
-    (the base of a store), not what it holds."""
-    return any(_under(p, sym) or (p[-1] != "#" and _under(sym, p)) for p in live)
+    (the base of a store), not what it holds. A variable key may name any item."""
+    sym = _may_alias(sym)
+    return any(_under(q, sym) or (q[-1] != "#" and _under(sym, q))
+               for q in (_may_alias(p) for p in live))
 
 
 def used_paths(node) -> set:
