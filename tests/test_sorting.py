@@ -66,3 +66,75 @@ def test_cumsum_edges():
 def test_cumsum_lowers_to_kernels():
     f = tfc.function(lambda t: tfc.cumsum(t, 1))
     assert "loops.library" not in f.get_concrete_function(tfc.TensorSpec([3, 9])).ir("loops")
+
+
+def ref_argsort(x, axis, descending):
+    """Stable sort by Python's sorted (NaN above every number)."""
+    x = np.moveaxis(x, axis, -1)
+    out = np.empty(x.shape, np.int64)
+    for idx in np.ndindex(x.shape[:-1]):
+        row = x[idx]
+        key = [(1 if np.isnan(v) else 0, 0 if np.isnan(v) else v) for v in row]
+        order = sorted(range(len(row)), key=lambda i: key[i], reverse=descending)
+        out[idx] = order
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("direction", ["ASCENDING", "DESCENDING"])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_argsort_and_sort(rng, axis, direction):
+    x = rng.integers(0, 4, size=(5, 6)).astype(np.float32)  # many ties
+    x[1, 2] = np.nan
+    want = ref_argsort(x, axis, direction == "DESCENDING")
+    got = tfc.argsort(x, axis, direction)
+    assert got.dtype == tfc.int32
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(tfc.sort(x, axis, direction).numpy(), np.take_along_axis(x, want, axis))
+    ints = rng.integers(-9, 9, size=(4, 7)).astype(np.int32)
+    np.testing.assert_array_equal(tfc.argsort(ints, axis, direction).numpy(),
+                                  ref_argsort(ints, axis, direction == "DESCENDING"))
+    compiled_equal(lambda t: tfc.sort(t * 2, axis, direction), x)
+    compiled_equal(lambda t: tfc.argsort(t, axis, direction), x)
+
+
+def test_sort_gradient(rng):
+    x = rng.normal(size=(4, 5))
+    w = rng.normal(size=(4, 5))
+    check_grad(lambda t: tfc.sort(t) * w, x)
+    check_grad(lambda t: tfc.sort(t, 0, "DESCENDING") * w, x)
+
+
+def test_top_k(rng):
+    x = rng.integers(0, 5, size=(3, 8)).astype(np.float64)
+    values, indices = tfc.top_k(x, 3)
+    want = ref_argsort(x, -1, True)[:, :3]
+    np.testing.assert_array_equal(indices.numpy(), want)
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, want, -1))
+    assert indices.dtype == tfc.int32
+    xs = rng.normal(size=(3, 8))
+    w = rng.normal(size=(3, 3))
+    check_grad(lambda t: tfc.top_k(t, 3)[0] * w, xs)
+    compiled_equal(lambda t: tfc.top_k(t, 3), xs.astype(np.float32))
+    assert tfc.top_k(xs, 0)[0].shape == (3, 0)
+
+
+def test_top_k_errors():
+    with pytest.raises(tfc.errors.InvalidArgumentError, match="at least k=4"):
+        tfc.top_k(np.ones((2, 3)), 4)
+    with pytest.raises(ValueError, match="k must be an int >= 0"):
+        tfc.top_k(np.ones((2, 3)), -1)
+    f = tfc.function(lambda t: tfc.top_k(t, 4), input_signature=[tfc.TensorSpec([None, None])])
+    assert f(np.ones((2, 5), np.float32))[0].shape == (2, 4)
+    with pytest.raises(AssertionError, match="at least k=4"):
+        f(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match="direction must be"):
+        tfc.sort(np.ones(3), direction="UP")
+    with pytest.raises(TypeError, match="argsort.*bool"):
+        tfc.argsort(np.array([True]))
+
+
+def test_permute_lowers_to_a_kernel():
+    f = tfc.function(lambda t: tfc.sort(t))
+    ir = f.get_concrete_function(tfc.TensorSpec([3, 9])).ir("loops")
+    assert 'loops.library "argsort"' in ir and "loops.load_at" in ir
+    assert ir.count("loops.library") == 1

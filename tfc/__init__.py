@@ -27,6 +27,7 @@ from tfc.ops.reductions import (  # noqa: F401
 )
 from tfc.ops.linalg import matmul, tensordot  # noqa: F401
 from tfc.ops.einsum import einsum  # noqa: F401
+from tfc.ops.sorting import argsort, sort, top_k  # noqa: F401
 from tfc.ops.shapes import broadcast_to, expand_dims, reshape, squeeze, transpose  # noqa: F401
 from tfc.ops.shapes import concat, gather, one_hot, pad, split, stack, tile, unstack  # noqa: F401
 from tfc.ops.control_flow import Assert, TensorArray, cond, print, while_loop  # noqa: F401
