@@ -17,7 +17,7 @@ from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
 from tfc.ops.math import cast, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, tanh, where
-from tfc.ops.nn import embedding_lookup, layer_norm, log_softmax, moments, softmax
+from tfc.ops.nn import embedding_lookup, gelu, layer_norm, log_softmax, moments, silu, softmax
 from tfc.ops.random import generator
 from tfc.ops.reductions import reduce_mean
 from tfc.ops.shapes import expand_dims, reshape, transpose
@@ -128,7 +128,7 @@ def get_initializer(init):
 
 
 _ACTIVATIONS = {"relu": relu, "sigmoid": sigmoid, "tanh": tanh, "softplus": softplus, "softmax": softmax,
-                "log_softmax": log_softmax, "linear": None}
+                "log_softmax": log_softmax, "gelu": gelu, "silu": silu, "swish": silu, "linear": None}
 
 
 def get_activation(act):
