@@ -339,3 +339,26 @@ def test_a_model_of_the_new_layers_round_trips_a_checkpoint(tmp_path, rng):
     np.testing.assert_array_equal(fresh(ids).numpy(), model(ids).numpy())
     status.assert_consumed()
     assert [p for p, _ in fresh.variables_with_paths()] == [p for p, _ in model.variables_with_paths()]
+
+
+def test_batch_normalization_with_a_none_batch_compiled_equals_eager(rng):
+    x = tfc.constant(rng.normal(size=(5, 3)).astype(np.float32))
+    compiled_layer, eager_layer = tfc.layers.BatchNormalization(), tfc.layers.BatchNormalization()
+    f = tfc.function(lambda t: compiled_layer(t, training=True), input_signature=[tfc.TensorSpec([None, 3])])
+    np.testing.assert_array_equal(f(x).numpy(), eager_layer(x, training=True).numpy())
+    np.testing.assert_array_equal(compiled_layer.moving_variance.numpy(), eager_layer.moving_variance.numpy())
+
+
+def test_gelu_and_silu_activations_by_name(rng):
+    x = tfc.constant(rng.normal(size=(2, 4)).astype(np.float32))
+    for name, fn in (("gelu", tfc.nn.gelu), ("silu", tfc.nn.silu), ("swish", tfc.nn.silu)):
+        dense = tfc.layers.Dense(3, activation=name)
+        np.testing.assert_array_equal(dense(x).numpy(), fn(tfc.matmul(x, dense.kernel) + dense.bias).numpy())
+
+
+def test_multi_head_attention_dropout_only_while_training(rng):
+    q = tfc.constant(rng.normal(size=(2, 3, 4)).astype(np.float32))
+    layer = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5, seed=1)
+    inference = layer(q, q).numpy()
+    np.testing.assert_array_equal(layer(q, q).numpy(), inference)
+    assert not np.array_equal(layer(q, q, training=True).numpy(), inference)
