@@ -141,12 +141,16 @@ def freeze(module, variables) -> None:
     if len(refs) != len(variables):
         raise AssertionError(f"internal error: {len(refs)} variable arguments for {len(variables)} variables")
     value_of = {a: v for a, v in zip(refs, variables)}
+    name_of, seen = {}, {}
+    for a in refs:  # the names the IR prints: a repeated hint gets _1, _2, ...
+        hint = a.name_hint or "arg"
+        name_of[a] = hint if hint not in seen else f"{hint}_{seen[hint]}"
+        seen[hint] = seen.get(hint, 0) + 1
     for op in list(f.walk()):
         if isinstance(op, ReadVariableOp):
             c = ConstantOp.from_numpy(value_of[op.ref].numpy())
             c.location = op.location
-            if op.ref.name_hint:
-                c.attributes[WEIGHT_NAME] = StringAttr(op.ref.name_hint)
+            c.attributes[WEIGHT_NAME] = StringAttr(name_of[op.ref])
             Rewriter.replace_op(op, c)
     for a in reversed(refs):
         block.erase_arg(a)

@@ -9,11 +9,11 @@ compute) matmul and conv2d. The scheme is TFLite's and ONNX Runtime's:
 - the bias is int32 with scale s_in * s_w[n]; the input's zero point is folded
   into it (``x_q @ w_q - z_in * sum_k w_q[k, n]``), so the integer ops take the
   raw int8 codes and need no zero point of their input;
-- requantization: ``q_out = clip(rint(acc * multiplier[n]) + z_out, lo, 127)`` in
-  float64, with ``multiplier = s_in * s_w[n] / s_out`` and ``lo = z_out`` when a
+- requantization: ``q_out = clip(rint(float32(acc) * multiplier[n]) + z_out, lo, 127)``
+  in float32 (as ONNX's QLinearMatMul), with ``multiplier = s_in * s_w[n] / s_out`` and ``lo = z_out`` when a
   relu is fused (relu on the integer values: max(q, z_out) is relu of the real
   value), else -128. With ``out_dtype`` float32 the op instead gives the real
-  result ``acc * multiplier[n]`` (``multiplier = s_in * s_w[n]``; relu: max(., 0)).
+  result ``float32(acc) * multiplier[n]`` (``multiplier = s_in * s_w[n]``; relu: max(., 0)).
 
 The integer product is exact: numpy's int8 matmul has no BLAS, so it runs in
 float32 BLAS on the int8 codes, which is exact while every partial sum stays below
@@ -53,14 +53,29 @@ def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+def accumulate(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """float32(x @ w + bias), the int32 accumulator of int8 ``x`` [M, K] and ``w``
+    [K, N] plus int32 ``bias`` [N], as float32 (what requantization scales).
+    Where every partial sum and the bias are below 2**24 the float32 BLAS product
+    plus the bias in float32 is that value exactly, without an int32 pass."""
+    k = x.shape[-1]
+    if k <= EXACT_K and (not bias.size or int(np.abs(bias.astype(np.int64)).max()) + k * 128 * 128 <= 1 << 24):
+        acc = np.matmul(x.astype(np.float32), w.astype(np.float32))
+        acc += bias.astype(np.float32)
+        return acc
+    return (int8_matmul(x, w) + bias).astype(np.float32)
+
+
 def requantize(acc: np.ndarray, multiplier: np.ndarray, out_zero_point: int, relu: bool, out_dtype):
-    """The int32 accumulator as the op's result (see the module docstring)."""
-    real = acc.astype(np.float64) * multiplier.astype(np.float64)
+    """The float32 accumulator (``accumulate``, overwritten) as the op's result
+    (see the module docstring); float32 arithmetic, as ONNX's QLinearMatMul."""
+    real = np.multiply(acc, multiplier, out=acc)
     if out_dtype == dtypes.float32:
-        out = real.astype(np.float32)
-        return np.maximum(out, np.float32(0)) if relu else out
-    lo = out_zero_point if relu else INT8_MIN
-    return np.clip(np.rint(real) + out_zero_point, lo, INT8_MAX).astype(np.int8)
+        return np.maximum(real, np.float32(0), out=real) if relu else real
+    np.rint(real, out=real)
+    real += np.float32(out_zero_point)
+    np.clip(real, np.float32(out_zero_point if relu else INT8_MIN), np.float32(INT8_MAX), out=real)
+    return real.astype(np.int8)
 
 
 # -- quantize / dequantize ---------------------------------------------------------------
@@ -74,8 +89,11 @@ def _check_qparams(op, scale, zero_point):
 
 
 def _quantize_kernel(x, scale, zero_point):
-    q = np.rint(x / x.dtype.type(scale)) + zero_point
-    return np.clip(q, INT8_MIN, INT8_MAX).astype(np.int8)
+    q = np.divide(x, x.dtype.type(scale))
+    np.rint(q, out=q)
+    q += x.dtype.type(zero_point)
+    np.clip(q, x.dtype.type(INT8_MIN), x.dtype.type(INT8_MAX), out=q)
+    return q.astype(np.int8)
 
 
 def _quantize_infer(op, x: Spec, scale, zero_point) -> Spec:
@@ -135,7 +153,7 @@ _REQUANT_ATTRS = {"out_zero_point": "int", "relu": "bool", "out_dtype": "dtype"}
 
 
 def _qmatmul_kernel(x, w, bias, multiplier, out_zero_point, relu, out_dtype):
-    return requantize(int8_matmul(x, w) + bias, multiplier, out_zero_point, relu, out_dtype)
+    return requantize(accumulate(x, w, bias), multiplier, out_zero_point, relu, out_dtype)
 
 
 def _qmatmul_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, out_zero_point, relu, out_dtype) -> Spec:
@@ -165,8 +183,8 @@ def _qconv2d_kernel(x, w, bias, multiplier, strides, padding, dilations, pad_val
                     out_dtype):
     out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
     cols = _im2col(_pad(x, pads, pad_value), w.shape[:2], out_hw, strides, dilations)
-    acc = int8_matmul(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]))
-    out = requantize(acc + bias, multiplier, out_zero_point, relu, out_dtype)
+    acc = accumulate(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]), bias)
+    out = requantize(acc, multiplier, out_zero_point, relu, out_dtype)
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
 
@@ -220,7 +238,9 @@ def _check_scale(op, x: Spec, scale: Spec, n):
 def _wmatmul_kernel(x, w, scale):
     from tfc.ops.linalg import blas_ready
 
-    return np.matmul(blas_ready(x), w.astype(x.dtype)) * scale
+    out = np.matmul(blas_ready(x), w.astype(x.dtype))
+    out *= scale
+    return out
 
 
 def _wmatmul_infer(op, x: Spec, w: Spec, scale: Spec) -> Spec:
@@ -245,7 +265,9 @@ def weight_quantized_matmul(x, w, scale):
 def _wconv2d_kernel(x, w, scale, strides, padding, dilations):
     from tfc.ops.conv import _conv2d_kernel
 
-    return _conv2d_kernel(x, w.astype(x.dtype), strides, padding, dilations) * scale
+    out = _conv2d_kernel(x, w.astype(x.dtype), strides, padding, dilations)
+    out *= scale
+    return out
 
 
 def _wconv2d_infer(op, x: Spec, w: Spec, scale: Spec, strides, padding, dilations) -> Spec:

@@ -1,0 +1,405 @@
+"""Post-training int8 quantization: the quantized ops against a plain numpy
+reference of the same scheme (bit-exact), compiled against eager, the
+tfc-quantize pass end to end on small models, calibration edge cases, export."""
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.ops import quant as q
+from tfc.quantization import Config, weight_bytes
+
+RNG = np.random.default_rng(0)
+
+
+# -- a plain numpy reference of the scheme (written apart from tfc/ops/quant.py) ----------
+
+
+def ref_quantize(x, scale, zp):
+    return np.clip(np.rint(x / np.float32(scale)) + zp, -128, 127).astype(np.int8)
+
+
+def ref_acc(x, w, bias):
+    """The int32 accumulator with int64 arithmetic (no float anywhere)."""
+    acc = x.astype(np.int64) @ w.astype(np.int64) + bias.astype(np.int64)
+    assert np.abs(acc).max(initial=0) < 2 ** 31
+    return acc
+
+
+def ref_requant(acc, mult, zo, relu, out_float):
+    real = acc.astype(np.float32) * mult.astype(np.float32)
+    if out_float:
+        return np.maximum(real, np.float32(0)) if relu else real
+    return np.clip(np.rint(real) + zo, zo if relu else -128, 127).astype(np.int8)
+
+
+def ref_qparams(lo, hi):
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    if hi == lo:
+        return 1.0, 0
+    s = (hi - lo) / 255.0
+    return s, int(np.clip(np.rint(-128 - lo / s), -128, 127))
+
+
+def ref_weights(w, per_channel=True):
+    amax = np.abs(w.astype(np.float64)).max(axis=0)
+    if not per_channel:
+        amax[:] = amax.max()
+    s = np.where(amax > 0, amax / 127.0, 1.0)
+    return np.clip(np.rint(w / s), -127, 127).astype(np.int8), s
+
+
+def int8(shape, lo=-128, hi=127):
+    return RNG.integers(lo, hi + 1, shape).astype(np.int8)
+
+
+# -- the ops ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 64, 1024, 1025, 3000])
+@pytest.mark.parametrize("relu,out_float", [(False, False), (True, False), (False, True), (True, True)])
+def test_quantized_matmul_matches_the_integer_reference(k, relu, out_float):
+    x, w = int8((5, k)), int8((k, 7))
+    bias = RNG.integers(-2 ** 20, 2 ** 20, 7).astype(np.int32)
+    mult = RNG.uniform(1e-6, 1e-3, 7).astype(np.float32)
+    out_dtype = tfc.float32 if out_float else tfc.int8
+    got = q.quantized_matmul(x, w, bias, mult, out_zero_point=-3, relu=relu, out_dtype=out_dtype).numpy()
+    want = ref_requant(ref_acc(x, w, bias), mult, -3, relu, out_float)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def test_int8_matmul_is_exact_at_the_extremes():
+    # every product +16384: float32 sums would round past 2**24 without the chunks
+    for k in (1024, 1025, 4096, 5000):
+        x, w = np.full((2, k), -128, np.int8), np.full((k, 3), -128, np.int8)
+        assert np.array_equal(q.int8_matmul(x, w), ref_acc(x, w, np.zeros(3, np.int64)))
+        big = np.full(3, 2 ** 30 - k * 16384, np.int32)  # the accumulate fast path must not apply
+        assert np.array_equal(q.accumulate(x, w, big), ref_acc(x, w, big).astype(np.float32))
+
+
+def test_quantize_and_dequantize():
+    x = (RNG.standard_normal((4, 9)) * 3).astype(np.float32)
+    x[0, :3] = [1e9, -1e9, 0.0]
+    got = q.quantize(x, 0.05, -7).numpy()
+    assert np.array_equal(got, ref_quantize(x, 0.05, -7)) and got[0, 0] == 127 and got[0, 1] == -128
+    back = q.dequantize(got, 0.05, -7).numpy()
+    assert back.dtype == np.float32
+    assert np.array_equal(back, (got.astype(np.float32) + 7) * np.float32(0.05))
+    with pytest.raises(ValueError, match="scale must be a positive finite"):
+        q.quantize(x, 0.0)
+    with pytest.raises(ValueError, match="zero_point must be in"):
+        q.quantize(x, 1.0, 200)
+    with pytest.raises(TypeError, match="dtype int32"):
+        q.dequantize(np.zeros(3, np.int32), 1.0)
+
+
+def test_quantized_conv2d_matches_im2col_reference():
+    x, w = int8((2, 7, 6, 3)), int8((3, 3, 3, 4), -127, 127)
+    bias, mult = RNG.integers(-5000, 5000, 4).astype(np.int32), RNG.uniform(1e-4, 1e-2, 4).astype(np.float32)
+    got = q.quantized_conv2d(x, w, bias, mult, strides=2, padding="SAME", pad_value=-20, out_zero_point=5,
+                             relu=True).numpy()
+    # SAME, stride 2: 7x6 -> 4x3, pads (1, 1) rows and (0, 1) columns, filled with the zero point -20
+    xp = np.pad(x, ((0, 0), (1, 1), (0, 1), (0, 0)), constant_values=-20)
+    cols = np.stack([xp[:, i:i + 7:2, j:j + 5:2, :] for i in range(3) for j in range(3)], axis=3)
+    want = ref_requant(ref_acc(cols.reshape(-1, 27), w.reshape(27, 4), bias), mult, 5, True, False)
+    assert np.array_equal(got, want.reshape(2, 4, 3, 4))
+
+
+def test_weight_only_ops():
+    x = RNG.standard_normal((3, 8)).astype(np.float32)
+    w, s = int8((8, 5), -127, 127), RNG.uniform(0.001, 0.1, 5).astype(np.float32)
+    assert np.array_equal(q.weight_quantized_matmul(x, w, s).numpy(), (x @ w.astype(np.float32)) * s)
+    xi = RNG.standard_normal((1, 5, 5, 2)).astype(np.float32)
+    wc = int8((2, 2, 2, 3), -127, 127)
+    got = q.weight_quantized_conv2d(xi, wc, s[:3]).numpy()
+    want = tfc.nn.conv2d(xi, wc.astype(np.float32), 1, "VALID").numpy() * s[:3]
+    assert np.array_equal(got, want)
+    with pytest.raises(ValueError, match=r"scale must have shape \(5,\)"):
+        q.weight_quantized_matmul(x, w, s[:4])
+
+
+def test_op_errors_name_the_problem():
+    with pytest.raises(ValueError, match="inner dimensions differ"):
+        q.quantized_matmul(int8((2, 3)), int8((4, 2)), np.zeros(2, np.int32), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"bias must have shape \(2,\)"):
+        q.quantized_matmul(int8((2, 3)), int8((3, 2)), np.zeros(3, np.int32), np.ones(2, np.float32))
+    with pytest.raises(TypeError, match="x has dtype float32"):
+        q.quantized_matmul(np.zeros((2, 3), np.float32), int8((3, 2)), np.zeros(2, np.int32), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match="overflow the int32 accumulator"):
+        tfc.compile(tfc.function(lambda x, w: q.quantized_matmul(
+            x, w, np.zeros(2, np.int32), np.ones(2, np.float32)), autograph=False),
+            tfc.TensorSpec((1, q.MAX_K + 1), tfc.int8), tfc.TensorSpec((q.MAX_K + 1, 2), tfc.int8))
+
+
+def test_compiled_ops_are_bit_identical_to_eager():
+    x = RNG.standard_normal((6, 40)).astype(np.float32)
+    w, wc = int8((40, 5), -127, 127), int8((3, 3, 4, 5), -127, 127)
+    bias, mult = RNG.integers(-999, 999, 5).astype(np.int32), RNG.uniform(1e-4, 1e-2, 5).astype(np.float32)
+
+    def f(x, img):
+        xq = q.quantize(x, 0.03, 4)
+        a = q.quantized_matmul(xq, w, bias, mult, out_zero_point=-9, relu=True)
+        b = q.quantized_matmul(a, int8((5, 5), -127, 127) * 0 + w[:5], bias, mult, out_dtype=tfc.float32)
+        c = q.weight_quantized_matmul(x, w, mult)
+        iq = q.quantize(img, 0.02, 0)
+        d = q.quantized_conv2d(iq, wc, bias, mult, padding="SAME", pad_value=0, out_dtype=tfc.float32)
+        e = q.weight_quantized_conv2d(img, wc, mult, padding="SAME")
+        return q.dequantize(a, 0.1, -9), b, c, d, e
+
+    img = RNG.standard_normal((2, 6, 6, 4)).astype(np.float32)
+    fn = tfc.function(f, autograph=False)
+    eager = f(tfc.constant(x), tfc.constant(img))
+    for sig in [(tfc.TensorSpec((6, 40)), tfc.TensorSpec((2, 6, 6, 4))),
+                (tfc.TensorSpec((None, 40)), tfc.TensorSpec((None, 6, 6, 4)))]:
+        compiled = tfc.compile(fn, *sig)(x, img)
+        for a, b in zip(eager, compiled):
+            assert np.array_equal(a.numpy(), b.numpy())
+
+
+# -- the pass end to end ------------------------------------------------------------------------
+
+
+class MLP(tfc.Module):
+    def __init__(self, sizes=(12, 16, 5), seed=0):
+        super().__init__()
+        self.hidden = tfc.layers.Dense(sizes[1], activation="relu", kernel_initializer=tfc.layers.GlorotUniform(seed))
+        self.out = tfc.layers.Dense(sizes[2], kernel_initializer=tfc.layers.GlorotUniform(seed + 1))
+        self.hidden(tfc.zeros((1, sizes[0])))
+        self.out(tfc.zeros((1, sizes[1])))
+        self.hidden.bias.assign(RNG.uniform(-0.2, 0.2, sizes[1]).astype(np.float32))
+        self.out.bias.assign(RNG.uniform(-0.2, 0.2, sizes[2]).astype(np.float32))
+
+    def __call__(self, x):
+        return self.out(self.hidden(x))
+
+
+def make_mlp(sizes=(12, 16, 5)):
+    model = MLP(sizes)
+    fn = tfc.function(lambda x: model(x), input_signature=[tfc.TensorSpec((None, sizes[0]))], autograph=False)
+    return model, fn
+
+
+def reference_static_mlp(model, batches, x, per_channel=True):
+    """The whole static scheme for Dense(relu) -> Dense in numpy; ranges from
+    eager tfc (the calibration's kernels)."""
+    w1, b1 = model.hidden.kernel.numpy(), model.hidden.bias.numpy()
+    w2, b2 = model.out.kernel.numpy(), model.out.bias.numpy()
+    xs = np.concatenate(batches)
+    h = tfc.nn.relu(tfc.matmul(xs, w1) + b1).numpy()
+    s1, z1 = ref_qparams(float(xs.min()), float(xs.max()))
+    s2, z2 = ref_qparams(float(h.min()), float(h.max()))
+    q1, sw1 = ref_weights(w1, per_channel)
+    q2, sw2 = ref_weights(w2, per_channel)
+    bias1 = np.rint(b1 / (s1 * sw1)) - z1 * q1.astype(np.int64).sum(0)
+    bias2 = np.rint(b2 / (s2 * sw2)) - z2 * q2.astype(np.int64).sum(0)
+    xq = ref_quantize(x, s1, z1)
+    hq = ref_requant(ref_acc(xq, q1, bias1), (s1 * sw1 / s2).astype(np.float32), z2, True, False)
+    return ref_requant(ref_acc(hq, q2, bias2), (s2 * sw2).astype(np.float32), 0, False, True)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel):
+    model, fn = make_mlp()
+    batches = [RNG.standard_normal((8, 12)).astype(np.float32) for _ in range(3)]
+    conc = tfc.compile(fn, quantize=Config(per_channel=per_channel, quiet=True),
+                       calibration=[(b,) for b in batches])
+    x = RNG.standard_normal((10, 12)).astype(np.float32) * 1.5  # beyond the calibrated range too
+    got = conc(x).numpy()
+    assert np.array_equal(got, reference_static_mlp(model, batches, x, per_channel))
+    ir = conc.ir("tensor")
+    assert ir.count("tfc.quantized_matmul") == 2 and ir.count("tfc.quantize ") == 1
+    assert "tfc.read_variable" not in ir and conc.variables == []
+    assert "out_dtype = i8" in ir and "out_dtype = f32" in ir and "relu = true" in ir
+    assert conc.quantization.rewritten == {"quantized_matmul": 2} and conc.quantization.batches == 3
+    inside = batches[0]  # within the calibrated range: close to the float model
+    float_out = model(tfc.constant(inside)).numpy()
+    assert np.abs(conc(inside).numpy() - float_out).max() < 0.05 * np.abs(float_out).max()
+    for stage in ("fused", "loops", "numpy"):
+        assert "quantized_matmul" in conc.ir(stage)
+
+
+def test_weight_only_mlp_matches_the_numpy_reference():
+    model, fn = make_mlp((64, 64, 10))
+    conc = tfc.compile(fn, quantize="int8-weights")
+    x = RNG.standard_normal((10, 64)).astype(np.float32)
+    q1, s1 = ref_weights(model.hidden.kernel.numpy())
+    q2, s2 = ref_weights(model.out.kernel.numpy())
+    h = np.maximum((x @ q1.astype(np.float32)) * s1.astype(np.float32) + model.hidden.bias.numpy(), 0)
+    want = (h @ q2.astype(np.float32)) * s2.astype(np.float32) + model.out.bias.numpy()
+    assert np.array_equal(conc(x).numpy(), want)
+    assert conc.ir("tensor").count("tfc.weight_quantized_matmul") == 2
+    assert weight_bytes(conc) <= 0.3 * weight_bytes(tfc.compile(fn))  # int8 weights, float biases and scales
+
+
+def test_exclude_by_kind_and_weight_name():
+    model, fn = make_mlp()
+    cal = [(RNG.standard_normal((4, 12)).astype(np.float32),)]
+    none = tfc.compile(fn, quantize=Config(exclude=("matmul",), quiet=True), calibration=cal)
+    assert "quantized" not in none.ir("tensor")
+    x = RNG.standard_normal((3, 12)).astype(np.float32)
+    assert np.array_equal(none(x).numpy(), tfc.compile(fn)(x).numpy())
+    names = [a for a in tfc.compile(fn).ir("tensor").split("(", 1)[1].split(")")[0].split(", ") if "kernel" in a]
+    last = names[-1].split(":")[0].lstrip("%")
+    one = tfc.compile(fn, quantize=Config(mode="weights", exclude=last))
+    assert one.ir("tensor").count("weight_quantized_matmul") == 1
+
+
+def test_cnn_static_and_weight_only():
+    conv = tfc.layers.Conv2D(6, 3, padding="same", activation="relu")
+    dense = tfc.layers.Dense(4)
+
+    def net(x):
+        h = tfc.nn.max_pool2d(conv(x), 2, 2, "VALID")
+        return dense(tfc.reshape(h, (-1, 4 * 4 * 6)))
+
+    net(tfc.zeros((1, 8, 8, 2)))
+    fn = tfc.function(net, input_signature=[tfc.TensorSpec((None, 8, 8, 2))], autograph=False)
+    cal = [(RNG.uniform(0, 1, (4, 8, 8, 2)).astype(np.float32),) for _ in range(2)]
+    x = RNG.uniform(0, 1, (5, 8, 8, 2)).astype(np.float32)
+    want = fn(x).numpy()
+    static = tfc.compile(fn, quantize=Config(quiet=True), calibration=cal)
+    ir = static.ir("tensor")
+    assert "tfc.quantized_conv2d" in ir and "tfc.quantized_matmul" in ir
+    weights = tfc.compile(fn, quantize="int8-weights")
+    assert "tfc.weight_quantized_conv2d" in weights.ir("tensor")
+    for conc in (static, weights):
+        got = conc(x).numpy()
+        assert np.abs(got - want).max() < 0.05 * np.abs(want).max() + 1e-3
+
+
+# -- calibration edge cases ------------------------------------------------------------------------
+
+
+def test_constant_activations_and_zero_weights():
+    model, fn = make_mlp()
+    model.hidden.kernel.assign(np.zeros((12, 16), np.float32))  # every channel all zero
+    k = model.out.kernel.numpy()
+    k[:, 2] = 0  # one zero channel
+    model.out.kernel.assign(k)
+    const = np.full((4, 12), 0.75, np.float32)
+    conc = tfc.compile(fn, quantize=Config(quiet=True), calibration=[(const,)])
+    got = conc(const).numpy()
+    assert np.all(np.isfinite(got))
+    assert np.array_equal(got, reference_static_mlp(model, [const], const))
+    zeros = np.zeros((2, 12), np.float32)
+    conc0 = tfc.compile(fn, quantize=Config(quiet=True), calibration=[(zeros,)])  # a range of only 0
+    assert np.all(np.isfinite(conc0(zeros).numpy()))
+    assert np.array_equal(conc0(zeros).numpy(), reference_static_mlp(model, [zeros], zeros))
+
+
+def test_single_batch_and_percentile():
+    model, fn = make_mlp()
+    batch = RNG.standard_normal((64, 12)).astype(np.float32)
+    batch[0, 0] = 50.0  # an outlier: percentile clips it, minmax keeps it
+    mm = tfc.compile(fn, quantize=Config(quiet=True), calibration=[(batch,)])
+    pc = tfc.compile(fn, quantize=Config(method="percentile", percentile=99.0, quiet=True), calibration=[(batch,)])
+    scale = [float(s.split("scale = ")[1].split(" ")[0]) for s in (mm.ir("tensor"), pc.ir("tensor"))]
+    assert scale[1] < scale[0] / 5
+    assert conc_ok(mm, batch) and conc_ok(pc, batch)
+
+
+def conc_ok(conc, x) -> bool:
+    return bool(np.all(np.isfinite(conc(x).numpy())))
+
+
+@pytest.mark.parametrize("bad,match", [
+    (lambda b: b.__setitem__((1, 3), np.nan), r"calibration batch 1: argument 0 \(x\) contains NaN or Inf"),
+    (lambda b: b.__setitem__((1, 0), np.inf), r"calibration batch 1: argument 0 \(x\) contains NaN or Inf"),
+])
+def test_nan_or_inf_in_calibration_data(bad, match):
+    _, fn = make_mlp()
+    batches = [RNG.standard_normal((4, 12)).astype(np.float32) for _ in range(2)]
+    bad(batches[1])
+    with pytest.raises(ValueError, match=match):
+        tfc.compile(fn, quantize=Config(quiet=True), calibration=[(b,) for b in batches])
+
+
+def test_calibration_data_not_matching_the_signature():
+    _, fn = make_mlp()
+    with pytest.raises(ValueError, match=r"calibration batch 0: argument 0 \(x\) has shape \(4, 11\), "
+                                         r"the signature says float32\[\?, 12\]"):
+        tfc.compile(fn, quantize="int8", calibration=[(np.zeros((4, 11), np.float32),)])
+    with pytest.raises(ValueError, match="calibration batch 0: 2 arguments, the function takes 1"):
+        tfc.compile(fn, quantize="int8", calibration=[(np.zeros((4, 12)), np.zeros(3))])
+    with pytest.raises(ValueError, match="calibration data is empty"):
+        tfc.compile(fn, quantize="int8", calibration=[])
+    with pytest.raises(ValueError, match="needs calibration data"):
+        tfc.compile(fn, quantize="int8")
+    with pytest.raises(ValueError, match="takes no calibration data"):
+        tfc.compile(fn, quantize="int8-weights", calibration=[(np.zeros((4, 12)),)])
+    with pytest.raises(ValueError, match="unknown quantize mode 'int4'"):
+        tfc.compile(fn, quantize="int4")
+    with pytest.raises(ValueError, match="method must be one of"):
+        Config(method="entropy")
+    with pytest.raises(NotImplementedError, match="dp4a"):
+        tfc.compile(fn, target="cuda", quantize="int8-weights")
+
+
+def test_a_function_that_assigns_variables_is_refused():
+    v = tfc.Variable(np.ones((3, 2), np.float32))
+
+    def step(x):
+        v.assign(v * 2)
+        return tfc.matmul(x, v)
+
+    fn = tfc.function(step, input_signature=[tfc.TensorSpec((1, 3))], autograph=False)
+    with pytest.raises(NotImplementedError, match="assigns a variable"):
+        tfc.compile(fn, quantize="int8-weights")
+
+
+# -- export and the command line -------------------------------------------------------------------
+
+
+def test_save_and_load_a_quantized_function(tmp_path):
+    model, fn = make_mlp((64, 64, 10))
+    cal = [(RNG.standard_normal((16, 64)).astype(np.float32),)]
+    x = RNG.standard_normal((7, 64)).astype(np.float32)
+    for mode, kw in (("int8", {"calibration": cal}), ("int8-weights", {})):
+        conc = tfc.compile(fn, quantize=mode, **kw)
+        path = str(tmp_path / mode)
+        tfc.save(conc, path)
+        loaded = tfc.load(path)
+        assert np.array_equal(loaded(x).numpy(), conc(x).numpy())
+        with np.load(os.path.join(path, "weights.npz")) as z:
+            stored = {k: z[k] for k in z.files}
+        assert sorted(a.dtype.name for a in stored.values() if a.size >= 256) == ["int8", "int8"]
+    tfc.save(tfc.compile(fn), str(tmp_path / "float"), root=model)
+    size = {m: os.path.getsize(tmp_path / m / "weights.npz") for m in ("float", "int8", "int8-weights")}
+    assert size["int8"] < 0.4 * size["float"] and size["int8-weights"] < 0.4 * size["float"]
+
+
+MODEL_FILE = """
+import numpy as np
+import tfc
+
+dense = tfc.layers.Dense(3, activation="relu")
+dense(tfc.zeros((1, 4)))
+
+@tfc.function(input_signature=[tfc.TensorSpec((None, 4))])
+def predict(x):
+    return dense(x)
+
+CALIBRATION = [(np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4),)]
+"""
+
+
+def test_command_line(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(MODEL_FILE))
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(tfc.__file__)))}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "tfc.cli", "compile", str(path), *args],
+                              capture_output=True, text=True, env=env)
+
+    r = run("--quantize", "int8", "--emit", "tensor")
+    assert r.returncode == 0, r.stderr
+    assert "tfc.quantized_matmul" in r.stdout and "relu = true" in r.stdout
+    r = run("--quantize", "int8-weights", "--emit", "tensor")
+    assert r.returncode == 0 and "tfc.weight_quantized_matmul" in r.stdout
+    r = run("--quantize", "int4")
+    assert r.returncode == 2 and "unknown quantize mode 'int4'" in r.stderr
