@@ -198,7 +198,8 @@ class RMSprop(Optimizer):
         super().__init__(learning_rate, name, weight_decay)
         if not 0 <= rho < 1 or not 0 <= momentum < 1:
             raise ValueError(f"RMSprop: rho and momentum must be in [0, 1), got rho={rho!r}, momentum={momentum!r}")
-        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), bool(centered)
+        self.rho, self.momentum, self.epsilon = float(rho), float(momentum), float(epsilon)
+        self.centered = bool(centered)
         self.slot_names = ("velocity",) + (("momentum",) if self.momentum else ()) + (
             ("average_gradient",) if self.centered else ())
 
