@@ -481,4 +481,145 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
     }
 
 
-__all__ = ["uniform", "normal", "set_seed"]
+# -- truncated normal, categorical, shuffle --------------------------------------------------
+# Each element reads two words of its draw, a float64 uniform u in [0, 1) as
+# ``uniform``'s (docs/random.md), whatever the result dtype.
+
+_SQRT2 = 1.4142135623730951
+
+
+def _erfinv(y):
+    """erf^-1(y) for |y| < 1 in float64: Winitzki's closed form (relative error
+    about 2e-3), then three Newton steps on tfc's erf (each squares the error)."""
+    from tfc.ops.math import _erf_kernel
+
+    a = 0.147
+    ln = np.log1p(-y * y)
+    t = 2.0 / (np.pi * a) + ln / 2
+    w = np.copysign(np.sqrt(np.sqrt(t * t - ln / a) - t), y)
+    for _ in range(3):
+        w -= (_erf_kernel(w) - y) / (1.1283791670955126 * np.exp(-w * w))
+    return w
+
+
+def truncated_from_words(w, dtype, mean, stddev) -> np.ndarray:
+    """Normals truncated to two standard deviations by inverse transform (as
+    JAX's): y = e + u * (-2e) with e = erf(-sqrt 2) runs over the erf range of
+    [-2, 2), z = sqrt(2) erfinv(y), clipped to [-2, 2] against rounding; then
+    z * stddev + mean in float64, rounded once to ``dtype``."""
+    from tfc.ops.math import _erf_kernel
+
+    u = uniform_from_words(w, dtypes.float64, 0.0, 1.0)
+    e = float(_erf_kernel(np.array(-_SQRT2)))
+    z = np.clip(_SQRT2 * _erfinv(e + u * (-2.0 * e)), -2.0, 2.0)
+    if stddev != 1 or mean != 0:
+        z = z * float(stddev) + float(mean)
+    return z.astype(dtype.as_numpy_dtype, copy=False)
+
+
+def _truncated_kernel(shape, dtype, mean, stddev, seed):
+    return draw(seed, shape, (2, lambda w: truncated_from_words(w, dtype, mean, stddev), dtype.as_numpy_dtype))
+
+
+@declare(kernel=_truncated_kernel, infer=lambda op, shape, dtype, mean, stddev, seed: _normal_infer(
+             op, shape, dtype, mean, stddev, seed), stateful=True,
+         attrs={"shape": "ints", "dtype": "dtype", "mean": "float", "stddev": "float", "seed": "seed"})
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
+    """Normal values with ``mean`` and ``stddev`` whose magnitude beyond the
+    mean is at most two standard deviations (TensorFlow's ``truncated_normal``),
+    by inverse transform: element i reads words 2i, 2i+1 as a float64 uniform u
+    (as ``uniform``), z = sqrt(2) erfinv(erf(-sqrt 2) (1 - 2u)), then
+    z * stddev + mean rounded once to the dtype."""
+    return (), {
+        "shape": as_shape("truncated_normal", shape), "dtype": dtypes.as_dtype(dtype),
+        "mean": float(_scalar("truncated_normal", mean, "mean")),
+        "stddev": float(_scalar("truncated_normal", stddev, "stddev")),
+        "seed": _seed_value("truncated_normal", seed),
+    }
+
+
+def _categorical_infer(op, logits: Spec, num_samples, dtype, seed) -> Spec:
+    from tfc.ops import _infer as inf
+
+    inf.check_dtype(op, logits, dtypes.FLOATS, "logits")
+    if logits.ndim != 2:
+        raise ValueError(f"{op.name}: logits must be [batch_size, num_classes], got shape "
+                         f"{inf.fmt_shape(logits.shape)}")
+    if logits.shape[1] == 0:
+        raise ValueError(f"{op.name}: logits must have at least one class")
+    if num_samples < 0:
+        raise ValueError(f"{op.name}: num_samples must be >= 0, got {num_samples}")
+    if dtype not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"{op.name}: dtype must be int32 or int64, got {dtype.name}")
+    return Spec((logits.shape[0], num_samples), dtype)
+
+
+def _categorical_kernel(logits, num_samples, dtype, seed):
+    """Inverse transform per row: p = exp(logits - max) in float64, the first
+    class whose running sum of p exceeds u * sum(p)."""
+    from tfc.core.errors import InvalidArgumentError
+
+    batch = logits.shape[0]
+    u = draw(seed, (batch, num_samples), uniform_spec(dtypes.float64, 0.0, 1.0))
+    x = logits.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        p = np.exp(x - x.max(axis=1, keepdims=True))
+    cdf = np.cumsum(p, axis=1)
+    total = cdf[:, -1:]
+    bad = ~(np.isfinite(total[:, 0]) & (total[:, 0] > 0))
+    if batch and num_samples and bad.any():
+        raise InvalidArgumentError(f"categorical: row {int(np.argmax(bad))} of logits has no finite maximum "
+                                   "(all -inf, or NaN or +inf): no distribution to sample")
+    # below the total (u * total may round up to it), so the class found has p > 0
+    v = np.minimum(u * total, np.nextafter(total, 0))
+    out = np.empty((batch, num_samples), dtype.as_numpy_dtype)
+    for r in range(batch):
+        out[r] = np.searchsorted(cdf[r], v[r], side="right")
+    return out
+
+
+@declare(kernel=_categorical_kernel, infer=_categorical_infer, stateful=True,
+         attrs={"num_samples": "int", "dtype": "dtype", "seed": "seed"})
+def categorical(logits, num_samples, dtype=dtypes.int64, seed=None):
+    """``num_samples`` class indices for each row of ``logits`` [batch,
+    num_classes] (unnormalised log-probabilities), as TensorFlow's
+    ``tf.random.categorical``. Sample j of row r reads words 2k, 2k+1 (k = r *
+    num_samples + j) as a float64 uniform u, and is the first class whose
+    running sum of exp(logits - max) exceeds u times their total (float64)."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
+        raise TypeError(f"categorical: num_samples must be an int, got {num_samples!r}")
+    return (logits,), {"num_samples": int(num_samples), "dtype": dtypes.as_dtype(dtype),
+                       "seed": _seed_value("categorical", seed)}
+
+
+def _shuffle_infer(op, value: Spec, seed) -> Spec:
+    if value.ndim == 0:
+        raise ValueError(f"{op.name}: value must have rank >= 1, got a scalar")
+    return Spec((value.shape[0],), dtypes.int64)
+
+
+def _shuffle_kernel(value, seed):
+    # a random 64-bit key per row (words 2i, 2i+1, first word low), rows in key order
+    n = value.shape[0]
+    keys = draw(seed, (2 * n,), (1, None, np.uint32))
+    return np.argsort(_words64(keys), kind="stable")
+
+
+@declare(kernel=_shuffle_kernel, infer=_shuffle_infer, stateful=True, attrs={"seed": "seed"})
+def shuffle_indices(value, seed=None):
+    """A random permutation of 0 .. n-1 for the n rows of ``value`` (only its
+    first dimension is read): row i gets the 64-bit key of words 2i, 2i+1 of
+    the draw, and the rows are ordered by key (ties, of probability 2^-64, in
+    index order)."""
+    return (value,), {"seed": _seed_value("shuffle", seed)}
+
+
+def shuffle(value, seed=None):
+    """``value`` with its first dimension randomly permuted (TensorFlow's
+    ``tf.random.shuffle``); the gradient goes back to each row's place."""
+    from tfc.ops.shapes import gather
+
+    return gather(value, shuffle_indices(value, seed=seed), axis=0)
+
+
+__all__ = ["uniform", "normal", "set_seed", "truncated_normal", "categorical", "shuffle"]
