@@ -206,3 +206,26 @@ def test_unwritable_logdir_is_an_error(tmp_path):
         assert os.listdir(d) == []
     finally:
         d.chmod(0o700)
+
+
+def test_cuda_scalar_summary_is_a_host_call_between_kernels(cuda_driver, writer):
+    @tfc.function(target="cuda")
+    def step_fn(x, step):
+        summary.scalar("loss", tfc.reduce_sum(x * x), step=step)
+        return x * 2.0
+
+    with writer.as_default():
+        out = step_fn(tfc.constant([1.0, 2.0, 3.0]), tfc.constant(1, tfc.int64))
+        step_fn(tfc.constant([1.0, 2.0, 4.0]), tfc.constant(2, tfc.int64))
+    np.testing.assert_array_equal(out.numpy(), [2.0, 4.0, 6.0])
+    writer.flush()
+    assert [(s, float(v)) for s, v in read(writer.logdir)["loss"]] == [(1, 14.0), (2, 21.0)]
+
+
+def test_cuda_summary_of_a_device_tensor_is_not_lowered_yet():
+    def f(x, step):
+        summary.histogram("x", x, step=step)
+        return x
+
+    with pytest.raises(NotImplementedError, match="no GPU kernel for write_summary"):
+        tfc.compile(f, tfc.TensorSpec((4,)), tfc.TensorSpec((), tfc.int64), target="cuda").ir("gpu")
