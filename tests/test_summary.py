@@ -229,3 +229,40 @@ def test_cuda_summary_of_a_device_tensor_is_not_lowered_yet():
 
     with pytest.raises(NotImplementedError, match="no GPU kernel for write_summary"):
         tfc.compile(f, tfc.TensorSpec((4,)), tfc.TensorSpec((), tfc.int64), target="cuda").ir("gpu")
+
+
+def test_compiled_control_flow_writes_when_it_runs(writer):
+    @tfc.function
+    def loop(n):
+        i = tfc.constant(0, tfc.int64)
+        s = tfc.constant(0.0)
+        while i < n:
+            s = s + tfc.cast(i, tfc.float32)
+            if s > 2.0:
+                summary.scalar("big", s, step=i)
+            summary.scalar("s", s, step=i)
+            i = i + 1
+        return s
+
+    with writer.as_default():
+        assert float(loop(tfc.constant(5, tfc.int64))) == 10.0
+    writer.flush()
+    got = read(writer.logdir)
+    assert [(s, float(v)) for s, v in got["s"]] == [(0, 0.0), (1, 1.0), (2, 3.0), (3, 6.0), (4, 10.0)]
+    assert [s for s, _ in got["big"]] == [2, 3, 4]
+
+
+def test_summary_in_a_differentiated_compiled_loop_is_refused(writer):
+    x = tfc.Variable(2.0)
+
+    @tfc.function
+    def g():
+        with tfc.GradientTape() as tape:
+            y = x
+            for k in tfc.range(3):
+                y = y * x
+                summary.scalar("y", y, step=tfc.cast(k, tfc.int64))
+        return tape.gradient(y, x)
+
+    with writer.as_default(), pytest.raises(NotImplementedError, match="write_summary"):
+        g()
