@@ -226,3 +226,46 @@ def test_dense_xent_errors():
         tfc.nn.softmax_cross_entropy_with_logits(tfc.ones([2, 3]), tfc.ones([2, 4]))
     with pytest.raises(TypeError, match="softmax_cross_entropy_with_logits.*int"):
         tfc.nn.softmax_cross_entropy_with_logits(tfc.constant([[1, 0]]), tfc.constant([[1, 0]]))
+
+
+# -- target="cuda" (the PTX simulator in CI; marked gpu, a real GPU where there is one) -----------
+
+CUDA_CASES = {
+    "gelu": lambda t, i: tfc.nn.gelu(t),
+    "gelu_tanh": lambda t, i: tfc.nn.gelu(t, approximate=True),
+    "silu": lambda t, i: tfc.nn.silu(t),
+    "layer_norm": lambda t, i: tfc.nn.layer_norm(t, t[0], t[1]),
+    "moments": lambda t, i: tfc.nn.moments(t, [1]),
+    "l2_normalize": lambda t, i: tfc.nn.l2_normalize(t, -1),
+    "dense_xent": lambda t, i: tfc.nn.softmax_cross_entropy_with_logits(tfc.nn.softmax(t * 0.5), t),
+    "embedding_lookup": lambda t, i: tfc.nn.embedding_lookup(t, i),
+    "einsum": lambda t, i: tfc.einsum("ij,kj->ik", t, t),
+    "cumsum": lambda t, i: tfc.cumsum(t, 1, exclusive=True),
+}
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("name", sorted(CUDA_CASES))
+def test_cuda_matches_eager(cuda_driver, name):
+    from tfc.backends import backend
+    from tfc.core import nest
+
+    rng = np.random.default_rng(1)
+    x, ids = rng.normal(size=(4, 8)).astype(np.float32), np.array([[0, 3], [2, 1]])
+    fn = CUDA_CASES[name]
+    want = nest.flatten(fn(tfc.constant(x), tfc.constant(ids)))
+    got = nest.flatten(tfc.function(fn, target="cuda")(x, ids))
+    for w, g in zip(want, got):
+        assert backend("cuda").numerics.difference(w.numpy(), g.numpy(), None) is None
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("argsort", lambda t: tfc.sort(t)),
+    ("argsort", lambda t: tfc.top_k(t, 2)),
+    ("categorical", lambda t: tfc.random.categorical(t, 3, seed=1)),
+    ("truncated_normal", lambda t: t + tfc.random.truncated_normal([4, 8], seed=1)),
+    ("shuffle_indices", lambda t: tfc.random.shuffle(t, seed=1)),
+])
+def test_cuda_refuses_what_it_has_no_kernel_for(cuda_driver, name, fn):
+    with pytest.raises(NotImplementedError, match=f"target cuda: no GPU kernel for {name}"):
+        tfc.function(fn, target="cuda")(np.ones((4, 8), np.float32))
