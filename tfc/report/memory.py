@@ -71,20 +71,21 @@ def memory_svg(plan, eager_peak, points: int) -> str:
         if x1 - x0 > 40 and y1 - y0 > 11:
             parts.append(f'<text x="{x0 + 3:.1f}" y="{y1 - 3:.1f}" font-size="10">buf{b.id}</text>')
 
-    def hline(value, label, color, dash, at_left=False):
+    def hline(value, label, color, dash, place="end"):
         yy = y(value)
         parts.append(f'<line x1="{LEFT}" x2="{LEFT + w}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="{color}" '
                      f'stroke-width="1.5" stroke-dasharray="{dash}"/>')
-        where = f'x="{LEFT + 4}"' if at_left else f'x="{LEFT + w - 4}" text-anchor="end"'
+        where = {"start": f'x="{LEFT + 4}"', "middle": f'x="{LEFT + w / 2}" text-anchor="middle"',
+                 "end": f'x="{LEFT + w - 4}" text-anchor="end"'}[place]
         parts.append(f'<text {where} y="{yy - 4:.1f}" font-size="11" fill="{color}" '
                      f'paint-order="stroke" stroke="#fff" stroke-width="3">{escape(label)}</text>')
 
     hline(plan.peak, f"planned peak {_bytes(plan.peak)}", "#c0392b", "0")
     if eager_peak is not None:
-        hline(eager_peak, f"eager peak {_bytes(eager_peak)}", "#555", "6 4")
+        close = abs(y(eager_peak) - y(plan.peak)) < 14  # the two labels would overlap
+        hline(eager_peak, f"eager peak {_bytes(eager_peak)}", "#555", "6 4", "middle" if close else "end")
     if plan.arena_size and fresh:
-        hline(plan.arena_size, f"arena {_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3",
-              at_left=True)
+        hline(plan.arena_size, f"arena {_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3", "start")
     for i in range(5):  # y ticks
         v = top * i / 4
         parts.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">'

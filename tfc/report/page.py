@@ -20,8 +20,8 @@ h2{font-size:17px;margin:10px 0}
 table{border-collapse:collapse;font-size:13px} td,th{border:1px solid #d9d9d9;padding:3px 8px;text-align:left}
 th{background:#f3f5f8} td.num{text-align:right;font-variant-numeric:tabular-nums}
 pre{background:#f7f7f7;border:1px solid #e2e2e2;padding:8px;overflow:auto;font-size:12px;max-height:520px;margin:4px 0}
-.graph{overflow:auto;max-height:900px;border:1px solid #e2e2e2}
-.graph.fit svg{max-width:100%;height:auto}
+.graph-view{overflow:auto;max-height:900px;border:1px solid #e2e2e2}
+.graph-view.fit svg{max-width:100%;height:auto}
 .passes{display:flex;gap:16px;align-items:flex-start}
 .pass-list{list-style:none;padding:0;margin:0;min-width:330px}
 .pass-list li{margin:0}
@@ -54,7 +54,7 @@ function showTab(i, which) {
   ['diff', 'before', 'after'].forEach(t => { panel.querySelector('.' + t).hidden = t != which; });
 }
 document.getElementById('graph-fit').addEventListener('click', () =>
-  document.querySelector('.graph').classList.toggle('fit'));
+  document.querySelector(".graph-view").classList.toggle('fit'));
 document.querySelectorAll('.pass-btn').forEach(b => b.addEventListener('click', () => showPass(b.dataset.pass)));
 document.querySelectorAll('.tabs button').forEach(b =>
   b.addEventListener('click', () => showTab(b.dataset.pass, b.dataset.tab)));
@@ -215,7 +215,7 @@ def page(d, graph_svg: str) -> str:
 <section id="graph"><h2>Graph</h2><p class="note">The ops after fusion (L2): each box an op, each edge a
 tensor (shape, dtype); a green cluster is one fused kernel with its scalar body; orange boxes are library
 calls. Click a node for its source line. <button id="graph-fit">fit width / actual size</button></p>
-<div class="graph fit">{graph_svg}</div></section>
+<div class="graph-view fit">{graph_svg}</div></section>
 <section id="passes"><h2>Passes</h2>{passes}</section>
 <section id="memory"><h2>Memory plan</h2>{_memory(d)}</section>
 <section id="kernels"><h2>Kernels</h2>{_kernels(d, anchor)}</section>
