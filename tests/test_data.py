@@ -105,9 +105,16 @@ def test_from_generator_is_called_anew_each_pass_and_checks_its_signature():
 
 
 def test_range():
-    assert ints(Dataset.range(4)) == [0, 1, 2, 3]
-    assert ints(Dataset.range(2, 9, 3)) == [2, 5, 8]
+    assert ints(Dataset.range(4)) == [0, 1, 2, 3] and len(Dataset.range(4)) == 4
+    assert ints(Dataset.range(2, 9, 3)) == [2, 5, 8] and ints(Dataset.range(5, 0, -2)) == [5, 3, 1]
     assert next(iter(Dataset.range(1))).dtype == tfc.int64
+    assert ints(Dataset.range(tfc.constant(3))) == [0, 1, 2]
+    huge = Dataset.range(10**15)  # lazy: nothing of that size is made
+    assert len(huge) == 10**15 and ints(huge.take(2)) == [0, 1]
+    with pytest.raises(ValueError, match="step must not be 0"):
+        Dataset.range(0, 3, 0)
+    with pytest.raises(TypeError, match="must be an int"):
+        Dataset.range(2.5)
 
 
 # -- transformations ------------------------------------------------------------------------------
@@ -154,6 +161,12 @@ def test_shuffle_is_a_permutation_reproducible_with_a_seed_and_new_each_epoch():
     assert ints(fixed) == ints(fixed)
     unseeded = Dataset.range(50).shuffle(50, reshuffle_each_iteration=False)
     assert ints(unseeded) == ints(unseeded)
+    # without a seed: tfc's global random stream, which set_seed makes reproducible
+    tfc.random.set_seed(11)
+    g = Dataset.range(50).shuffle(50).repeat(2)
+    first = ints(g)
+    tfc.random.set_seed(11)
+    assert ints(Dataset.range(50).shuffle(50).repeat(2)) == first and first[:50] != first[50:]
     # repeat after shuffle: every epoch its own order
     rep = ints(Dataset.range(20).shuffle(20, seed=1).repeat(2))
     assert sorted(rep[:20]) == sorted(rep[20:]) == list(range(20)) and rep[:20] != rep[20:]

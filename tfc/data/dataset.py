@@ -18,6 +18,7 @@ import numpy as np
 from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, wrap
 from tfc.data import _structure as st
+from tfc.ops import random as random_ops
 
 INFINITE_CARDINALITY = -1  # TensorFlow's tf.data.INFINITE_CARDINALITY
 UNKNOWN_CARDINALITY = -2  # TensorFlow's tf.data.UNKNOWN_CARDINALITY
@@ -26,17 +27,22 @@ AUTOTUNE = -1  # prefetch(AUTOTUNE): a buffer of _AUTOTUNE_DEPTH elements
 _AUTOTUNE_DEPTH = 2
 
 
-def _count(what: str, n, allow_infinite: bool = False) -> int:
+def _int(what: str, n) -> int:
+    """``n`` (a Python or numpy int, or an integer scalar tensor) as an int."""
     if isinstance(n, Tensor):
         n = n.numpy()
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) and not (
-            isinstance(n, np.ndarray) and n.ndim == 0 and n.dtype.kind in "iu"):
+    if isinstance(n, np.ndarray) and n.ndim == 0:
+        n = n[()]
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"{what} must be an int, got {type(n).__name__}")
-    n = int(n)
-    if allow_infinite and n == -1:
-        return n
-    if n < 0:
-        raise ValueError(f"{what} must be >= 0{' (or -1: all)' if allow_infinite else ''}, got {n}")
+    return int(n)
+
+
+def _count(what: str, n, minus_one_is_all: bool = False) -> int:
+    """A count >= 0 (or -1 where it means all, or forever)."""
+    n = _int(what, n)
+    if n < 0 and not (minus_one_is_all and n == -1):
+        raise ValueError(f"{what} must be >= 0{' (or -1: all)' if minus_one_is_all else ''}, got {n}")
     return n
 
 
@@ -61,9 +67,15 @@ class Dataset:
 
     @staticmethod
     def range(*args) -> "Dataset":
-        """``range(stop)``, ``range(start, stop[, step])`` as int64 scalars."""
-        r = range(*(_count_signed("Dataset.range", a) for a in args))
-        return _TensorSlices(np.arange(r.start, r.stop, r.step, dtype=np.int64))
+        """``range(stop)``, ``range(start, stop[, step])`` as int64 scalars (made as
+        they are iterated)."""
+        if not 1 <= len(args) <= 3:
+            raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
+        bounds = [_int("Dataset.range", a) for a in args]
+        if len(bounds) == 3 and bounds[2] == 0:
+            raise ValueError("Dataset.range: step must not be 0")
+        r = range(*bounds)
+        return _Range(r)
 
     @staticmethod
     def zip(*datasets) -> "Dataset":
@@ -124,7 +136,7 @@ class Dataset:
 
     def enumerate(self, start=0) -> "Dataset":
         """``(i, element)`` pairs, ``i`` an int64 scalar counting from ``start``."""
-        return _Enumerate(self, _count_signed("Dataset.enumerate: start", start))
+        return _Enumerate(self, _int("Dataset.enumerate: start", start))
 
     def prefetch(self, buffer_size) -> "Dataset":
         """Elements computed ahead, up to ``buffer_size`` of them, by a background
@@ -177,15 +189,6 @@ class Dataset:
         return f"<tfc.data.{type(self).__name__.lstrip('_')}Dataset cardinality={size}>"
 
 
-def _count_signed(what: str, n) -> int:
-    if isinstance(n, Tensor):
-        n = n.numpy()
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer, np.ndarray)) or (
-            isinstance(n, np.ndarray) and (n.ndim != 0 or n.dtype.kind not in "iu")):
-        raise TypeError(f"{what} must be an int, got {type(n).__name__}")
-    return int(n)
-
-
 # -- sources ------------------------------------------------------------------------------------
 
 
@@ -215,6 +218,18 @@ class _TensorSlices(Dataset):
 
     def cardinality(self) -> int:
         return self._n
+
+
+class _Range(Dataset):
+    def __init__(self, r: range):
+        self._range = r
+
+    def _elements(self):
+        for i in self._range:
+            yield wrap(np.array(i, np.int64))
+
+    def cardinality(self) -> int:
+        return len(self._range)
 
 
 class _FromGenerator(Dataset):
@@ -324,20 +339,21 @@ class _Shuffle(Dataset):
         self._seed = seed
         self._reshuffle = reshuffle
         self._epoch = 0
-        self._fixed_entropy = None  # reshuffle_each_iteration=False without a seed: one order for every pass
+        self._unseeded = None  # without a seed: this pass's seed (every pass's, without reshuffling)
         self._lock = threading.Lock()
 
     def _generator(self) -> np.random.Generator:
+        """This pass's generator: from the seed and the pass number, or without a
+        seed from tfc's global random stream (``tfc.random.set_seed`` makes it
+        reproducible, as TensorFlow's global seed does)."""
         with self._lock:
             epoch = self._epoch
             self._epoch += 1
-            if self._seed is None and not self._reshuffle and self._fixed_entropy is None:
-                self._fixed_entropy = np.random.SeedSequence().entropy
-        if self._seed is not None:
-            return np.random.default_rng([self._seed, epoch if self._reshuffle else 0])
-        if not self._reshuffle:
-            return np.random.default_rng(self._fixed_entropy)
-        return np.random.default_rng()
+            if self._seed is None and (self._reshuffle or self._unseeded is None):
+                self._unseeded = int(random_ops.generator().integers(0, 2**63))
+        if self._seed is None:
+            return np.random.default_rng(self._unseeded)
+        return np.random.default_rng([self._seed, epoch if self._reshuffle else 0])
 
     def _elements(self):
         rng = self._generator()
