@@ -16,11 +16,11 @@ from tfc.core.variable import Variable
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
-from tfc.ops.math import cast, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, tanh, where
+from tfc.ops.math import cast, greater_equal, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, tanh, where
 from tfc.ops.nn import embedding_lookup, gelu, layer_norm, log_softmax, moments, silu, softmax
 from tfc.ops.random import generator
 from tfc.ops.reductions import reduce_mean
-from tfc.ops.shapes import expand_dims, reshape, transpose
+from tfc.ops.shapes import expand_dims, range_along, reshape, transpose
 
 # -- initializers ---------------------------------------------------------------
 
@@ -534,37 +534,32 @@ class MultiHeadAttention(Layer):
         y = matmul(x, reshape(kernel, (features, h * dim)))
         if self.use_bias:
             y = y + reshape(getattr(self, f"{part}_bias"), (h * dim,))
-        return transpose(reshape(y, (-1, x.shape[1], h, dim)), (0, 2, 1, 3))
+        return transpose(reshape(y, _batch_and_length(x) + (h, dim)), (0, 2, 1, 3))
 
     def __call__(self, query, value, key=None, attention_mask=None, return_attention_scores=False, training=False,
                  use_causal_mask=False):
         query, value = convert_to_tensor(query), convert_to_tensor(value)
         key = value if key is None else convert_to_tensor(key)
         self._build_once(tuple(query.shape), tuple(value.shape), tuple(key.shape), query.dtype)
-        tq, tv = query.shape[1], value.shape[1]
-        if tq is None or tv is None or key.shape[1] is None:
-            raise NotImplementedError("MultiHeadAttention: sequence lengths known only at run time (a None length "
-                                      f"in query {tuple(query.shape)}, value {tuple(value.shape)} or key "
-                                      f"{tuple(key.shape)}); give the length in the signature")
-        if key.shape[1] != tv:
-            raise ValueError(f"MultiHeadAttention: key and value lengths differ ({key.shape[1]} and {tv})")
+        if None not in (key.shape[1], value.shape[1]) and key.shape[1] != value.shape[1]:
+            raise ValueError(f"MultiHeadAttention: key and value lengths differ ({key.shape[1]} and {value.shape[1]})")
         q = self._heads(query, "query") * (1.0 / math.sqrt(self.key_dim))
         k, v = self._heads(key, "key"), self._heads(value, "value")
         scores = matmul(q, k, transpose_b=True)  # [batch, heads, Tq, Tv]
-        mask = self._mask(attention_mask, use_causal_mask, tq, tv)
+        mask = self._mask(attention_mask, use_causal_mask, query, value)
         if mask is not None:
             scores = where(mask, scores, _large_negative(scores.dtype))
         probs = softmax(scores, axis=-1)
         heads = matmul(self.dropout_layer(probs, training=training), v)  # [batch, heads, Tq, value_dim]
         h, vd, out_dim = self.output_kernel.shape
-        merged = reshape(transpose(heads, (0, 2, 1, 3)), (-1, tq, h * vd))
+        merged = reshape(transpose(heads, (0, 2, 1, 3)), _batch_and_length(query) + (h * vd,))
         out = matmul(merged, reshape(self.output_kernel, (h * vd, out_dim)))
         if self.use_bias:
             out = out + self.output_bias
         return (out, probs) if return_attention_scores else out
 
     @staticmethod
-    def _mask(attention_mask, use_causal_mask, tq, tv):
+    def _mask(attention_mask, use_causal_mask, query, value):
         """A bool mask broadcasting to [batch, heads, Tq, Tv], or None."""
         mask = None
         if attention_mask is not None:
@@ -576,9 +571,20 @@ class MultiHeadAttention(Layer):
                 attention_mask = not_equal(attention_mask, 0)
             mask = expand_dims(attention_mask, -3)  # one mask for every head
         if use_causal_mask:
-            causal = convert_to_tensor(np.tril(np.ones((tq, tv), dtype=bool)))
+            # query i sees values j <= i; range_along: lengths may be known only at run time
+            rows, cols = range_along(query, 1), range_along(value, 1)
+            causal = greater_equal(expand_dims(rows, 1), expand_dims(cols, 0))
             mask = causal if mask is None else logical_and(mask, causal)
         return mask
+
+
+def _batch_and_length(x) -> tuple:
+    """x's [batch, length] as a reshape target (-1 for the one known only at run time)."""
+    batch, length = x.shape[0], x.shape[1]
+    if batch is None and length is None:
+        raise NotImplementedError("MultiHeadAttention: both the batch size and the sequence length known only at "
+                                  f"run time (shape {tuple(x.shape)}); give one of them in the signature")
+    return (-1 if batch is None else batch, -1 if length is None else length)
 
 
 def _large_negative(dtype):
