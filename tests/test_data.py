@@ -94,8 +94,25 @@ def test_from_generator_is_called_anew_each_pass_and_checks_its_signature():
     def bad_structure():
         yield 0
 
-    with pytest.raises(TypeError, match="element 0 does not have the structure"):
+    with pytest.raises(TypeError, match="element 0: the element should be a tuple of 2, got a value of type int"):
         list(Dataset.from_generator(bad_structure, output_signature=sig))
+
+    def dicts():  # keys in any order: matched by name
+        yield {"b": 1.0, "a": 2}
+        yield {"a": 3, "b": 4.0}
+
+    dsig = {"a": tfc.TensorSpec((), tfc.int32), "b": tfc.TensorSpec((), tfc.float32)}
+    got = [(int(e["a"]), float(e["b"])) for e in Dataset.from_generator(dicts, output_signature=dsig)]
+    assert got == [(2, 1.0), (3, 4.0)]
+    batched = next(iter(Dataset.from_generator(dicts).batch(2)))
+    assert batched["a"].numpy().tolist() == [2, 3] and batched["b"].numpy().tolist() == [1.0, 4.0]
+
+    def missing_key():
+        yield {"a": 1}
+
+    with pytest.raises(TypeError, match=r"the element should be a dict with keys \['a', 'b'\], got a dict with "
+                                        r"keys \['a'\]"):
+        list(Dataset.from_generator(missing_key, output_signature=dsig))
     with pytest.raises(TypeError, match="must be a tfc.TensorSpec"):
         Dataset.from_generator(gen, output_signature=(tfc.float32,))
     with pytest.raises(TypeError, match="callable"):
@@ -200,6 +217,13 @@ def test_batch():
 
     with pytest.raises(ValueError, match=r"cannot batch component the element .*float32\[2\] and float32\[1\]"):
         list(Dataset.from_generator(ragged).batch(2))
+    def mixed():
+        yield 1.0, 2.0
+        yield (1.0,)
+
+    with pytest.raises(TypeError, match="elements of one batch differ: the element should be a tuple of 2, got a "
+                                        "tuple of 1"):
+        list(Dataset.from_generator(mixed).batch(2))
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         ds.batch(0)
     with pytest.raises(TypeError, match="must be an int"):

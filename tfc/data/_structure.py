@@ -58,13 +58,39 @@ def paths(s, prefix: str = "") -> list[str]:
     return [prefix or "the element"]
 
 
-def signature(s):
-    """The structure without its components (two elements must agree on it)."""
+def flatten_as(structure, value, what: str) -> list:
+    """The components of ``value`` in the order of ``structure``, which it must
+    match (dicts by their keys, in any order; any tuples for tuples); a
+    TypeError naming the first place where it does not."""
+    out: list = []
+    _flatten_as(structure, value, "", what, out)
+    return out
+
+
+def _flatten_as(s, v, path, what, out):
+    where = path or "the element"
     if isinstance(s, dict):
-        return (type(s), tuple((k, signature(v)) for k, v in s.items()))
-    if isinstance(s, tuple):
-        return (type(s), tuple(signature(v) for v in s))
-    return "*"
+        if not isinstance(v, dict) or set(v) != set(s):
+            raise TypeError(f"{what}: {where} should be a dict with keys {sorted(s, key=repr)}, got {_kind(v)}")
+        for k in s:
+            _flatten_as(s[k], v[k], f"{path}[{k!r}]", what, out)
+    elif isinstance(s, tuple):
+        if not isinstance(v, tuple) or len(v) != len(s):
+            raise TypeError(f"{what}: {where} should be a tuple of {len(s)}, got {_kind(v)}")
+        for i, (a, b) in enumerate(zip(s, v)):
+            _flatten_as(a, b, f"{path}[{i}]", what, out)
+    elif is_structure(v):
+        raise TypeError(f"{what}: {where} should be one component, got {_kind(v)}")
+    else:
+        out.append(v)
+
+
+def _kind(v) -> str:
+    if isinstance(v, dict):
+        return f"a dict with keys {sorted(v, key=repr)}"
+    if isinstance(v, tuple):
+        return f"a tuple of {len(v)}"
+    return f"a value of type {type(v).__name__}"
 
 
 def to_tensors(s, what: str):

@@ -257,19 +257,15 @@ class _FromGenerator(Dataset):
                 yield self._conform(raw, what)
 
     def _conform(self, raw, what):
+        from tfc.core.tensor import constant
+
         sig = self._signature
         if isinstance(raw, list) and st.is_structure(sig):
-            raw = tuple(raw)
-        if st.is_structure(sig) and st.signature(raw) != st.signature(sig) or \
-                not st.is_structure(sig) and st.is_structure(raw):
-            raise TypeError(f"{what} does not have the structure of output_signature: got {_describe(raw)}, "
-                            f"expected {_describe(sig)}")
+            raw = tuple(raw)  # a generator may yield lists for tuples
         out = []
-        for p, c, spec in zip(st.paths(sig), st.flatten(raw), st.flatten(sig)):
-            from tfc.core.tensor import constant
-
+        for p, c, spec in zip(st.paths(sig), st.flatten_as(sig, raw, what), st.flatten(sig)):
             try:
-                t = constant(c, spec.dtype) if not isinstance(c, Tensor) else c
+                t = c if isinstance(c, Tensor) else constant(c, spec.dtype)
             except (TypeError, ValueError) as e:
                 raise type(e)(f"{what}, component {p}: {e}") from None
             if not spec.is_compatible_with(t):
@@ -280,10 +276,6 @@ class _FromGenerator(Dataset):
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY
-
-
-def _describe(s) -> str:
-    return repr(st.pack(s, ["*"] * len(st.flatten(s)))).replace("'*'", "*") if st.is_structure(s) else "one component"
 
 
 class _Zip(Dataset):
@@ -395,16 +387,11 @@ class _Batch(Dataset):
     @staticmethod
     def _stack(batch):
         first = batch[0]
-        sig = st.signature(first)
-        columns = [[c.numpy() for c in st.flatten(first)]]
-        for e in batch[1:]:
-            if st.signature(e) != sig:
-                raise TypeError(f"Dataset.batch: elements of different structures in one batch: "
-                                f"{_describe(first)} and {_describe(e)}")
-            columns.append([c.numpy() for c in st.flatten(e)])
+        rows = [[c.numpy() for c in st.flatten_as(first, e, "Dataset.batch: elements of one batch differ")]
+                for e in batch]
         out = []
         for j, p in enumerate(st.paths(first)):
-            parts = [row[j] for row in columns]
+            parts = [row[j] for row in rows]
             for a in parts[1:]:
                 if a.shape != parts[0].shape or a.dtype != parts[0].dtype:
                     raise ValueError(f"Dataset.batch: cannot batch component {p} of elements of different "
