@@ -37,7 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from tfc.core import dtypes
-from tfc.dialects.tensor import ConstantOp, build_op, spec_of
+from tfc.dialects.tensor import ConstantOp, OpVerifyError, build_op, spec_of
 from tfc.ops import quant  # noqa: F401  (registers the quantized ops)
 from tfc.passes.pipeline import require_tensor_ir
 
@@ -133,9 +133,9 @@ def get_range(op, name: str):
     try:
         lo, hi = (float(v.value.data) for v in a.data)
     except (AttributeError, TypeError, ValueError):
-        raise ValueError(f"{op.name}: attribute {name} must be [lo : f64, hi : f64], got {a}") from None
+        raise OpVerifyError(op, f"attribute {name} must be [lo : f64, hi : f64], got {a}") from None
     if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
-        raise ValueError(f"{op.name}: attribute {name} must be a finite range lo <= hi, got [{lo}, {hi}]")
+        raise OpVerifyError(op, f"attribute {name} must be a finite range lo <= hi, got [{lo}, {hi}]")
     return lo, hi
 
 
@@ -240,7 +240,8 @@ class QuantizePass(ModulePass):
         w = _constant(codes, dtypes.int8, c.op, loc)
         s = _constant(scale.astype(dt.as_numpy_dtype), dt, c.op, loc)
         attrs = {k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")} if c.kind == "conv2d" else {}
-        new = _registry_op(f"weight_quantized_{c.kind}", [c.x, w, s], attrs, c.op, loc)
+        x = c.op.operands[0]  # (c.x may have been replaced by an earlier rewrite)
+        new = _registry_op(f"weight_quantized_{c.kind}", [x, w, s], attrs, c.op, loc)
         c.op.results[0].replace_all_uses_with(new)
         Rewriter.erase_op(c.op)
         if not c.weight_op.result.uses:
@@ -248,11 +249,12 @@ class QuantizePass(ModulePass):
 
     def _static(self, c: Chain, int8_results: dict, int8_out: bool) -> None:
         loc, at = c.op.location, c.end.owner
-        if c.x in int8_results:  # the producer's int8 result: no dequantize / quantize between
-            xq, sx, zx = int8_results[c.x]
+        x = c.op.operands[0]  # (c.x may have been replaced by an earlier rewrite's float result)
+        if x in int8_results:  # the producer's int8 result: no dequantize / quantize between
+            xq, sx, zx = int8_results[x]
         else:
             sx, zx = activation_qparams(*get_range(c.op, INPUT_RANGE))
-            xq = _registry_op("quantize", [c.x], {"scale": sx, "zero_point": zx}, at, loc)
+            xq = _registry_op("quantize", [x], {"scale": sx, "zero_point": zx}, at, loc)
         codes, sw = weight_qparams(c.weight_matrix(), self.per_channel)
         acc_scale = sx * sw
         bias = np.zeros(codes.shape[1]) if c.bias is None else c.bias.astype(np.float64)

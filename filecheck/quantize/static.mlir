@@ -1,0 +1,68 @@
+// RUN: %tfc-opt %s -p tfc-quantize | filecheck %s
+
+// A dense layer with relu feeding another: the first keeps its result int8 (no
+// dequantize / quantize between them), relu is the clamp at the output's zero
+// point, the last gives float32; the input's zero point is folded into the bias.
+// Weights per output channel: column 0 max 0.5 -> scale 0.5/127, codes 127, 64, -32.
+// CHECK-LABEL: func.func @two_dense
+// CHECK-NEXT:    %0 = tfc.quantize %x {scale = 0.0078431372549019607 : f64, zero_point = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xi8>
+// CHECK-NEXT:    %1 = tfc.constant dense<{{\[\[}}127, -64], [64, 0], [-32, 127]]> : tensor<3x2xi8>
+// CHECK-NEXT:    %2 = tfc.constant dense<[3239, -1619]> : tensor<2xi32>
+// CHECK-NEXT:    %3 = tfc.constant dense<[0.00262467191, 0.0104986876]> : tensor<2xf32>
+// CHECK-NEXT:    %4 = tfc.quantized_matmul %0, %1, %2, %3 {out_zero_point = -128 : i64, relu = true, out_dtype = i8}
+// CHECK-SAME:      -> tensor<2x2xi8>
+// CHECK-NOT:     tfc.quantize %
+// CHECK:         %8 = tfc.quantized_matmul %4, %5, %6, %7 {out_zero_point = 0 : i64, relu = false, out_dtype = f32}
+// CHECK-SAME:      -> tensor<2x1xf32>
+// CHECK-NEXT:    func.return %8 : tensor<2x1xf32>
+func.func @two_dense(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  %w = tfc.constant dense<[[0.5, -1.0], [0.25, 0.0], [-0.125, 2.0]]> : tensor<3x2xf32>
+  %b = tfc.constant dense<[0.1, -0.2]> : tensor<2xf32>
+  %0 = tfc.matmul %x, %w {transpose_a = false, transpose_b = false, tfc.quant_input = [-1.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 3.0 : f64]} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %1 = tfc.add %0, %b : (tensor<2x2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  %2 = tfc.relu %1 : (tensor<2x2xf32>) -> tensor<2x2xf32>
+  %w2 = tfc.constant dense<[[1.0], [-1.0]]> : tensor<2x1xf32>
+  %3 = tfc.matmul %2, %w2 {transpose_a = false, transpose_b = false, tfc.quant_input = [0.0 : f64, 3.0 : f64], tfc.quant_output = [-3.0 : f64, 3.0 : f64]} : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  func.return %3 : tensor<2x1xf32>
+}
+
+// A result with a float user as well stays float: the next op quantizes it again.
+// CHECK-LABEL: func.func @shared_result
+// CHECK:         %[[A:.*]] = tfc.quantized_matmul {{.*}}out_dtype = f32{{.*}} -> tensor<2x2xf32>
+// CHECK:         tfc.quantize %[[A]] {scale = 0.011764705882352941 : f64, zero_point = -128 : i64}
+// CHECK:         tfc.quantized_matmul
+// CHECK:         func.return %{{.*}}, %[[A]]
+func.func @shared_result(%x: tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x2xf32>) {
+  %w = tfc.constant dense<[[0.5, -1.0], [0.25, 0.0], [-0.125, 2.0]]> : tensor<3x2xf32>
+  %0 = tfc.matmul %x, %w {transpose_a = false, transpose_b = false, tfc.quant_input = [-1.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 3.0 : f64]} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %w2 = tfc.constant dense<[[1.0], [-1.0]]> : tensor<2x1xf32>
+  %1 = tfc.matmul %0, %w2 {transpose_a = false, transpose_b = false, tfc.quant_input = [0.0 : f64, 3.0 : f64], tfc.quant_output = [-3.0 : f64, 3.0 : f64]} : (tensor<2x2xf32>, tensor<2x1xf32>) -> tensor<2x1xf32>
+  func.return %1, %0 : tensor<2x1xf32>, tensor<2x2xf32>
+}
+
+// Without calibrated ranges (or with weights that are not constants) an op stays float.
+// CHECK-LABEL: func.func @uncalibrated
+// CHECK-NEXT:    %c = tfc.constant dense<1.000000e+00>
+// CHECK-NEXT:    tfc.matmul %x, %w
+// CHECK-NEXT:    tfc.matmul %x, %c
+// CHECK-NEXT:    func.return
+func.func @uncalibrated(%x: tensor<2x3xf32>, %w: tensor<3x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>) {
+  %c = tfc.constant dense<1.0> : tensor<3x2xf32>
+  %0 = tfc.matmul %x, %w {transpose_a = false, transpose_b = false, tfc.quant_input = [-1.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 3.0 : f64]} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  %1 = tfc.matmul %x, %c {transpose_a = false, transpose_b = false} : (tensor<2x3xf32>, tensor<3x2xf32>) -> tensor<2x2xf32>
+  func.return %0, %1 : tensor<2x2xf32>, tensor<2x2xf32>
+}
+
+// conv2d with its bias and relu: the padding is the input's zero point (a real 0).
+// CHECK-LABEL: func.func @conv
+// CHECK:         %[[Q:.*]] = tfc.quantize %x {scale = 0.0039215686274509803 : f64, zero_point = -128 : i64}
+// CHECK:         tfc.quantized_conv2d %[[Q]], {{.*}} {strides = array<i64: 1, 1>, padding = "SAME", dilations = array<i64: 1, 1>, pad_value = -128 : i64, out_zero_point = 0 : i64, relu = true, out_dtype = f32}
+// CHECK-NOT:     tfc.relu
+func.func @conv(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
+  %w = tfc.constant dense<[[[[1.0, -3.0], [0.5, 1.5]]]]> : tensor<1x1x2x2xf32>
+  %b = tfc.constant dense<[0.25, -0.25]> : tensor<2xf32>
+  %0 = tfc.conv2d %x, %w {strides = array<i64: 1, 1>, padding = "SAME", dilations = array<i64: 1, 1>, tfc.quant_input = [0.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 2.0 : f64]} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %1 = tfc.add %0, %b : (tensor<1x4x4x2xf32>, tensor<2xf32>) -> tensor<1x4x4x2xf32>
+  %2 = tfc.relu %1 : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  func.return %2 : tensor<1x4x4x2xf32>
+}
