@@ -948,10 +948,10 @@ class ConcreteFunction:
         return write_report(self, path)
 
     def _repr_html_(self) -> str:
-        """The compile report, shown inline by Jupyter."""
-        from tfc.report import render
+        """The compile report, shown inline by Jupyter (in a frame of its own)."""
+        from tfc.report import notebook_html
 
-        return render(self)
+        return notebook_html(self)
 
     @property
     def ptx(self) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["render", "render_many", "write_report", "write_reports"]
+__all__ = ["render", "render_many", "notebook_html", "write_report", "write_reports"]
 
 
 def render(compiled) -> str:
@@ -33,6 +33,15 @@ def write_report(compiled, path) -> str:
     path = os.fspath(path)
     write_atomically(path, render(compiled))
     return path
+
+
+def notebook_html(compiled) -> str:
+    """The report for a notebook cell (``_repr_html_``): the page in a frame of its
+    own (``srcdoc``, escaped), so its styles and script touch nothing of the notebook's."""
+    from html import escape
+
+    return (f'<iframe title="tfc compile report" srcdoc="{escape(render(compiled), quote=True)}" '
+            'style="width:100%;height:820px;border:1px solid #ccc"></iframe>')
 
 
 def render_many(named) -> str:
