@@ -17,7 +17,6 @@ import io
 import os
 import threading
 import time
-import weakref
 
 import numpy as np
 
@@ -98,7 +97,7 @@ class SummaryWriter:
         return f"<tfc.summary.SummaryWriter {self.logdir!r}{' closed' if self._closed else ''}>"
 
 
-_OPEN: "weakref.WeakSet[SummaryWriter]" = weakref.WeakSet()
+_OPEN: set = set()  # open writers, kept until closed: what they queued reaches the file at exit
 
 
 @atexit.register

@@ -7,7 +7,8 @@ slices one tensor, as in TensorFlow). Components are flattened in a fixed order
 """
 from __future__ import annotations
 
-from tfc.core.tensor import Tensor, convert_to_tensor
+from tfc.core.tensor import Tensor, constant, convert_to_tensor
+from tfc.core.variable import Variable
 
 
 def is_structure(x) -> bool:
@@ -107,7 +108,7 @@ def to_tensors(s, what: str):
             raise RuntimeError(f"{what}: component {p} is a symbolic tensor of a function being traced; "
                                f"a dataset's elements are computed eagerly")
         try:
-            out.append(convert_to_tensor(c))
+            out.append(constant(c) if isinstance(c, Variable) else convert_to_tensor(c))  # a variable's value now
         except (TypeError, ValueError) as e:
             raise type(e)(f"{what}: component {p}: {e}") from None
     return pack(s, out)
