@@ -59,7 +59,7 @@ def test_histogram_buckets_are_tensorboards():
     for data, k in [(rng.normal(size=1000), 30), (rng.integers(0, 5, 50).astype(float), 7), (np.full(9, 3.0), 4),
                     (np.zeros(0), 3), (np.array([1.0, 2.0]), 1)]:
         want = tensor_util.make_ndarray(histogram_pb("h", data, buckets=k).value[0].tensor)
-        np.testing.assert_array_equal(summary.histogram_buckets(data, k), want)
+        np.testing.assert_array_equal(summary._histogram_buckets(data, k), want)
 
 
 def test_histogram_of_nan_is_an_error(writer):
@@ -266,3 +266,8 @@ def test_summary_in_a_differentiated_compiled_loop_is_refused(writer):
 
     with writer.as_default(), pytest.raises(NotImplementedError, match="write_summary"):
         g()
+
+
+def test_namespace_shows_public_names_only():
+    assert dir(summary) == ["SummaryWriter", "create_file_writer", "flush", "histogram", "image", "scalar", "text"]
+    assert dir(tfc.data) == ["AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]

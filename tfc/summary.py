@@ -26,7 +26,11 @@ from tfc.ops.summary import default_writer, pop_default, push_default, write_sum
 
 __all__ = ["SummaryWriter", "create_file_writer", "flush", "histogram", "image", "scalar", "text"]
 
-DEFAULT_BUCKET_COUNT = 30  # TensorBoard's (tensorboard.plugins.histogram.summary_v2)
+
+def __dir__():
+    return list(__all__)
+
+_DEFAULT_BUCKETS = 30  # TensorBoard's (tensorboard.plugins.histogram.summary_v2)
 
 
 class SummaryWriter:
@@ -144,7 +148,7 @@ def scalar(name, data, step=None, description=None):
 def histogram(name, data, step=None, buckets=None, description=None):
     """Record a histogram of ``data``'s values (``buckets`` equal-width buckets
     between its min and max, default 30) at ``step``."""
-    return _summary("histogram", name, step, (data,), buckets=DEFAULT_BUCKET_COUNT if buckets is None else buckets,
+    return _summary("histogram", name, step, (data,), buckets=_DEFAULT_BUCKETS if buckets is None else buckets,
                     description=description or "")
 
 
@@ -179,7 +183,7 @@ def _text_pb(tag, value, *, description, **_):
     return text_pb(tag, value, description=description)
 
 
-def histogram_buckets(data, bucket_count: int) -> np.ndarray:
+def _histogram_buckets(data, bucket_count: int) -> np.ndarray:
     """``[bucket_count, 3]`` rows of (left edge, right edge, count), as TensorBoard's
     ``histogram_pb`` computes them (its one-hot matrix replaced by a bincount)."""
     data = np.asarray(data).ravel().astype(float)
@@ -204,14 +208,14 @@ def _histogram_pb(tag, value, *, buckets, description, **_):
     from tensorboard.plugins.histogram import metadata
     from tensorboard.util import tensor_util
 
-    tensor = tensor_util.make_tensor_proto(histogram_buckets(value, buckets), dtype=np.float64)
+    tensor = tensor_util.make_tensor_proto(_histogram_buckets(value, buckets), dtype=np.float64)
     summary = summary_pb2.Summary()
     summary.value.add(tag=tag, tensor=tensor,
                       metadata=metadata.create_summary_metadata(display_name=None, description=description))
     return summary
 
 
-def image_bytes(images) -> np.ndarray:
+def _image_bytes(images) -> np.ndarray:
     """``[k, h, w, c]`` values as uint8 pixels: floats saturated to [0, 1] and
     scaled as TensorFlow's ``convert_image_dtype`` (``x * 255.5``, truncated);
     integers must lie in [0, 255]."""
@@ -232,7 +236,7 @@ def _image_pb(tag, value, *, max_outputs, description, **_):
     from tensorboard.plugins.image import metadata
     from tensorboard.util import tensor_util
 
-    pixels = image_bytes(value[:max_outputs])
+    pixels = _image_bytes(value[:max_outputs])
     _, h, w, c = value.shape
     pngs = []
     for img in pixels:
