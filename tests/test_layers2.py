@@ -70,8 +70,10 @@ def test_embedding_rows_grads_and_compiled(rng):
     np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6)
     eager, compiled = eager_and_compiled(lambda t: layer(t), tfc.constant(ids))
     np.testing.assert_array_equal(compiled.numpy(), eager.numpy())
-    with pytest.raises(Exception, match="7"):
+    with pytest.raises(tfc.errors.InvalidArgumentError, match=r"index 7 is out of range \[0, 7\)"):
         layer(tfc.constant([[7]]))
+    with pytest.raises(tfc.errors.InvalidArgumentError, match=r"index -1 is out of range"):
+        tfc.function(lambda t: layer(t))(tfc.constant([[-1]]))
     with pytest.raises(ValueError, match="output_dim must be a positive int"):
         tfc.layers.Embedding(3, 0)
 

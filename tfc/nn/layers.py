@@ -406,7 +406,7 @@ class _Normalization(Layer):
     def _build_params(self, input_shape, dtype, param_axes):
         kind = type(self).__name__
         if any(input_shape[a] is None for a in param_axes):
-            raise ValueError(f"{kind}: the normalized axes {param_axes} of the inputs must be known, "
+            raise ValueError(f"{kind}: the inputs' axes {param_axes} (those of gamma and beta) must be known, "
                              f"got shape {input_shape}")
         self.param_shape = tuple(input_shape[a] for a in param_axes)
         # how a parameter lines up with the inputs (no reshape when its axes are the last ones)
