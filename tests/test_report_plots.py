@@ -19,6 +19,7 @@ def _load(name):
     """A bench/ script as a module (bench/ is not a package, nor put on sys.path)."""
     spec = importlib.util.spec_from_file_location(f"bench_{name}", os.path.join(ROOT, "bench", f"{name}.py"))
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
