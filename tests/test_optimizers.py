@@ -200,3 +200,26 @@ def test_schedule_errors():
         schedules.ExponentialDecay(0.1, 0, 0.5)
     with pytest.raises(ValueError, match="warmup_steps needs a warmup_target"):
         schedules.CosineDecay(0.1, 10, warmup_steps=3)
+
+
+def test_checkpoint_keeps_rmsprop_slots_and_the_schedule_s_step(tmp_path):
+    """A restored optimizer goes on where the saved one stopped: same slots, same
+    step count, so the schedule gives the same next rate."""
+    def make():
+        var = tfc.Variable(np.array([1.0, -1.0], np.float32))
+        lr = schedules.ExponentialDecay(0.1, 1, 0.5)
+        return var, tfc.optimizers.RMSprop(lr, momentum=0.5, centered=True)
+
+    grads = [np.array([0.5, -2.0], np.float32), np.array([1.0, 1.0], np.float32)]
+    var, opt = make()
+    for g in grads:
+        opt.apply_gradients([(tfc.constant(g), var)])
+    path = tfc.train.Checkpoint(w=var, optimizer=opt).save(tmp_path / "rms")
+    fresh_var, fresh_opt = make()
+    tfc.train.Checkpoint(w=fresh_var, optimizer=fresh_opt).restore(path)
+    assert int(fresh_opt.iterations.numpy()) == 2
+    for v, o in ((var, opt), (fresh_var, fresh_opt)):
+        o.apply_gradients([(tfc.constant(grads[0]), v)])
+    np.testing.assert_array_equal(fresh_var.numpy(), var.numpy())
+    for slot in ("velocity", "momentum", "average_gradient"):
+        np.testing.assert_array_equal(fresh_opt.get_slot(fresh_var, slot).numpy(), opt.get_slot(var, slot).numpy())
