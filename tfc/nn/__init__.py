@@ -1,5 +1,6 @@
 """``tfc.nn``: the neural-network ops (images are NHWC), and the package of the
-models code: module.py (Module), layers.py, optimizers.py, checkpoint.py."""
+models code: module.py (Module), layers.py, optimizers.py, schedules.py, checkpoint.py
+(dir(tfc.nn) lists the ops only)."""
 from tfc.ops.math import relu, sigmoid, softplus, tanh  # noqa: F401
 from tfc.ops.nn import (  # noqa: F401
     embedding_lookup, gelu, l2_normalize, layer_norm, log_softmax, moments, sigmoid_cross_entropy_with_logits, silu,
