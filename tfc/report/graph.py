@@ -194,8 +194,13 @@ def to_dot(module, anchor, library_sites) -> str:
 
 def render_svg(dot_text: str, timeout: float = 120) -> str:
     """``dot_text`` drawn by ``dot`` as an SVG element for inlining in HTML."""
-    done = subprocess.run([dot_program(), "-Tsvg"], input=dot_text, capture_output=True, text=True,
-                          timeout=timeout)
+    try:
+        done = subprocess.run([dot_program(), "-Tsvg"], input=dot_text, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        nodes = dot_text.count(" [label=")
+        raise RuntimeError(f"Graphviz's dot took over {timeout:.0f} s to draw the report's graph "
+                           f"({nodes} nodes)") from None
     if done.returncode != 0:
         raise RuntimeError(f"Graphviz's dot failed on the report's graph: {done.stderr.strip()}")
     svg = done.stdout
