@@ -269,3 +269,16 @@ def test_cuda_matches_eager(cuda_driver, name):
 def test_cuda_refuses_what_it_has_no_kernel_for(cuda_driver, name, fn):
     with pytest.raises(NotImplementedError, match=f"target cuda: no GPU kernel for {name}"):
         tfc.function(fn, target="cuda")(np.ones((4, 8), np.float32))
+
+
+def test_formula_chunks_give_whole_array_bits(rng):
+    # eager gelu/erf run their formula on flat chunks of a contiguous input: same bits as
+    # one whole-array pass, and as a strided view (run whole) of the same values
+    from tfc.ops.math import _FORMULA_CHUNK
+
+    x = (rng.normal(size=(3, _FORMULA_CHUNK + 7)) * 3).astype(np.float32)
+    for f in (erf, tfc.nn.gelu, lambda t: tfc.nn.gelu(t, approximate=True)):
+        whole = f(x).numpy()
+        strided = f(np.asfortranarray(x)).numpy()
+        rows = np.stack([f(r).numpy() for r in x])
+        assert np.array_equal(whole, rows) and np.array_equal(whole, strided)

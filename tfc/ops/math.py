@@ -578,10 +578,29 @@ class _BodyMath:
         return self.b.emit(xmath.CopySignOp(x, y))
 
 
+_FORMULA_CHUNK = 1 << 14  # elements: a long formula's temporaries stay in cache
+
+
+def run_formula(formula, x):
+    """``formula(arithmetic, x)`` on the array ``x`` (a float dtype; float16
+    computes in float32 and rounds once, as sigmoid): on flat chunks where x is
+    C-contiguous (elementwise, so the same bits; its dozens of temporaries stay
+    in cache instead of being whole-array allocations), else whole (a strided
+    view is read as it is, as compiled kernels read it)."""
+    if x.dtype == np.float16:
+        return run_formula(formula, x.astype(np.float32)).astype(np.float16)
+    m = _ArrayMath(x.dtype)
+    if x.size <= _FORMULA_CHUNK or not x.flags.c_contiguous:
+        return np.asarray(formula(m, x), x.dtype)
+    out = np.empty_like(x)
+    flat, dst = x.reshape(-1), out.reshape(-1)
+    for i in range(0, flat.size, _FORMULA_CHUNK):
+        dst[i:i + _FORMULA_CHUNK] = formula(m, flat[i:i + _FORMULA_CHUNK])
+    return out
+
+
 def _erf_kernel(x):
-    if x.dtype == np.float16:  # float16 computes in float32 and rounds once (as sigmoid)
-        return _erf_kernel(x.astype(np.float32)).astype(np.float16)
-    return _erf_formula(_ArrayMath(x.dtype), x, x.dtype == np.float64)
+    return run_formula(lambda m, v: _erf_formula(m, v, x.dtype == np.float64), x)
 
 
 def _erf_scalar(b, x):

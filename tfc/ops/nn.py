@@ -22,7 +22,7 @@ from tfc.core.registry import Spec, declare, every_row, rows_apart
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 from tfc.ops.math import (
-    _ArrayMath, _BodyMath, _erf_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
+    _BodyMath, _erf_formula, run_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
     cast, equal, erf, exp, maximum, rsqrt, sigmoid, sqrt, square, tanh, where,
 )
 from tfc.ops.reductions import reduce_mean, reduce_sum, value_dtype
@@ -284,9 +284,7 @@ def _gelu_formula(m, x, approximate: bool, double: bool):
 
 
 def _gelu_kernel(x, approximate=False):
-    if x.dtype == np.float16:  # float16 computes in float32 and rounds once (as sigmoid)
-        return _gelu_kernel(x.astype(np.float32), approximate).astype(np.float16)
-    return _gelu_formula(_ArrayMath(x.dtype), x, approximate, x.dtype == np.float64)
+    return run_formula(lambda m, v: _gelu_formula(m, v, approximate, x.dtype == np.float64), x)
 
 
 def _gelu_scalar(b, x, approximate=False):
