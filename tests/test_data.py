@@ -203,6 +203,32 @@ def test_shuffle_has_tensorflows_buffer_semantics():
         Dataset.range(3).shuffle(0)
 
 
+@pytest.mark.parametrize("shuffle", [None, 1, 7, 40])
+@pytest.mark.parametrize("batch,drop", [(None, False), (1, False), (6, False), (6, True), (64, False)])
+def test_rows_of_arrays_take_the_fast_path_with_the_same_elements(shuffle, batch, drop):
+    """Slices (shuffled or not) are batched by gathering rows: the same elements,
+    bit for bit, as the element-by-element path (a generator of the same rows)."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 2, 3)).astype(np.float32)
+    y = rng.integers(0, 9, 40).astype(np.int64)
+
+    def rows():
+        for i in range(40):
+            yield {"x": x[i], "y": y[i]}
+
+    def pipeline(ds):
+        ds = ds if shuffle is None else ds.shuffle(shuffle, seed=3)
+        ds = ds if batch is None else ds.batch(batch, drop_remainder=drop)
+        return ds.repeat(2)
+
+    fast = values(pipeline(Dataset.from_tensor_slices({"x": x, "y": y})))
+    slow = values(pipeline(Dataset.from_generator(rows)))
+    assert len(fast) == len(slow) > 0
+    for f, w in zip(fast, slow):
+        for k in ("x", "y"):
+            assert f[k].dtype == w[k].dtype and f[k].shape == w[k].shape and np.array_equal(f[k], w[k])
+
+
 def test_batch():
     ds = Dataset.from_tensor_slices((np.arange(10.0).reshape(5, 2), [0, 1, 2, 3, 4]))
     batches = list(ds.batch(2))

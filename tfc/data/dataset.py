@@ -9,6 +9,7 @@ iterate outside and call the compiled step with each element.
 """
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -162,6 +163,12 @@ class Dataset:
     def _elements(self):
         raise NotImplementedError(f"{type(self).__name__} does not define _elements")
 
+    def _index_plan(self):
+        """For datasets whose elements are rows of arrays (slices, shuffled or
+        not): (structure, arrays, an iterator of row indices for one pass), which
+        ``batch`` gathers a whole batch at a time from; None for others."""
+        return None
+
     def as_numpy_iterator(self):
         """The elements with numpy arrays for tensors."""
         for e in self:
@@ -213,11 +220,19 @@ class _TensorSlices(Dataset):
         self._n = arrays[0].shape[0]
 
     def _elements(self):
-        for i in range(self._n):
-            yield st.pack(self._structure, [wrap(np.array(a[i])) for a in self._arrays])
+        return _rows(*self._index_plan())
+
+    def _index_plan(self):
+        return self._structure, self._arrays, iter(range(self._n))
 
     def cardinality(self) -> int:
         return self._n
+
+
+def _rows(structure, arrays, indices):
+    """The elements at ``indices`` of sliced ``arrays``."""
+    for i in indices:
+        yield st.pack(structure, [wrap(np.array(a[i])) for a in arrays])
 
 
 class _Range(Dataset):
@@ -348,24 +363,39 @@ class _Shuffle(Dataset):
         return np.random.default_rng([self._seed, epoch if self._reshuffle else 0])
 
     def _elements(self):
+        plan = self._index_plan()
+        if plan is not None:
+            yield from _rows(*plan)
+        else:
+            yield from self._shuffled(self._source)
+
+    def _index_plan(self):
+        plan = self._source._index_plan()
+        return None if plan is None else (plan[0], plan[1], self._shuffled(plan[2]))
+
+    def _shuffled(self, items):
+        """``items`` in TensorFlow's buffered random order (one pass)."""
         rng = self._generator()
-        it = iter(self._source)
-        buf = []
-        for e in it:
-            buf.append(e)
-            if len(buf) == self._size:
-                break
-        for e in it:  # the buffer is full: each output is a random entry, refilled from the input
-            i = int(rng.integers(len(buf)))
+        it = iter(items)
+        buf = list(itertools.islice(it, self._size))
+        picks = iter(())
+        for x in it:  # the buffer is full: each output is a random entry, refilled from the input
+            i = next(picks, None)
+            if i is None:  # (drawn in blocks: one numpy call per _DRAWS outputs)
+                picks = iter(rng.integers(len(buf), size=_DRAWS).tolist())
+                i = next(picks)
             yield buf[i]
-            buf[i] = e
-        while buf:  # the input is exhausted: drain the buffer at random
-            i = int(rng.integers(len(buf)))
-            buf[i], buf[-1] = buf[-1], buf[i]
-            yield buf.pop()
+            buf[i] = x
+        if buf:  # the input is exhausted: drain the buffer at random
+            for i in rng.integers(0, np.arange(len(buf), 0, -1)).tolist():
+                buf[i], buf[-1] = buf[-1], buf[i]
+                yield buf.pop()
 
     def cardinality(self) -> int:
         return self._source.cardinality()
+
+
+_DRAWS = 1024
 
 
 class _Batch(Dataset):
@@ -375,6 +405,14 @@ class _Batch(Dataset):
         self._drop = drop_remainder
 
     def _elements(self):
+        plan = self._source._index_plan()
+        if plan is not None:  # rows of arrays: one gather per component and batch
+            structure, arrays, indices = plan
+            while True:
+                idx = np.fromiter(itertools.islice(indices, self._size), np.intp)
+                if len(idx) == 0 or len(idx) < self._size and self._drop:
+                    return
+                yield st.pack(structure, [wrap(a[idx]) for a in arrays])
         batch = []
         for e in self._source:
             batch.append(e)
