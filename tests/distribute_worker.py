@@ -75,6 +75,16 @@ def collectives():
     ir = step.get_concrete_function(x).ir()
     check("tfc.all_reduce" in ir and "tfc.all_gather" in ir, "collectives in the IR")
 
+    # a compiled training step (its all_reduce ops in the IR) == the eager one, bit for bit
+    v = tfc.Variable(np.linspace(-1, 1, 12).reshape(4, 3))
+
+    def grads(t):
+        with tfc.GradientTape() as tape:
+            loss = tfc.reduce_sum(tfc.tanh(tfc.matmul(t, tfc.transpose(v))) ** 2)
+        return dist.DistributedGradientTape(tape).gradient(loss, [v])[0]
+
+    check(np.array_equal(tfc.function(grads)(x).numpy(), grads(x).numpy()), "compiled distributed gradient")
+
     # shape and dtype mismatches: a clear error on every rank, no hang
     for bad in (tfc.constant(np.zeros(3 + r)), tfc.constant(np.zeros(3, np.float32 if r else np.float64))):
         try:

@@ -102,6 +102,34 @@ def test_compiled_step_holds_the_collectives_and_matches_eager():
     assert 'reduction = "mean"' in conc.ir("tensor") and "ranks = 1" in conc.ir("tensor")
 
 
+def test_compiled_distributed_tape_reduces_each_gradient_as_soon_as_it_is_final():
+    """Traced, the tape's hooks emit each gradient's all_reduce right where
+    the sweep finishes it: before the backward pass of the layers below."""
+    rng = _rng(3)
+    ws = [tfc.Variable(rng.normal(size=(6, 8))), tfc.Variable(rng.normal(size=(8, 8))),
+          tfc.Variable(rng.normal(size=(8, 2)))]
+
+    def step(x):
+        with tfc.GradientTape() as tape:
+            h = x
+            for w in ws:
+                h = tfc.tanh(tfc.matmul(h, w))
+            loss = tfc.reduce_sum(h * h)
+        return dist.DistributedGradientTape(tape).gradient(loss, ws)
+
+    f = tfc.function(step)
+    x = tfc.constant(rng.normal(size=(4, 6)))
+    for got, want in zip(f(x), step(x)):
+        assert np.array_equal(got.numpy(), want.numpy())
+    for stage in ("tensor-raw", "tensor"):
+        ops = [line.split("=", 1)[1].split()[0] for line in f.get_concrete_function(x).ir(stage).splitlines()
+               if "= tfc." in line and ("tfc.matmul" in line or "tfc.all_reduce" in line)]
+        # forward: 3 matmuls; backward per layer (last first): its matmuls, then its all_reduce
+        assert ops.count("tfc.all_reduce") == 3, ops
+        first = ops.index("tfc.all_reduce")
+        assert first < len(ops) - 3 and ops[-1] == "tfc.all_reduce", (stage, ops)
+
+
 def _mlp(dtype=np.float64, seed=0):
     rng = _rng(seed)
     return [tfc.Variable(rng.normal(size=(6, 8)).astype(dtype)), tfc.Variable(np.zeros(8, dtype)),

@@ -23,8 +23,10 @@ travels in the bucket, so a variable no rank reached gets None, as in one
 process. Each step first checks that all ranks have the same bucket layout.
 
 Averaging is the sum divided by the number of ranks, in the gradient's dtype.
-Under ``tfc.function`` tracing the gradients become ``all_reduce(g, "mean")``
-ops of the compiled step instead (docs/distributed.md).
+Under ``tfc.function`` tracing the same hooks emit an ``all_reduce(g, "mean")``
+op per gradient instead, each at the point of the backward pass where its
+gradient is final: the compiled step holds its collectives as early as their
+inputs allow (docs/distributed.md).
 """
 from __future__ import annotations
 
@@ -155,6 +157,29 @@ class _Hook:
         return [g]
 
 
+class _TracedReducer:
+    """Under tracing: each gradient's ``all_reduce(g, "mean")`` op is emitted
+    the moment the sweep finishes the gradient (so the compiled step holds it
+    right after its input, before the rest of the backward pass), the others
+    at the end, in source order (the same on every rank)."""
+
+    def __init__(self):
+        self.reduced = {}
+
+    def ready(self, i: int, g) -> None:
+        from tfc.ops.collective import all_reduce
+
+        if i not in self.reduced:
+            _no_gpu(g)
+            self.reduced[i] = all_reduce(g, "mean")
+
+    def finish(self, grads) -> list:
+        for i, g in enumerate(grads):
+            if g is not None:
+                self.ready(i, g)
+        return [None if g is None else self.reduced[i] for i, g in enumerate(grads)]
+
+
 def _hooked_entries(entries, sources, reducer):
     """A copy of ``entries`` in which each variable among ``sources`` is read
     through a hook placed before its first use; also the variables' order of
@@ -175,7 +200,8 @@ def _hooked_entries(entries, sources, reducer):
             k = id(x)
             if k in wanted:
                 if k not in alias:  # the first use: the hook goes before it
-                    alias[k] = x._snapshot()
+                    # (tracing: a read of the variable, as the rules' own reads are)
+                    alias[k] = x._snapshot() if STATE.builder is None else STATE.builder.read_variable(x)
                     out.append(Entry(hook.op, [x], [alias[k]], {"index": wanted[k]}))
                 x = alias[k]
             inputs.append(x)
@@ -200,7 +226,7 @@ def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list:
     ``all_reduce(g, "mean")`` op each."""
     grads = list(grads)
     if STATE.builder is not None:
-        return _traced_mean(grads)
+        return _TracedReducer().finish(grads)
     sources = [g for g in grads if g is not None]
     index = [i for i, g in enumerate(grads) if g is not None]
     reducer = Reducer(sources, range(len(sources)), bucket_bytes)
@@ -209,12 +235,6 @@ def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list:
     for i, g in zip(index, averaged):
         out[i] = g
     return out
-
-
-def _traced_mean(grads):
-    from tfc.ops.collective import all_reduce
-
-    return [None if g is None else all_reduce(g, "mean") for g in grads]
 
 
 class DistributedGradientTape:
@@ -246,9 +266,6 @@ class DistributedGradientTape:
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         tape = self._tape
-        if STATE.builder is not None:  # tracing: the averaging is ops of the compiled step
-            grads = tape.gradient(target, sources, output_gradients, unconnected_gradients)
-            return nest.pack_sequence_as(sources, _traced_mean(nest.flatten(grads)))
         flat = nest.flatten(sources)
         for s in flat:
             if not isinstance(s, Tensor):
@@ -257,7 +274,8 @@ class DistributedGradientTape:
         floating = [i for i, s in enumerate(flat) if s.dtype.is_floating]
         saved = tape._entries
         order = [i for i in first_use_order(saved, flat) if i in set(floating)]
-        reducer = Reducer(flat, order, self.bucket_bytes)
+        # tracing: the averaging is ops of the compiled step
+        reducer = Reducer(flat, order, self.bucket_bytes) if STATE.builder is None else _TracedReducer()
         hooked = _hooked_entries(saved, flat, reducer)
         tape._entries = hooked
         try:
