@@ -49,13 +49,13 @@ class Optimizer:
         if not callable(learning_rate) and not isinstance(learning_rate, (int, float, Tensor)):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a number or a callable schedule, "
                             f"got {learning_rate!r}")
+        if weight_decay is not None and not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
+            raise ValueError(f"{type(self).__name__}: weight_decay must be a number >= 0 or None, got {weight_decay!r}")
         self.learning_rate = learning_rate
         self._schedule_takes_step = callable(learning_rate) and _takes_arguments(learning_rate)
         self.name = name or type(self).__name__
         self.iterations = Variable(0, trainable=False, name=f"{self.name}/iterations", dtype=dtypes.int64)
         self._slots: dict = {}  # var.ref() -> {slot name: Variable}
-        if weight_decay is not None and not (isinstance(weight_decay, (int, float)) and weight_decay >= 0):
-            raise ValueError(f"{type(self).__name__}: weight_decay must be a number >= 0 or None, got {weight_decay!r}")
         self.weight_decay = None if weight_decay is None else float(weight_decay)
         self._no_decay_refs, self._no_decay_names = set(), ()
 
