@@ -282,3 +282,17 @@ def test_formula_chunks_give_whole_array_bits(rng):
         strided = f(np.asfortranarray(x)).numpy()
         rows = np.stack([f(r).numpy() for r in x])
         assert np.array_equal(whole, rows) and np.array_equal(whole, strided)
+
+
+def test_new_ops_export_and_load(tmp_path, rng):
+    def f(x, ids):
+        h = tfc.nn.gelu(tfc.nn.layer_norm(x))
+        values, indices = tfc.top_k(tfc.einsum("bi,bj->ij", h, h), 2)
+        return (tfc.cumsum(values, 1, exclusive=True), indices, tfc.nn.embedding_lookup(x, ids), erf(x),
+                tfc.nn.moments(x, [0])[1])
+
+    x, ids = rng.normal(size=(4, 6)).astype(np.float32), np.array([1, 3])
+    c = tfc.function(f).get_concrete_function(tfc.TensorSpec([4, 6]), tfc.TensorSpec([2], tfc.int64))
+    loaded = tfc.load(tfc.save(c, str(tmp_path / "m")))
+    for got, want in zip(loaded(x, ids), f(tfc.constant(x), tfc.constant(ids))):
+        assert np.array_equal(got.numpy(), want.numpy())
