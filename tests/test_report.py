@@ -114,6 +114,45 @@ def test_kernels_elements_bytes_and_code(model):
     assert ("matmul", mm.location) in d.library_sites
 
 
+def test_kernels_of_a_training_step_match_the_profiler(tmp_path):
+    """Kernels at the same line, inline and function kernels, library calls: each
+    gets its own generated lines, and the profiler's elements and bytes."""
+    from tfc.backends.numpy.emitter import emit_function
+
+    m = load(tmp_path, '''
+        import tfc
+
+        dense1, dense2 = tfc.layers.Dense(16, activation=tfc.nn.relu), tfc.layers.Dense(4)
+        opt = tfc.optimizers.SGD(0.1)
+
+        @tfc.function(input_signature=[tfc.TensorSpec((8, 5)), tfc.TensorSpec((8,), tfc.int32)])
+        def step(x, y):
+            with tfc.GradientTape() as tape:
+                logits = dense2(dense1(x))
+                loss = tfc.reduce_mean(tfc.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            variables = dense1.trainable_variables + dense2.trainable_variables
+            opt.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            return loss
+        ''', "step_model")
+    conc = tfc.compile(m.step)
+    d = collect(conc)
+    (f3,) = list(conc.loops_module.ops)
+    source, _, _ = emit_function(f3, profile=True)
+    namespace = {}
+    exec(source.split("def build")[0], namespace)  # PROFILE_SITES
+    sites = namespace["PROFILE_SITES"]
+    assert len(d.kernels) == len(sites) > 10
+    for k, (label, where, elements, nbytes) in zip(d.kernels, sites):
+        assert (k.location, k.elements, k.bytes) == (where, elements, nbytes)
+        assert k.code is not None and k.code.splitlines()[-1].strip() in source  # its call
+    called = [re.findall(r"^(kernel\d+)\(", k.code, re.M) for k in d.kernels if k.kind == "fused kernel"]
+    names = [c[0] for c in called if c]
+    assert len(names) == len(set(names)) > 3  # each kernel function shown once, with its own op
+    for k in d.kernels:
+        for name in re.findall(r"^(kernel\d+)\(", k.code, re.M):
+            assert f"def {name}(" in k.code  # its definition comes with its call
+
+
 def test_eager_peak_counts_results_until_their_last_use(tmp_path):
     m = load(tmp_path, '''
         import tfc

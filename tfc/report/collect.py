@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import difflib
 import linecache
+import textwrap
 from dataclasses import dataclass, field
 
 
@@ -56,7 +57,7 @@ class Kernel:
 
     index: int
     kind: str             # "fused kernel", "library call", "copy"
-    label: str            # the kernel's name in the page: "kernel 0", "matmul", ...
+    label: str            # what it is: "fused kernel", "matmul" (the library call), "copy"
     location: str         # the user's file:line, or "<unknown location>"
     elements: int | None  # the largest array it reads or writes (None: known at run time)
     bytes: int | None     # bytes it reads and writes, each array once
@@ -138,58 +139,86 @@ def _memref_size(v) -> tuple | None:
     return n, n * np.dtype(dtype_of(v.type.element_type).name).itemsize
 
 
-def kernels(f3, source: str | None) -> list:
+def kernels(f3, with_code: bool) -> list:
     """The kernels, library calls and copies of the L3 function ``f3`` in program
-    order, each with the lines of ``source`` (the generated numpy module) that run it."""
+    order; ``with_code``: each with the lines of its generated numpy code."""
     from xdsl.dialects.builtin import MemRefType
 
     import tfc.dialects.loops as L
     from tfc.dialects.tensor import loc_str
 
-    sites = _sites(source) if source is not None else {}
-    seen: dict = {}
     out = []
-    fused = 0
     for op in f3.walk():
         if isinstance(op, L.ParallelOp):
-            kind, label, site = "fused kernel", f"kernel {fused}", "fused kernel"
-            fused += 1
+            kind, label = "fused kernel", "fused kernel"
         elif isinstance(op, L.LibraryOp):
-            kind = "library call"
-            label = site = op.callee.data
+            kind, label = "library call", op.callee.data
         elif isinstance(op, L.CopyOp):
-            kind, label, site = "copy", "copy", op.name
+            kind, label = "copy", "copy"
         else:
             continue
-        where = loc_str(op)
         arrays = [v for v in list(op.operands) + list(op.results) if isinstance(v.type, MemRefType)]
         sizes = [_memref_size(v) for v in arrays]
         # the profiler's measure (tfc compile --profile): the largest array, and every array's bytes once
         elements = None if None in sizes else max((n for n, _ in sizes), default=0)
         nbytes = None if None in sizes else sum(b for _, b in sizes)
-        k = seen.get((site, where), 0)
-        seen[(site, where)] = k + 1
-        matches = sites.get((site, where), [])
-        code = matches[k] if k < len(matches) else None
-        out.append(Kernel(len(out), kind, label, where, elements, nbytes, str(op), code))
+        out.append(Kernel(len(out), kind, label, loc_str(op), elements, nbytes, str(op), None))
+    if with_code:
+        sites = _profiled_code(f3)
+        # the profiling variant times exactly these ops, in this order; anything else: no code shown
+        if len(sites) == len(out) and all(
+                where == k.location and (label == k.label if k.kind == "library call" else
+                                         label == "copy" if k.kind == "copy" else label not in ("copy",))
+                for (label, where, _), k in zip(sites, out)):
+            for (_, _, code), k in zip(sites, out):
+                k.code = code
     return out
 
 
-def _sites(source: str) -> dict:
-    """(label, location) -> [the text of each site's lines, in order] from the
-    generated module's ``_SITES`` table (the lines each L3 op runs on)."""
+def _profiled_code(f3) -> list:
+    """[(label, location, code)] of each site of the numpy backend's profiling
+    variant of ``f3`` (every kernel, library call and copy, in program order):
+    the lines that run it, after the definitions (kernel functions, constants,
+    library entry points) they use. The profiling variant is the module itself
+    with each site timed (``_t0 = _clock()`` before, ``_hook(i, ...)`` after)."""
+    import re
+
+    from tfc.backends.numpy.emitter import emit_function
+
+    source, _, _ = emit_function(f3, profile=True)
     lines = source.splitlines()
-    out: dict = {}
-    for node in ast.walk(ast.parse(source)):
-        if not (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_SITES"
-                                                     for t in node.targets)):
+    tree = ast.parse(source)
+    sites = next(ast.literal_eval(n.value) for n in tree.body
+                 if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "PROFILE_SITES")
+    build = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "build")
+    defined = {}  # name -> (first line, its lines) of build()'s definitions
+    for stmt in build.body:
+        names = [stmt.name] if isinstance(stmt, ast.FunctionDef) else \
+            [t.id for t in getattr(stmt, "targets", ()) if isinstance(t, ast.Name)]
+        for name in names:
+            defined[name] = (stmt.lineno, lines[stmt.lineno - 1:stmt.end_lineno])
+    for name in ("views", "f"):  # the module's entry points, not a site's
+        defined.pop(name, None)
+    word = re.compile(r"[A-Za-z_]\w*")
+    out = []
+    for number, line in enumerate(lines):
+        m = re.match(r"(\s*)_hook\((\d+), _t0", line)
+        if not m:
             continue
-        (table,) = node.value.args
-        for entry in table.elts:
-            key, at = entry.elts
-            label, where = (ast.literal_eval(e) for e in key.elts[:2])
-            numbers = ast.literal_eval(at)
-            out.setdefault((label, where), []).append("\n".join(lines[n - 1] for n in numbers))
+        first = number - 1
+        while lines[first] != m.group(1) + "_t0 = _clock()":
+            first -= 1
+        body = lines[first + 1:number]
+        used, todo = {}, [w for text in body for w in word.findall(text)]
+        while todo:  # the definitions the site's lines use, and those they use
+            w = todo.pop()
+            if w in defined and w not in used:
+                used[w] = defined[w]
+                todo += [x for text in defined[w][1] for x in word.findall(text)]
+        head = [text for _, block in sorted(used.values()) for text in block]
+        label, where = sites[int(m.group(2))][:2]
+        out.append((label, where, textwrap.dedent("\n".join(head)) + ("\n\n" if head else "")
+                    + textwrap.dedent("\n".join(body))))
     return out
 
 
@@ -284,10 +313,9 @@ def collect(obj) -> ReportData:
     low = conc.stages
     (f3,) = [op for op in low.loops.ops if isinstance(op, func.FuncOp)]
     if conc.target == "cuda":
-        generated, kind, numpy_source = conc.ir("ptx"), "ptx", None
+        generated, kind = conc.ir("ptx"), "ptx"
     else:
-        generated = numpy_source = conc.source
-        kind = "numpy"
+        generated, kind = conc.source, "numpy"
     from tfc.dialects.tensor import loc_str
 
     library = {(op.callee.data, loc_str(op)) for op in f3.walk() if isinstance(op, L.LibraryOp)}
@@ -296,7 +324,7 @@ def collect(obj) -> ReportData:
     history = fn.explain() if fn is not None else []
     return ReportData(
         name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
-        steps=steps, graph_module=low.fused, library_sites=library, kernels=kernels(f3, numpy_source),
+        steps=steps, graph_module=low.fused, library_sites=library, kernels=kernels(f3, kind == "numpy"),
         plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
         generated=generated, generated_kind=kind, history=history,
         trace_count=fn.trace_count if fn is not None else 1,

@@ -105,7 +105,7 @@ def _summary(d) -> str:
                        + ("" if d.eager_peak is None else f"; eager peak {_bytes(d.eager_peak)}")),
             ("traces", str(d.trace_count))]
     if slow is not None and slow.bytes:
-        rows.append(("most bytes moved", f"{slow.label} at {slow.location}: {_bytes(slow.bytes)}"))
+        rows.append(("most bytes moved", f"#{slow.index} {slow.label} at {slow.location}: {_bytes(slow.bytes)}"))
     return "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
@@ -136,7 +136,7 @@ def _kernels(d, anchor) -> str:
     for k in d.kernels:
         href = anchor(k.location)
         where = f'<a href="{href}">{escape(k.location)}</a>' if href else escape(k.location)
-        rows.append(f'<tr><td><a href="#kernel-{k.index}">{escape(k.label)}</a></td><td>{escape(k.kind)}</td>'
+        rows.append(f'<tr><td><a href="#kernel-{k.index}">#{k.index}</a></td><td>{escape(k.label if k.kind != "library call" else f"{k.label} (library call)")}</td>'
                     f'<td>{where}</td><td class="num">{_count(k.elements)}</td>'
                     f'<td class="num">{_count(k.bytes)}</td></tr>')
         if d.generated_kind == "ptx":
@@ -145,13 +145,15 @@ def _kernels(d, anchor) -> str:
             code = "<p class=\"note\">(no generated lines matched this op: see the whole module below)</p>"
         else:
             code = f"<pre>{escape(k.code)}</pre>"
-        details.append(f'<details id="kernel-{k.index}"><summary>{escape(k.label)} · {escape(k.kind)} · '
+        details.append(f'<details id="kernel-{k.index}"><summary>#{k.index} {escape(k.label)} · '
                        f'{escape(k.location)} · {_count(k.elements)} elements · {_count(k.bytes)} bytes</summary>'
                        f'<h4>L3 loop</h4><pre>{escape(k.loop)}</pre><h4>generated {escape(d.generated_kind)} code'
                        f'</h4>{code}</details>')
     if not rows:
         return "<p class=\"note\">No kernels: the function moves no data through loops or library calls.</p>"
-    return ("<table><tr><th>kernel</th><th>kind</th><th>source</th><th>elements</th><th>bytes moved</th></tr>"
+    return ("<p class=\"note\">In program order: each fused kernel, library call and copy of L3. Elements: the "
+            "largest array it reads or writes; bytes moved: each array it reads or writes, once.</p>"
+            "<table><tr><th>#</th><th>what</th><th>source</th><th>elements</th><th>bytes moved</th></tr>"
             + "".join(rows) + "</table>" + "".join(details))
 
 
