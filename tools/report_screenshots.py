@@ -64,7 +64,9 @@ def main(argv=None) -> int:
         page.click(f"#pass-btn-{fuse}")
         page.locator("#passes").screenshot(path=os.path.join(out, "report-passes.png"))
         page.locator("#memory").screenshot(path=os.path.join(out, "report-memory.png"))
-        page.locator("#kernel-0 summary").click()
+        moved = [int(r.locator("td").last.inner_text().replace(",", "")) for r in
+                 page.locator("#kernels table tr").all()[1:]]
+        page.locator(f"#kernel-{moved.index(max(moved))} summary").click()  # the one moving the most bytes
         page.locator("#kernels").screenshot(path=os.path.join(out, "report-kernels.png"))
         browser.close()
     print(f"wrote {out}/report-*.png")
