@@ -271,3 +271,23 @@ def test_summary_in_a_differentiated_compiled_loop_is_refused(writer):
 def test_namespace_shows_public_names_only():
     assert dir(summary) == ["SummaryWriter", "create_file_writer", "flush", "histogram", "image", "scalar", "text"]
     assert dir(tfc.data) == ["AUTOTUNE", "Dataset", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+
+def test_exported_function_writes_summaries_in_a_fresh_process(tmp_path):
+    import subprocess
+    import sys
+
+    def f(x, step):
+        summary.scalar("loss", tfc.reduce_sum(x), step=step)
+        return x * 2.0
+
+    tfc.save(tfc.compile(f, tfc.TensorSpec((3,)), tfc.TensorSpec((), tfc.int64)), tmp_path / "art")
+    code = (
+        "import sys, tfc\n"
+        "g = tfc.load(sys.argv[1])\n"
+        "w = tfc.summary.create_file_writer(sys.argv[2])\n"
+        "with w.as_default():\n"
+        "    g(tfc.constant([1.0, 2.0, 3.0]), tfc.constant(4, tfc.int64))\n"
+        "w.close()\n")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path / "art"), str(tmp_path / "logs")], check=True)
+    assert [(s, float(v)) for s, v in read(tmp_path / "logs")["loss"]] == [(4, 6.0)]
