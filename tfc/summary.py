@@ -30,6 +30,7 @@ __all__ = ["SummaryWriter", "create_file_writer", "flush", "histogram", "image",
 def __dir__():
     return list(__all__)
 
+
 _DEFAULT_BUCKETS = 30  # TensorBoard's (tensorboard.plugins.histogram.summary_v2)
 
 
@@ -113,7 +114,8 @@ def _close_all() -> None:  # what is queued reaches the file, as TensorFlow's wr
 def create_file_writer(logdir, max_queue=None, flush_millis=None, filename_suffix=None, name=None) -> SummaryWriter:
     """A writer of a new TensorBoard event file in ``logdir`` (created if needed).
     Events are queued (``max_queue``, default 10) and written at least every
-    ``flush_millis`` (default 120000), on ``flush()``, ``close()`` and at exit."""
+    ``flush_millis`` (default 120000), on ``flush()``, ``close()`` and at exit.
+    ``name`` is accepted for TensorFlow's code and unused."""
     return SummaryWriter(logdir, 10 if max_queue is None else max_queue,
                          120_000 if flush_millis is None else flush_millis, filename_suffix or "")
 
