@@ -11,9 +11,11 @@ import numbers
 
 import numpy as np
 
-from tfc.core import dtypes
+from tfc.core import allocator, dtypes
 from tfc.core.context import STATE
 from tfc.core.device import PLACEMENT
+
+allocator.tune_malloc()  # eager temporaries reuse freed heap blocks instead of faulting in new pages
 
 
 class Tensor:
