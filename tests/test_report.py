@@ -218,7 +218,9 @@ def test_user_strings_are_escaped(tmp_path):
     assert html.count("</script>") == 2  # the two script elements' own ends
     snapshots = html[html.index('id="tfc-snapshots">') + len('id="tfc-snapshots">'):]
     snapshots = json.loads(snapshots[:snapshots.index("</script>")])
-    assert any("</script><img" in s["before"] for s in snapshots)  # intact once parsed
+    assert any("</script><img" in text for text in snapshots["texts"])  # intact once parsed
+    assert len(snapshots["steps"]) == len(DEFAULT_L1 + FUSED + LOOPS)
+    assert len(snapshots["texts"]) < 2 * len(snapshots["steps"])  # each IR text once
 
 
 @needs_dot

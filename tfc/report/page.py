@@ -45,8 +45,8 @@ function showPass(i) {
   document.querySelectorAll('.pass-btn').forEach(b => b.classList.toggle('selected', b.dataset.pass == i));
   document.querySelectorAll('.pass-panel').forEach(p => { p.hidden = p.id != 'pass-' + i; });
   const panel = document.getElementById('pass-' + i);
-  panel.querySelector('.before').textContent = SNAP[i].before;
-  panel.querySelector('.after').textContent = SNAP[i].after;
+  panel.querySelector('.before').textContent = SNAP.texts[SNAP.steps[i][0]];
+  panel.querySelector('.after').textContent = SNAP.texts[SNAP.steps[i][1]];
   showTab(i, 'diff');
 }
 function showTab(i, which) {
@@ -110,7 +110,9 @@ def _summary(d) -> str:
 
 
 def _passes(d) -> tuple:
-    items, panels, snaps = [], [], []
+    items, panels = [], []
+    texts: dict = {}  # IR text -> its index: a pass's "before" is mostly the previous one's "after"
+    steps = []
     for i, s in enumerate(d.steps):
         changed = s.before != s.after
         items.append(f'<li><button class="pass-btn {"changed" if changed else "same"}" data-pass="{i}" '
@@ -123,11 +125,11 @@ def _passes(d) -> tuple:
                       f'{s.ops_after})</small></h3><div class="tabs">{tabs}</div>'
                       f'<pre class="diff">{_diff_html(s.diff())}</pre><pre class="before" hidden></pre>'
                       f'<pre class="after" hidden></pre></div>')
-        snaps.append({"before": s.before, "after": s.after})
+        steps.append([texts.setdefault(s.before, len(texts)), texts.setdefault(s.after, len(texts))])
     html = (f'<div class="passes"><ul class="pass-list">{"".join(items)}</ul><div class="pass-view">'
             '<p class="note">Click a pass to see its diff, the IR before and after it.</p>'
             f'{"".join(panels)}</div></div>')
-    return html, snaps
+    return html, {"texts": list(texts), "steps": steps}
 
 
 def _kernels(d, anchor) -> str:
