@@ -86,6 +86,11 @@ exit status is non-zero when any rank failed.
 """
 
 
+def _usage_error(message: str) -> int:
+    print(f"tfc run: error: {message}\n{RUN_USAGE}", file=sys.stderr, end="")
+    return 2
+
+
 def run_main(argv) -> int:
     """``tfc run``: parse the command line (options before the script; what
     follows it is the script's), then run the job."""
@@ -95,27 +100,23 @@ def run_main(argv) -> int:
         if opt in ("-h", "--help"):
             print(RUN_USAGE, end="")
             return 0
-        if opt not in ("-n", "--hostfile") or not rest:
-            print(f"tfc run: error: {'unknown option ' + repr(opt) if opt not in ('-n', '--hostfile') else opt + ' needs a value'}"
-                  f"\n{RUN_USAGE}", file=sys.stderr, end="")
-            return 2
+        if opt not in ("-n", "--hostfile"):
+            return _usage_error(f"unknown option {opt!r}")
+        if not rest:
+            return _usage_error(f"{opt} needs a value")
         value = rest.pop(0)
         if opt == "--hostfile":
             hostfile = value
             continue
-        try:
-            n = int(value)
-        except ValueError:
-            n = 0
+        n = int(value) if value.isdigit() else 0
         if n < 1:
-            print(f"tfc run: error: -n takes a positive number of ranks, got {value!r}", file=sys.stderr)
-            return 2
-    if n is None or not rest:
-        print(f"tfc run: error: {'-n N is required' if n is None else 'no script given'}\n{RUN_USAGE}",
-              file=sys.stderr, end="")
-        return 2
+            return _usage_error(f"-n takes a positive number of ranks, got {value!r}")
+    if n is None:
+        return _usage_error("-n N is required")
+    if not rest:
+        return _usage_error("no script given")
     try:
         return run(n, rest[0], rest[1:], hostfile)
     except (FileNotFoundError, ValueError) as e:
-        print(f"{e}", file=sys.stderr)
+        print(e, file=sys.stderr)
         return 1

@@ -50,17 +50,26 @@ def _no_gpu(g) -> None:
 
 
 class _Bucket:
-    __slots__ = ("dtype", "members", "offsets", "sizes", "send", "recv", "waiting", "request")
+    __slots__ = ("dtype", "members", "offsets", "sizes", "total", "send", "recv", "waiting", "request")
 
     def __init__(self, dtype):
         self.dtype = dtype
         self.members, self.offsets, self.sizes = [], [], []
+        self.total = 0  # elements of the values (the presence flags follow them)
         self.send = self.recv = self.request = None
         self.waiting = 0
 
     @property
     def nbytes(self) -> int:
-        return (sum(self.sizes) + len(self.members)) * self.dtype.itemsize
+        return (self.total + len(self.members)) * self.dtype.itemsize
+
+    def add(self, i: int, size: int) -> int:
+        """Member ``i`` of ``size`` elements; its slot."""
+        self.members.append(i)
+        self.offsets.append(self.total)
+        self.sizes.append(size)
+        self.total += size
+        return len(self.members) - 1
 
 
 class Reducer:
@@ -81,13 +90,9 @@ class Reducer:
             if b is None or (b.members and b.nbytes + (size + 1) * dtype.itemsize > bucket_bytes):
                 b = open_by_dtype[dtype] = _Bucket(dtype)
                 self.buckets.append(b)
-            self.where[i] = (b, len(b.members))
-            b.offsets.append(sum(b.sizes))
-            b.members.append(i)
-            b.sizes.append(size)
+            self.where[i] = (b, b.add(i, size))
         for b in self.buckets:
-            n = sum(b.sizes)
-            b.send = np.zeros(n + len(b.members), b.dtype)  # the values, then a presence flag per member
+            b.send = np.zeros(b.total + len(b.members), b.dtype)  # the values, then a presence flag per member
             b.recv = np.empty_like(b.send)
             b.waiting = len(b.members)
         self.started = 0  # buckets started so far, in plan order
@@ -105,7 +110,7 @@ class Reducer:
         b, slot = self.where[i]
         off, size = b.offsets[slot], b.sizes[slot]
         b.send[off:off + size] = np.asarray(g._value, b.dtype).reshape(-1)
-        b.send[sum(b.sizes) + slot] = 1
+        b.send[b.total + slot] = 1
         b.waiting -= 1
         self._start_complete()
         self.world.test(b.request for b in self.buckets[:self.started])  # progress the ones in flight
@@ -129,9 +134,8 @@ class Reducer:
         out = list(grads)
         size = self.world.size
         for b in self.buckets:
-            n = sum(b.sizes)
             for slot, i in enumerate(b.members):
-                if b.recv[n + slot] == 0:
+                if b.recv[b.total + slot] == 0:
                     out[i] = None
                     continue
                 off = b.offsets[slot]
