@@ -291,3 +291,24 @@ def test_exported_function_writes_summaries_in_a_fresh_process(tmp_path):
         "w.close()\n")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "art"), str(tmp_path / "logs")], check=True)
     assert [(s, float(v)) for s, v in read(tmp_path / "logs")["loss"]] == [(4, 6.0)]
+
+
+def test_compiled_summaries_of_run_time_shapes_and_images(writer):
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 4)), tfc.TensorSpec((), tfc.int64)])
+    def f(x, step):
+        summary.histogram("x", x, step=step, buckets=3)
+        summary.image("img", tfc.reshape(x, (-1, 2, 2, 1)) / 16.0, step=step, max_outputs=1)
+        return x * 2.0
+
+    xs = [np.arange(8.0, dtype=np.float32).reshape(2, 4), np.arange(12.0, dtype=np.float32).reshape(3, 4)]
+    with writer.as_default():
+        for i, x in enumerate(xs):
+            f(tfc.constant(x), tfc.constant(i, tfc.int64))
+    writer.flush()
+    got = read(writer.logdir)
+    for (step, h), x in zip(got["x"], xs):
+        np.testing.assert_array_equal(h, summary._histogram_buckets(x, 3))
+    for (step, t), x in zip(got["img"], xs):
+        assert len(t) == 3  # width, height, one image
+        px = np.asarray(Image.open(io.BytesIO(t[2])))
+        np.testing.assert_array_equal(px, (x[0].reshape(2, 2) / 16.0 * 255.5).astype(np.uint8))
