@@ -71,6 +71,12 @@ def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
     assert any(line.startswith("+") and "tfc.fused" in line for line in fuse.diff())
     assert all(s.seconds >= 0 for s in steps)
     assert next(s for s in steps if s.name == "tfc-simplify").diff() == []
+    # renumbered values are not the pass's changes: only the ops fusion replaced are
+    changed = [line for line in fuse.diff()[2:] if line[:1] in "+-"]
+    assert [line for line in changed if line.startswith("-")] == [
+        line for line in ("-" + x for x in fuse.before.splitlines()) if "tfc.constant" in line
+        or any(f"tfc.{op} " in line for op in ("add", "relu", "multiply", "exp", "reduce_sum"))]
+    assert not any("tfc.matmul" in line for line in changed)
 
 
 def test_observer_hook_changes_nothing_it_observes(model):

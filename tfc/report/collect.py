@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import difflib
 import linecache
+import re
 import textwrap
 from dataclasses import dataclass, field
 
@@ -24,9 +25,34 @@ class PassStep:
     ops_after: int
 
     def diff(self) -> list[str]:
-        """The unified diff of the IR, before to after (empty: the pass changed nothing)."""
-        return list(difflib.unified_diff(self.before.splitlines(), self.after.splitlines(),
-                                         "before", "after", lineterm="", n=3))
+        """The unified diff of the IR, before to after (empty: the pass changed
+        nothing). Lines are matched with their SSA numbers left out (``%12``, ``^bb3``):
+        a pass that removes one op renumbers every later value, and those lines
+        are not its changes; an unchanged line is shown as it reads after."""
+        a, b = self.before.splitlines(), self.after.splitlines()
+        if a == b:
+            return []
+        matcher = difflib.SequenceMatcher(None, [_unnumbered(x) for x in a], [_unnumbered(x) for x in b],
+                                          autojunk=False)
+        out = ["--- before", "+++ after"]
+        for group in matcher.get_grouped_opcodes(3):
+            (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
+            out.append(f"@@ -{i1 + 1},{i2 - i1} +{j1 + 1},{j2 - j1} @@")
+            for tag, i1, i2, j1, j2 in group:
+                if tag == "equal":
+                    out += [" " + x for x in b[j1:j2]]
+                    continue
+                out += ["-" + x for x in a[i1:i2]]
+                out += ["+" + x for x in b[j1:j2]]
+        return out if len(out) > 2 else []
+
+
+_SSA_NUMBER = re.compile(r"(?<=[%^])(bb)?\d+\b")
+
+
+def _unnumbered(line: str) -> str:
+    """``line`` with its SSA value and block numbers left out (names kept)."""
+    return _SSA_NUMBER.sub("#", line)
 
 
 class PassRecorder:
@@ -181,7 +207,6 @@ def _profiled_code(f3) -> list:
     the lines that run it, after the definitions (kernel functions, constants,
     library entry points) they use. The profiling variant is the module itself
     with each site timed (``_t0 = _clock()`` before, ``_hook(i, ...)`` after)."""
-    import re
 
     from tfc.backends.numpy.emitter import emit_function
 
