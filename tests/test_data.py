@@ -165,6 +165,19 @@ def test_map_with_a_compiled_function():
     assert compiled_scale.trace_count == 1  # one signature for every element
 
 
+def test_filter():
+    ds = Dataset.range(10)
+    assert ints(ds.filter(lambda x: x % 3 == 0)) == [0, 3, 6, 9]
+    assert ints(ds.filter(lambda x: int(x) > 7)) == [8, 9]  # a Python bool too
+    pairs = Dataset.zip(ds, ds.map(lambda x: x * x)).filter(lambda a, b: b > 20)
+    assert [int(a) for a, _ in pairs] == [5, 6, 7, 8, 9]
+    assert ds.filter(lambda x: True).cardinality() == UNKNOWN_CARDINALITY
+    with pytest.raises(TypeError, match=r"must return a bool or a scalar bool tensor, got int64\[\]"):
+        list(ds.filter(lambda x: x))
+    with pytest.raises(TypeError, match="got int"):
+        list(ds.filter(lambda x: 1))
+
+
 def test_shuffle_is_a_permutation_reproducible_with_a_seed_and_new_each_epoch():
     base = Dataset.range(50)
     a = base.shuffle(10, seed=7)

@@ -16,6 +16,7 @@ import time
 
 import numpy as np
 
+from tfc.core import dtypes
 from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, wrap
 from tfc.data import _structure as st
@@ -102,6 +103,13 @@ class Dataset:
         if not callable(map_func):
             raise TypeError(f"Dataset.map: map_func must be callable, got {type(map_func).__name__}")
         return _Map(self, map_func)
+
+    def filter(self, predicate) -> "Dataset":
+        """The elements for which ``predicate`` (called as ``map``'s function)
+        returns True: a Python bool or a scalar bool tensor."""
+        if not callable(predicate):
+            raise TypeError(f"Dataset.filter: predicate must be callable, got {type(predicate).__name__}")
+        return _Filter(self, predicate)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True) -> "Dataset":
         """TensorFlow's shuffle: a buffer of ``buffer_size`` elements, each output a
@@ -337,6 +345,31 @@ class _Map(Dataset):
 
     def cardinality(self) -> int:
         return self._source.cardinality()
+
+
+class _Filter(Dataset):
+    def __init__(self, source, predicate):
+        self._source = source
+        self._predicate = predicate
+
+    def _elements(self):
+        name = getattr(self._predicate, "__name__", type(self._predicate).__name__)
+        for e in self._source:
+            keep = self._predicate(*e) if isinstance(e, tuple) else self._predicate(e)
+            if isinstance(keep, Tensor):
+                if keep.symbolic or keep.dtype != dtypes.bool_ or keep.ndim != 0:
+                    raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got "
+                                    f"{'a symbolic tensor' if keep.symbolic else f'{keep.dtype.name}{list(keep.shape)}'}")
+                keep = bool(keep.numpy())
+            elif not isinstance(keep, (bool, np.bool_)):
+                raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got "
+                                f"{type(keep).__name__}")
+            if keep:
+                yield e
+
+    def cardinality(self) -> int:
+        n = self._source.cardinality()
+        return 0 if n == 0 else UNKNOWN_CARDINALITY
 
 
 class _Shuffle(Dataset):
