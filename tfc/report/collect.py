@@ -207,7 +207,6 @@ def _profiled_code(f3) -> list:
     the lines that run it, after the definitions (kernel functions, constants,
     library entry points) they use. The profiling variant is the module itself
     with each site timed (``_t0 = _clock()`` before, ``_hook(i, ...)`` after)."""
-
     from tfc.backends.numpy.emitter import emit_function
 
     source, _, _ = emit_function(f3, profile=True)
