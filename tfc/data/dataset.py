@@ -356,14 +356,12 @@ class _Filter(Dataset):
         name = getattr(self._predicate, "__name__", type(self._predicate).__name__)
         for e in self._source:
             keep = self._predicate(*e) if isinstance(e, tuple) else self._predicate(e)
-            if isinstance(keep, Tensor):
-                if keep.symbolic or keep.dtype != dtypes.bool_ or keep.ndim != 0:
-                    raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got "
-                                    f"{'a symbolic tensor' if keep.symbolic else f'{keep.dtype.name}{list(keep.shape)}'}")
+            if isinstance(keep, Tensor) and not keep.symbolic and keep.dtype == dtypes.bool_ and keep.ndim == 0:
                 keep = bool(keep.numpy())
             elif not isinstance(keep, (bool, np.bool_)):
-                raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got "
-                                f"{type(keep).__name__}")
+                got = f"{keep.dtype.name}{list(keep.shape)}" if isinstance(keep, Tensor) and not keep.symbolic \
+                    else type(keep).__name__
+                raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got {got}")
             if keep:
                 yield e
 
