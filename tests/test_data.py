@@ -381,6 +381,12 @@ def test_prefetch_stops_its_thread_when_the_consumer_stops():
     next(it)
     del it  # garbage: the generator's finally stops the thread
     assert not prefetch_threads()
+    nested = Dataset.range(100).prefetch(1).map(lambda x: x + 1).prefetch(1)
+    it = iter(nested)
+    assert int(next(it)) == 1
+    assert len(prefetch_threads()) == 2
+    it.close()  # the outer thread stops, and closes the inner pipeline with it
+    assert not prefetch_threads()
 
 
 # -- with compiled functions --------------------------------------------------------------------------

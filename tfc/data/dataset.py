@@ -601,20 +601,23 @@ class _PrefetchIterator:
         return False
 
     def _produce(self, source):
+        it = None
         try:
             it = iter(source)
             while not self._stop.is_set():
                 _wait_while_tracing(self._stop)
                 x = next(it, _DONE)
                 if x is _DONE:
-                    break
+                    self._put(("end", None))
+                    return
                 if not self._put(("item", x)):
                     return
-            else:
-                return
-            self._put(("end", None))
         except BaseException as e:  # noqa: BLE001 (re-raised in the consumer, traceback and all)
             self._put(("error", e))
+        finally:
+            close = getattr(it, "close", None)
+            if close is not None:
+                close()  # the pipeline's own generators end now (an inner prefetch stops its thread)
 
     def next(self):
         while True:
