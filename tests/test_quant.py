@@ -34,7 +34,7 @@ def ref_requant(acc, mult, zo, relu, out_float):
     real = acc.astype(np.float32) * mult.astype(np.float32)
     if out_float:
         return np.maximum(real, np.float32(0)) if relu else real
-    return np.clip(np.rint(real) + zo, zo if relu else -128, 127).astype(np.int8)
+    return np.clip(np.rint(real + np.float32(zo)), zo if relu else -128, 127).astype(np.int8)
 
 
 def ref_qparams(lo, hi):
@@ -112,11 +112,11 @@ def test_quantized_conv2d_matches_im2col_reference():
 def test_weight_only_ops():
     x = RNG.standard_normal((3, 8)).astype(np.float32)
     w, s = int8((8, 5), -127, 127), RNG.uniform(0.001, 0.1, 5).astype(np.float32)
-    assert np.array_equal(q.weight_quantized_matmul(x, w, s).numpy(), (x @ w.astype(np.float32)) * s)
+    assert np.array_equal(q.weight_quantized_matmul(x, w, s).numpy(), x @ (w.astype(np.float32) * s))
     xi = RNG.standard_normal((1, 5, 5, 2)).astype(np.float32)
     wc = int8((2, 2, 2, 3), -127, 127)
     got = q.weight_quantized_conv2d(xi, wc, s[:3]).numpy()
-    want = tfc.nn.conv2d(xi, wc.astype(np.float32), 1, "VALID").numpy() * s[:3]
+    want = tfc.nn.conv2d(xi, wc.astype(np.float32) * s[:3], 1, "VALID").numpy()
     assert np.array_equal(got, want)
     with pytest.raises(ValueError, match=r"scale must have shape \(5,\)"):
         q.weight_quantized_matmul(x, w, s[:4])
@@ -228,8 +228,8 @@ def test_weight_only_mlp_matches_the_numpy_reference():
     x = RNG.standard_normal((10, 64)).astype(np.float32)
     q1, s1 = ref_weights(model.hidden.kernel.numpy())
     q2, s2 = ref_weights(model.out.kernel.numpy())
-    h = np.maximum((x @ q1.astype(np.float32)) * s1.astype(np.float32) + model.hidden.bias.numpy(), 0)
-    want = (h @ q2.astype(np.float32)) * s2.astype(np.float32) + model.out.bias.numpy()
+    h = np.maximum(x @ (q1.astype(np.float32) * s1.astype(np.float32)) + model.hidden.bias.numpy(), 0)
+    want = h @ (q2.astype(np.float32) * s2.astype(np.float32)) + model.out.bias.numpy()
     assert np.array_equal(conc(x).numpy(), want)
     assert conc.ir("tensor").count("tfc.weight_quantized_matmul") == 2
     assert weight_bytes(conc) <= 0.3 * weight_bytes(tfc.compile(fn))  # int8 weights, float biases and scales

@@ -9,7 +9,7 @@ compute) matmul and conv2d. The scheme is TFLite's and ONNX Runtime's:
 - the bias is int32 with scale s_in * s_w[n]; the input's zero point is folded
   into it (``x_q @ w_q - z_in * sum_k w_q[k, n]``), so the integer ops take the
   raw int8 codes and need no zero point of their input;
-- requantization: ``q_out = clip(rint(float32(acc) * multiplier[n]) + z_out, lo, 127)``
+- requantization: ``q_out = clip(rint(float32(acc) * multiplier[n] + z_out), lo, 127)``
   in float32 (as ONNX's QLinearMatMul), with ``multiplier = s_in * s_w[n] / s_out`` and ``lo = z_out`` when a
   relu is fused (relu on the integer values: max(q, z_out) is relu of the real
   value), else -128. With ``out_dtype`` float32 the op instead gives the real
@@ -29,6 +29,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
+from tfc.ops import _scalar as S
 from tfc.ops.conv import _CONV_ATTRS, _conv_attrs, _geometry, _im2col, _pad
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -56,13 +57,18 @@ def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def accumulate(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """float32(x @ w + bias), the int32 accumulator of int8 ``x`` [M, K] and ``w``
     [K, N] plus int32 ``bias`` [N], as float32 (what requantization scales).
-    Where every partial sum and the bias are below 2**24 the float32 BLAS product
-    plus the bias in float32 is that value exactly, without an int32 pass."""
-    k = x.shape[-1]
+    Where every partial sum, the bias included, stays within 2**24, one float32
+    BLAS product of ``[x, 1]`` and ``[w; bias]`` is that value exactly (the
+    bias rides in the product: no pass of its own); otherwise int32 arithmetic."""
+    k, n = x.shape[-1], w.shape[-1]
     if k <= EXACT_K and (not bias.size or int(np.abs(bias.astype(np.int64)).max()) + k * 128 * 128 <= 1 << 24):
-        acc = np.matmul(x.astype(np.float32), w.astype(np.float32))
-        acc += bias.astype(np.float32)
-        return acc
+        xf = np.empty(x.shape[:-1] + (k + 1,), np.float32)
+        xf[..., :k] = x
+        xf[..., k] = 1
+        wf = np.empty((k + 1, n), np.float32)
+        wf[:k] = w
+        wf[k] = bias
+        return np.matmul(xf, wf)
     return (int8_matmul(x, w) + bias).astype(np.float32)
 
 
@@ -72,8 +78,8 @@ def requantize(acc: np.ndarray, multiplier: np.ndarray, out_zero_point: int, rel
     real = np.multiply(acc, multiplier, out=acc)
     if out_dtype == dtypes.float32:
         return np.maximum(real, np.float32(0), out=real) if relu else real
-    np.rint(real, out=real)
     real += np.float32(out_zero_point)
+    np.rint(real, out=real)
     np.clip(real, np.float32(out_zero_point if relu else INT8_MIN), np.float32(INT8_MAX), out=real)
     return real.astype(np.int8)
 
@@ -102,7 +108,22 @@ def _quantize_infer(op, x: Spec, scale, zero_point) -> Spec:
     return Spec(x.shape, dtypes.int8)
 
 
-@declare(kernel=_quantize_kernel, infer=_quantize_infer, quiet=True, attrs={"scale": "float", "zero_point": "int"})
+def _quantize_scalar(b, x, scale, zero_point):
+    """The kernel element by element (fuses with the elementwise ops before it):
+    np.clip is max then min, NaN staying NaN in both."""
+    q = S.math1("RoundEvenOp")(b, S.divf(b, x, S.like(b, scale, x)))
+    q = S.add(b, q, S.like(b, zero_point, x))
+    q = S.minimum(b, S.maximum(b, q, S.like(b, INT8_MIN, x)), S.like(b, INT8_MAX, x))
+    return S.cast(b, q, dtypes.int8)
+
+
+def _dequantize_scalar(b, q, scale, zero_point):
+    x = S.cast(b, q, dtypes.float32)
+    return S.mul(b, S.sub(b, x, S.const(b, zero_point, dtypes.float32)), S.const(b, scale, dtypes.float32))
+
+
+@declare(kernel=_quantize_kernel, infer=_quantize_infer, quiet=True, scalar=_quantize_scalar,
+         attrs={"scale": "float", "zero_point": "int"})
 def quantize(x, scale, zero_point=0):
     """int8 codes of ``x``: clip(rint(x / scale) + zero_point, -128, 127)."""
     return (x,), {"scale": float(scale), "zero_point": int(zero_point)}
@@ -118,7 +139,8 @@ def _dequantize_infer(op, q: Spec, scale, zero_point) -> Spec:
     return Spec(q.shape, dtypes.float32)
 
 
-@declare(kernel=_dequantize_kernel, infer=_dequantize_infer, attrs={"scale": "float", "zero_point": "int"})
+@declare(kernel=_dequantize_kernel, infer=_dequantize_infer, scalar=_dequantize_scalar,
+         attrs={"scale": "float", "zero_point": "int"})
 def dequantize(q, scale, zero_point=0):
     """float32 values of int8 codes: (q - zero_point) * scale."""
     return (q,), {"scale": float(scale), "zero_point": int(zero_point)}
@@ -238,9 +260,9 @@ def _check_scale(op, x: Spec, scale: Spec, n):
 def _wmatmul_kernel(x, w, scale):
     from tfc.ops.linalg import blas_ready
 
-    out = np.matmul(blas_ready(x), w.astype(x.dtype))
-    out *= scale
-    return out
+    # the weights dequantized (K * N products), then one float product: cheaper
+    # than scaling the M * N result whenever a batch has more rows than w
+    return np.matmul(blas_ready(x), w.astype(x.dtype) * scale)
 
 
 def _wmatmul_infer(op, x: Spec, w: Spec, scale: Spec) -> Spec:
@@ -257,17 +279,16 @@ def _wmatmul_infer(op, x: Spec, w: Spec, scale: Spec) -> Spec:
 
 @declare(kernel=_wmatmul_kernel, infer=_wmatmul_infer)
 def weight_quantized_matmul(x, w, scale):
-    """Weight-only matmul: ``(x @ w) * scale`` with int8 ``w`` [K, N] and float
-    ``scale`` [N] (the weights' per-channel scales), computed in x's float dtype."""
+    """Weight-only matmul: ``x @ (w * scale)`` with int8 ``w`` [K, N] and float
+    ``scale`` [N] (the weights' per-channel scales): the weights dequantized in
+    x's float dtype, then a float product."""
     return (x, w, scale), {}
 
 
 def _wconv2d_kernel(x, w, scale, strides, padding, dilations):
     from tfc.ops.conv import _conv2d_kernel
 
-    out = _conv2d_kernel(x, w.astype(x.dtype), strides, padding, dilations)
-    out *= scale
-    return out
+    return _conv2d_kernel(x, w.astype(x.dtype) * scale, strides, padding, dilations)
 
 
 def _wconv2d_infer(op, x: Spec, w: Spec, scale: Spec, strides, padding, dilations) -> Spec:
@@ -280,6 +301,6 @@ def _wconv2d_infer(op, x: Spec, w: Spec, scale: Spec, strides, padding, dilation
 
 @declare(kernel=_wconv2d_kernel, infer=_wconv2d_infer, attrs=_CONV_ATTRS)
 def weight_quantized_conv2d(input, filters, scale, strides=1, padding="VALID", dilations=1):  # noqa: A002
-    """Weight-only conv2d: conv2d(input, filters) * scale with int8 HWIO ``filters``
+    """Weight-only conv2d: conv2d(input, filters * scale) with int8 HWIO ``filters``
     and float per-output-channel ``scale``."""
     return (input, filters, scale), _conv_attrs("weight_quantized_conv2d", strides, padding, dilations)
