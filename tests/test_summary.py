@@ -312,3 +312,14 @@ def test_compiled_summaries_of_run_time_shapes_and_images(writer):
         assert len(t) == 3  # width, height, one image
         px = np.asarray(Image.open(io.BytesIO(t[2])))
         np.testing.assert_array_equal(px, (x[0].reshape(2, 2) / 16.0 * 255.5).astype(np.uint8))
+
+
+def test_eager_summaries_of_gpu_tensors(cuda_driver, writer):
+    x = tfc.constant([1.0, 2.0, 3.0]).gpu()
+    with writer.as_default():
+        assert bool(summary.scalar("s", tfc.reduce_sum(x), step=1).cpu())
+        summary.histogram("h", x, step=1, buckets=2)
+    writer.flush()
+    got = read(writer.logdir)
+    assert [(s, float(v)) for s, v in got["s"]] == [(1, 6.0)]
+    np.testing.assert_array_equal(got["h"][0][1], summary._histogram_buckets([1.0, 2.0, 3.0], 2))
