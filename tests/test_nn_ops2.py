@@ -92,9 +92,10 @@ def test_moments(rng, axes, keepdims):
     np.testing.assert_allclose(m.numpy(), x.mean(axis=ax, keepdims=keepdims), rtol=1e-13)
     np.testing.assert_allclose(v.numpy(), x.var(axis=ax, keepdims=keepdims), rtol=1e-12)
     w1, w2 = rng.normal(size=m.shape), rng.normal(size=m.shape)
-    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims)[0] * w1 + tfc.nn.moments(t, axes, keepdims)[1] * w2, x)
-    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims)[1], x)  # the mean unused: its gradient is zeros
-    same_compiled(lambda t: tfc.nn.moments(t * 2, axes, keepdims), x.astype(np.float32))
+    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims=keepdims)[0] * w1
+               + tfc.nn.moments(t, axes, keepdims=keepdims)[1] * w2, x)
+    check_grad(lambda t: tfc.nn.moments(t, axes, keepdims=keepdims)[1], x)  # the mean unused: its gradient is zeros
+    same_compiled(lambda t: tfc.nn.moments(t * 2, axes, keepdims=keepdims), x.astype(np.float32))
 
 
 def test_moments_errors():
@@ -296,3 +297,13 @@ def test_new_ops_export_and_load(tmp_path, rng):
     loaded = tfc.load(tfc.save(c, str(tmp_path / "m")))
     for got, want in zip(loaded(x, ids), f(tfc.constant(x), tfc.constant(ids))):
         assert np.array_equal(got.numpy(), want.numpy())
+
+
+def test_tensorflow_arguments(rng):
+    x = rng.normal(size=(3, 4))
+    np.testing.assert_allclose(tfc.nn.silu(x, beta=2.0).numpy(), x / (1 + np.exp(-2 * x)), rtol=1e-14)
+    check_grad(lambda t: tfc.nn.silu(t, beta=0.5), x)
+    m, v = tfc.nn.moments(x, [1], None, True)  # shift (unused, as TensorFlow's), then keepdims
+    assert m.shape == (3, 1) and v.shape == (3, 1)
+    assert tfc.nn.layer_norm(x, name="ln").shape == (3, 4)
+    assert tfc.nn.embedding_lookup(x, [0], name="e").shape == (1, 4)

@@ -138,3 +138,13 @@ def test_permute_lowers_to_a_kernel():
     ir = f.get_concrete_function(tfc.TensorSpec([3, 9])).ir("loops")
     assert 'loops.library "argsort"' in ir and "loops.load_at" in ir
     assert ir.count("loops.library") == 1
+
+
+def test_top_k_index_type(rng):
+    x = rng.normal(size=(2, 5))
+    _, i64 = tfc.top_k(x, 2, index_type=tfc.int64)
+    _, i32 = tfc.top_k(x, 2)
+    assert i64.dtype == tfc.int64 and np.array_equal(i64.numpy(), i32.numpy())
+    with pytest.raises(TypeError, match="index_type must be int32 or int64"):
+        tfc.top_k(x, 2, index_type=tfc.float32)
+    assert tfc.sort(x, name="s").shape == (2, 5) and tfc.einsum("ij->j", x, name="e").shape == (5,)

@@ -135,7 +135,7 @@ def _reshape_to(x, target, equation):
     return reshape(x, [-1 if d is None else d for d in target])
 
 
-def einsum(equation, *inputs):
+def einsum(equation, *inputs, name=None):
     """Einstein summation (numpy's and TensorFlow's notation): ``einsum("bij,bjk->bik", a, b)``."""
     if not inputs:
         raise ValueError("einsum: no operands")

@@ -337,10 +337,19 @@ def _silu_grad(e, g):
     return [g * (s * (x * (1 - s) + 1))]
 
 
-@declare(kernel=_silu_kernel, infer=inf.unary(FLOATS), grad=_silu_grad, quiet=True, scalar=_silu_scalar)
-def silu(features):
-    """``x * sigmoid(x)`` (swish with beta 1)."""
+@declare(kernel=_silu_kernel, infer=inf.unary(FLOATS), grad=_silu_grad, quiet=True, scalar=_silu_scalar,
+         name="silu")
+def silu_op(features):
+    """``x * sigmoid(x)``: the op of ``silu`` with beta 1."""
     return (features,), {}
+
+
+def silu(features, beta=1.0, name=None):
+    """``x * sigmoid(beta * x)`` (swish), as TensorFlow's ``tf.nn.silu``; beta 1
+    is one elementwise op, another beta its two ops."""
+    if beta == 1:
+        return silu_op(features)
+    return features * sigmoid(features * beta)
 
 
 # -- moments, normalization ----------------------------------------------------------------
@@ -406,10 +415,10 @@ def _moments_grad(e, g):
 
 @declare(kernel=eager_kernel(_moments_expand), infer=_moments_infer, grad=_moments_grad,
          attrs={"axes": "ints", "keepdims": "bool"}, expand=_moments_expand)
-def moments(x, axes, keepdims=False):
+def moments(x, axes, shift=None, keepdims=False):
     """``(mean, variance)`` of ``x`` over ``axes`` (the variance of the
     population: the mean squared difference from the mean), as TensorFlow's
-    ``tf.nn.moments``."""
+    ``tf.nn.moments`` (whose ``shift`` is unused there too)."""
     return (x,), {"axes": _axes_list("moments", axes), "keepdims": bool(keepdims)}
 
 
@@ -455,7 +464,7 @@ def normalize(x, axes, epsilon):
     return (x,), {"axes": _axes_list("normalize", axes), "epsilon": float(epsilon)}
 
 
-def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3):
+def layer_norm(x, gamma=None, beta=None, axis=-1, epsilon=1e-3, name=None):
     """Layer normalization: ``x`` normalized over ``axis`` (an int or a
     sequence: the mean and variance of each example's features), then
     ``* gamma + beta`` where given (broadcast against the result, as Keras'
@@ -548,7 +557,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1):
 # -- embedding lookup -------------------------------------------------------------------
 
 
-def embedding_lookup(params, ids, max_norm=None):
+def embedding_lookup(params, ids, max_norm=None, name=None):
     """The rows of ``params`` [vocab, ...] at ``ids`` (ints in [0, vocab)): a
     gather along axis 0, whose gradient is a scatter-add into ``params``' shape.
     ``params`` may be a tensor or a list of one (TensorFlow's partitioned lists
@@ -576,5 +585,5 @@ def embedding_lookup(params, ids, max_norm=None):
 
 
 __all__ = ["softmax", "log_softmax", "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "pick_along_last", "gelu", "silu", "moments", "normalize", "layer_norm", "embedding_lookup", "l2_normalize",
-           "softmax_cross_entropy_with_logits"]
+           "pick_along_last", "gelu", "silu", "silu_op", "moments", "normalize", "layer_norm", "embedding_lookup",
+           "l2_normalize", "softmax_cross_entropy_with_logits"]

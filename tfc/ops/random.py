@@ -614,7 +614,7 @@ def shuffle_indices(value, seed=None):
     return (value,), {"seed": _seed_value("shuffle", seed)}
 
 
-def shuffle(value, seed=None):
+def shuffle(value, seed=None, name=None):
     """``value`` with its first dimension randomly permuted (TensorFlow's
     ``tf.random.shuffle``); the gradient goes back to each row's place."""
     from tfc.ops.shapes import gather

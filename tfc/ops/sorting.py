@@ -104,18 +104,21 @@ def permute_along_axis(x, perm, axis):
     return (x, perm), {"axis": int(axis)}
 
 
-def sort(values, axis=-1, direction="ASCENDING"):
+def sort(values, axis=-1, direction="ASCENDING", name=None):
     """``values`` sorted along ``axis`` (TensorFlow's ``tf.sort``); the
     gradient goes back to each value's place."""
     values = convert_to_tensor(values)
     return permute_along_axis(values, argsort(values, axis, direction), axis)
 
 
-def top_k(input, k=1, sorted=True):  # noqa: A002 (TensorFlow's names)
-    """The ``k`` largest entries of the last axis of ``input`` and their int32
-    indices, largest first, equal values in index order (TensorFlow's
-    ``tf.math.top_k``; the result is sorted whatever ``sorted`` says, an order
-    TensorFlow allows)."""
+def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002 (TensorFlow's names)
+    """The ``k`` largest entries of the last axis of ``input`` and their
+    indices (``index_type``: int32 or int64), largest first, equal values in
+    index order (TensorFlow's ``tf.math.top_k``; the result is sorted whatever
+    ``sorted`` says, an order TensorFlow allows)."""
+    index_type = dtypes.as_dtype(index_type)
+    if index_type not in (dtypes.int32, dtypes.int64):
+        raise TypeError(f"top_k: index_type must be int32 or int64, got {index_type.name}")
     x = convert_to_tensor(input)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 0:
         raise ValueError(f"top_k: k must be an int >= 0, got {k!r}")
@@ -135,7 +138,12 @@ def top_k(input, k=1, sorted=True):  # noqa: A002 (TensorFlow's names)
         Assert(greater_equal(count_along(x, (x.ndim - 1,)), k),
                [f"top_k: input must have at least k={k} entries in its last axis"])
     order = argsort(x, -1, "DESCENDING")
-    return permute_along_axis(x, order, -1)[..., :k], order[..., :k]
+    indices = order[..., :k]
+    if index_type != dtypes.int32:
+        from tfc.ops.math import cast
+
+        indices = cast(indices, index_type)
+    return permute_along_axis(x, order, -1)[..., :k], indices
 
 
 __all__ = ["argsort", "permute_along_axis", "sort", "top_k"]
