@@ -31,6 +31,7 @@ def dense(x, w):
 
 @pytest.fixture(scope="module")
 def browser():
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (the screenshot check reads PNG with it)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright's Python package is not installed")
     with sync_api.sync_playwright() as p:
         try:

@@ -37,6 +37,7 @@ def table(title, rows, baseline=None, skipped=()):
 
 
 def test_harness_records_what_plots_draws(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install tfc[report])")
     results = tmp_path / "results.jsonl"
     monkeypatch.setenv(harness.RESULTS_ENV, str(results))
     out = io.StringIO()
