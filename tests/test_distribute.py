@@ -130,6 +130,24 @@ def test_compiled_distributed_tape_reduces_each_gradient_as_soon_as_it_is_final(
         assert first < len(ops) - 3 and ops[-1] == "tfc.all_reduce", (stage, ops)
 
 
+def test_compiled_collectives_move_up_to_their_inputs():
+    """tfc-schedule-collectives (in the default pipeline): a loss averaged at
+    the end of a step is all-reduced as soon as it exists; same values."""
+    def step(x, w):
+        loss = tfc.reduce_sum(tfc.exp(x))
+        rest = tfc.tanh(tfc.matmul(x, w))
+        return dist.all_reduce(loss, "mean"), rest
+
+    f = tfc.function(step)
+    x, w = tfc.constant(_rng(4).normal(size=(3, 4))), tfc.constant(_rng(5).normal(size=(4, 2)))
+    for got, want in zip(f(x, w), step(x, w)):
+        assert np.array_equal(got.numpy(), want.numpy())
+    conc = f.get_concrete_function(x, w)
+    for stage, after in (("tensor-raw", "tfc.tanh"), ("tensor", "tfc.reduce_sum")):
+        ops = [line.split("=", 1)[1].split()[0] for line in conc.ir(stage).splitlines() if "= tfc." in line]
+        assert ops[ops.index("tfc.all_reduce") - 1] == after, (stage, ops)
+
+
 def _mlp(dtype=np.float64, seed=0):
     rng = _rng(seed)
     return [tfc.Variable(rng.normal(size=(6, 8)).astype(dtype)), tfc.Variable(np.zeros(8, dtype)),

@@ -28,6 +28,8 @@ from tfc.core.tensor import GpuTensor
 from tfc.core.world import world
 
 REDUCTIONS = ("sum", "mean", "max", "min")
+# the ops of this module (tfc-schedule-collectives moves them up)
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "reduce_to_root")
 
 
 def _no_gpu(name, *tensors) -> None:

@@ -68,6 +68,11 @@ def _quantize():
     return QuantizePass
 
 
+def _schedule_collectives():
+    from tfc.passes.schedule_collectives import ScheduleCollectivesPass
+    return ScheduleCollectivesPass
+
+
 def _lower_loops():
     from tfc.passes.lower_loops import LowerLoopsPass
     return LowerLoopsPass
@@ -76,7 +81,8 @@ def _lower_loops():
 # name -> factory returning the pass class (imported lazily)
 PASSES = {"tfc-fold": _fold, "tfc-cse": _cse, "tfc-dce": _dce, "tfc-simplify": _simplify, "tfc-expand": _expand,
           "tfc-fuse": _fuse, "tfc-bufferize": _bufferize, "tfc-plan-memory": _plan_memory, "tfc-lower-loops": _lower_loops,
-          "tfc-specialize": _specialize, "tfc-lower-gpu": _lower_gpu, "tfc-quantize": _quantize}
+          "tfc-specialize": _specialize, "tfc-lower-gpu": _lower_gpu, "tfc-quantize": _quantize,
+          "tfc-schedule-collectives": _schedule_collectives}
 
 # name -> one line for `tfc opt --help` and --list-passes
 DESCRIPTIONS = {
@@ -92,12 +98,14 @@ DESCRIPTIONS = {
     "tfc-lower-gpu": "lowering L3 -> L4 (target cuda): a gpu.module of kernels, tgpu.launch on the host",
     "tfc-quantize": "{mode=static|weights per_channel=true exclude=...}: int8 post-training quantization "
                     "of matmul/conv2d with constant weights (L1)",
+    "tfc-schedule-collectives": "collectives (all_reduce, broadcast, ...) moved up to just after their "
+                                "operands, keeping their order (L1/L2)",
     "tfc-specialize": "{shapes=\"4x64,2\"}: tensor arguments get these static shapes, result types re-inferred (L1)",
 }
 # passes that take options (no defaults that fit every module): run as NAME{opt=...}
 NEEDS_OPTIONS = ("tfc-specialize",)
 
-DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce")
+DEFAULT_L1 = ("tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce", "tfc-schedule-collectives")
 # L1 -> L2: applied to the optimized L1 module (the "fused" stage); tfc-expand
 # first, so that the reductions and elementwise ops it writes fuse, then CSE:
 # a loss and its gradient expand to the same max and exp (one kernel, not two)
