@@ -194,6 +194,8 @@ def test_page_holds_every_section(model, tmp_path):
     graph = html[html.index('<section id="graph">'):html.index('<section id="passes">')]
     assert "<svg" in graph and "matmul" in graph and "[library call]" in graph
     assert "fused kernel (reduce sum)" in graph  # the cluster's title
+    l1 = graph[graph.index('id="graph-l1"'):]
+    assert "<svg" in l1 and "relu" in l1 and "fused kernel" not in l1  # before fusion: the L1 ops
     assert re.search(r'href="#src-0-7"', graph)  # the matmul node links to its source line
     assert 'id="src-0-7"' in html
     assert html.count('class="pass-btn') == len(DEFAULT_L1 + FUSED + LOOPS)

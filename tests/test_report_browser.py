@@ -64,9 +64,14 @@ def test_report_in_chromium(browser, tmp_path):
     page.on("request", lambda r: requests.append(r.url))
     page.goto(f"file://{path}")
 
-    assert page.locator("#graph svg").count() == 1
-    assert page.locator("#graph svg g.node").count() >= 5
-    assert "library call" in page.locator("#graph svg").text_content()
+    assert page.locator("#graph-fused svg").is_visible() and not page.locator("#graph-l1").is_visible()
+    assert page.locator("#graph-fused svg g.node").count() >= 5
+    assert page.locator("#graph-fused svg g.cluster").count() == 1  # the fused kernel
+    assert "library call" in page.locator("#graph-fused svg").text_content()
+    page.click("#graph-show-l1")  # before fusion: every L1 op a node of its own
+    assert page.locator("#graph-l1 svg").is_visible() and not page.locator("#graph-fused").is_visible()
+    assert "relu" in page.locator("#graph-l1 svg").text_content()
+    assert page.locator("#graph-l1 svg g.cluster").count() == 0
     names = [b.inner_text().split(" ")[1] for b in page.locator(".pass-btn").all()]
     assert names == list(DEFAULT_L1 + FUSED + LOOPS)
     assert page.locator("#memory svg rect.buffer").count() == len(conc.memory_plan.buffers)

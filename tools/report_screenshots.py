@@ -58,8 +58,8 @@ def main(argv=None) -> int:
         page.screenshot(path=os.path.join(out, "report-overview.png"))
         page.add_style_tag(content="nav{position:static}")  # not over the sections' pictures
         page.click("#graph-fit")  # the graph at its actual size, scrolled to its loss
-        page.locator("#graph g.cluster", has_text="reduce max").first.scroll_into_view_if_needed()
-        page.locator("#graph .graph-view").screenshot(path=os.path.join(out, "report-graph.png"))
+        page.locator("#graph-fused g.cluster", has_text="reduce max").first.scroll_into_view_if_needed()
+        page.locator("#graph-fused").screenshot(path=os.path.join(out, "report-graph.png"))
         fuse = [b.inner_text().split(" ")[1] for b in page.locator(".pass-btn").all()].index("tfc-fuse")
         page.click(f"#pass-btn-{fuse}")
         page.locator("#passes").screenshot(path=os.path.join(out, "report-passes.png"))

@@ -22,8 +22,9 @@ def render(compiled) -> str:
     dot_program()  # before any work: the error names the package to install
     data = collect(compiled)
     anchor, _ = _anchors(data.sources)
-    svg = render_svg(to_dot(data.graph_module, anchor, data.library_sites))
-    return page(data, svg)
+    graphs = {stage: render_svg(to_dot(module, anchor, data.library_sites))
+              for stage, module in (("fused", data.graph_module), ("l1", data.l1_module))}
+    return page(data, graphs)
 
 
 def write_report(compiled, path) -> str:

@@ -98,6 +98,7 @@ class ReportData:
     target: str
     steps: list
     graph_module: object          # L2 (the fused module): what the graph draws
+    l1_module: object             # the L1 module it was fused from: the graph before fusion
     library_sites: set            # (callee, location) of L3's library calls
     kernels: list
     plan: object                  # tfc.passes.plan_memory.MemoryPlan
@@ -334,7 +335,9 @@ def collect(obj) -> ReportData:
 
     conc, fn = resolve(obj)
     steps = record_passes(conc)
-    low = conc.stages
+    form = conc._shown()  # the form whose stages the page shows (as conc.stages)
+    form = conc.generic if form.note else form
+    low = form.lowered
     (f3,) = [op for op in low.loops.ops if isinstance(op, func.FuncOp)]
     if conc.target == "cuda":
         generated, kind = conc.ir("ptx"), "ptx"
@@ -348,7 +351,7 @@ def collect(obj) -> ReportData:
     history = fn.explain() if fn is not None else []
     return ReportData(
         name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
-        steps=steps, graph_module=low.fused, library_sites=library, kernels=kernels(f3, kind == "numpy"),
+        steps=steps, graph_module=low.fused, l1_module=form.module, library_sites=library, kernels=kernels(f3, kind == "numpy"),
         plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
         generated=generated, generated_kind=kind, history=history,
         trace_count=fn.trace_count if fn is not None else 1,

@@ -28,7 +28,7 @@ pre{background:#f7f7f7;border:1px solid #e2e2e2;padding:8px;overflow:auto;font-s
 .pass-btn{width:100%;text-align:left;border:1px solid #d6dbe2;background:#fff;padding:4px 8px;margin:1px 0;
   cursor:pointer;font:13px monospace;display:flex;justify-content:space-between;gap:12px}
 .pass-btn.changed{border-left:4px solid #2f7d32} .pass-btn.same{color:#777}
-.pass-btn.selected{background:#dbe8f6;border-color:#7aa6d6}
+.pass-btn.selected,#graph button.selected{background:#dbe8f6;border-color:#7aa6d6}
 .pass-view{flex:1;min-width:0} .tabs button{margin-right:4px}
 .diff .add{background:#e6ffed;color:#135d1f;display:block} .diff .del{background:#ffeef0;color:#8a1020;display:block}
 .diff .hunk{color:#6f42c1;display:block} .diff .ctx{display:block}
@@ -54,7 +54,13 @@ function showTab(i, which) {
   ['diff', 'before', 'after'].forEach(t => { panel.querySelector('.' + t).hidden = t != which; });
 }
 document.getElementById('graph-fit').addEventListener('click', () =>
-  document.querySelector(".graph-view").classList.toggle('fit'));
+  document.querySelectorAll('.graph-view').forEach(g => g.classList.toggle('fit')));
+['fused', 'l1'].forEach(which => document.getElementById('graph-show-' + which).addEventListener('click', () => {
+  ['fused', 'l1'].forEach(w => {
+    document.getElementById('graph-' + w).hidden = w != which;
+    document.getElementById('graph-show-' + w).classList.toggle('selected', w == which);
+  });
+}));
 document.querySelectorAll('.pass-btn').forEach(b => b.addEventListener('click', () => showPass(b.dataset.pass)));
 document.querySelectorAll('.tabs button').forEach(b =>
   b.addEventListener('click', () => showTab(b.dataset.pass, b.dataset.tab)));
@@ -199,8 +205,9 @@ def _sources(d, index) -> str:
     return "".join(out)
 
 
-def page(d, graph_svg: str) -> str:
-    """The HTML text of the report of ``d`` (collect.ReportData) with the graph's SVG."""
+def page(d, graphs: dict) -> str:
+    """The HTML text of the report of ``d`` (collect.ReportData) with the graph's
+    SVG after fusion (``graphs["fused"]``) and before it (``graphs["l1"]``)."""
     anchor, index = _anchors(d.sources)
     passes, snaps = _passes(d)
     # JSON inside <script>: "<" escaped so no text can close the element
@@ -216,10 +223,13 @@ def page(d, graph_svg: str) -> str:
 <a href="#memory">memory plan</a><a href="#kernels">kernels</a><a href="#generated">generated code</a>
 <a href="#history">retraces</a><a href="#source">source</a></nav>
 <section id="summary"><h2>Summary</h2>{_summary(d)}</section>
-<section id="graph"><h2>Graph</h2><p class="note">The ops after fusion (L2): each box an op, each edge a
-tensor (shape, dtype); a green cluster is one fused kernel with its scalar body; orange boxes are library
-calls. Click a node for its source line. <button id="graph-fit">fit width / actual size</button></p>
-<div class="graph-view fit">{graph_svg}</div></section>
+<section id="graph"><h2>Graph</h2><p class="note">Each box an op, each edge a tensor (shape, dtype);
+after fusion (L2), a green cluster is one fused kernel with its scalar body; orange boxes are library
+calls. Click a node for its source line.</p>
+<p><button id="graph-show-fused" class="selected">after fusion (L2)</button>
+<button id="graph-show-l1">before fusion (L1)</button> <button id="graph-fit">fit width / actual size</button></p>
+<div class="graph-view fit" id="graph-fused">{graphs["fused"]}</div>
+<div class="graph-view fit" id="graph-l1" hidden>{graphs["l1"]}</div></section>
 <section id="passes"><h2>Passes</h2>{passes}</section>
 <section id="memory"><h2>Memory plan</h2>{_memory(d)}</section>
 <section id="kernels"><h2>Kernels</h2>{_kernels(d, anchor)}</section>
