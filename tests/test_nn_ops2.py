@@ -307,3 +307,26 @@ def test_tensorflow_arguments(rng):
     assert m.shape == (3, 1) and v.shape == (3, 1)
     assert tfc.nn.layer_norm(x, name="ln").shape == (3, 4)
     assert tfc.nn.embedding_lookup(x, [0], name="e").shape == (1, 4)
+
+
+def test_training_step_of_the_new_ops_compiled_bitwise(rng):
+    """A gradient through embedding_lookup, layer_norm, gelu, silu, einsum, the dense
+    cross-entropy, l2_normalize and cumsum: compiled (static and None batch) equals eager."""
+    x = rng.normal(size=(8, 16)).astype(np.float32)
+    w = tfc.Variable(rng.normal(size=(16, 16)).astype(np.float32))
+    emb = tfc.Variable(rng.normal(size=(10, 16)).astype(np.float32))
+    ids = np.array([1, 2, 2, 9, 0, 3, 3, 3])
+
+    def step(t, i):
+        with tfc.GradientTape() as tape:
+            h = tfc.nn.layer_norm(tfc.matmul(t + tfc.nn.embedding_lookup(emb, i), w))
+            h = tfc.nn.gelu(h) + tfc.nn.silu(h)
+            s = tfc.einsum("bi,ci->bc", h, h)
+            loss = tfc.reduce_mean(tfc.nn.softmax_cross_entropy_with_logits(tfc.nn.softmax(s * 0.1), s))
+            loss += tfc.reduce_sum(tfc.cumsum(tfc.nn.l2_normalize(h, -1), 1)) * 1e-3
+        return [loss] + tape.gradient(loss, [w, emb])
+
+    want = step(tfc.constant(x), tfc.constant(ids))
+    for sig in (None, [tfc.TensorSpec([None, 16]), tfc.TensorSpec([None], tfc.int64)]):
+        for g, e in zip(tfc.function(step, input_signature=sig)(x, ids), want):
+            assert np.array_equal(g.numpy(), e.numpy())
