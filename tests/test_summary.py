@@ -323,3 +323,29 @@ def test_eager_summaries_of_gpu_tensors(cuda_driver, writer):
     got = read(writer.logdir)
     assert [(s, float(v)) for s, v in got["s"]] == [(1, 6.0)]
     np.testing.assert_array_equal(got["h"][0][1], summary._histogram_buckets([1.0, 2.0, 3.0], 2))
+
+
+def test_as_default_step(writer):
+    step = tfc.Variable(0, dtype=tfc.int64)
+
+    @tfc.function
+    def train():
+        step.assign_add(1)
+        summary.scalar("v", tfc.cast(step, tfc.float32), step=None)  # the block's step: the variable, when it runs
+        return step.read_value()
+
+    with writer.as_default(step=step):
+        train()
+        train()
+        summary.scalar("eager", 1.0)
+        with writer.as_default(step=10):
+            summary.scalar("inner", 2.0)
+            summary.scalar("explicit", 3.0, step=4)
+        with writer.as_default():  # no step: the outer one still holds
+            summary.scalar("outer", 5.0)
+    with writer.as_default(), pytest.raises(ValueError, match="step is required"):
+        summary.scalar("none", 1.0)
+    writer.flush()
+    got = {t: [(s, float(v)) for s, v in evs] for t, evs in read(writer.logdir).items()}
+    assert got == {"v": [(1, 1.0), (2, 2.0)], "eager": [(2, 1.0)], "inner": [(10, 2.0)], "explicit": [(4, 3.0)],
+                   "outer": [(2, 5.0)]}

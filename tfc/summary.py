@@ -64,13 +64,19 @@ class SummaryWriter:
         return self._events._file_name
 
     @contextlib.contextmanager
-    def as_default(self):
+    def as_default(self, step=None):
         """Within the block, summaries go to this writer (eager ones, and those of
-        compiled functions called there). The writer stays open afterwards."""
+        compiled functions called there). ``step``, when given, is the step of the
+        summaries in the block that give none (an int, or a variable whose value
+        when each summary runs is its step). The writer stays open afterwards."""
         push_default(self)
+        if step is not None:
+            _STEPS.append(step)
         try:
             yield self
         finally:
+            if step is not None:
+                _STEPS.pop()
             pop_default(self)
 
     def flush(self) -> None:
@@ -102,6 +108,7 @@ class SummaryWriter:
         return f"<tfc.summary.SummaryWriter {self.logdir!r}{' closed' if self._closed else ''}>"
 
 
+_STEPS: list = []  # the default steps of as_default(step=...) blocks, innermost last
 _OPEN: set = set()  # open writers, kept until closed: what they queued reaches the file at exit
 
 
@@ -133,11 +140,13 @@ def flush(writer=None) -> None:
 def _summary(kind: str, name, step, values, **details):
     if not isinstance(name, str):
         raise TypeError(f"summary.{kind}: name must be a str, got {type(name).__name__}")
+    if step is None and _STEPS:
+        step = _STEPS[-1]
     if step is None:
         if STATE.builder is None and default_writer() is None:
             return constant(False)  # nothing to write to: TensorFlow returns False without a step too
         raise ValueError(f"summary.{kind} {name!r}: step is required (an int, or an integer scalar tensor or "
-                         f"variable)")
+                         f"variable), here or in writer.as_default(step=...)")
     return write_summary(step, *values, kind=kind, tag=name, **details)
 
 
