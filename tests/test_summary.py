@@ -349,3 +349,26 @@ def test_as_default_step(writer):
     got = {t: [(s, float(v)) for s, v in evs] for t, evs in read(writer.logdir).items()}
     assert got == {"v": [(1, 1.0), (2, 2.0)], "eager": [(2, 1.0)], "inner": [(10, 2.0)], "explicit": [(4, 3.0)],
                    "outer": [(2, 5.0)]}
+
+
+def test_compiled_training_step_with_a_tape_logs_loss_and_gradient(writer):
+    v = tfc.Variable(3.0)
+    step = tfc.Variable(0, dtype=tfc.int64)
+
+    @tfc.function
+    def train():
+        step.assign_add(1)
+        with tfc.GradientTape() as tape:
+            loss = v * v
+            summary.scalar("loss", loss, step=step)
+        g = tape.gradient(loss, v)
+        summary.scalar("grad", g, step=step)
+        v.assign_sub(0.25 * g)
+        return loss
+
+    with writer.as_default():
+        losses = [float(train()) for _ in range(3)]
+    writer.flush()
+    got = read(writer.logdir)
+    assert [(s, float(x)) for s, x in got["loss"]] == list(zip([1, 2, 3], losses)) and losses == [9.0, 2.25, 0.5625]
+    assert [float(x) for _, x in got["grad"]] == [6.0, 3.0, 1.5]
