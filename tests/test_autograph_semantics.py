@@ -480,3 +480,113 @@ def test_a_changing_key_of_an_object_not_carried_is_an_error():
     assert f(2) == 2 and _SHARED == {0: 2, 1: 1}
     with pytest.raises(ValueError, match=r"the key of _SHARED\[k\] changes inside tensor control flow"):
         tfc.function(f)(C(2))
+
+
+# -- 3: values first assigned inside a tensor loop ----------------------------------------
+
+def creates_tensor(n):
+    i = 0
+    while i < n:
+        v = tfc.zeros([1, 2, 3]) + tfc.cast(i, tfc.float32)
+        i += 1
+    return v
+
+
+def creates_dict_of_tensors(n):
+    i = 0
+    while i < n:
+        v = {"a": tfc.zeros([2]) + tfc.cast(i, tfc.float32), "b": tfc.ones([1, 2], tfc.int32) * i}
+        i += 1
+    return v["a"], v["b"]
+
+
+def creates_tuple_in_for(n):
+    for i in range(n):
+        pair = (i * 2, tfc.ones([3]) * tfc.cast(i, tfc.float32))
+    return pair
+
+
+def creates_item(n):
+    y = {}
+    x = 0
+    for i in range(n):
+        x -= i
+        y["a"] = x
+    return y
+
+
+def creates_item_in_while(b):
+    y = {"b": b + 1}
+    while y["b"] <= 10:
+        y["a"] = y["b"] + 1
+        y["b"] *= 2
+    return y
+
+
+def creates_attribute(n):
+    o = _Callable(0)
+    i = 0
+    while i < n:
+        o.last = i * 3
+        i += 1
+    return o.last
+
+
+CREATING_PROGRAMS = [creates_tensor, creates_dict_of_tensors, creates_tuple_in_for, creates_item,
+                     creates_item_in_while, creates_attribute]
+
+
+@pytest.mark.parametrize("f", CREATING_PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 1, 2, 11, 12])
+def test_loop_created_values_on_python_values(f, n):
+    assert_matches(f, n)
+
+
+@pytest.mark.parametrize("f", CREATING_PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 1, 2, 11, 12])
+def test_loop_created_values_on_tensors(f, n):
+    """Where the loop runs, the value of Python's; where it does not (Python's
+    UnboundLocalError, KeyError or AttributeError, or a dict without the item),
+    the run-time check that names the variable and the loop."""
+    try:
+        want = f(C(n))
+    except (NameError, KeyError, AttributeError):
+        want = None
+    ran = not (f is creates_item_in_while and n > 10 or f is not creates_item_in_while and n == 0)
+    if ran:
+        assert want is not None
+        assert_matches(f, C(n))
+    else:
+        with pytest.raises(Exception, match=r"loop at line \d+ must iterate at least once to initialize "
+                                            r"(variable '\w+'|item '\w+\['a'\]'|attribute 'o.last')"):
+            tfc.function(f)(C(n))
+
+
+def test_loop_created_value_whose_structure_changes():
+    def f(n):
+        i = 0
+        v = (0, 0)
+        while i < n:
+            v = {"a": i}
+            i += 1
+        return v
+
+    assert f(2) == {"a": 1}
+    line = f.__code__.co_firstlineno + 3
+    with pytest.raises(ValueError, match=rf"variable 'v' does not have the same nested structure after one "
+                                         rf"iteration of the tensor loop at line {line}"):
+        tfc.function(f)(C(3))
+
+
+def test_loop_created_value_a_loop_cannot_carry():
+    def f(n):
+        i = 0
+        while i < n:
+            name = "step"
+            i += 1
+        return name, i
+
+    line = f.__code__.co_firstlineno + 2
+    with pytest.raises(ValueError, match=rf"variable 'name' is first set inside the tensor `while` loop at line "
+                                         rf"{line} to str 'step'"):
+        tfc.function(f)(C(3))

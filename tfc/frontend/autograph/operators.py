@@ -99,6 +99,25 @@ def _spec_of(v):
     return None
 
 
+def _placeholder(value, name, line, kind):
+    """Zeros shaped like ``value`` (a tensor, a number or a structure of them) that a
+    tensor loop carries for a variable its body creates, until the first iteration
+    sets it (a run-time check says the loop ran). A dimension known only at run time
+    starts as 0: the loop variable's is then unknown, as the body's."""
+    from tfc.ops.creation import zeros
+
+    def leaf(v):
+        spec = _spec_of(v)
+        if spec is None:
+            raise ValueError(
+                f"{_describe(name)} is first set inside the tensor `{kind}` loop at line {line} to "
+                f"{type(v).__name__} {v!r}, which a tensor loop cannot carry; define it before the loop")
+        shape, dtype = spec
+        return zeros(tuple(0 if d is None else d for d in shape), dtype)
+
+    return nest.map_structure(leaf, value)
+
+
 def _zeros(spec, what, line):
     from tfc.ops.creation import zeros
 
@@ -499,8 +518,8 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
 
 def _check_same(name, before, after, line):
     if nest.structure_signature(before) != nest.structure_signature(after):
-        raise TypeError(f"{_describe(name)} changes its structure in the tensor loop at line {line}: "
-                        f"{before!r} before, {after!r} after an iteration")
+        raise ValueError(f"{_describe(name)} does not have the same nested structure after one iteration of the "
+                         f"tensor loop at line {line}: {before!r} before, {after!r} after it")
     for b, a in zip(nest.flatten(before), nest.flatten(after)):
         if isinstance(b, Tensor) and isinstance(a, Tensor):
             if b.dtype != a.dtype:
@@ -632,10 +651,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
                 k = loop_vars.index(n)
                 del loop_vars[k], init[k]
                 continue
-            spec = _spec_of(v)
-            if spec is None:
-                raise ValueError(f"{_describe(n)} {undefined}")
-            init[loop_vars.index(n)] = _zeros(spec, _describe(n), line)
+            init[loop_vars.index(n)] = _placeholder(v, n, line, kind)
             if n != "retval_":
                 flags.append(n)
     flag_init = tuple(_false() for _ in flags)
@@ -668,8 +684,8 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
     load(outs)
     for k, n in enumerate(flags):
         _cf().Assert(outs[len(loop_vars) + k], [
-            f"{_describe(n)} is used after the tensor `{kind}` loop at line {line}, which did not run, "
-            f"and is set only inside it"])
+            f"the tensor `{kind}` loop at line {line} must iterate at least once to initialize {_describe(n)}: "
+            f"it is used after the loop, which did not run, and is set only inside it"])
     for n in others:
         _set(cells[n], Undefined(f"{_describe(n)} was set inside the tensor loop at line {line} "
                                  f"and is not available after it"))
