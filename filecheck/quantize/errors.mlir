@@ -1,5 +1,5 @@
 // RUN: not %tfc-opt %s -p 'tfc-quantize{mode=int4}' 2>&1 | filecheck %s --check-prefix=MODE
-// RUN: not %tfc-opt %s -p tfc-quantize 2>&1 | filecheck %s --check-prefix=RANGE
+// RUN: not %tfc-opt %s -p 'tfc-quantize' 2>&1 | filecheck %s --check-prefix=RANGE
 
 // MODE: tfc-quantize: mode must be one of static, weights, got 'int4'
 // RANGE: errors.mlir:8:{{[0-9]+}}: error: tfc.matmul: attribute tfc.quant_input must be a finite range lo <= hi, got [1.0, -1.0]
