@@ -55,7 +55,8 @@ def model(tmp_path):
 
 def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
     conc = tfc.compile(model.dense)
-    steps = record_passes(conc)
+    steps, note = record_passes(conc)
+    assert note is None
     assert [s.name for s in steps] == list(DEFAULT_L1 + FUSED + LOOPS)
     assert [s.stage for s in steps] == ["tensor"] * len(DEFAULT_L1) + ["fused"] * len(FUSED) + \
         ["loops"] * len(LOOPS)
@@ -77,6 +78,24 @@ def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
         line for line in ("-" + x for x in fuse.before.splitlines()) if "tfc.constant" in line
         or any(f"tfc.{op} " in line for op in ("add", "relu", "multiply", "exp", "reduce_sum"))]
     assert not any("tfc.matmul" in line for line in changed)
+
+
+def test_quantized_function_shows_the_passes_it_can_replay(tmp_path):
+    m = load(tmp_path, '''
+        import tfc
+
+        w = tfc.Variable(tfc.random.normal((16, 8), seed=1))
+
+        @tfc.function(input_signature=[tfc.TensorSpec((4, 16))])
+        def layer(x):
+            return tfc.relu(x @ w)
+        ''', "quant_model")
+    conc = tfc.compile(m.layer, quantize="int8-weights")
+    steps, note = record_passes(conc)
+    assert "not shown" in note and "quantization" in note
+    assert [s.name for s in steps] == list(FUSED + LOOPS)  # from its own (quantized) L1 module
+    assert steps[0].before == print_ir(conc.module)
+    assert steps[-1].after == print_ir(conc.loops_module)
 
 
 def test_observer_hook_changes_nothing_it_observes(model):

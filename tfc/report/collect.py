@@ -97,6 +97,7 @@ class ReportData:
     signature: str
     target: str
     steps: list
+    steps_note: str | None        # why some passes are not shown, or None
     graph_module: object          # L2 (the fused module): what the graph draws
     l1_module: object             # the L1 module it was fused from: the graph before fusion
     library_sites: set            # (callee, location) of L3's library calls
@@ -134,23 +135,36 @@ def resolve(obj):
                     f"ConcreteFunction), got {type(obj).__name__}")
 
 
-def record_passes(conc) -> list:
-    """Every pass of ``conc``'s compile, in order, run again from its traced module
-    under the driver's observer: its L1 pass list, the specialization to the
-    shapes its stages show (run-time dimensions), the fused and loops stages."""
+def record_passes(conc) -> tuple:
+    """(steps, note): every pass of ``conc``'s compile, in order, run again under
+    the driver's observer: its L1 pass list from the traced module, then from
+    ``conc``'s own L1 module the specialization to the shapes its stages show
+    (run-time dimensions) and the fused and loops stages. Where the L1 passes
+    run again do not give ``conc``'s L1 module (something changed it after
+    them, as quantization does), their steps are left out and ``note`` says so."""
+    from tfc.dialects.tensor import print_ir
     from tfc.passes.driver import lower, observing, run_passes, specialize
     from tfc.passes.pipeline import DEFAULT_L1
 
     passes = getattr(conc, "passes", None)
     passes = DEFAULT_L1 if passes is None else tuple(passes)
+    form = conc._shown()  # the form whose stages the page shows
+    form = conc.generic if form.note else form
     recorder = PassRecorder()
+    note = None
     with observing(recorder):
         l1 = run_passes(conc.raw_module.clone(), passes, "tensor")
-        form = conc._shown()
-        if form.shapes is not None and not form.note:
-            l1 = specialize(l1, form.shapes, passes)
-        lower(l1)
-    return recorder.steps
+    quantized = getattr(conc, "quantization", None) is not None  # its traced module is the quantized one
+    if quantized or print_ir(l1) != print_ir(conc.module):
+        recorder.steps.clear()
+        note = ("The L1 passes are not shown: this function's L1 module was changed after them (by "
+                + ("quantization" if quantized else "a later step")
+                + "), so they cannot be run again from its traced module.")
+    with observing(recorder):
+        if form.shapes is not None:
+            specialize(conc.module, form.shapes, passes)
+        lower(form.module)
+    return recorder.steps, note
 
 
 def _memref_size(v) -> tuple | None:
@@ -334,7 +348,7 @@ def collect(obj) -> ReportData:
     import tfc.dialects.loops as L
 
     conc, fn = resolve(obj)
-    steps = record_passes(conc)
+    steps, steps_note = record_passes(conc)
     form = conc._shown()  # the form whose stages the page shows (as conc.stages)
     form = conc.generic if form.note else form
     low = form.lowered
@@ -351,7 +365,7 @@ def collect(obj) -> ReportData:
     history = fn.explain() if fn is not None else []
     return ReportData(
         name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
-        steps=steps, graph_module=low.fused, l1_module=form.module, library_sites=library, kernels=kernels(f3, kind == "numpy"),
+        steps=steps, steps_note=steps_note, graph_module=low.fused, l1_module=form.module, library_sites=library, kernels=kernels(f3, kind == "numpy"),
         plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
         generated=generated, generated_kind=kind, history=history,
         trace_count=fn.trace_count if fn is not None else 1,

@@ -132,7 +132,8 @@ def _passes(d) -> tuple:
                       f'<pre class="diff">{_diff_html(s.diff())}</pre><pre class="before" hidden></pre>'
                       f'<pre class="after" hidden></pre></div>')
         steps.append([texts.setdefault(s.before, len(texts)), texts.setdefault(s.after, len(texts))])
-    html = (f'<div class="passes"><ul class="pass-list">{"".join(items)}</ul><div class="pass-view">'
+    note = f'<p class="note">{escape(d.steps_note)}</p>' if d.steps_note else ""
+    html = (f'{note}<div class="passes"><ul class="pass-list">{"".join(items)}</ul><div class="pass-view">'
             '<p class="note">Click a pass to see its diff, the IR before and after it.</p>'
             f'{"".join(panels)}</div></div>')
     return html, {"texts": list(texts), "steps": steps}
