@@ -13,6 +13,7 @@ from tfc.frontend.tracing import FunctionBuilder
 from tfc.ops import conv as _conv
 from tfc.ops import control_flow as _cf
 from tfc.ops import shapes
+from tfc.ops import summary as _summary_op
 
 F23 = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 7 + 0.1)
 F32 = tfc.constant(np.arange(6, dtype=np.float32).reshape(3, 2) / 5 - 0.3)
@@ -32,6 +33,7 @@ def _slice_grad_like():
 # heuristic (1-3 tensors of one dtype) or need an entry here.
 SAMPLES = {
     "reshape": lambda: tfc.reshape(F23, (3, -1)),
+    "write_summary": lambda: _summary_op.write_summary(tfc.constant(3, tfc.int64), F23, kind="histogram", tag="h"),
     "broadcast_to": lambda: tfc.broadcast_to(F23[0], (4, 3)),
     "transpose": lambda: tfc.transpose(F23, (1, 0)),
     "expand_dims": lambda: tfc.expand_dims(F23, 1),
