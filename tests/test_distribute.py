@@ -100,6 +100,7 @@ def test_compiled_step_holds_the_collectives_and_matches_eager():
         text = conc.ir(stage)
         assert "all_reduce" in text and "all_gather" in text and "broadcast" in text, stage
     assert 'reduction = "mean"' in conc.ir("tensor") and "ranks = 1" in conc.ir("tensor")
+    assert "rt.kernel('all_reduce')" in conc.ir("numpy")  # the generated module's host call
 
 
 def test_compiled_distributed_tape_reduces_each_gradient_as_soon_as_it_is_final():

@@ -2,8 +2,8 @@
 
 ``DistributedGradientTape(tape).gradient(loss, variables)`` gives each
 variable's gradient averaged over the ranks. As PyTorch's DDP does, the
-gradients are fused into buckets (``bucket_bytes``, 25 MiB by default, one
-dtype each), in the order the backward pass is expected to produce them (the
+gradients are fused into buckets (``bucket_bytes``, 25 MiB by default, the
+first at most 1 MiB, one dtype each), in the order the backward pass is expected to produce them (the
 reverse of the variables' first use on the tape); a bucket's non-blocking sum
 all-reduce (MPI ``Iallreduce``) starts as soon as its last gradient is final,
 while the tape goes on computing the gradients of earlier layers, and the
@@ -41,6 +41,8 @@ from tfc.core.variable import Variable
 from tfc.core.world import world
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's default bucket_cap_mb
+# DDP's first bucket: small, so the first transfer starts early in the backward pass
+FIRST_BUCKET_BYTES = 2**20
 
 
 def _no_gpu(g) -> None:
@@ -87,7 +89,8 @@ class Reducer:
             dtype = np.dtype(s.dtype.as_numpy_dtype)
             b = open_by_dtype.get(dtype)
             size = int(np.prod(s.shape, dtype=np.int64))
-            if b is None or (b.members and b.nbytes + (size + 1) * dtype.itemsize > bucket_bytes):
+            cap = min(bucket_bytes, FIRST_BUCKET_BYTES) if b is not None and b is self.buckets[0] else bucket_bytes
+            if b is None or (b.members and b.nbytes + (size + 1) * dtype.itemsize > cap):
                 b = open_by_dtype[dtype] = _Bucket(dtype)
                 self.buckets.append(b)
             self.where[i] = (b, b.add(i, size))
