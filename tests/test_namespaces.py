@@ -24,6 +24,8 @@ NAMESPACES = {
                         "max_pool2d", "avg_pool2d", "dropout"}, set()),
     "tfc.train": (tfc.train, {"Checkpoint"}, set()),
     "tfc.random": (tfc.random, {"uniform", "normal", "set_seed"}, set()),
+    "tfc.config": (tfc.config, {"list_devices", "list_physical_devices"}, set()),
+    "tfc.errors": (tfc.errors, {"InvalidArgumentError", "UnavailableError"}, set()),
 }
 
 IMPORTED_HELPERS = {"np", "numpy", "math", "annotations", "inspect", "os", "sys", "types", "tempfile", "zipfile",

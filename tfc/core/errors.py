@@ -3,7 +3,7 @@ warnings kept out of them."""
 import warnings
 
 
-def quiet_numpy_warnings() -> None:
+def _quiet_numpy_warnings() -> None:
     """Ignore numpy's floating-point warnings from tfc's own kernel calls (an
     overflow to inf, 0 * inf): tensors follow IEEE as in TensorFlow, which never
     warns. Only warnings attributed to tfc's modules: the user's own numpy code
@@ -12,7 +12,7 @@ def quiet_numpy_warnings() -> None:
                             RuntimeWarning, r"tfc(\.|$)")
 
 
-quiet_numpy_warnings()
+_quiet_numpy_warnings()
 
 
 class InvalidArgumentError(ValueError):
@@ -34,3 +34,11 @@ class UnavailableError(RuntimeError):
 class CompileError(RuntimeError):
     """Generated code was refused by a compiler that tfc calls: for CUDA, the
     driver's JIT rejecting a PTX module (the message holds the JIT log)."""
+
+
+# tfc.errors shows the error types only (_quiet_numpy_warnings is tfc's own)
+__all__ = ["InvalidArgumentError", "AssertionFailedError", "UnavailableError", "CompileError"]
+
+
+def __dir__():
+    return list(__all__)
