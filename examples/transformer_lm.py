@@ -45,11 +45,6 @@ class Vocabulary:
         return "".join(self.chars[int(i)] for i in ids)
 
 
-def gelu(x):
-    """GELU, tanh form (GPT-2's)."""
-    return 0.5 * x * (1.0 + tfc.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-
-
 class LayerNorm(tfc.Module):
     def __init__(self, width, epsilon=1e-5):
         super().__init__()
@@ -58,10 +53,7 @@ class LayerNorm(tfc.Module):
         self.epsilon = epsilon
 
     def __call__(self, x):
-        mean = tfc.reduce_mean(x, axis=-1, keepdims=True)
-        centered = x - mean
-        variance = tfc.reduce_mean(centered * centered, axis=-1, keepdims=True)
-        return centered * tfc.rsqrt(variance + self.epsilon) * self.gamma + self.beta
+        return tfc.nn.layer_norm(x, self.gamma, self.beta, epsilon=self.epsilon)
 
 
 class Linear(tfc.Module):
@@ -107,7 +99,7 @@ class Block(tfc.Module):
 
     def __call__(self, x):
         x = x + self.attention(self.norm1(x))
-        return x + self.down(gelu(self.up(self.norm2(x))))
+        return x + self.down(tfc.nn.gelu(self.up(self.norm2(x)), approximate=True))
 
 
 class GPT(tfc.Module):
@@ -126,7 +118,7 @@ class GPT(tfc.Module):
     def __call__(self, ids):
         """Logits [B, T, vocab] of the next character after each of ``ids`` [B, T]."""
         steps = ids.shape[1]
-        x = tfc.gather(self.token_embedding, ids) + self.position_embedding[:steps]
+        x = tfc.nn.embedding_lookup(self.token_embedding, ids) + self.position_embedding[:steps]
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
@@ -168,13 +160,11 @@ def batches(data, context, batch_size, seed):
 
 def sample(model, vocab, prompt: str, length: int, seed: int = 0, temperature: float = 1.0) -> str:
     """``prompt`` continued by ``length`` characters drawn from the model."""
-    rng = np.random.default_rng(seed)
     ids = list(vocab.encode(prompt))
-    for _ in range(length):
-        window = np.array([ids[-model.context:]], np.int32)
-        logits = model(tfc.constant(window)).numpy()[0, -1].astype(np.float64) / temperature
-        p = np.exp(logits - logits.max())
-        ids.append(int(rng.choice(len(p), p=p / p.sum())))
+    for i in range(length):
+        window = tfc.constant(np.array([ids[-model.context:]], np.int32))
+        logits = model(window)[:, -1] / temperature
+        ids.append(int(tfc.random.categorical(logits, 1, seed=seed * 1_000_003 + i)[0, 0]))
     return vocab.decode(ids)
 
 
