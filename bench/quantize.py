@@ -1,0 +1,89 @@
+"""Post-training int8 quantization on the CPU: float32 against static int8 and
+weight-only int8, side by side in one run, on the digits MLP (64-64-10) and the
+small digits CNN of examples/quantize_digits.py, both trained with tfc first.
+
+Usage: ``PYTHONPATH=. python bench/quantize.py [--quick] [--repeats N] [--epochs N]``
+
+For each model: test accuracy, weight bytes (variables of the float function;
+int8 weights, int32 biases and float scales of the quantized ones) and the time
+of one call on the 450 test images, each function compiled with tfc.compile
+(numpy backend). torch's dynamic quantization (``torch.ao.quantization.
+quantize_dynamic``, int8 weights of nn.Linear) of the same MLP is a peer row
+when torch is installed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.append(os.path.dirname(_HERE))  # the checkout's tfc, unless PYTHONPATH names one
+sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "examples"))
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from harness import Benchmark, detect_frameworks, header  # noqa: E402
+
+
+def torch_peer(model, x_test):
+    """torch's float MLP with the same weights and its dynamic int8 version,
+    as (float fn, int8 fn, int8 weight bytes); None without torch."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    layers = [model.hidden, model.out]
+    net = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+    with torch.no_grad():
+        for lin, layer in zip((net[0], net[2]), layers):
+            lin.weight.copy_(torch.from_numpy(layer.kernel.numpy().T.copy()))
+            lin.bias.copy_(torch.from_numpy(layer.bias.numpy()))
+    qnet = torch.ao.quantization.quantize_dynamic(net, {torch.nn.Linear}, dtype=torch.qint8)
+    x = torch.from_numpy(x_test)
+
+    def run(m):
+        with torch.no_grad():
+            return m(x)
+
+    return (lambda: run(net)), (lambda: run(qnet))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="3 epochs, 3 repeats (a smoke run)")
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--epochs", type=int, default=20)
+    args = parser.parse_args(argv)
+    epochs, repeats = (3, 3) if args.quick else (args.epochs, args.repeats)
+
+    import quantize_digits as qd
+    from tfc.quantization import weight_bytes
+
+    frameworks, missing = detect_frameworks(("torch",))
+    print(header(frameworks, missing))
+    print()
+    for kind in ("mlp", "cnn"):
+        model, (x_train, y_train, x_test, y_test) = qd.train(kind, epochs, verbose=False)
+        fns = qd.compile_three(model, qd.MODELS[kind][1], x_train)
+        bench = Benchmark(f"{kind}: one call on the {len(x_test)} test images", repeats=repeats)
+        base_acc, base_bytes = qd.accuracy(fns["float32"], x_test, y_test), weight_bytes(fns["float32"])
+        for name, fn in fns.items():
+            acc, nbytes = qd.accuracy(fn, x_test, y_test), weight_bytes(fn)
+            note = (f"accuracy {acc:.4f} ({100 * (acc - base_acc):+.2f} points), weights {nbytes} B "
+                    f"({nbytes / base_bytes:.1%})")
+            bench.add(f"tfc {name}", lambda fn=fn: fn(x_test), note)
+        if kind == "mlp":
+            peer = torch_peer(model, x_test)
+            if peer is None:
+                bench.skip("torch float32 / dynamic int8", missing.get("torch", "not installed"))
+            else:
+                bench.add("torch float32", peer[0])
+                bench.add("torch dynamic int8", peer[1], "quantize_dynamic(nn.Linear, qint8)")
+        bench.run().print()
+
+
+if __name__ == "__main__":
+    main()
