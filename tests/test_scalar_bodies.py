@@ -48,6 +48,9 @@ def _cases(name):
         if name == "broadcast_to":
             out.append(((dt,), {"shape": (2, 3, 5)}))
             continue
+        if name == "gelu":
+            out += [((dt,), {"approximate": a}) for a in (False, True) if dt.is_floating]
+            continue
         if name == "integer_pow":
             out += [((dt,), {"n": n}) for n in (0, 1, 2, 3, 6, -1, -3) if dt.is_floating or (n >= 0 and dt.is_integer)]
             continue
