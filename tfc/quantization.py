@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfc.core.progress import progress
+from tfc.ops import quant as _quant_ops  # noqa: F401  (registers the quantized ops: tfc.load parses them)
 
 MODES = ("static", "weights")
 METHODS = ("minmax", "percentile")
