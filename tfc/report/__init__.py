@@ -22,8 +22,12 @@ def render(compiled) -> str:
     dot_program()  # before any work: the error names the package to install
     data = collect(compiled)
     anchor, _ = _anchors(data.sources)
-    graphs = {stage: render_svg(to_dot(module, anchor, data.library_sites))
-              for stage, module in (("fused", data.graph_module), ("l1", data.l1_module))}
+    from concurrent.futures import ThreadPoolExecutor
+
+    dots = {stage: to_dot(module, anchor, data.library_sites)
+            for stage, module in (("fused", data.graph_module), ("l1", data.l1_module))}
+    with ThreadPoolExecutor(len(dots)) as pool:  # two dot processes at once
+        graphs = dict(zip(dots, pool.map(render_svg, dots.values())))
     return page(data, graphs)
 
 
