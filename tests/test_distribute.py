@@ -77,6 +77,23 @@ def test_collective_errors():
         REGISTRY["all_reduce"].kernel(np.ones(2), reduction="sum", ranks=2)
 
 
+def test_bad_arguments(monkeypatch):
+    from tfc.core import world
+
+    for raw, message in (("soon", "must be a number of seconds"), ("-1", "must be positive")):
+        monkeypatch.setenv("TFC_DIST_TIMEOUT", raw)
+        with pytest.raises(ValueError, match=f"TFC_DIST_TIMEOUT {message}"):
+            world.timeout()
+    monkeypatch.setenv("TFC_DIST_TIMEOUT", "2.5")
+    assert world.timeout() == 2.5
+    with pytest.raises(TypeError, match="broadcast_variables: item 1 is a Tensor, not a tfc.Variable"):
+        dist.broadcast_variables([tfc.Variable(1.0), tfc.constant(1.0)])
+    with pytest.raises(TypeError, match="wraps a tfc.GradientTape"):
+        dist.DistributedGradientTape(object())
+    with pytest.raises(ValueError, match="bucket_bytes must be a positive int"):
+        dist.DistributedGradientTape(tfc.GradientTape(), bucket_bytes=0)
+
+
 def test_gpu_tensors_name_nccl(cuda_driver):
     x = tfc.constant(np.ones(4, np.float32)).gpu()
     with pytest.raises(NotImplementedError, match="NCCL"):

@@ -56,10 +56,15 @@ def broadcast_variables(variables, root: int = 0) -> None:
     """Assign rank ``root``'s values to ``variables`` on every rank, so that
     replicas start identical (after building the model and before training;
     after restoring a checkpoint on ``root`` only)."""
+    from tfc.core.variable import Variable
+
     w = world()
     variables = list(variables)
-    for v in variables:
-        value = w.broadcast(v.numpy(), root, what=f"broadcast_variables({v.name})")
+    for i, v in enumerate(variables):
+        if not isinstance(v, Variable):
+            raise TypeError(f"broadcast_variables: item {i} is a {type(v).__name__}, not a tfc.Variable")
+    for i, v in enumerate(variables):  # (by position: names may differ across ranks)
+        value = w.broadcast(v.numpy(), root, what=f"broadcast_variables[{i}]")
         if w.rank != root:
             v.assign(value)
 
