@@ -590,3 +590,150 @@ def test_loop_created_value_a_loop_cannot_carry():
     with pytest.raises(ValueError, match=rf"variable 'name' is first set inside the tensor `while` loop at line "
                                          rf"{line} to str 'step'"):
         tfc.function(f)(C(3))
+
+
+# -- 5: tfc.range with a tensor bound anywhere ---------------------------------------------
+
+def range_returned(n):
+    return tfc.range(n)
+
+
+def range_with_start_and_step(n):
+    return tfc.range(n, 2 * n + 7, 3)
+
+
+def range_counting_down(n):
+    return tfc.range(n, -4, -2)
+
+
+def range_reduced(n):
+    r = tfc.range(1, n + 1)
+    return tfc.reduce_sum(r * r)
+
+
+def range_iterated_after_assignment(n):
+    r = tfc.range(n)
+    total = 0
+    for v in r:
+        total += v * 2
+    return total
+
+
+def range_created_in_loop(n):
+    i = 0
+    while i < n:
+        v = tfc.range(i)
+        i += 1
+    return v
+
+
+def range_loop_variable(n):
+    v = tfc.range(0)
+    for i in tfc.range(n):
+        v = tfc.range(i + 1)
+    return v
+
+
+def range_in_branch(n):
+    if n > 2:
+        r = tfc.range(n)
+    else:
+        r = tfc.range(3)
+    return tfc.reduce_sum(r)
+
+
+RANGE_PROGRAMS = [range_returned, range_with_start_and_step, range_counting_down, range_reduced,
+                  range_iterated_after_assignment, range_created_in_loop, range_loop_variable, range_in_branch]
+
+
+@pytest.mark.parametrize("f", RANGE_PROGRAMS, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_tfc_range_with_a_tensor_bound(f, n):
+    assert_matches(f, n)
+    want = f(C(n))
+    got = tfc.function(f)(C(n))
+    assert got.dtype == want.dtype and np.array_equal(got.numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("n", [0, -3])
+def test_tfc_range_with_a_tensor_bound_empty(n):
+    for f in (range_returned, range_with_start_and_step, range_reduced, range_iterated_after_assignment):
+        assert_matches(f, C(n))
+
+
+def test_tfc_range_with_a_tensor_bound_has_a_run_time_length():
+    shapes = []
+
+    def f(n):
+        r = tfc.range(n)
+        shapes.append(r.shape)
+        return r
+
+    fn = tfc.function(f)
+    assert fn(C(4)).shape == (4,)
+    assert fn(C(0)).shape == (0,)
+    assert shapes == [(None,)]  # traced once: the length is known only when it runs
+
+
+def test_tfc_range_float_with_a_tensor_bound_is_not_implemented():
+    with pytest.raises(NotImplementedError, match="float values and a tensor bound"):
+        tfc.function(lambda n: tfc.range(0.5, n))(C(3.0))
+
+
+# a loop variable whose shape changes: TensorFlow's ValueError unless declared varying
+
+def doubling(n):
+    x = tfc.ones([1])
+    i = 0
+    while i < n:
+        x = tfc.concat([x, x], 0)
+        i += 1
+    return x
+
+
+def doubling_declared(n):
+    x = tfc.ones([1])
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(x, (None,))])
+        x = tfc.concat([x, x], 0)
+        i += 1
+    return x
+
+
+def growing_item_declared(n):
+    d = {"x": tfc.zeros([2, 1])}
+    for i in tfc.range(n):
+        tfc.autograph.set_loop_options(shape_invariants=[(d["x"], (2, None))])
+        d["x"] = tfc.concat([d["x"], tfc.ones([2, 1]) * tfc.cast(i, tfc.float32)], 1)
+    return d["x"]
+
+
+def test_a_loop_variable_changing_shape_is_an_error_naming_the_declaration():
+    line = doubling.__code__.co_firstlineno + 3
+    with pytest.raises(ValueError, match=rf"variable 'x' changes shape in the tensor loop at line {line}: \(1,\) "
+                                         rf"before, \(2,\) after an iteration; .*set_loop_options\(shape_invariants="
+                                         rf"\[\(x, \(None,\)\)\]\)"):
+        tfc.function(doubling)(C(3))
+    assert_matches(doubling, 3)  # Python values: a Python loop
+
+
+@pytest.mark.parametrize("f", [doubling_declared, growing_item_declared], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_a_loop_variable_declared_varying(f, n):
+    assert_matches(f, n)
+    assert_matches(f, C(n))
+
+
+def test_shape_invariant_outside_the_declared_shape():
+    def f(n):
+        x = tfc.ones([1, 2])
+        i = 0
+        while i < n:
+            tfc.autograph.set_loop_options(shape_invariants=[(x, (None, 3))])
+            x = tfc.concat([x, x], 0)
+            i += 1
+        return x
+
+    with pytest.raises(ValueError, match=r"variable 'x' has shape \(1, 2\) .* outside its shape invariant"):
+        tfc.function(f)(C(2))

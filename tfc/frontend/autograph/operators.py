@@ -470,6 +470,32 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
                 break
 
 
+def _in_range(i, limit, delta):
+    """Whether counter ``i`` is before ``limit`` going by ``delta``."""
+    if isinstance(delta, Tensor):  # the direction is known only at run time
+        from tfc.ops import math
+
+        return math.logical_or(math.logical_and(delta > 0, i < limit), math.logical_and(delta < 0, i > limit))
+    return (i < limit) if delta > 0 else (i > limit)
+
+
+def _run_time_length(x):
+    """The length of tensor ``x``'s first dimension, known only at run time, as an
+    int32 tensor: the sum of ones over a 1-D slice of it (its other dimensions known
+    and not 0)."""
+    from tfc.core import dtypes
+    from tfc.ops.creation import ones_like
+    from tfc.ops.reductions import reduce_sum
+
+    rest = tuple(x.shape[1:])
+    if any(d is None or d == 0 for d in rest):
+        raise NotImplementedError(
+            f"a for loop over a tensor of shape {tuple(x.shape)} (a run-time first dimension, and other "
+            f"dimensions unknown or 0) is not implemented; loop over tfc.range(n) instead")
+    column = x[(slice(None),) + (0,) * len(rest)] if rest else x
+    return reduce_sum(ones_like(column, dtype=dtypes.int32))
+
+
 def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=()):
     from tfc.core.tensor import constant
 
@@ -482,10 +508,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
             raise ValueError(f"cannot loop over a 0-d tensor (line {line})")
         start, limit, delta = 0, iterable.shape[0], 1
         if limit is None:
-            raise NotImplementedError(
-                f"a for over a tensor whose length is known only at run time (line {line}) is not "
-                f"implemented: loop over tfc.range(n) with n passed in, or give the length in the "
-                f"input_signature")
+            limit = _run_time_length(iterable)
         counter, index = constant(0), iterable
     # the trip count when known while tracing and the loop cannot stop early (a
     # break would leave a gradient's history buffer sized for every trip unused)
@@ -496,13 +519,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
     state = {"i": counter}
 
     def test():
-        i = state["i"]
-        if isinstance(delta, Tensor):  # the direction is known only at run time
-            from tfc.ops import math
-
-            go = math.logical_or(math.logical_and(delta > 0, i < limit), math.logical_and(delta < 0, i > limit))
-        else:
-            go = (i < limit) if delta > 0 else (i > limit)
+        go = _in_range(state["i"], limit, delta)
         if extra_test is not None:
             go = and_(lambda: go, extra_test)
         return go
@@ -516,7 +533,10 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
                  counter=state, composites=composites, trips=trips)
 
 
-def _check_same(name, before, after, line):
+def _check_same(name, before, after, line, invariant=None):
+    """``after`` (a loop variable after an iteration) has the structure, dtypes and
+    shapes of ``before``; ``invariant``: the shape ``set_loop_options`` declared for it,
+    within which its shape may change."""
     if nest.structure_signature(before) != nest.structure_signature(after):
         raise ValueError(f"{_describe(name)} does not have the same nested structure after one iteration of the "
                          f"tensor loop at line {line}: {before!r} before, {after!r} after it")
@@ -525,14 +545,64 @@ def _check_same(name, before, after, line):
             if b.dtype != a.dtype:
                 raise TypeError(f"{_describe(name)} changes dtype in the tensor loop at line {line}: "
                                 f"{b.dtype.name} before, {a.dtype.name} after an iteration")
+            if invariant is not None:
+                for shape in (b.shape, a.shape):
+                    if len(shape) != len(invariant) or any(
+                            d is not None and x is not None and d != x for d, x in zip(invariant, shape)):
+                        raise ValueError(f"{_describe(name)} has shape {tuple(shape)} in the tensor loop at line "
+                                         f"{line}, outside its shape invariant {invariant}")
+                continue
             # a known dimension may not become another (an unknown one may become known,
             # as in TensorFlow, and a known one unknown: the loop variable's is then None)
             if len(b.shape) != len(a.shape) or any(None not in (x, y) and x != y for x, y in zip(b.shape, a.shape)):
-                raise ValueError(f"{_describe(name)} changes shape in the tensor loop at line {line}: "
-                                 f"{tuple(b.shape)} before, {tuple(a.shape)} after an iteration")
+                shape = tuple(None if x != y else x for x, y in zip(b.shape, a.shape)) \
+                    if len(b.shape) == len(a.shape) else "(...)"
+                raise ValueError(
+                    f"{_describe(name)} changes shape in the tensor loop at line {line}: {tuple(b.shape)} before, "
+                    f"{tuple(a.shape)} after an iteration; a loop variable keeps its shape unless it is declared "
+                    f"varying: call tfc.autograph.set_loop_options(shape_invariants=[({name}, {shape})]) "
+                    f"as the loop body's first statement")
         elif isinstance(b, Tensor) != isinstance(a, Tensor):
             raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
                             f"{type(b).__name__} before, {type(a).__name__} after an iteration")
+
+
+_LOOP_OPTIONS: list = []  # per tensor loop body being traced: what its set_loop_options call gave
+
+
+def set_loop_options(parallel_iterations=None, swap_memory=None, maximum_iterations=None, shape_invariants=None):
+    """TensorFlow's loop options, called in a loop body (as its first statement):
+    ``shape_invariants=[(variable, shape), ...]`` declares that the shape of a loop
+    variable may change from one iteration to the next within ``shape`` (a tuple of
+    ints and None). In a Python loop, and for the hints parallel_iterations and
+    swap_memory (which do not change results), it does nothing."""
+    if maximum_iterations is not None:
+        raise NotImplementedError("set_loop_options(maximum_iterations=...) is not implemented; stop the loop with "
+                                  "its condition or a break")
+    invariants = []
+    for pair in shape_invariants or ():
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise TypeError(f"set_loop_options: shape_invariants holds (variable, shape) pairs, got {pair!r}")
+        value, shape = pair
+        if not isinstance(shape, (tuple, list)) or not all(d is None or isinstance(d, int) and not isinstance(
+                d, bool) and d >= 0 for d in shape):
+            raise TypeError(f"set_loop_options: a shape invariant is a tuple of ints and None, got {shape!r}")
+        invariants.append((value, tuple(shape)))
+    if _LOOP_OPTIONS:
+        _LOOP_OPTIONS[-1]["shape_invariants"] = invariants
+
+
+def _shape_invariants(options, names, vals, line):
+    """{loop variable: declared shape} from a body's set_loop_options."""
+    out = {}
+    for value, shape in options.get("shape_invariants", ()):
+        k = next((k for k, v in enumerate(vals[:len(names)]) if v is value), None)
+        if k is None:
+            raise ValueError(f"set_loop_options in the tensor loop at line {line}: a shape invariant names a value "
+                             f"that is no loop variable as the iteration starts (call it as the loop body's first "
+                             f"statement, with the variable itself)")
+        out[names[k]] = shape
+    return out
 
 
 _LOOP_DEPTH = [0]
@@ -622,11 +692,17 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
             counter["i"] = vals[-1]
 
     def run_body(vals):
-        """One iteration of the loop body on the loop variables ``vals``."""
+        """One iteration of the loop body on the loop variables ``vals``; the
+        options its ``set_loop_options`` call gave."""
         load(vals)
         for n in others:
             _set(cells[n], others_init[n])
-        _deeper(step, f"the tensor `{kind}` loop at line {line}")
+        _LOOP_OPTIONS.append({})
+        try:
+            _deeper(step, f"the tensor `{kind}` loop at line {line}")
+        finally:
+            options = _LOOP_OPTIONS.pop()
+        return options
 
     flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
     if pending:
@@ -662,7 +738,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         return test()
 
     def body_fn(*vals):
-        run_body(vals)
+        varying = _shape_invariants(run_body(vals), loop_vars, vals, line)
         out = []
         for n, before in zip(loop_vars, vals):
             after = _get(cells[n])
@@ -672,7 +748,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
                 from tfc.core.tensor import constant
 
                 after = constant(after, before.dtype)
-            _check_same(n, before, after, line)
+            _check_same(n, before, after, line, varying.get(n))
             out.append(after)
         out += [_false(True) for _ in flags]
         if has_counter:
@@ -812,6 +888,25 @@ def _tfc_range(start, limit=None, delta=1, dtype=None):
     return TensorRange(*bounds, dtype=dtype)
 
 
+def _range_tensor(*args, **kwargs):
+    """``tfc.range`` with a tensor bound while tracing, as a value: a 1-D tensor whose
+    length is known only at run time (``None``), made by a tensor loop; the values
+    and dtype of eager ``tfc.range``."""
+    from tfc.core.tensor import constant
+
+    r = _tfc_range(*args, **kwargs)
+    cf = _cf()
+    items = cf.TensorArray(r.dtype, size=0, dynamic_size=True, element_shape=())
+    start = r.start if isinstance(r.start, Tensor) else constant(r.start, r.dtype)
+
+    def body(i, k, items):
+        return i + r.delta, k + 1, items.write(k, i)
+
+    _, _, items = cf.while_loop(lambda i, k, items: _in_range(i, r.limit, r.delta), body,
+                                (start, constant(0), items))
+    return items.stack()
+
+
 def iter_call(f, *args, **kwargs):
     """A call that makes a for loop's iterable (``for i in f(...)``): ``tfc.range``
     with a tensor bound while tracing loops as ``range`` does (its length is known
@@ -858,6 +953,10 @@ def call(f, *args, **kwargs):
         override = None
     if override is not None:
         return override(*args, **kwargs)
+    from tfc.ops.creation import range as tfc_range
+
+    if f is tfc_range and _any_symbolic((args, kwargs)):
+        return _range_tensor(*args, **kwargs)
     from tfc.frontend.autograph.api import converted_or_none
 
     conv = converted_or_none(f)
