@@ -135,6 +135,13 @@ def resolve(obj):
                     f"ConcreteFunction), got {type(obj).__name__}")
 
 
+def shown_form(conc):
+    """The compiled form whose stages ``conc`` shows (``conc.stages``): the generic
+    one, or the specialization to ``default_shapes()`` where it has run-time dimensions."""
+    form = conc._shown()
+    return conc.generic if form.note else form
+
+
 def record_passes(conc) -> tuple:
     """(steps, note): every pass of ``conc``'s compile, in order, run again under
     the driver's observer: its L1 pass list from the traced module, then from
@@ -148,8 +155,7 @@ def record_passes(conc) -> tuple:
 
     passes = getattr(conc, "passes", None)
     passes = DEFAULT_L1 if passes is None else tuple(passes)
-    form = conc._shown()  # the form whose stages the page shows
-    form = conc.generic if form.note else form
+    form = shown_form(conc)
     recorder = PassRecorder()
     note = None
     with observing(recorder):
@@ -346,26 +352,25 @@ def collect(obj) -> ReportData:
     from xdsl.dialects import func
 
     import tfc.dialects.loops as L
+    from tfc.dialects.tensor import loc_str
 
     conc, fn = resolve(obj)
     steps, steps_note = record_passes(conc)
-    form = conc._shown()  # the form whose stages the page shows (as conc.stages)
-    form = conc.generic if form.note else form
+    form = shown_form(conc)
     low = form.lowered
     (f3,) = [op for op in low.loops.ops if isinstance(op, func.FuncOp)]
     if conc.target == "cuda":
         generated, kind = conc.ir("ptx"), "ptx"
     else:
         generated, kind = conc.source, "numpy"
-    from tfc.dialects.tensor import loc_str
-
     library = {(op.callee.data, loc_str(op)) for op in f3.walk() if isinstance(op, L.LibraryOp)}
     plan = conc.memory_plan if conc.target != "cuda" else low.plan
     points = max((b.live[1] for b in plan.buffers), default=0) + 1
     history = fn.explain() if fn is not None else []
     return ReportData(
         name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
-        steps=steps, steps_note=steps_note, graph_module=low.fused, l1_module=form.module, library_sites=library, kernels=kernels(f3, kind == "numpy"),
+        steps=steps, steps_note=steps_note, graph_module=low.fused, l1_module=form.module,
+        library_sites=library, kernels=kernels(f3, kind == "numpy"),
         plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
         generated=generated, generated_kind=kind, history=history,
         trace_count=fn.trace_count if fn is not None else 1,

@@ -94,7 +94,7 @@ def memory_svg(plan, eager_peak, points: int) -> str:
     for p in range(0, points + 1, step):  # x ticks
         parts.append(f'<text x="{x(p):.1f}" y="{TOP + h + 14}" font-size="10" text-anchor="middle">{p}</text>')
     parts.append(f'<text x="{LEFT + w / 2}" y="{HEIGHT - 6}" font-size="11" text-anchor="middle">'
-                 'program point (live range of each buffer)</text>')
+                 'program point (preorder index of the L2 ops): each buffer over its live range</text>')
     parts.append(f'<text x="14" y="{TOP + h / 2}" font-size="11" text-anchor="middle" '
                  f'transform="rotate(-90 14 {TOP + h / 2})">arena offset</text>')
     parts.append("</svg>")
