@@ -145,7 +145,8 @@ def _kernels(d, anchor) -> str:
     for k in d.kernels:
         href = anchor(k.location)
         where = f'<a href="{href}">{escape(k.location)}</a>' if href else escape(k.location)
-        rows.append(f'<tr><td><a href="#kernel-{k.index}">#{k.index}</a></td><td>{escape(k.label if k.kind != "library call" else f"{k.label} (library call)")}</td>'
+        what = f"{k.label} (library call)" if k.kind == "library call" else k.label
+        rows.append(f'<tr><td><a href="#kernel-{k.index}">#{k.index}</a></td><td>{escape(what)}</td>'
                     f'<td>{where}</td><td class="num">{_count(k.elements)}</td>'
                     f'<td class="num">{_count(k.bytes)}</td></tr>')
         if d.generated_kind == "ptx":
