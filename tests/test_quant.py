@@ -403,3 +403,34 @@ def test_command_line(tmp_path):
     assert r.returncode == 0 and "tfc.weight_quantized_matmul" in r.stdout
     r = run("--quantize", "int4")
     assert r.returncode == 2 and "unknown quantize mode 'int4'" in r.stderr
+
+
+def test_a_fresh_process_loads_and_runs_a_saved_quantized_function(tmp_path):
+    model, fn = make_mlp((64, 64, 10))
+    conc = tfc.compile(fn, quantize="int8", calibration=[(RNG.standard_normal((16, 64)).astype(np.float32),)])
+    x = RNG.standard_normal((5, 64)).astype(np.float32)
+    tfc.save(conc, str(tmp_path / "q"))
+    np.save(tmp_path / "x.npy", x)
+    code = ("import sys, numpy as np, tfc; f = tfc.load(sys.argv[1]); "
+            "np.save(sys.argv[2], f(np.load(sys.argv[3])).numpy())")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "q"), str(tmp_path / "y.npy"),
+                        str(tmp_path / "x.npy")], capture_output=True, text=True, cwd=tmp_path,
+                       env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(tfc.__file__)))})
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.load(tmp_path / "y.npy"), conc(x).numpy())
+
+
+def test_the_example_quantizes_both_models():
+    pytest.importorskip("sklearn")
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples", "quantize_digits.py")
+    spec = importlib.util.spec_from_file_location("example_quantize_digits", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for kind in ("mlp", "cnn"):
+        rows = module.compare(kind, epochs=1, verbose=False)
+        (_, acc, nbytes, _), *quantized = rows
+        assert [r[0] for r in quantized] == ["int8 static", "int8 weight-only"]
+        for _, q_acc, q_bytes, _ in quantized:
+            assert abs(q_acc - acc) <= 0.03 and q_bytes < 0.3 * nbytes
