@@ -20,8 +20,10 @@ Every collective here
 
 A rank whose Python code raises (anywhere, once ``install_fault_handler`` ran:
 ``tfc.distribute.init()`` does it) prints ``rank R of N failed`` with its
-traceback and aborts the whole job (``MPI_Abort``), so the others stop at once
-and the launcher's message names the rank; a rank killed by a signal is
+traceback, sends every other rank a notice (a point-to-point message on a tag
+of its own), and after a second's grace aborts the whole job (``MPI_Abort``):
+a rank waiting in a collective sees the notice and raises DistributedError
+naming rank R and its error, and the launcher's message names the rank too; a rank killed by a signal is
 reported by the launcher the same way (Open MPI: "process rank R ... exited on
 signal 9").
 """
@@ -42,6 +44,8 @@ class DistributedError(RuntimeError):
     this rank and, where known, the others involved."""
 
 
+FAULT_TAG = 0x7FF0  # point-to-point notices of a failed rank (collectives never use tags)
+FAULT_GRACE = 1.0  # seconds a failed rank waits after its notices, before aborting the job
 DEFAULT_TIMEOUT = 300.0  # seconds a rank waits in one collective (TFC_DIST_TIMEOUT)
 _SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS")
 _LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
@@ -109,8 +113,28 @@ class World:
             # a blocking MPI call does; sleep only once the wait is long (a
             # slow or dead peer), so a long wait leaves the core to others
             if waited > 0.01:
+                self._check_fault_notice(what)
                 pause = min(1e-3, pause * 2 or 1e-5)
                 time.sleep(pause)
+
+    def _check_fault_notice(self, what: str) -> None:
+        """Raise DistributedError naming the rank if a failing rank's notice
+        (``notify_failure``) has arrived."""
+        status = self.MPI.Status()
+        if not self.comm.Iprobe(source=self.MPI.ANY_SOURCE, tag=FAULT_TAG, status=status):
+            return
+        notice = bytearray(status.Get_count(self.MPI.BYTE))
+        self.comm.Recv([notice, self.MPI.BYTE], source=status.Get_source(), tag=FAULT_TAG)
+        raise DistributedError(f"rank {self.rank} of {self.size}: {what} stopped: rank {status.Get_source()} "
+                               f"failed with {notice.decode(errors='replace')}")
+
+    def notify_failure(self, message: str) -> None:
+        """Tell every other rank that this one failed (point-to-point, on a
+        tag no collective uses): those waiting in a collective raise
+        DistributedError naming this rank instead of waiting for the abort."""
+        data = message.encode()[:4096]
+        self._notices = [self.comm.Issend(data, dest=r, tag=FAULT_TAG)  # (kept alive until the abort)
+                         for r in range(self.size) if r != self.rank]
 
     def wait_all(self, requests, what: str) -> None:
         for r in requests:
@@ -253,6 +277,12 @@ def install_fault_handler() -> None:
         sys.stderr.write(f"tfc.distribute: rank {w.rank} of {w.size} failed with {kind.__name__}: {value}; "
                          "aborting the job\n")
         previous(kind, value, tb)
+        if not isinstance(value, DistributedError):  # (a peer's failure: its notice went out already)
+            try:
+                w.notify_failure(f"{kind.__name__}: {value}")
+                time.sleep(FAULT_GRACE)  # the others report it, then the abort ends them all
+            except Exception:  # noqa: BLE001 - failing already: the abort below still ends the job
+                pass
         w.abort(1)
 
     sys.excepthook = abort_job
