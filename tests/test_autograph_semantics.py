@@ -737,3 +737,74 @@ def test_shape_invariant_outside_the_declared_shape():
 
     with pytest.raises(ValueError, match=r"variable 'x' has shape \(1, 2\) .* outside its shape invariant"):
         tfc.function(f)(C(2))
+
+
+# -- 7: tfc's extensions give Python's results ----------------------------------------------
+
+def condition_becomes_a_tensor(x):
+    i = 0
+    s = 0
+    while i < 3 or x > 0:
+        s += i
+        i += 1
+        x = x - 1
+    return s, i, x
+
+
+def python_range_breaks_on_a_tensor(x):
+    s = 0
+    for i in range(6):
+        if x < i:
+            break
+        s += i
+    return s
+
+
+def python_range_returns_on_a_tensor(x):
+    s = 0
+    for i in range(6):
+        if x < i:
+            return s * 10
+        s += i
+    return s
+
+
+def for_else(n):
+    s = 0
+    for i in range(n):
+        if i == 7:
+            break
+        s += i
+    else:
+        s = -s
+    return s
+
+
+def while_else(n):
+    i = 0
+    while i < n:
+        if i == 7:
+            break
+        i += 1
+    else:
+        i = -i
+    return i
+
+
+@pytest.mark.parametrize("f", [condition_becomes_a_tensor, python_range_breaks_on_a_tensor,
+                               python_range_returns_on_a_tensor], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", _both([-1, 0, 2, 5, 9]), ids=repr)
+def test_python_loop_turning_into_a_tensor_loop(f, x):
+    assert_matches(f, x)
+
+
+@pytest.mark.parametrize("f", [for_else, while_else], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("n", [0, 1, 5, 7, 8, 12])
+def test_loop_else_on_python_values(f, n):
+    assert_matches(f, n)
+
+
+@pytest.mark.parametrize("f", [for_else, while_else], ids=lambda f: f.__name__)
+def test_loop_else_on_a_tensor_is_refused(f):
+    with pytest.raises(NotImplementedError, match="else"):
+        tfc.function(f)(C(3))
