@@ -46,9 +46,12 @@ test-floor: $(STAMP)
 
 BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder dynamic_shapes
 
-# every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed
+# every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed;
+# then one plot per table into docs/images/ (bench/plots.py), shown in docs/benchmarks.md
 bench: $(STAMP)
-	for b in $(BENCHES); do $(PY) bench/$$b.py || exit 1; done
+	rm -f docs/images/bench-results.jsonl
+	for b in $(BENCHES); do TFC_BENCH_RESULTS=docs/images/bench-results.jsonl $(PY) bench/$$b.py || exit 1; done
+	$(PY) bench/plots.py docs/images/bench-results.jsonl --out docs/images
 
 # The GPU check (docs/gpu-runtime.md), on a machine with an NVIDIA GPU and a Python
 # with numpy and pytest (torch for the peers of bench/gpu.py), no network needed:
