@@ -23,9 +23,9 @@ A rank whose Python code raises (anywhere, once ``install_fault_handler`` ran:
 traceback, sends every other rank a notice (a point-to-point message on a tag
 of its own), and after a second's grace aborts the whole job (``MPI_Abort``):
 a rank waiting in a collective sees the notice and raises DistributedError
-naming rank R and its error, and the launcher's message names the rank too; a rank killed by a signal is
-reported by the launcher the same way (Open MPI: "process rank R ... exited on
-signal 9").
+naming rank R and its error, and the launcher's message names the rank too.
+A rank killed by a signal is reported by the launcher (Open MPI: "process
+rank R ... exited on signal 9"), which ends the job.
 """
 from __future__ import annotations
 
@@ -37,11 +37,10 @@ import zlib
 import numpy as np
 
 
-
 class DistributedError(RuntimeError):
     """A collective failed across ranks: operands that differ between ranks,
-    or no answer from the other ranks within the timeout. The message names
-    this rank and, where known, the others involved."""
+    another rank failed, or no answer from the other ranks within the
+    timeout. The message names this rank and, where known, the others involved."""
 
 
 FAULT_TAG = 0x7FF0  # point-to-point notices of a failed rank (collectives never use tags)
