@@ -105,6 +105,13 @@ def test_gpu_tensors_name_nccl(cuda_driver):
         dist.DistributedGradientTape(tape).gradient(loss, [x])
 
 
+def test_compiling_a_collective_for_cuda_names_it():
+    f = tfc.function(lambda x: dist.all_reduce(x * 2.0, "mean"), input_signature=[tfc.TensorSpec((4,))],
+                     autograph=False)
+    with pytest.raises(NotImplementedError, match="target cuda: .*all_reduce"):
+        tfc.compile(f, target="cuda").ir("gpu")
+
+
 def test_compiled_step_holds_the_collectives_and_matches_eager():
     def step(x):
         return dist.all_reduce(x * 2.0, "mean") + dist.all_gather(tfc.exp(x)) - dist.broadcast(x, 0)
@@ -113,7 +120,7 @@ def test_compiled_step_holds_the_collectives_and_matches_eager():
     x = tfc.constant(_rng().normal(size=(5, 3)).astype(np.float32))
     assert np.array_equal(f(x).numpy(), step(x).numpy())
     conc = f.get_concrete_function(x)
-    for stage in ("tensor", "loops"):
+    for stage in ("tensor", "fused", "loops"):
         text = conc.ir(stage)
         assert "all_reduce" in text and "all_gather" in text and "broadcast" in text, stage
     assert 'reduction = "mean"' in conc.ir("tensor") and "ranks = 1" in conc.ir("tensor")
