@@ -272,15 +272,16 @@ class DistributedGradientTape:
         return self._tape.__exit__(*exc)
 
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
         tape = self._tape
         flat = nest.flatten(sources)
         for s in flat:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient() sources must be tensors or variables, got {type(s).__name__}")
             _no_gpu(s)
-        floating = [i for i, s in enumerate(flat) if s.dtype.is_floating]
         saved = tape._entries
-        order = [i for i in first_use_order(saved, flat) if i in set(floating)]
+        order = [i for i in first_use_order(saved, flat) if flat[i].dtype.is_floating]
         # tracing: the averaging is ops of the compiled step
         reducer = Reducer(flat, order, self.bucket_bytes) if STATE.builder is None else _TracedReducer()
         hooked = _hooked_entries(saved, flat, reducer)
