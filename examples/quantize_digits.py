@@ -8,6 +8,7 @@ time per call on the test set; then saves the quantized classifiers, loads them
 back (no Python source needed) and checks they give the same predictions.
 
     python examples/quantize_digits.py [--epochs N] [--seed S] [--out DIR]
+    tfc compile examples/quantize_digits.py --quantize int8 --emit tensor   # `predict`, on CALIBRATION
 
 Needs scikit-learn (the ``examples`` extra); the data ships with it (no download).
 """
@@ -46,6 +47,20 @@ class CNN(tfc.Module):
 
 
 MODELS = {"mlp": (MLP, (64,)), "cnn": (CNN, (8, 8, 1))}
+
+# What `tfc compile` compiles here: a built (untrained) CNN, and the calibration
+# batches `--quantize int8` reads (random pixels: the command needs no data set)
+CLI_MODEL = CNN(seed=0)
+CLI_MODEL(tfc.zeros((1, 8, 8, 1)))
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((None, 8, 8, 1))])
+def predict(x):
+    """Logits of a batch of 8x8 one-channel images."""
+    return CLI_MODEL(x)
+
+
+CALIBRATION = [(np.random.default_rng(i).uniform(0, 1, (32, 8, 8, 1)).astype(np.float32),) for i in range(4)]
 
 
 def train(kind: str, epochs: int = 20, seed: int = 0, batch_size: int = 32, learning_rate: float = 0.01,
