@@ -808,3 +808,29 @@ def test_loop_else_on_python_values(f, n):
 def test_loop_else_on_a_tensor_is_refused(f):
     with pytest.raises(NotImplementedError, match="else"):
         tfc.function(f)(C(3))
+
+
+def padded_any_shape(n):
+    m = tfc.zeros([2, 2], tfc.int32)
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, None)])  # any shape (of its rank)
+        m = tfc.pad(m, [[1, 1], [1, 1]], constant_values=1)
+        i += 1
+    return m
+
+
+def grown_from_an_iterable(items):
+    v = tfc.constant([0, 0])
+    for i in items:
+        tfc.autograph.set_loop_options(shape_invariants=[(v, tfc.TensorSpec((None,), tfc.int32))])
+        v = tfc.concat([v, tfc.reshape(tfc.cast(i, tfc.int32), [1])], 0)
+    return v
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_shape_invariants_any_shape_and_spec(n):
+    assert_matches(padded_any_shape, n)
+    assert_matches(padded_any_shape, C(n))
+    assert_matches(grown_from_an_iterable, range(n))
+    assert_matches(grown_from_an_iterable, tfc.range(n))

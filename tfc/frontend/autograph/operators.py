@@ -584,10 +584,12 @@ def set_loop_options(parallel_iterations=None, swap_memory=None, maximum_iterati
         if not isinstance(pair, (tuple, list)) or len(pair) != 2:
             raise TypeError(f"set_loop_options: shape_invariants holds (variable, shape) pairs, got {pair!r}")
         value, shape = pair
-        if not isinstance(shape, (tuple, list)) or not all(d is None or isinstance(d, int) and not isinstance(
-                d, bool) and d >= 0 for d in shape):
-            raise TypeError(f"set_loop_options: a shape invariant is a tuple of ints and None, got {shape!r}")
-        invariants.append((value, tuple(shape)))
+        shape = getattr(shape, "shape", shape)  # a TensorSpec
+        if shape is not None and (not isinstance(shape, (tuple, list)) or not all(
+                d is None or isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)):
+            raise TypeError(f"set_loop_options: a shape invariant is a tuple of ints and None (or None: any "
+                            f"shape), got {shape!r}")
+        invariants.append((value, None if shape is None else tuple(shape)))
     if _LOOP_OPTIONS:
         _LOOP_OPTIONS[-1]["shape_invariants"] = invariants
 
@@ -601,6 +603,8 @@ def _shape_invariants(options, names, vals, line):
             raise ValueError(f"set_loop_options in the tensor loop at line {line}: a shape invariant names a value "
                              f"that is no loop variable as the iteration starts (call it as the loop body's first "
                              f"statement, with the variable itself)")
+        if shape is None:  # any shape; tfc's loop variables keep their rank
+            shape = (None,) * len(getattr(value, "shape", ()))
         out[names[k]] = shape
     return out
 
