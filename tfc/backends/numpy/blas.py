@@ -71,3 +71,49 @@ def shorten_spin_wait() -> bool:
 def spin_wait_log2(lib) -> int:
     """The wait OpenBLAS's threads start with, log2 cycles (0: its default)."""
     return lib.openblas_thread_timeout()
+
+
+# -- small products on the calling thread ---------------------------------------------
+# OpenBLAS splits a product of more than 2^18 multiply-adds over its threads. For
+# the products of small models (a GPT step's [32, 64, 64] @ [64, 256]: 32 calls of
+# 2^20 each) the hand-off gains little even on an idle machine, and where the cores
+# are busy (other processes, tfc's chunk threads, workers still spinning after the
+# last call) a worker that is not scheduled stalls the call for a time slice.
+# Measured on the compiled GPT step of examples/transformer_lm.py, 2-core Xeon
+# under load ~5, separate processes, 15 steps each: median 144-418 ms with
+# OpenBLAS's threads, 56-80 ms with one; minimum 37-83 against 38. The setting is
+# per calling thread (openblas_set_num_threads_local), so other threads' calls keep
+# every thread; without that function (OpenBLAS before 0.3.27) nothing changes.
+# Splitting does not change a product's bits (the threads take blocks of rows and
+# columns; each element's sum runs in the same order): eager's bits stay.
+ONE_THREAD_BYTES = 8 << 20  # operands and result together, below which a library call runs on one thread
+
+_set_local = None
+
+
+def _thread_local_setter():
+    global _set_local
+    if _set_local is None:
+        found = [lib.openblas_set_num_threads_local for lib in openblas_libraries()
+                 if hasattr(lib, "openblas_set_num_threads_local")]
+        _set_local = found or []
+    return _set_local
+
+
+def on_one_thread(fn):
+    """``fn`` run with the loaded OpenBLAS libraries on the calling thread only
+    (restored after); ``fn`` itself where OpenBLAS cannot set that per thread."""
+    setters = _thread_local_setter()
+    if not setters:
+        return fn
+
+    def run(*args, **kwargs):
+        before = [s(1) for s in setters]
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for s, n in zip(setters, before):
+                s(n)
+
+    run.__wrapped__ = fn
+    return run
