@@ -46,6 +46,9 @@ def test_from_tensor_slices_structures():
     Point = collections.namedtuple("Point", "x y")
     p = next(iter(Dataset.from_tensor_slices(Point([1.0, 2.0], [3.0, 4.0]))))
     assert isinstance(p, Point) and float(p.y) == 3.0
+    # a list of tensors too is one tensor, stacked (tf.convert_to_tensor's rule), not a tuple
+    rows = [e.numpy().tolist() for e in Dataset.from_tensor_slices([tfc.constant([1, 2]), tfc.constant([3, 4])])]
+    assert rows == [[1, 2], [3, 4]]
 
 
 def test_from_tensor_slices_copies_the_source():
@@ -144,6 +147,13 @@ def test_map_unpacks_tuples_and_passes_dicts_whole():
     assert [tuple(float(x) for x in e) for e in pairs] == [(10.0, 1.0), (20.0, 2.0)]
     d = Dataset.from_tensor_slices({"a": [1, 2], "b": [3, 4]}).map(lambda e: {"s": e["a"] * e["b"]})
     assert [int(e["s"]) for e in d] == [3, 8]
+    numbers = Dataset.range(2).map(lambda i: [1, 2])  # any list result, of Python numbers too
+    assert [tuple(int(x) for x in e) for e in numbers] == [(1, 2), (1, 2)]
+    # a namedtuple is passed whole (tf.data unpacks plain tuples only), to map and filter
+    Point = collections.namedtuple("Point", "x y")
+    points = Dataset.from_tensor_slices(Point([1.0, 2.0], [3.0, 4.0]))
+    assert [float(e) for e in points.map(lambda p: p.x * p.y)] == [3.0, 8.0]
+    assert [float(p.x) for p in points.filter(lambda p: p.y > 3.5)] == [2.0]
     with pytest.raises(TypeError, match="component the element is None"):
         list(ds.map(lambda a, b: None))
     with pytest.raises(TypeError, match="callable"):

@@ -95,10 +95,8 @@ def _kind(v) -> str:
 
 
 def to_tensors(s, what: str):
-    """``s`` with every component a tfc tensor (lists become tuples where they
-    are the structure itself, as ``tf.data`` turns a map's list result into a tuple)."""
-    if isinstance(s, list) and any(isinstance(x, Tensor) for x in s):
-        s = tuple(s)
+    """``s`` with every component a tfc tensor (a list is one component: a list
+    of tensors is stacked into one, as ``tf.convert_to_tensor`` does)."""
     flat = flatten(s)
     out = []
     for p, c in zip(paths(s), flat):

@@ -95,9 +95,9 @@ class Dataset:
 
     # -- transformations ----------------------------------------------------------------------
     def map(self, map_func, num_parallel_calls=None, deterministic=None) -> "Dataset":
-        """``map_func`` applied to each element (a tuple is passed as positional
-        arguments, anything else as one): an eager function or a ``tfc.function``
-        (compiled once per element signature). ``num_parallel_calls`` is accepted
+        """``map_func`` applied to each element (a plain tuple is passed as
+        positional arguments, anything else, a namedtuple too, as one): an eager
+        function or a ``tfc.function`` (compiled once per element signature). ``num_parallel_calls`` is accepted
         for TensorFlow's code and ignored: elements are mapped in order, one at a
         time (``prefetch`` overlaps the pipeline with the training step)."""
         if not callable(map_func):
@@ -332,16 +332,27 @@ _DONE = object()
 # -- transformations -----------------------------------------------------------------------------
 
 
+def _call_on_element(fn, element):
+    """``fn`` called as tf.data calls a map or filter function: a plain tuple's
+    components as positional arguments; anything else (a namedtuple, a dict, a
+    tensor) as one argument."""
+    return fn(*element) if type(element) is tuple else fn(element)
+
+
+def _name(fn) -> str:
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
 class _Map(Dataset):
     def __init__(self, source, fn):
         self._source = source
         self._fn = fn
 
     def _elements(self):
-        name = getattr(self._fn, "__name__", type(self._fn).__name__)
+        what = f"Dataset.map: the result of {_name(self._fn)}"
         for e in self._source:
-            out = self._fn(*e) if isinstance(e, tuple) else self._fn(e)
-            yield st.to_tensors(out, f"Dataset.map: the result of {name}")
+            out = _call_on_element(self._fn, e)
+            yield st.to_tensors(tuple(out) if isinstance(out, list) else out, what)  # a list result: a tuple, as tf.data
 
     def cardinality(self) -> int:
         return self._source.cardinality()
@@ -353,9 +364,9 @@ class _Filter(Dataset):
         self._predicate = predicate
 
     def _elements(self):
-        name = getattr(self._predicate, "__name__", type(self._predicate).__name__)
+        name = _name(self._predicate)
         for e in self._source:
-            keep = self._predicate(*e) if isinstance(e, tuple) else self._predicate(e)
+            keep = _call_on_element(self._predicate, e)
             if isinstance(keep, Tensor) and not keep.symbolic and keep.dtype == dtypes.bool_ and keep.ndim == 0:
                 keep = bool(keep.numpy())
             elif not isinstance(keep, (bool, np.bool_)):
