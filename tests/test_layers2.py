@@ -370,3 +370,14 @@ def test_multi_head_attention_dropout_only_while_training(rng):
     inference = layer(q, q).numpy()
     np.testing.assert_array_equal(layer(q, q).numpy(), inference)
     assert not np.array_equal(layer(q, q, training=True).numpy(), inference)
+
+
+def test_seeded_dropout_in_a_compiled_function_is_refused_unseeded_draws_anew(rng):
+    # a seed fixed at trace time would repeat one mask on every compiled call, silently
+    q = tfc.constant(rng.normal(size=(2, 3, 4)).astype(np.float32))
+    seeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5, seed=1)
+    with pytest.raises(NotImplementedError, match="same mask on every call"):
+        tfc.function(lambda t: seeded(t, t, training=True))(q)
+    unseeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5)
+    step = tfc.function(lambda t: unseeded(t, t, training=True))
+    assert not np.array_equal(step(q).numpy(), step(q).numpy())

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from tfc.core import dtypes
+from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
 from tfc.nn.module import Module
@@ -261,6 +262,12 @@ class Dropout(Layer):
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
+        if self.seed is not None and STATE.builder is not None:
+            # the seed would be fixed at trace time: every call of the compiled code, the same mask
+            raise NotImplementedError(
+                f"{self.name}: a seeded Dropout (seed={self.seed}) in a compiled function would draw the same mask "
+                "on every call (tfc has no op that advances a seed from call to call); give no seed: unseeded "
+                "masks come from tfc.random's global stream, which tfc.random.set_seed makes reproducible")
         # A seeded layer still draws a new mask on each call (seed, seed+1, ...).
         seed = None if self.seed is None else self.seed + self._calls
         self._calls += 1
