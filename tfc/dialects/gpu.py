@@ -22,7 +22,9 @@ and these ops:
   width 32: CUDA's ``__shfl_*_sync(0xffffffff, ...)``);
 - ``tgpu.atomic add %p[%i], %v : !tgpu.ptr<f32, global>, i32`` (no result:
   PTX ``red``), ``%old = tgpu.atomic add ... -> f32`` (PTX ``atom``);
-- host side: ``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0)
+- host side: ``%key, %base = tgpu.philox_take {blocks = 8}`` (reserves
+  blocks of tfc.random's global stream when it runs: an unseeded random
+  kernel's key and counter base), ``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0)
   args(%a, %n : memref<?xf32>, index)``.
 
 Every op prints in a custom syntax that parses back (tests/test_gpu_dialect.py).
@@ -572,7 +574,44 @@ class LaunchOp(IRDLOperation):
         return op
 
 
-TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, LaunchOp], [PtrType])
+@irdl_op_definition
+class PhiloxTakeOp(IRDLOperation):
+    """``%key, %base = tgpu.philox_take {blocks = 8}``: host side; reserves
+    ``blocks`` Philox blocks of tfc.random's global stream when it runs
+    (docs/random.md) and gives the stream's key (``k0 | k1 << 32``) and the
+    draw's counter base, both ``i64``: what a random kernel of an unseeded op
+    takes as parameters. A run-time read, because ``set_seed`` and earlier
+    draws change them between calls."""
+
+    name = "tgpu.philox_take"
+    blocks = prop_def(IntegerAttr)
+    key = result_def(i64)
+    base = result_def(i64)
+    traits = traits_def(MemoryWriteEffect())  # advances the global stream: never folded or removed
+
+    def __init__(self, blocks: int):
+        super().__init__(properties={"blocks": IntegerAttr(int(blocks), i64)}, result_types=[i64, i64])
+
+    def verify_(self):
+        if self.blocks.value.data < 0:
+            _fail(self, f"blocks {self.blocks.value.data} is negative")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {{blocks = {self.blocks.value.data}}}")
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        attrs = dict(parser.parse_optional_attr_dict())
+        blocks = attrs.pop("blocks", None)
+        if blocks is None:
+            parser.raise_error("tgpu.philox_take needs {blocks = N}")
+        op = cls(blocks.value.data)
+        op.attributes.update(attrs)
+        return op
+
+
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, LaunchOp, PhiloxTakeOp], [PtrType])
 
 
 # -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------

@@ -57,6 +57,7 @@ from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
+from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
 
 TWO_PASS_MIN = 1 << 14
@@ -1689,6 +1690,8 @@ class _Lowering:
                 self.kernels.append(kernel)
                 ops += self.launch(kernel, grid, args, block)
             return ops
+        if name in RANDOM_OPS and op.outs:
+            return self.random(op)
         if name == "custom_gradient" and not op.outs:
             return self.custom_gradient(op)
         if name == "matmul" and op.outs:
@@ -1709,6 +1712,18 @@ class _Lowering:
             raise unsupported("matmul of " + ", ".join(str(v.type) for v in op.ins) + " (integer or mixed dtypes)")
         raise unsupported(name)
 
+
+    def random(self, op):
+        """A random op's kernel (tfc/passes/gpu_random.py) and its key and
+        counter base: host constants for a seeded op, else reserved from the
+        global stream when the launch runs."""
+        made = random_launch(self.name, op)
+        if made is None:
+            return []
+        kernel, grid, nblocks, skey, out = made
+        self.kernels.append(kernel)
+        host, key, base = host_key_base(nblocks, skey)
+        return host + self.launch(kernel, grid, [key, base, out])
 
     def custom_gradient(self, op):
         """tfc.custom_gradient's marker: its results are fresh copies of its

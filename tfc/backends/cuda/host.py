@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import IndexType, IntegerType, MemRefType
 from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects import loops as L
-from tfc.dialects.gpu import LaunchOp
+from tfc.dialects.gpu import LaunchOp, PhiloxTakeOp
 from tfc.dialects.tensor import decode_attrs, dtype_of, loc_str, numpy_from_dense
 
 
@@ -104,6 +104,8 @@ class HostProgram:
         ins = [self.slot(v) for v in op.operands]
         if isinstance(op, LaunchOp):
             return self.launch(op, ins)
+        if isinstance(op, PhiloxTakeOp):
+            return self.philox_take(op, out)
         if isinstance(op, L.ViewOp):
             (o,), (a,), off = out, ins, op.offset.value.data
 
@@ -178,6 +180,21 @@ class HostProgram:
                 return
             rt.launch(symbol, g, block, [p(env[i]) for p, i in zip(packers, args)], shared)
         return launch
+
+    @staticmethod
+    def philox_take(op, out):
+        """The global random stream's key and the base of the next ``blocks``
+        blocks, reserved now (as the numpy kernel of an unseeded draw does)."""
+        from tfc.ops import random as R
+
+        (k, b), blocks = out, op.blocks.value.data
+
+        def take(rt, env):
+            stream = R._GLOBAL[0]
+            base = stream.take(blocks)
+            env[k] = np.uint64(stream.key[0] | stream.key[1] << 32).view(np.int64)
+            env[b] = np.uint64(base).view(np.int64)
+        return take
 
     def scalar(self, op, ins, out):
         """Host arithmetic on scalars: the numpy backend's ufuncs on 0-d values,

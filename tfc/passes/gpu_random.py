@@ -1,0 +1,282 @@
+"""GPU kernels of the random ops, written once as L4 (``gpu.func``): the
+``loops.library`` calls ``uniform``, ``normal`` and ``dropout_mask`` with a
+planned result, which tfc-lower-gpu launches.
+
+Each follows docs/random.md's layout, so a kernel computes every element alone
+from (key, counter base, element index): one thread per Philox4x32-10 block
+(grid-stride), block ``j`` with the counter ``(lo32(B + j), hi32(B + j), 0,
+c3)``, its four words converted to the ``4 / p`` elements ``j * 4 / p ..`` that
+read them (``p`` words an element). The key and the base are kernel parameters
+(``i64``, the key ``k0 | k1 << 32``): constants of the host for an op with a
+seed (base 0, ``c3`` = 0), ``tgpu.philox_take`` for the global stream (``c3``
+= 1), which reserves the draw's blocks when the host program runs, as the numpy
+kernel does.
+
+- uniform float16/float32/float64 and dropout masks use integer operations and
+  correctly rounded conversions, products and sums only: the same bits as the
+  numpy kernel.
+- uniform integers with a span of at most 2^32 (two words an element): the
+  high 64 bits of the 96-bit product ``r * s`` from two exact 64-bit partial
+  products: the same bits. A span above 2^32 (four words) raises
+  NotImplementedError.
+- normal float16/float32: Box-Muller with ``r`` in float32 (the GPU has no
+  float64 logarithm): ``ln u1`` as ``log1p(-(2^32 - w - 1) 2^-32)`` where
+  ``u1 >= 1/2`` (so ``u1`` near 1 keeps its digits) and ``log(u1)`` below,
+  ``sqrt`` correctly rounded, cos/sin of the same float32 angle as numpy's.
+  Within 8 float32 ulps of the numpy kernel's standard normal (measured: see
+  tests/test_gpu_random.py); then ``z * stddev + mean`` in float64 and one
+  rounding, as there. float64 normals raise NotImplementedError.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import (
+    Float16Type, Float32Type, Float64Type, IntegerAttr, IntegerType, MemRefType, f32, f64, i32, i64,
+)
+
+from tfc.dialects import gpu as G
+from tfc.dialects import loops as L
+from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
+
+RANDOM_OPS = ("uniform", "normal", "dropout_mask")
+
+
+def _philox(kb, key, ctr, c3: int):
+    """The four words (i32) of Philox4x32-10 of counter (lo32(ctr), hi32(ctr),
+    0, c3) under ``key`` (i64, k0 low): docs/random.md's rounds."""
+    from tfc.ops.random import PHILOX_M, PHILOX_W, ROUNDS
+
+    def lo(v):
+        return kb.emit(arith.TruncIOp(v, i32))
+
+    def hi(v):
+        return lo(kb.emit(arith.ShRUIOp(v, kb.c(32, i64))))
+
+    def wide(v):
+        return kb.emit(arith.ExtUIOp(v, i64))
+
+    def xor(a, b):
+        return kb.emit(arith.XOrIOp(a, b))
+
+    k0, k1 = lo(key), hi(key)
+    c0, c1, c2, c3 = lo(ctr), hi(ctr), kb.c(0, i32), kb.c(c3, i32)
+    m0, m1 = kb.c(PHILOX_M[0], i64), kb.c(PHILOX_M[1], i64)
+    for r in range(ROUNDS):
+        if r:
+            k0 = kb.emit(arith.AddiOp(k0, kb.c(PHILOX_W[0], i32)))
+            k1 = kb.emit(arith.AddiOp(k1, kb.c(PHILOX_W[1], i32)))
+        p0 = kb.emit(arith.MuliOp(wide(c0), m0))
+        p1 = kb.emit(arith.MuliOp(wide(c2), m1))
+        c0, c1, c2, c3 = xor(xor(hi(p1), c1), k0), lo(p1), xor(xor(hi(p0), c3), k1), lo(p0)
+    return [c0, c1, c2, c3]
+
+
+def _pair64(kb, w0, w1):
+    """w0 | w1 << 32 (i64)."""
+    lo = kb.emit(arith.ExtUIOp(w0, i64))
+    hi = kb.emit(arith.ShLIOp(kb.emit(arith.ExtUIOp(w1, i64)), kb.c(32, i64)))
+    return kb.emit(arith.OrIOp(lo, hi))
+
+
+def _f64(kb, v):
+    return v if v.type == f64 else kb.emit(arith.ExtFOp(v, f64))
+
+
+def _round_to(kb, v, t):
+    return v if v.type == t else kb.emit(arith.TruncFOp(v, t))
+
+
+def _scaled_uniform(kb, u, t, np_dt, lo: float, hi: float):
+    """minval + u * (maxval - minval) in float64 (or lo*(1 - u) + hi*u where
+    the span overflows), rounded to ``t`` and kept below maxval."""
+    u = _f64(kb, u)
+    if math.isfinite(hi - lo):
+        v = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(u, kb.c(hi - lo, f64))), kb.c(lo, f64)))
+    else:
+        one_minus = kb.emit(arith.SubfOp(kb.c(1.0, f64), u))
+        v = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(kb.c(lo, f64), one_minus)),
+                                 kb.emit(arith.MulfOp(kb.c(hi, f64), u))))
+    v = _round_to(kb, v, t)
+    cap = float(np.nextafter(np_dt.type(hi), np_dt.type(lo)))
+    if isinstance(t, Float16Type):  # no f16 arithmetic in kernels: the minimum in float32 (exact)
+        low = kb.emit(arith.MinimumfOp(kb.emit(arith.ExtFOp(v, f32)), kb.c(cap, f32)))
+        return kb.emit(arith.TruncFOp(low, t))
+    return kb.emit(arith.MinimumfOp(v, kb.c(cap, t)))
+
+
+def _unit24(kb, w):
+    """(w >> 8) * 2^-24 in float32 (exact)."""
+    top = kb.emit(arith.ShRUIOp(w, kb.c(8, i32)))
+    return kb.emit(arith.MulfOp(kb.emit(arith.UIToFPOp(top, f32)), kb.c(2.0 ** -24, f32)))
+
+
+def _unit53(kb, w0, w1):
+    """((w0 | w1 << 32) >> 11) * 2^-53 in float64 (exact)."""
+    x = kb.emit(arith.ShRUIOp(_pair64(kb, w0, w1), kb.c(11, i64)))
+    return kb.emit(arith.MulfOp(kb.emit(arith.UIToFPOp(x, f64)), kb.c(2.0 ** -53, f64)))
+
+
+def _uniform_values(kb, words, t, dtype, attrs):
+    lo = float(attrs["minval"])
+    np_dt = np.dtype(dtype.as_numpy_dtype)
+    if dtype.is_integer:
+        return _integer_values(kb, words, t, int(attrs["minval"]), int(attrs["maxval"]))
+    hi = 1.0 if attrs["maxval"] is None else float(attrs["maxval"])
+    if isinstance(t, Float64Type):
+        us = [_unit53(kb, words[0], words[1]), _unit53(kb, words[2], words[3])]
+        return us if (lo, hi) == (0.0, 1.0) else [_scaled_uniform(kb, u, t, np_dt, lo, hi) for u in us]
+    us = [_unit24(kb, w) for w in words]
+    if (lo, hi) == (0.0, 1.0) and isinstance(t, Float32Type):
+        return us
+    return [_scaled_uniform(kb, u, t, np_dt, lo, hi) for u in us]
+
+
+def _integer_values(kb, words, t, lo: int, hi: int):
+    """lo + floor(r * s / 2^64), r = w0 | w1 << 32, s = hi - lo <= 2^32:
+    (r_hi * s + (r_lo * s >> 32)) >> 32, each product below 2^64."""
+    span = hi - lo
+    if span > 1 << 32:
+        raise unsupported(f"uniform integers with a span of {span} above 2^32 (four words an element)")
+    if not isinstance(t, IntegerType) or t.width.data not in (8, 32, 64):
+        raise unsupported(f"uniform of {t}")
+    s = kb.c(span, i64)
+    out = []
+    for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
+        rl = kb.emit(arith.MuliOp(kb.emit(arith.ExtUIOp(w0, i64)), s))
+        rh = kb.emit(arith.MuliOp(kb.emit(arith.ExtUIOp(w1, i64)), s))
+        acc = kb.emit(arith.AddiOp(rh, kb.emit(arith.ShRUIOp(rl, kb.c(32, i64)))))
+        top = kb.emit(arith.ShRUIOp(acc, kb.c(32, i64)))
+        v = kb.emit(arith.AddiOp(top, kb.c(lo, i64)))  # modulo 2^64: the int64 value's bits
+        out.append(v if t == i64 else kb.emit(arith.TruncIOp(v, t)))
+    return out
+
+
+def _dropout_values(kb, words, t, np_dt, rate: float):
+    """scale where word >= ceil(rate * 2^32), else 0 * scale (numpy's bool * scale)."""
+    scale = np.asarray(1.0 / (1.0 - rate), dtype=np_dt)
+    zero = kb.c(float(np_dt.type(0) * scale), t)
+    thr = math.ceil(rate * 2.0 ** 32)
+    if thr > 0xFFFFFFFF:
+        return [zero] * 4
+    sc, th = kb.c(float(scale), t), kb.c(thr, i32)
+    return [kb.select(kb.cmpi("uge", w, th), sc, zero) for w in words]
+
+
+def _normal_values(kb, words, t, dtype, attrs):
+    if isinstance(t, Float64Type):
+        raise unsupported("normal of float64 (no float64 log, cos and sin in GPU kernels)")
+    mean, std = float(attrs["mean"]), float(attrs["stddev"])
+    out = []
+    angle = float(np.float32(2.0 ** -24 * 2 * np.pi))
+    for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
+        m = kb.emit(arith.AddiOp(kb.emit(arith.ExtUIOp(w0, i64)), kb.c(1, i64)))  # u1 = m 2^-32 in (0, 1]
+        near_one = kb.cmpi("uge", m, kb.c(1 << 31, i64))
+        d = kb.emit(arith.SubiOp(kb.c(1 << 32, i64), m))
+        x = kb.emit(arith.MulfOp(kb.emit(arith.UIToFPOp(d, f32)), kb.c(2.0 ** -32, f32)))
+        ln_hi = kb.emit(xmath.Log1pOp(kb.emit(arith.NegfOp(x))))
+        u1 = kb.emit(arith.MulfOp(kb.emit(arith.UIToFPOp(m, f32)), kb.c(2.0 ** -32, f32)))
+        ln_lo = kb.emit(xmath.LogOp(u1))
+        ln = kb.select(near_one, ln_hi, ln_lo)
+        r = kb.emit(xmath.SqrtOp(kb.emit(arith.MulfOp(ln, kb.c(-2.0, f32)))))
+        theta = kb.emit(arith.MulfOp(_unit24_raw(kb, w1), kb.c(angle, f32)))
+        for z in (kb.emit(arith.MulfOp(r, kb.emit(xmath.CosOp(theta)))),
+                  kb.emit(arith.MulfOp(r, kb.emit(xmath.SinOp(theta))))):
+            if std != 1 or mean != 0:
+                z = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(_f64(kb, z), kb.c(std, f64))), kb.c(mean, f64)))
+            out.append(_round_to(kb, z, t))
+    return out
+
+
+def _unit24_raw(kb, w):
+    """float32(w >> 8) (exact)."""
+    return kb.emit(arith.UIToFPOp(kb.emit(arith.ShRUIOp(w, kb.c(8, i32))), f32))
+
+
+def random_launch(namer, op):
+    """(kernel, grid, key, base, out) of a random library call ``op`` (key and
+    base: ``None`` for the global stream, else the seeded key as an int), or
+    None where the result has no elements."""
+    from tfc.core.registry import REGISTRY
+    from tfc.dialects.tensor import decode_attrs, dtype_of
+
+    name = op.callee.data
+    attrs = decode_attrs(REGISTRY[name], dict(op.kernel_attrs.data))
+    (out,) = op.outs
+    t = out.type.element_type
+    shape = tuple(out.type.get_shape())
+    if any(d < 0 for d in shape):
+        raise unsupported(f"{name} of run-time shape")
+    strides, _ = L.layout_of(out.type)
+    if out.type != MemRefType(t, shape) and tuple(strides) != tuple(
+            prod(shape[k + 1:]) for k in range(len(shape))):
+        raise unsupported(f"{name} into the strided buffer {out.type}")
+    n = prod(shape)
+    dtype = dtype_of(t)
+    np_dt = np.dtype(dtype.as_numpy_dtype)
+    if name == "uniform":
+        per = 2 if dtype.is_integer or isinstance(t, Float64Type) else 1
+        if dtype.is_integer and int(attrs["maxval"]) - int(attrs["minval"]) > 1 << 32:
+            raise unsupported("uniform integers with a span above 2^32 (four words an element)")
+    elif name == "normal":
+        per = 2 if isinstance(t, Float64Type) else 1
+    else:
+        per = 1
+    if isinstance(t, Float64Type) and name == "normal":
+        raise unsupported("normal of float64 (no float64 log, cos and sin in GPU kernels)")
+    if n == 0:
+        return None
+    epb = 4 // per  # elements per Philox block
+    nblocks = -(-n * per // 4)
+    grid = min(-(-nblocks // BLOCK), MAX_BLOCKS)
+    it = i32 if n + grid * BLOCK * epb <= I32_MAX else i64
+    tname = {"f16": "f16", "f32": "f32", "f64": "f64"}.get(str(t), str(t))
+    kb = KernelBuilder(namer(f"{name}_{tname}"), [i64, i64, G.PtrType(t, "global")], "elementwise", it)
+    key, base, ptr = kb.args
+    seed = attrs["seed"]
+    c3 = 1 if seed is None else 0
+
+    def block(j):
+        ctr = kb.emit(arith.AddiOp(base, kb.cast_int(j, i64, signed=False)))
+        words = _philox(kb, key, ctr, c3)
+        if name == "uniform":
+            vals = _uniform_values(kb, words, t, dtype, attrs)
+        elif name == "normal":
+            vals = _normal_values(kb, words, t, dtype, attrs)
+        else:
+            vals = _dropout_values(kb, words, t, np_dt, float(attrs["rate"]))
+        first = kb.mul(j, kb.i(epb))
+        for e, v in enumerate(vals):
+            idx = kb.add(first, kb.i(e))
+            if n % epb == 0:
+                kb.store([v], ptr, idx)
+            else:
+                kb.if_(kb.cmpi("ult", idx, kb.i(n)), lambda v=v, idx=idx: kb.store([v], ptr, idx))
+        return []
+
+    gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
+    kb.for_(gid, kb.i(nblocks), kb.mul(kb.gdim(), kb.i(BLOCK)), block)
+    kernel = kb.finish()
+    from tfc.ops.random import seed_key
+
+    skey = None if seed is None else seed_key(seed)
+    return kernel, (grid, 1, 1), nblocks, skey, out
+
+
+def host_key_base(nblocks: int, skey):
+    """Host ops giving a random kernel's key and base (i64 values): constants
+    for a seeded op, ``tgpu.philox_take`` for the global stream."""
+    if skey is None:
+        take = G.PhiloxTakeOp(nblocks)
+        return [take], take.key, take.base
+    k = skey[0] | skey[1] << 32
+    k = k - (1 << 64) if k >= 1 << 63 else k
+    key = arith.ConstantOp(IntegerAttr(k, i64))
+    base = arith.ConstantOp(IntegerAttr(0, i64))
+    return [key, base], key.result, base.result
+
+
+__all__ = ["RANDOM_OPS", "random_launch", "host_key_base"]
