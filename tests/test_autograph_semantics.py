@@ -532,8 +532,33 @@ def creates_attribute(n):
     return o.last
 
 
+def creates_in_nested_loop(n):
+    i = 0
+    while i < n:
+        j = 0
+        while j < 2:
+            w = i * 10 + j
+            j += 1
+        i += 1
+    return w
+
+
+def creates_by_unpacking(n):
+    for i in tfc.range(n):
+        a, b = i, i * 2
+    return a + b
+
+
+def creates_nested_item(n):
+    d = {"a": {}}
+    for i in range(n):
+        d["a"]["b"] = i
+    return d["a"]["b"]
+
+
 CREATING_PROGRAMS = [creates_tensor, creates_dict_of_tensors, creates_tuple_in_for, creates_item,
-                     creates_item_in_while, creates_attribute]
+                     creates_item_in_while, creates_attribute, creates_in_nested_loop, creates_by_unpacking,
+                     creates_nested_item]
 
 
 @pytest.mark.parametrize("f", CREATING_PROGRAMS, ids=lambda f: f.__name__)
@@ -558,8 +583,20 @@ def test_loop_created_values_on_tensors(f, n):
         assert_matches(f, C(n))
     else:
         with pytest.raises(Exception, match=r"loop at line \d+ must iterate at least once to initialize "
-                                            r"(variable '\w+'|item '\w+\['a'\]'|attribute 'o.last')"):
+                                            r"(variable '\w+'|item '\w+\['a'\]'|item 'd\['a'\]\['b'\]'|"
+                                            r"attribute 'o.last')"):
             tfc.function(f)(C(n))
+
+
+def test_a_tensor_loop_over_a_tensor_of_length_0_runs_nothing():
+    """Python's answer (the body is not even traced: no probe of an empty tensor)."""
+    def f(x):
+        for row in x:
+            last = row * 2
+        return last
+
+    assert_matches(f, tfc.zeros([0, 3]))
+    assert_matches(creates_by_unpacking, 0)  # tfc.range(0) while tracing: an empty tensor
 
 
 def test_loop_created_value_whose_structure_changes():

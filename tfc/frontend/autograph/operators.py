@@ -514,6 +514,8 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
     # break would leave a gradient's history buffer sized for every trip unused)
     bounds = (start, limit, delta)
     static = all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and delta != 0
+    if static and not builtins.range(*bounds):
+        return  # a tensor of length 0: the body never runs (nor is traced), as in Python
     trips = len(builtins.range(*bounds)) if static and extra_test is None else None
 
     state = {"i": counter}
