@@ -95,7 +95,7 @@ def _check_qparams(op, scale, zero_point):
 
 
 def _quantize_kernel(x, scale, zero_point):
-    q = np.divide(x, x.dtype.type(scale))
+    q = np.asarray(np.divide(x, x.dtype.type(scale)))  # an array for a 0-d x too (rint's out=)
     np.rint(q, out=q)
     q += x.dtype.type(zero_point)
     np.clip(q, x.dtype.type(INT8_MIN), x.dtype.type(INT8_MAX), out=q)
