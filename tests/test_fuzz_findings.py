@@ -204,3 +204,20 @@ def test_kernel_reads_alias_of_view(chain):
     x = (np.random.default_rng(10).standard_normal((1, 301)) * 2).astype(np.float32)
     for sig in [(1, 301), (None, None)]:
         check(ALIAS_CHAINS[chain], x, sig)
+
+
+# -- the model ops' campaign (tests/fuzz: MODEL_OPS) ------------------------------------
+
+def _quantize_scalar(x0):
+    # numpy's divide of a 0-d array is a scalar, which rint(out=) refused:
+    # "TypeError: return arrays must be of ArrayType" eagerly
+    q = tfc.ops.quant.quantize(x0, 0.05, 3)
+    return q, tfc.ops.quant.dequantize(q, 0.05, 3)
+
+
+@pytest.mark.parametrize("signature", [()])
+def test_quantize_of_a_scalar(signature):
+    x = np.float32(0.76)
+    q, d = _quantize_scalar(tfc.constant(x))
+    assert q.numpy() == np.int8(18) and q.shape == () and d.numpy() == np.float32(15 * np.float32(0.05))
+    check(_quantize_scalar, np.asarray(x), signature)
