@@ -238,14 +238,14 @@ def test_weight_only_mlp_matches_the_numpy_reference():
 def test_exclude_by_kind_and_weight_name():
     model, fn = make_mlp()
     cal = [(RNG.standard_normal((4, 12)).astype(np.float32),)]
-    none = tfc.compile(fn, quantize=Config(exclude=("matmul",), quiet=True), calibration=cal)
-    assert "quantized" not in none.ir("tensor")
-    x = RNG.standard_normal((3, 12)).astype(np.float32)
-    assert np.array_equal(none(x).numpy(), tfc.compile(fn)(x).numpy())
     names = [a for a in tfc.compile(fn).ir("tensor").split("(", 1)[1].split(")")[0].split(", ") if "kernel" in a]
-    last = names[-1].split(":")[0].lstrip("%")
+    first, last = (n.split(":")[0].lstrip("%") for n in (names[0], names[-1]))
+    assert (first, last) == ("dense_kernel", "dense_kernel_1")
     one = tfc.compile(fn, quantize=Config(mode="weights", exclude=last))
     assert one.ir("tensor").count("weight_quantized_matmul") == 1
+    static = tfc.compile(fn, quantize=Config(exclude=(first,), quiet=True), calibration=cal)
+    ir = static.ir("tensor")
+    assert ir.count("tfc.quantized_matmul") == 1 and ir.count("tfc.matmul") == 1 and "out_dtype = f32" in ir
 
 
 def test_cnn_static_and_weight_only():
@@ -434,3 +434,22 @@ def test_the_example_quantizes_both_models():
         assert [r[0] for r in quantized] == ["int8 static", "int8 weight-only"]
         for _, q_acc, q_bytes, _ in quantized:
             assert abs(q_acc - acc) <= 0.03 and q_bytes < 0.3 * nbytes
+
+
+def test_nothing_to_quantize_is_an_error():
+    model, fn = make_mlp()
+    cal = [(RNG.standard_normal((4, 12)).astype(np.float32),)]
+    with pytest.raises(ValueError, match=r"no matmul or conv2d with constant weights to quantize \(exclude="):
+        tfc.compile(fn, quantize=Config(exclude=("matmul",), quiet=True), calibration=cal)
+    with pytest.raises(ValueError, match="no matmul or conv2d"):
+        tfc.compile(tfc.function(lambda x: x * 2.0, input_signature=[tfc.TensorSpec((3,))], autograph=False),
+                    quantize="int8-weights")
+    w = tfc.Variable(RNG.standard_normal((12, 4)))  # float64
+    fn64 = tfc.function(lambda x: tfc.matmul(x, w), input_signature=[tfc.TensorSpec((None, 12), tfc.float64)],
+                        autograph=False)
+    with pytest.raises(NotImplementedError, match="its input is float64"):
+        tfc.compile(fn64, quantize=Config(quiet=True), calibration=[(RNG.standard_normal((2, 12)),)])
+    weights = tfc.compile(fn64, quantize="int8-weights")  # weight-only takes float64
+    x = RNG.standard_normal((3, 12))
+    assert "weight_quantized_matmul" in weights.ir("tensor")
+    assert np.abs(weights(x).numpy() - fn64(x).numpy()).max() < 0.05

@@ -268,6 +268,7 @@ def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_a
         batches = calibrate(module, conc.input_specs, calibration, config)
     if timings is not None:
         timings.append(("calibrate" if batches else "freeze", time.perf_counter() - start))
+    _check_quantizable(module, config)
     start = time.perf_counter()
     from tfc.dialects.tensor import context
 
@@ -290,6 +291,24 @@ def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_a
             counts[op.name[4:]] = counts.get(op.name[4:], 0) + 1
     new.quantization = Report(config, batches, counts)
     return new
+
+
+def _check_quantizable(module, config: Config) -> None:
+    """A clear error where the pass would quantize nothing: no matmul or conv2d
+    with constant weights left after ``exclude``, or (static) none it takes."""
+    from tfc.dialects.tensor import loc_str
+    from tfc.passes.quantize import QuantizePass, chains_of, static_unsupported
+
+    chains = [c for c in chains_of(_the_function(module))
+              if not QuantizePass(exclude=",".join(config.exclude)).excluded(c)]
+    if not chains:
+        raise ValueError("quantize: no matmul or conv2d with constant weights to quantize"
+                         + (f" (exclude={config.exclude!r})" if config.exclude else ""))
+    if config.mode == "static":
+        reasons = [f"{c.kind} at {loc_str(c.op)}: {static_unsupported(c)}" for c in chains]
+        if all(static_unsupported(c) is not None for c in chains):
+            raise NotImplementedError("static int8 quantization takes none of the ops: " + "; ".join(reasons)
+                                      + " (quantize='int8-weights' takes them)")
 
 
 def weight_bytes(conc) -> int:

@@ -121,6 +121,18 @@ def chains_of(f) -> list[Chain]:
     return out
 
 
+def static_unsupported(c: Chain) -> str | None:
+    """Why static int8 does not take chain ``c`` (None: it does, given its ranges)."""
+    x = spec_of(c.x.type)
+    if x.dtype != dtypes.float32:
+        return f"its input is {x.dtype.name} (static int8 takes float32 models)"
+    if c.kind == "matmul" and x.ndim != 2:
+        return f"its input has rank {x.ndim} (static int8 matmul takes matrices)"
+    if get_range(c.op, INPUT_RANGE) is None:
+        return "it has no calibrated range"
+    return None
+
+
 def set_range(op, name: str, lo: float, hi: float) -> None:
     """Record a calibrated range on ``op`` (what calibration writes)."""
     op.attributes[name] = ArrayAttr([FloatAttr(float(lo), f64), FloatAttr(float(hi), f64)])
@@ -228,9 +240,7 @@ class QuantizePass(ModulePass):
 
     @staticmethod
     def _static_ready(c: Chain) -> bool:
-        # static mode computes in float32 codes; a float64 model stays float
-        return (get_range(c.op, INPUT_RANGE) is not None and get_range(c.op, OUTPUT_RANGE) is not None
-                and spec_of(c.x.type).dtype == dtypes.float32 and (c.kind == "conv2d" or spec_of(c.x.type).ndim == 2))
+        return static_unsupported(c) is None and get_range(c.op, OUTPUT_RANGE) is not None
 
     def _weight_only(self, c: Chain) -> None:
         codes, scale = weight_qparams(c.weight_matrix(), self.per_channel)
