@@ -223,3 +223,28 @@ def test_checkpoint_keeps_rmsprop_slots_and_the_schedule_s_step(tmp_path):
     np.testing.assert_array_equal(fresh_var.numpy(), var.numpy())
     for slot in ("velocity", "momentum", "average_gradient"):
         np.testing.assert_array_equal(fresh_opt.get_slot(fresh_var, slot).numpy(), opt.get_slot(var, slot).numpy())
+
+
+def test_optimizer_arguments_numpy_numbers_and_errors():
+    # numpy numbers are numbers (they were refused as "not a number")
+    opt = tfc.optimizers.AdamW(learning_rate=np.float32(0.5), weight_decay=np.float32(0.25))
+    v = tfc.Variable(np.array([2.0], np.float32))
+    tfc.optimizers.SGD(np.float32(0.5), momentum=np.float64(0.5)).apply_gradients([(tfc.constant([1.0]), v)])
+    np.testing.assert_allclose(v.numpy(), [1.5])
+    assert opt.weight_decay == 0.25
+    for make, match in ((lambda: tfc.optimizers.SGD(momentum="0.9"), "SGD: momentum must be a number in"),
+                        (lambda: tfc.optimizers.RMSprop(rho=None), "RMSprop: rho must be a number in"),
+                        (lambda: tfc.optimizers.RMSprop(momentum=1.0), r"RMSprop: momentum must be a number in \[0, 1\)"),
+                        (lambda: tfc.optimizers.SGD(True), "learning_rate must be a number")):
+        with pytest.raises((TypeError, ValueError), match=match):
+            make()
+
+
+def test_exclude_from_weight_decay_takes_one_name_as_a_name():
+    # a str is one name: "bias" must not exclude every variable whose name has a "b", "i", "a" or "s"
+    kernel, bias = tfc.Variable([1.0], name="dense/kernel"), tfc.Variable([1.0], name="dense/bias")
+    opt = tfc.optimizers.SGD(0.1, weight_decay=0.5)
+    opt.exclude_from_weight_decay(var_names="bias")
+    opt.apply_gradients([(tfc.constant([0.0]), kernel), (tfc.constant([0.0]), bias)])
+    np.testing.assert_allclose(kernel.numpy(), [1.0 - 1.0 * 0.5 * 0.1], rtol=1e-6)
+    assert bias.numpy().tolist() == [1.0]
