@@ -14,7 +14,6 @@ import time
 from tfc.backends import targets as _targets
 
 TARGETS = _targets()
-QUANTIZE = (None, "int8", "int8-weights")  # the names; tfc.quantization.Config for the details
 
 
 def _ir(stage):
