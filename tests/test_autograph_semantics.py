@@ -871,3 +871,48 @@ def test_shape_invariants_any_shape_and_spec(n):
     assert_matches(padded_any_shape, C(n))
     assert_matches(grown_from_an_iterable, range(n))
     assert_matches(grown_from_an_iterable, tfc.range(n))
+
+
+# tfc's own errors about tensor control flow fail the trace even where the user's code
+# catches them: an `except` running while tracing would give a value Python does not
+
+def caught_partial_return(x):
+    try:
+        if x > 0:
+            return x
+    except ValueError:
+        return -x
+
+
+def caught_one_branch_value(x):
+    try:
+        if x > 0:
+            y = x
+        z = y * 2
+    except ValueError:
+        z = -1
+    return z
+
+
+def caught_structure_change(n):
+    v = (0, 0)
+    try:
+        i = 0
+        while i < n:
+            v = [i]
+            i += 1
+    except (TypeError, ValueError):
+        v = (-1, -1)
+    return v
+
+
+@pytest.mark.parametrize("f, message", [
+    (caught_partial_return, "returns in only some of its branches"),
+    (caught_one_branch_value, "must also be initialized in the else branch"),
+    (caught_structure_change, "does not have the same nested structure"),
+], ids=lambda v: getattr(v, "__name__", "message"))
+@pytest.mark.parametrize("x", [-1, 2])
+def test_own_errors_fail_the_trace_even_when_caught(f, message, x):
+    assert_matches(f, x)  # Python values: Python's answer
+    with pytest.raises(ValueError, match=message):
+        tfc.function(f)(C(x))

@@ -53,7 +53,7 @@ class Undefined:
         object.__setattr__(self, "_msg", msg)
 
     def _fail(self, *_, **__):
-        raise ValueError(object.__getattribute__(self, "_msg"))
+        raise _fails_the_trace(ValueError(object.__getattribute__(self, "_msg")))
 
     def __getattr__(self, name):
         self._fail()
@@ -78,6 +78,45 @@ class _ReturnPlaceholder(Undefined):
 UNDEFINED_RETURN = _ReturnPlaceholder("the return value was used before a return statement ran")
 
 _EMPTY = object()  # an empty closure cell
+
+
+# -- errors of tensor control flow fail the trace -----------------------------------------
+
+def _fails_the_trace(e):
+    """``e``, an error of tfc's rules for tensor control flow, recorded so that the
+    trace fails even where the user's code catches it: an ``except`` would otherwise
+    run while tracing, for a program that Python, on the same values, might not fail."""
+    builder = STATE.builder
+    if builder is not None and getattr(builder, "conversion_error", False) is None:
+        builder.conversion_error = e
+    return e
+
+
+def _own_error(e) -> bool:
+    """Whether ``e`` was raised by this module or by tfc.cond / tfc.while_loop's
+    checks while tracing (not by the user's code or an op)."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return False
+    code = tb.tb_frame.f_code
+    return code.co_filename == __file__ or (code.co_name in ("cond", "while_loop") and code.co_filename.endswith(
+        "tracing.py"))
+
+
+def _tensor_statement(fn):
+    """A tensor ``if`` or loop: its errors (not the user's) fail the trace."""
+    def run(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, TypeError, NotImplementedError) as e:
+            if _own_error(e):
+                _fails_the_trace(e)
+            raise
+    run.__name__ = run.__qualname__ = fn.__name__
+    run.__doc__ = fn.__doc__
+    return run
 
 
 # -- placeholders: values tensor control flow creates -----------------------------------
@@ -332,6 +371,7 @@ def if_stmt(cond, body, orelse, names, live, line, composites=()):
     _tensor_if(cond, body, orelse, names, live, line, composites)
 
 
+@_tensor_statement
 def _tensor_if(cond, body, orelse, names, live, line, composites=()):
     cells = _cells((body, orelse), names, composites)
     live = [n for n in live if n in cells]
@@ -496,6 +536,7 @@ def _run_time_length(x):
     return reduce_sum(ones_like(column, dtype=dtypes.int32))
 
 
+@_tensor_statement
 def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=()):
     from tfc.core.tensor import constant
 
@@ -667,6 +708,7 @@ def _to_loop_var(v):
     return v
 
 
+@_tensor_statement
 def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=(), trips=None):
     """``trips``: the most iterations the loop can run, where known while
     tracing (a range of Python ints, a tensor of static length): the loop's
