@@ -1,0 +1,137 @@
+"""Random ops on the GPU (tfc/passes/gpu_random.py, docs/random.md): compiled
+target="cuda" functions with uniform, integer, dropout and normal draws run the
+Philox4x32-10 kernels (on the PTX simulator, and on a GPU where there is one:
+the ``gpu`` variants) and give the numpy kernel's bits (normals: within the
+documented ulps); seeded ops at counter 0, the global stream reserved on the
+host so that eager and compiled draws interleave as on the CPU. Every kernel
+assembles with ptxas for sm_80 and sm_90 within the elementwise budget."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tfc
+
+pytest.importorskip("tfc.backends.cuda.simulator", reason="the PTX simulator has not landed")
+from test_lower_gpu import check_budgets, l3_of, lower  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+
+def _both(fn, *args):
+    """(numpy backend results, cuda results) of ``fn``, as host arrays."""
+    want = tfc.function(fn)(*args)
+    got = tfc.function(fn, target="cuda")(*args)
+    as_list = (lambda r: [np.asarray(v) for v in r]) if isinstance(want, (tuple, list)) else \
+        (lambda r: [np.asarray(r)])
+    return as_list(want), as_list(got)
+
+
+def _exact(fn, *args):
+    want, got = _both(fn, *args)
+    for w, g in zip(want, got):
+        assert w.dtype == g.dtype and w.shape == g.shape
+        assert np.array_equal(w, g), (w, g)
+
+
+# sizes: under one Philox block, a partial last block, several GPU blocks with a partial one
+SIZES = [(1,), (7,), (3, 5), (1031,)]
+
+
+@pytest.mark.parametrize("shape", SIZES)
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_uniform_bit_exact(cuda_driver, shape, dtype):
+    _exact(lambda: (tfc.random.uniform(shape, dtype=dtype, seed=11),
+                    tfc.random.uniform(shape, minval=-3.5, maxval=2.25, dtype=dtype, seed=2**64 - 5)))
+
+
+def test_uniform_wide_spans(cuda_driver):
+    # a span past float64's range (lo*(1 - u) + hi*u) and rounding onto maxval in float16 (kept below it)
+    _exact(lambda: (tfc.random.uniform([257], minval=-1.5e308, maxval=1.7e308, dtype="float64", seed=1),
+                    tfc.random.uniform([515], minval=0.0, maxval=2048.0, dtype="float16", seed=3)))
+
+
+@pytest.mark.parametrize("dtype,lo,hi", [("int32", -5, 9), ("int64", -2**40, -2**40 + 2**32), ("int64", 0, 2**32),
+                                         ("int8", -128, 128), ("int32", -2**31, 2**31)])
+def test_uniform_integers_bit_exact(cuda_driver, dtype, lo, hi):
+    _exact(lambda: tfc.random.uniform([1027], minval=lo, maxval=hi, dtype=dtype, seed=5))
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.25, 0.5, 0.999])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_dropout_bit_exact(cuda_driver, rate, dtype):
+    x = tfc.constant(np.random.default_rng(1).standard_normal((33, 9)).astype(dtype))
+    _exact(lambda x: (tfc.nn.dropout(x, rate, seed=9), tfc.nn.dropout(x, rate, noise_shape=[33, 1], seed=4)), x)
+
+
+def test_global_stream_interleaves(cuda_driver):
+    """Unseeded draws: eager and compiled cuda draws after set_seed take the
+    same slices of the global stream as the same sequence on the CPU."""
+    def f():
+        return tfc.random.uniform([9]), tfc.random.normal([6], mean=1.0, stddev=2.0), \
+            tfc.random.uniform([5], minval=0, maxval=10, dtype="int32")
+
+    def run(compiled):
+        tfc.random.set_seed(123)
+        out = [np.asarray(v) for v in compiled()]
+        out.append(np.asarray(tfc.random.uniform([3])))  # eager, between the calls
+        out += [np.asarray(v) for v in compiled()]
+        return out
+
+    want, got = run(tfc.function(f)), run(tfc.function(f, target="cuda"))
+    for k, (w, g) in enumerate(zip(want, got)):
+        if k % 4 == 1 or k == 5:  # normals (indices 1 and 5)
+            np.testing.assert_allclose(g, w, rtol=0, atol=8 * 2.0 * np.spacing(np.float32(8)))
+        else:
+            assert np.array_equal(w, g), k
+    assert not np.array_equal(got[0], got[4])  # the second call drew new values
+
+
+def _ulps(a, b):
+    """Distance in float32 ulps of the larger magnitude."""
+    return np.abs(a.astype(np.float64) - b.astype(np.float64)) / np.spacing(
+        np.maximum(np.abs(a), np.abs(b)).astype(np.float32)).astype(np.float64)
+
+
+def test_normal_within_ulps(cuda_driver):
+    want, got = _both(lambda: tfc.random.normal([4099], seed=77))
+    (w,), (g,) = want, got
+    assert g.dtype == np.float32 and np.isfinite(g).all()
+    # the documented bound: 8 ulps of z, or 2^-20 absolute near 0 (cos/sin's absolute error times r <= 6.7).
+    # Draws with u1 near 1 (hundreds here) hold it only through the log1p form: float32(u1) there
+    # would be off by up to 2^-25, tens of ulps of r.
+    bad = (_ulps(w, g) > 8) & (np.abs(w - g) > 2.0 ** -20)
+    assert not bad.any(), (w[bad], g[bad])
+
+
+def test_normal_float16_and_affine(cuda_driver):
+    want, got = _both(lambda: (tfc.random.normal([515], mean=3.0, stddev=0.5, seed=1),
+                               tfc.random.normal([130], dtype="float16", seed=2)))
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=8 * 0.5 * np.spacing(np.float32(8)) + 2e-6)
+    assert got[1].dtype == np.float16
+    assert (np.abs(got[1].astype(np.float32) - want[1].astype(np.float32))
+            <= np.spacing(np.abs(want[1])).astype(np.float32) * 1.01).all()
+
+
+def test_zero_size(cuda_driver):
+    _exact(lambda: (tfc.random.uniform([0, 3], seed=1), tfc.random.normal([0])))
+
+
+def test_not_done_raises():
+    f64 = tfc.function(lambda: tfc.random.normal([4], dtype="float64", seed=1), target="cuda")
+    with pytest.raises(NotImplementedError, match="normal of float64"):
+        f64()
+    wide = tfc.function(lambda: tfc.random.uniform([4], minval=0, maxval=2**40, dtype="int64", seed=1),
+                        target="cuda")
+    with pytest.raises(NotImplementedError, match="span above 2\\^32"):
+        wide()
+
+
+def test_ptxas_budgets():
+    x = np.ones((5, 7), np.float32)
+    m = lower(l3_of(lambda x: (tfc.random.uniform([1031], seed=1), tfc.random.normal([1031]),
+                               tfc.nn.dropout(x, 0.3),
+                               tfc.random.uniform([1031], minval=-7, maxval=2**32 - 7, dtype="int64", seed=2),
+                               tfc.random.uniform([17], minval=-1.0, maxval=3.0, dtype="float64"),
+                               tfc.random.uniform([17], dtype="float16")), x))
+    check_budgets(m)
