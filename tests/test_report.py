@@ -80,6 +80,21 @@ def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
     assert not any("tfc.matmul" in line for line in changed)
 
 
+def test_diff_shows_rewired_uses_and_swapped_operands():
+    from tfc.report.collect import PassStep
+
+    # CSE-like: a duplicate removed and its uses rewired; every rewired line is a change
+    cse = PassStep("tensor", "cse", "%0 = tfc.add %a, %b\n%1 = tfc.add %a, %b\n%2 = tfc.multiply %0, %1\n"
+                   "func.return %2", "%0 = tfc.add %a, %b\n%1 = tfc.multiply %0, %0\nfunc.return %1", 0, 3, 2)
+    assert "+%1 = tfc.multiply %0, %0" in cse.diff()
+    assert " func.return %1" in cse.diff()  # renumbered only: not a change
+    swap = PassStep("tensor", "x", "%0 = f\n%1 = g\n%2 = tfc.subtract %0, %1",
+                    "%0 = f\n%1 = g\n%2 = tfc.subtract %1, %0", 0, 3, 3)
+    assert swap.diff()[3:] == [" %0 = f", " %1 = g", "-%2 = tfc.subtract %0, %1", "+%2 = tfc.subtract %1, %0"]
+    renumbered = PassStep("tensor", "dce", "%0 = f\n%1 = g\n%2 = h %1", "%0 = g\n%1 = h %0", 0, 3, 2)
+    assert [x for x in renumbered.diff() if x[:1] in "+-"][2:] == ["-%0 = f"]
+
+
 def test_quantized_function_shows_the_passes_it_can_replay(tmp_path):
     m = load(tmp_path, '''
         import tfc

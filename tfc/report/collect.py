@@ -28,12 +28,14 @@ class PassStep:
         """The unified diff of the IR, before to after (empty: the pass changed
         nothing). Lines are matched with their SSA numbers left out (``%12``, ``^bb3``):
         a pass that removes one op renumbers every later value, and those lines
-        are not its changes; an unchanged line is shown as it reads after."""
+        are not its changes; an unchanged line is shown as it reads after. A
+        matched line whose values are not the same ones (a use rewired to
+        another value, operands swapped) is a change: the numbers of matched
+        lines must be one consistent renaming of before's values into after's."""
         a, b = self.before.splitlines(), self.after.splitlines()
         if a == b:
             return []
-        matcher = difflib.SequenceMatcher(None, [_unnumbered(x) for x in a], [_unnumbered(x) for x in b],
-                                          autojunk=False)
+        matcher = _RenamingMatcher(a, b)
         out = ["--- before", "+++ after"]
         for group in matcher.get_grouped_opcodes(3):
             (_, i1, _, j1, _), (_, _, i2, _, j2) = group[0], group[-1]
@@ -48,11 +50,50 @@ class PassStep:
 
 
 _SSA_NUMBER = re.compile(r"(?<=[%^])(bb)?\d+\b")
+_SSA_VALUE = re.compile(r"[%^](?:bb)?\d+\b")
 
 
 def _unnumbered(line: str) -> str:
     """``line`` with its SSA value and block numbers left out (names kept)."""
     return _SSA_NUMBER.sub("#", line)
+
+
+class _RenamingMatcher(difflib.SequenceMatcher):
+    """Lines matched by their text without SSA numbers, then each matched pair
+    kept only where its numbers agree with one renaming (a bijection) of
+    before's values into after's, built in text order from the matched lines
+    themselves; a pair that contradicts it is a one-line replacement."""
+
+    def __init__(self, before, after):
+        super().__init__(None, [_unnumbered(x) for x in before], [_unnumbered(x) for x in after],
+                         autojunk=False)
+        self.lines = before, after
+
+    def get_opcodes(self):
+        a, b = self.lines
+        forward, backward = {}, {}
+        codes = []
+
+        def add(tag, i1, i2, j1, j2):
+            if codes and codes[-1][0] != "equal" and tag != "equal":  # one change, not several
+                _, p1, _, q1, _ = codes.pop()
+                tag = "replace" if (i2 > p1 and j2 > q1) else ("delete" if j2 == q1 else "insert")
+                i1, j1 = p1, q1
+            elif codes and codes[-1][0] == tag == "equal":
+                _, i1, _, j1, _ = codes.pop()
+            codes.append((tag, i1, i2, j1, j2))
+
+        for tag, i1, i2, j1, j2 in super().get_opcodes():
+            if tag != "equal":
+                add(tag, i1, i2, j1, j2)
+                continue
+            for i, j in zip(range(i1, i2), range(j1, j2)):
+                same = True
+                for old, new in zip(_SSA_VALUE.findall(a[i]), _SSA_VALUE.findall(b[j])):
+                    if forward.setdefault(old, new) != new or backward.setdefault(new, old) != old:
+                        same = False
+                add("equal" if same else "replace", i, i + 1, j, j + 1)
+        return codes
 
 
 class PassRecorder:
