@@ -221,3 +221,18 @@ def test_quantize_of_a_scalar(signature):
     q, d = _quantize_scalar(tfc.constant(x))
     assert q.numpy() == np.int8(18) and q.shape == () and d.numpy() == np.float32(15 * np.float32(0.05))
     check(_quantize_scalar, np.asarray(x), signature)
+
+
+def _l2_normalize_scalar(x0):
+    # a 0-d eager value may be a numpy scalar (here the cast's): the expansion's
+    # value_dtype took it for an SSA value ("'numpy.float32' object has no attribute 'type'")
+    v1 = tfc.cast((tfc.cast(x0 * 2.0, tfc.int32) % 3), tfc.float32)
+    return tfc.nn.l2_normalize(v1), tfc.nn.l2_normalize(-v1 - 1.0, epsilon=16.0)
+
+
+@pytest.mark.parametrize("signature", [()])
+def test_l2_normalize_of_a_numpy_scalar(signature):
+    x = np.float32(1.06)
+    a, b = _l2_normalize_scalar(tfc.constant(x))
+    assert a.numpy() == np.float32(1.0) and b.numpy() == np.float32(-0.75)
+    check(_l2_normalize_scalar, np.asarray(x), signature)

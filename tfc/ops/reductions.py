@@ -272,7 +272,7 @@ def _arg_args(x, axis, output_type):
 
 def value_dtype(b, x) -> dtypes.DType:
     """The dtype of ``x`` in an expansion: an array eagerly, an SSA value in the compiler."""
-    if isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, np.generic)):  # a 0-d eager value may be a numpy scalar
         return dtypes.from_numpy(x.dtype)
     from tfc.dialects.tensor import spec_of
 
