@@ -15,10 +15,9 @@ kernel does.
 - uniform float16/float32/float64 and dropout masks use integer operations and
   correctly rounded conversions, products and sums only: the same bits as the
   numpy kernel.
-- uniform integers with a span of at most 2^32 (two words an element): the
-  high 64 bits of the 96-bit product ``r * s`` from two exact 64-bit partial
-  products: the same bits. A span above 2^32 (four words) raises
-  NotImplementedError.
+- uniform integers (two words an element for a span up to 2^32, else four):
+  the top words of the product ``r * s`` from 32-bit limbs, exactly: the same
+  bits.
 - normal float16/float32: Box-Muller with ``r`` in float32 (the GPU has no
   float64 logarithm): ``ln u1`` as ``log1p(-(2^32 - w - 1) 2^-32)`` where
   ``u1 >= 1/2`` (so ``u1`` near 1 keeps its digits) and ``log(u1)`` below,
@@ -136,20 +135,38 @@ def _uniform_values(kb, words, t, dtype, attrs):
 
 
 def _integer_values(kb, words, t, lo: int, hi: int):
-    """lo + floor(r * s / 2^64), r = w0 | w1 << 32, s = hi - lo <= 2^32:
-    (r_hi * s + (r_lo * s >> 32)) >> 32, each product below 2^64."""
-    span = hi - lo
-    if span > 1 << 32:
-        raise unsupported(f"uniform integers with a span of {span} above 2^32 (four words an element)")
+    """lo + floor(r * s / 2^(32k)) for s = hi - lo <= 2^64 and r the element's k
+    words (k = 2 if s <= 2^32, else 4; first word lowest): a schoolbook product
+    of 32-bit limbs with 64-bit column sums, as the numpy kernel computes it."""
     if not isinstance(t, IntegerType) or t.width.data not in (8, 32, 64):
         raise unsupported(f"uniform of {t}")
-    s = kb.c(span, i64)
+    span = hi - lo
+    k = 2 if span <= 1 << 32 else 4
+    s_limbs = [(span >> (32 * j)) & 0xFFFFFFFF for j in range((span.bit_length() + 31) // 32)]
+    m32, sh = kb.c(0xFFFFFFFF, i64), kb.c(32, i64)
     out = []
-    for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
-        rl = kb.emit(arith.MuliOp(kb.emit(arith.ExtUIOp(w0, i64)), s))
-        rh = kb.emit(arith.MuliOp(kb.emit(arith.ExtUIOp(w1, i64)), s))
-        acc = kb.emit(arith.AddiOp(rh, kb.emit(arith.ShRUIOp(rl, kb.c(32, i64)))))
-        top = kb.emit(arith.ShRUIOp(acc, kb.c(32, i64)))
+    for e in range(0, 4, k):
+        r = [kb.emit(arith.ExtUIOp(w, i64)) for w in words[e:e + k]]
+        acc = [None] * (k + len(s_limbs) + 1)
+
+        def add(c, v):
+            acc[c] = v if acc[c] is None else kb.emit(arith.AddiOp(acc[c], v))
+
+        for i, ri in enumerate(r):
+            for j, sj in enumerate(s_limbs):
+                if sj:
+                    p = kb.emit(arith.MuliOp(ri, kb.c(sj, i64)))  # below 2^64: no wrap
+                    add(i + j, kb.emit(arith.AndIOp(p, m32)))
+                    add(i + j + 1, kb.emit(arith.ShRUIOp(p, sh)))
+        for c in range(k + 1):  # carries up to the two words of the result
+            if acc[c] is None:
+                continue
+            if c + 1 < len(acc):
+                add(c + 1, kb.emit(arith.ShRUIOp(acc[c], sh)))
+            acc[c] = kb.emit(arith.AndIOp(acc[c], m32))
+        top_lo = acc[k] if acc[k] is not None else kb.c(0, i64)
+        top = top_lo if acc[k + 1] is None else kb.emit(
+            arith.OrIOp(top_lo, kb.emit(arith.ShLIOp(acc[k + 1], sh))))
         v = kb.emit(arith.AddiOp(top, kb.c(lo, i64)))  # modulo 2^64: the int64 value's bits
         out.append(v if t == i64 else kb.emit(arith.TruncIOp(v, t)))
     return out
@@ -218,9 +235,10 @@ def random_launch(namer, op):
     dtype = dtype_of(t)
     np_dt = np.dtype(dtype.as_numpy_dtype)
     if name == "uniform":
-        per = 2 if dtype.is_integer or isinstance(t, Float64Type) else 1
-        if dtype.is_integer and int(attrs["maxval"]) - int(attrs["minval"]) > 1 << 32:
-            raise unsupported("uniform integers with a span above 2^32 (four words an element)")
+        if dtype.is_integer:
+            per = 2 if int(attrs["maxval"]) - int(attrs["minval"]) <= 1 << 32 else 4
+        else:
+            per = 2 if isinstance(t, Float64Type) else 1
     elif name == "normal":
         per = 2 if isinstance(t, Float64Type) else 1
     else:
