@@ -214,7 +214,22 @@ def return_in_loop_with_finally(x):
     return -1
 
 
-RETURN_PROGRAMS = [return_in_try_with_finally, return_default_in_try_with_finally, return_in_finally,
+def return_from_while_true(x):
+    while True:
+        if x > 2:
+            return x * 10
+        x = x + 1
+
+
+def return_from_while_true_with_inner_loop(x):
+    while True:
+        for i in range(2):
+            x = x + i
+        if x > 4:
+            return x
+
+
+RETURN_PROGRAMS = [return_from_while_true, return_from_while_true_with_inner_loop, return_in_try_with_finally, return_default_in_try_with_finally, return_in_finally,
                    return_default_in_finally, return_in_finally_default_in_try, finally_reads_after_return,
                    return_in_with, return_default_in_with, raise_in_return_value_caught,
                    raise_in_return_caught_after_branch, raise_in_nested_try_return, return_in_loop_in_try,

@@ -305,6 +305,9 @@ def _always_returns(stmts) -> bool:
             return True
         if isinstance(s, (ast.With, ast.AsyncWith)) and _always_returns(s.body):
             return True
+        if isinstance(s, ast.While) and isinstance(s.test, ast.Constant) and s.test.value is True and \
+                not _contains(s.body, ast.Break, through_loops=False):
+            return True  # `while True:` without a break ends only by a return (or raise)
         if isinstance(s, ast.Try) and (_always_returns(s.finalbody) or _always_returns(s.body + s.orelse) and all(
                 _always_returns(h.body) for h in s.handlers)):
             return True
