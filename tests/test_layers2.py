@@ -381,3 +381,32 @@ def test_seeded_dropout_in_a_compiled_function_is_refused_unseeded_draws_anew(rn
     unseeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5)
     step = tfc.function(lambda t: unseeded(t, t, training=True))
     assert not np.array_equal(step(q).numpy(), step(q).numpy())
+
+
+def test_inputs_that_differ_from_the_built_shape_are_named():
+    """A later call with other feature sizes (or rank) names the layer and the axis,
+    before any moving statistic moves (it was a raw matmul or reshape error)."""
+    q = tfc.ones((2, 3, 4))
+    attention = tfc.layers.MultiHeadAttention(2, 2)
+    attention(q, q)
+    with pytest.raises(ValueError, match="MultiHeadAttention: query has 5 features on axis -1"):
+        attention(tfc.ones((2, 3, 5)), q)
+    with pytest.raises(ValueError, match=r"attention_mask must be \[batch, Tq, Tv\].*\(2, 3, 3\).*got shape \(2, 5, 3\)"):
+        attention(q, q, attention_mask=np.ones((2, 5, 3), bool))
+    attention(q, q, attention_mask=np.ones((1, 3, 3), bool))  # a mask of batch 1 broadcasts
+    conv = tfc.layers.Conv2D(2, 1)
+    conv(tfc.ones((1, 2, 2, 3)))
+    with pytest.raises(ValueError, match="Conv2D: the input has 4 features on axis -1"):
+        conv(tfc.ones((1, 2, 2, 4)))
+    norm = tfc.layers.BatchNormalization()
+    norm(tfc.ones((2, 3)), training=True)
+    before = norm.moving_mean.numpy().copy()
+    with pytest.raises(ValueError, match="BatchNormalization: the input has 4 features on axis 1"):
+        norm(tfc.ones((2, 4)), training=True)
+    with pytest.raises(ValueError, match="BatchNormalization: the input has rank 3"):
+        norm(tfc.ones((2, 2, 3)), training=True)
+    np.testing.assert_array_equal(norm.moving_mean.numpy(), before)
+    with pytest.raises(ValueError, match=r"momentum must be in \[0, 1\] \(a number\), got '0.9'"):
+        tfc.layers.BatchNormalization(momentum="0.9")
+    with pytest.raises(ValueError, match="filters must be a positive int, got True"):
+        tfc.layers.Conv2D(True, 3)

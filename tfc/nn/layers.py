@@ -14,6 +14,7 @@ from tfc.core import dtypes
 from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
+from tfc.nn._checks import fraction, positive_int
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
@@ -194,14 +195,21 @@ class Layer(Module):
         return Variable(value, trainable=trainable, name=f"{self.name}/{name}", dtype=dtype)
 
 
+def _check_input(kind, what, shape, sizes, rank=None) -> None:
+    """``shape`` against the rank and the ``{axis: size}`` the layer's weights were
+    built for: a later input that differs is named here, not by a kernel's error."""
+    shape = tuple(shape)
+    if rank is not None and len(shape) != rank:
+        raise ValueError(f"{kind}: {what} has rank {len(shape)} (shape {shape}); the layer was built for rank {rank}")
+    for axis, size in sizes.items():
+        got = shape[axis]
+        if got is not None and got != size:
+            raise ValueError(f"{kind}: {what} has {got} features on axis {axis} (shape {shape}); the layer was built "
+                             f"for {size}")
+
+
 def _float_dtype(dtype):
     return dtype if dtype.is_floating else dtypes.float32
-
-
-def _positive_int(kind, value, what) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{kind}: {what} must be a positive int, got {value!r}")
-    return int(value)
 
 
 class Dense(Layer):
@@ -210,9 +218,7 @@ class Dense(Layer):
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", name=None):
         super().__init__(name)
-        if not isinstance(units, (int, np.integer)) or isinstance(units, bool) or units <= 0:
-            raise ValueError(f"Dense: units must be a positive int, got {units!r}")
-        self.units = int(units)
+        self.units = positive_int("Dense", units, "units")
         self.activation = get_activation(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
@@ -253,9 +259,7 @@ class Dropout(Layer):
 
     def __init__(self, rate, seed=None, name=None):
         super().__init__(name)
-        if not 0 <= rate < 1:
-            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate!r}")
-        self.rate = float(rate)
+        self.rate = fraction("Dropout", "rate", rate, top_included=False)
         self.seed = seed
         self._calls = 0
 
@@ -280,9 +284,7 @@ class Conv2D(Layer):
     def __init__(self, filters, kernel_size, strides=1, padding="valid", activation=None, use_bias=True,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", name=None):
         super().__init__(name)
-        if not isinstance(filters, (int, np.integer)) or filters <= 0:
-            raise ValueError(f"Conv2D: filters must be a positive int, got {filters!r}")
-        self.filters = int(filters)
+        self.filters = positive_int("Conv2D", filters, "filters")
         self.kernel_size = conv.hw_pair("Conv2D", kernel_size, "kernel_size")
         self.strides = conv.hw_pair("Conv2D", strides, "strides")
         self.padding = conv.padding_mode("Conv2D", padding)
@@ -301,6 +303,7 @@ class Conv2D(Layer):
             self.bias = self.add_weight("bias", (self.filters,), self.bias_initializer, dtype)
 
     def call(self, inputs, training=False):
+        _check_input("Conv2D", "the input", inputs.shape, {-1: self.kernel.shape[2]}, rank=4)
         if not inputs.dtype.is_floating:
             inputs = cast(inputs, self.kernel.dtype)
         y = conv.conv2d(inputs, self.kernel, self.strides, self.padding)
@@ -358,8 +361,8 @@ class Embedding(Layer):
 
     def __init__(self, input_dim, output_dim, embeddings_initializer="uniform", name=None):
         super().__init__(name)
-        self.input_dim = _positive_int("Embedding", input_dim, "input_dim")
-        self.output_dim = _positive_int("Embedding", output_dim, "output_dim")
+        self.input_dim = positive_int("Embedding", input_dim, "input_dim")
+        self.output_dim = positive_int("Embedding", output_dim, "output_dim")
         self.embeddings_initializer = get_initializer(embeddings_initializer)
 
     def build(self, input_shape, dtype):
@@ -416,6 +419,7 @@ class _Normalization(Layer):
             raise ValueError(f"{kind}: the inputs' axes {param_axes} (those of gamma and beta) must be known, "
                              f"got shape {input_shape}")
         self.param_shape = tuple(input_shape[a] for a in param_axes)
+        self._rank = len(input_shape)
         # how a parameter lines up with the inputs (no reshape when its axes are the last ones)
         rank = len(input_shape)
         trailing = param_axes == tuple(range(rank - len(param_axes), rank))
@@ -432,7 +436,10 @@ class _Normalization(Layer):
             return param
         return reshape(param, self._broadcast_shape)
 
-    def _params(self):
+    def _params(self, inputs):
+        """gamma and beta lined up with ``inputs`` (checked against the built shape)."""
+        _check_input(type(self).__name__, "the input", inputs.shape, dict(zip(self.axes, self.param_shape)),
+                     rank=self._rank)
         return (self._broadcast(getattr(self, "gamma", None)), self._broadcast(getattr(self, "beta", None)))
 
 
@@ -449,7 +456,7 @@ class LayerNormalization(_Normalization):
         self._build_params(input_shape, dtype, self.axes)
 
     def call(self, inputs, training=False):
-        return layer_norm(inputs, *self._params(), axis=self.axes, epsilon=self.epsilon)
+        return layer_norm(inputs, *self._params(inputs), axis=self.axes, epsilon=self.epsilon)
 
 
 class BatchNormalization(_Normalization):
@@ -463,9 +470,7 @@ class BatchNormalization(_Normalization):
                  gamma_initializer="ones", moving_mean_initializer="zeros", moving_variance_initializer="ones",
                  name=None):
         super().__init__(axis, epsilon, center, scale, beta_initializer, gamma_initializer, name)
-        if not 0 <= momentum <= 1:
-            raise ValueError(f"BatchNormalization: momentum must be in [0, 1], got {momentum!r}")
-        self.momentum = float(momentum)
+        self.momentum = fraction("BatchNormalization", "momentum", momentum, top_included=True)
         self.moving_mean_initializer = get_initializer(moving_mean_initializer)
         self.moving_variance_initializer = get_initializer(moving_variance_initializer)
 
@@ -481,14 +486,15 @@ class BatchNormalization(_Normalization):
                                                self.moving_variance_initializer, dtype, trainable=False)
 
     def call(self, inputs, training=False):
+        gamma, beta = self._params(inputs)  # (checks the input before any statistic moves)
         if not training:
             mean, variance = self._broadcast(self.moving_mean), self._broadcast(self.moving_variance)
-            return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+            return _normalize(inputs, mean, variance, gamma, beta, self.epsilon)
         mean, variance = moments(inputs, self.reduction_axes, keepdims=True)
         decay = 1.0 - self.momentum
         for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
             moving.assign(moving * self.momentum + reshape(batch, self.param_shape) * decay)
-        return _normalize(inputs, mean, variance, *self._params(), self.epsilon)
+        return _normalize(inputs, mean, variance, gamma, beta, self.epsilon)
 
 
 class MultiHeadAttention(Layer):
@@ -505,11 +511,11 @@ class MultiHeadAttention(Layer):
     def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None,
                  kernel_initializer="glorot_uniform", bias_initializer="zeros", seed=None, name=None):
         super().__init__(name)
-        self.num_heads = _positive_int("MultiHeadAttention", num_heads, "num_heads")
-        self.key_dim = _positive_int("MultiHeadAttention", key_dim, "key_dim")
-        self.value_dim = self.key_dim if value_dim is None else _positive_int(
+        self.num_heads = positive_int("MultiHeadAttention", num_heads, "num_heads")
+        self.key_dim = positive_int("MultiHeadAttention", key_dim, "key_dim")
+        self.value_dim = self.key_dim if value_dim is None else positive_int(
             "MultiHeadAttention", value_dim, "value_dim")
-        self.output_dim = None if output_shape is None else _positive_int(
+        self.output_dim = None if output_shape is None else positive_int(
             "MultiHeadAttention", output_shape, "output_shape")
         self.use_bias = bool(use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
@@ -548,6 +554,8 @@ class MultiHeadAttention(Layer):
         query, value = convert_to_tensor(query), convert_to_tensor(value)
         key = value if key is None else convert_to_tensor(key)
         self._build_once(tuple(query.shape), tuple(value.shape), tuple(key.shape), query.dtype)
+        for part, x in (("query", query), ("key", key), ("value", value)):
+            _check_input("MultiHeadAttention", part, x.shape, {-1: getattr(self, f"{part}_kernel").shape[0]}, rank=3)
         if None not in (key.shape[1], value.shape[1]) and key.shape[1] != value.shape[1]:
             raise ValueError(f"MultiHeadAttention: key and value lengths differ ({key.shape[1]} and {value.shape[1]})")
         q = self._heads(query, "query") * (1.0 / math.sqrt(self.key_dim))
@@ -571,8 +579,11 @@ class MultiHeadAttention(Layer):
         mask = None
         if attention_mask is not None:
             attention_mask = convert_to_tensor(attention_mask)
-            if len(attention_mask.shape) not in (2, 3):
-                raise ValueError("MultiHeadAttention: attention_mask must be [batch, Tq, Tv] or [Tq, Tv], got shape "
+            expected = (query.shape[0], query.shape[1], value.shape[1])[-len(attention_mask.shape):]
+            if len(attention_mask.shape) not in (2, 3) or any(
+                    None not in (m, e) and m not in (1, e) for m, e in zip(attention_mask.shape, expected)):
+                raise ValueError("MultiHeadAttention: attention_mask must be [batch, Tq, Tv] or [Tq, Tv] (here "
+                                 f"{tuple(query.shape[:2]) + (value.shape[1],)}, or 1 to broadcast), got shape "
                                  f"{tuple(attention_mask.shape)}")
             if attention_mask.dtype != dtypes.bool_:
                 attention_mask = not_equal(attention_mask, 0)

@@ -11,7 +11,6 @@ Variable: a schedule given the step is part of a compiled step too).
 from __future__ import annotations
 
 import inspect
-import numbers
 
 import numpy as np
 
@@ -21,6 +20,7 @@ from tfc.core.tape import GradientTape
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 from tfc.nn import schedules
+from tfc.nn._checks import fraction, is_number
 from tfc.ops.math import cast, maximum, sqrt, square
 from tfc.ops.reductions import reduce_sum
 
@@ -32,18 +32,6 @@ def _takes_arguments(fn) -> bool:
         return bool(inspect.signature(fn).parameters)
     except (TypeError, ValueError):
         return True
-
-
-def _is_number(x) -> bool:
-    """A real Python or numpy number (not a bool)."""
-    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
-
-
-def _fraction(kind: str, what: str, value, top_included: bool) -> float:
-    """``value`` checked to lie in [0, 1] (or [0, 1) without ``top_included``)."""
-    if not _is_number(value) or not (0 <= value <= 1 if top_included else 0 <= value < 1):
-        raise ValueError(f"{kind}: {what} must be a number in [0, 1{']' if top_included else ')'}, got {value!r}")
-    return float(value)
 
 
 def _zeros_on_device_of(var):
@@ -59,12 +47,12 @@ class Optimizer:
     slot_names: tuple = ()
 
     def __init__(self, learning_rate, name=None, weight_decay=None):
-        if not callable(learning_rate) and not (_is_number(learning_rate) or isinstance(learning_rate, Tensor)):
+        if not callable(learning_rate) and not (is_number(learning_rate) or isinstance(learning_rate, Tensor)):
             raise TypeError(f"{type(self).__name__}: learning_rate must be a number or a callable schedule, "
                             f"got {learning_rate!r}")
-        if weight_decay is not None and not (_is_number(weight_decay) and weight_decay >= 0):
+        if weight_decay is not None and not (is_number(weight_decay) and weight_decay >= 0):
             raise ValueError(f"{type(self).__name__}: weight_decay must be a number >= 0 or None, got {weight_decay!r}")
-        self.learning_rate = float(learning_rate) if _is_number(learning_rate) else learning_rate
+        self.learning_rate = float(learning_rate) if is_number(learning_rate) else learning_rate
         self._schedule_takes_step = callable(learning_rate) and _takes_arguments(learning_rate)
         self.name = name or type(self).__name__
         self.iterations = Variable(0, trainable=False, name=f"{self.name}/iterations", dtype=dtypes.int64)
@@ -184,7 +172,7 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None, weight_decay=None):
         super().__init__(learning_rate, name, weight_decay)
-        self.momentum = _fraction("SGD", "momentum", momentum, top_included=True)
+        self.momentum = fraction("SGD", "momentum", momentum, top_included=True)
         self.nesterov = bool(nesterov)
         self.slot_names = ("momentum",) if self.momentum else ()
 
@@ -210,8 +198,8 @@ class RMSprop(Optimizer):
     def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, name=None,
                  weight_decay=None):
         super().__init__(learning_rate, name, weight_decay)
-        self.rho = _fraction("RMSprop", "rho", rho, top_included=False)
-        self.momentum = _fraction("RMSprop", "momentum", momentum, top_included=False)
+        self.rho = fraction("RMSprop", "rho", rho, top_included=False)
+        self.momentum = fraction("RMSprop", "momentum", momentum, top_included=False)
         self.epsilon = float(epsilon)
         self.centered = bool(centered)
         self.slot_names = ("velocity",) + (("momentum",) if self.momentum else ()) + (

@@ -11,6 +11,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.tensor import convert_to_tensor
+from tfc.nn._checks import positive_number
 from tfc.ops.math import cast, cos, floor, less, less_equal, minimum, where
 
 
@@ -30,19 +31,13 @@ def _step(step):
     return cast(convert_to_tensor(step), dtypes.float32)
 
 
-def _positive(kind, value, what):
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) or not value > 0:
-        raise ValueError(f"{kind}: {what} must be a number > 0, got {value!r}")
-    return value
-
-
 class ExponentialDecay(LearningRateSchedule):
     """``initial_learning_rate * decay_rate ** (step / decay_steps)`` (the exponent
     floored with ``staircase=True``)."""
 
     def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
         self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("ExponentialDecay", decay_steps, "decay_steps")
+        self.decay_steps = positive_number("ExponentialDecay", decay_steps, "decay_steps")
         self.decay_rate = float(decay_rate)
         self.staircase = bool(staircase)
 
@@ -85,7 +80,7 @@ class CosineDecay(LearningRateSchedule):
 
     def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, warmup_target=None, warmup_steps=0):
         self.initial_learning_rate = float(initial_learning_rate)
-        self.decay_steps = _positive("CosineDecay", decay_steps, "decay_steps")
+        self.decay_steps = positive_number("CosineDecay", decay_steps, "decay_steps")
         self.alpha = float(alpha)
         self.warmup_target = None if warmup_target is None else float(warmup_target)
         if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)) or warmup_steps < 0:

@@ -1,0 +1,31 @@
+"""Argument checks shared by the layers, optimizers and schedules: each names
+the class and the argument in its error, and accepts numpy numbers as numbers."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def is_number(x) -> bool:
+    """A real Python or numpy number (not a bool)."""
+    return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
+
+
+def positive_int(kind: str, value, what: str) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value <= 0:
+        raise ValueError(f"{kind}: {what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def positive_number(kind: str, value, what: str):
+    if not is_number(value) or not value > 0:
+        raise ValueError(f"{kind}: {what} must be a number > 0, got {value!r}")
+    return value
+
+
+def fraction(kind: str, what: str, value, top_included: bool) -> float:
+    """``value`` checked to lie in [0, 1] (or [0, 1) without ``top_included``)."""
+    if not is_number(value) or not (0 <= value <= 1 if top_included else 0 <= value < 1):
+        raise ValueError(f"{kind}: {what} must be in [0, 1{']' if top_included else ')'} (a number), got {value!r}")
+    return float(value)
