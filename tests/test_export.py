@@ -38,7 +38,8 @@ def test_compile_matches_get_concrete_function():
     ref = tfc.function(f).get_concrete_function(x, y)
     assert type(c) is type(ref) and c.ir("tensor") == ref.ir("tensor")
     np.testing.assert_array_equal(c(x, y).numpy(), ref(x, y).numpy())
-    assert [n for n, _ in c.compile_times] == ["trace", "tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce"]
+    assert [n for n, _ in c.compile_times] == ["trace", "tfc-simplify", "tfc-fold", "tfc-cse", "tfc-dce",
+                                                      "tfc-schedule-collectives"]
 
 
 def test_compile_pass_selection():
