@@ -85,6 +85,19 @@ def collectives():
 
     check(np.array_equal(tfc.function(grads)(x).numpy(), grads(x).numpy()), "compiled distributed gradient")
 
+    # tapes that differ across ranks: equal-shaped variables used in the other
+    # order, one used on rank 0 only (zeros from rank 1): each its own average
+    a, b, c = (tfc.Variable(np.full(3, k, np.float64)) for k in (1.0, 2.0, 3.0))
+    scale = [np.array([1.0, 2.0, 3.0]) * (k + 1) for k in range(n)]
+    with tfc.GradientTape() as tape:
+        first, second = (a, b) if r == 0 else (b, a)
+        loss = tfc.reduce_sum(first * scale[r]) + 10.0 * tfc.reduce_sum(second * scale[r])
+        if r == 0:
+            loss = loss + 100.0 * tfc.reduce_sum(c * scale[r])
+    got = [t.numpy() for t in dist.DistributedGradientTape(tape).gradient(loss, [a, b, c])]
+    want = [(scale[0] + 10 * scale[1]) / 2, (10 * scale[0] + scale[1]) / 2, 100 * scale[0] / 2]
+    check(all(np.array_equal(g, w) for g, w in zip(got, want)), f"gradients of differing tapes: {got}")
+
     # shape and dtype mismatches: a clear error on every rank, no hang
     for bad in (tfc.constant(np.zeros(3 + r)), tfc.constant(np.zeros(3, np.float32 if r else np.float64))):
         try:

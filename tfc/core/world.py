@@ -141,16 +141,21 @@ class World:
 
     # -- signatures ---------------------------------------------------------------------
 
-    def check_same(self, what: str, signature: str) -> None:
-        """Raise DistributedError on every rank unless all ranks pass the same
-        ``signature`` (a string describing the call) for collective ``what``."""
+    def agree(self, what: str, signature: str) -> bool:
+        """Do all ranks pass the same ``signature``? The same answer on every
+        rank (one small all-reduce, inside collective ``what``)."""
         if self.comm is None:
-            return
+            return True
         digest = zlib.crc32(signature.encode()) | (len(signature) << 32)
         both = np.array([digest, -digest], np.int64)
         top = np.empty(2, np.int64)
         self.wait(self.comm.Iallreduce(both, top, op=self.MPI.MAX), what)
-        if top[0] == digest and top[1] == -digest:
+        return bool(top[0] == digest and top[1] == -digest)
+
+    def check_same(self, what: str, signature: str) -> None:
+        """Raise DistributedError on every rank unless all ranks pass the same
+        ``signature`` (a string describing the call) for collective ``what``."""
+        if self.agree(what, signature):
             return
         seen = self.comm.allgather(signature)  # (small: after a mismatch only)
         detail = "; ".join(f"rank {r}: {s}" for r, s in enumerate(seen))

@@ -20,7 +20,9 @@ Buckets start in plan order on every rank (MPI needs collectives in the same
 order everywhere): a bucket filled early waits for the ones before it. A
 variable without a gradient on a rank adds zeros, and a presence count
 travels in the bucket, so a variable no rank reached gets None, as in one
-process. Each step first checks that all ranks have the same bucket layout.
+process. Each step first checks that all ranks ask for the same sources and
+plan the same order; where their orders differ (a variable one rank's tape did
+not use), every rank falls back to the reverse of the sources' order.
 
 Averaging is the sum divided by the number of ranks, in the gradient's dtype.
 Under ``tfc.function`` tracing the same hooks emit an ``all_reduce(g, "mean")``
@@ -81,6 +83,7 @@ class Reducer:
     def __init__(self, sources, order, bucket_bytes):
         self.world = world()
         self.shapes = [tuple(s.shape) for s in sources]
+        order = self._common_order(sources, list(order))
         self.buckets: list[_Bucket] = []
         self.where = {}  # source index -> (bucket, slot)
         open_by_dtype = {}
@@ -100,8 +103,20 @@ class Reducer:
             b.waiting = len(b.members)
         self.started = 0  # buckets started so far, in plan order
         self.delivered = set()
-        layout = ",".join(f"{b.dtype}:{'/'.join(map(str, b.sizes))}" for b in self.buckets)
-        self.world.check_same("DistributedGradientTape.gradient", f"buckets {layout}")
+
+    def _common_order(self, sources, order) -> list:
+        """``order`` where every rank has the same, else the same fallback on
+        every rank (the reverse of the sources' order: a model's layers are
+        listed forward). Orders differ where the ranks' tapes do (a variable
+        one rank did not use): buckets planned from them would sum one
+        variable's gradient with another's. DistributedError where the sources
+        themselves differ."""
+        what = "DistributedGradientTape.gradient"
+        specs = ",".join(f"{np.dtype(s.dtype.as_numpy_dtype)}{list(s.shape)}" for s in sources)
+        if self.world.agree(what, f"sources {specs} order {order}"):  # (one check in the usual case)
+            return order
+        self.world.check_same(what, f"sources {specs}")
+        return sorted(order, reverse=True)
 
     def ready(self, i: int, g) -> None:
         """The whole gradient of source ``i``: into its bucket; start the
