@@ -931,3 +931,41 @@ def test_own_errors_fail_the_trace_even_when_caught(f, message, x):
     assert_matches(f, x)  # Python values: Python's answer
     with pytest.raises(ValueError, match=message):
         tfc.function(f)(C(x))
+
+
+def return_in_finally_drops_the_exception(x):
+    try:
+        if x > 100:
+            return 0
+        raise KeyError("dropped by the return in finally")
+    finally:
+        return x + 1  # noqa: B012
+
+
+def return_in_finally_value_raises(x):
+    try:
+        try:
+            return x
+        finally:
+            return _raising()  # noqa: B012
+    except ValueError:
+        return -x
+
+
+def finally_without_return_keeps_the_exception(x):
+    try:
+        try:
+            raise KeyError("kept")
+        finally:
+            if x > 100:
+                return 0  # noqa: B012
+    except KeyError:
+        return x * 3
+
+
+@pytest.mark.parametrize("f", [return_in_finally_drops_the_exception, return_in_finally_value_raises,
+                               finally_without_return_keeps_the_exception], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("x", [1, 200])
+def test_return_in_finally_and_exceptions(f, x):
+    assert_matches(f, x)
+    assert "fin_return_" in tfc.autograph.to_code(f)

@@ -348,16 +348,25 @@ class _ReturnLowering:
             if _has(s, ast.Return, through_loops=True):
                 s = _map_blocks(s, lambda b: self.lower(b, in_loop, guard), lambda b: self.lower(b, True, guard))
                 if isinstance(s, ast.Try) and any(_has(f, ast.Return, True) for f in stmts[i].finalbody):
-                    self.finally_flags += 1
-                    fin = f"fin_return_{self.finally_flags}"
-                    s.finalbody = _located([_assign(fin, _const(False))], s.finalbody[0]) + self.lower(
-                        stmts[i].finalbody, in_loop, fin)
+                    s = self._returning_finally(s, stmts[i].finalbody, in_loop)
                 out.append(s)
                 if in_loop and isinstance(s, _LOOPS):
                     out += _located([ast.If(test=_name(guard), body=[ast.Break()], orelse=[])], s)
                 return out + _guarded(self.lower(stmts[i + 1:], in_loop, guard), guard, s)
             out.append(s)
         return out
+
+
+    def _returning_finally(self, s, finalbody, in_loop):
+        """``try`` whose ``finally`` returns: the ``finally`` gets a flag of its own,
+        and an exception in flight is dropped when it returned (Python's rule), by
+        an enclosing ``except`` that re-raises only when it did not."""
+        self.finally_flags += 1
+        fin = f"fin_return_{self.finally_flags}"
+        s.finalbody = _located([_assign(fin, _const(False))], finalbody[0]) + self.lower(finalbody, in_loop, fin)
+        drop = ast.ExceptHandler(type=_name("BaseException"), name=None, body=[
+            ast.If(test=_not(_name(fin)), body=[ast.Raise(exc=None, cause=None)], orelse=[])])
+        return _located([ast.Try(body=[s], handlers=[drop], orelse=[], finalbody=[])], s)[0]
 
 
 class _JumpLowering(ast.NodeTransformer):
