@@ -235,7 +235,9 @@ def kernels(f3, with_code: bool) -> list:
     import tfc.dialects.loops as L
     from tfc.dialects.tensor import loc_str
 
-    out = []
+    from tfc.backends.numpy.emitter import _profile_label
+
+    out, profile_labels = [], []
     for op in f3.walk():
         if isinstance(op, L.ParallelOp):
             kind, label = "fused kernel", "fused kernel"
@@ -251,13 +253,12 @@ def kernels(f3, with_code: bool) -> list:
         elements = None if None in sizes else max((n for n, _ in sizes), default=0)
         nbytes = None if None in sizes else sum(b for _, b in sizes)
         out.append(Kernel(len(out), kind, label, loc_str(op), elements, nbytes, str(op), None))
+        profile_labels.append(_profile_label(op))
     if with_code:
         sites = _profiled_code(f3)
-        # the profiling variant times exactly these ops, in this order; anything else: no code shown
-        if len(sites) == len(out) and all(
-                where == k.location and (label == k.label if k.kind == "library call" else
-                                         label == "copy" if k.kind == "copy" else label not in ("copy",))
-                for (label, where, _), k in zip(sites, out)):
+        # the profiling variant times exactly these ops, in this order (each site's label and location
+        # as the emitter writes them for this op); anything else: no code shown
+        if [(label, where) for label, where, _ in sites] == list(zip(profile_labels, (k.location for k in out))):
             for (_, _, code), k in zip(sites, out):
                 k.code = code
     return out
