@@ -237,14 +237,14 @@ def test_average_pooling_and_global_average_pooling(rng):
 
 # -- MultiHeadAttention ------------------------------------------------------------
 
-def _np_attention(layer, q_in, v_in, mask):
+def _np_attention(layer, q_in, v_in, mask, k_in=None):
     w = {v.name.split("/")[-1]: v.numpy().astype(np.float64) for v in layer.variables}
 
     def heads(x, part):
         return np.einsum("btd,dhk->bhtk", x, w[f"{part}_kernel"]) + w[f"{part}_bias"][None, :, None, :]
 
     q = heads(q_in, "query") / np.sqrt(layer.key_dim)
-    k, v = heads(v_in, "key"), heads(v_in, "value")
+    k, v = heads(v_in if k_in is None else k_in, "key"), heads(v_in, "value")
     scores = np.einsum("bhqk,bhvk->bhqv", q, k)
     if mask is not None:
         scores = np.where(mask[:, None], scores, -1e9)
@@ -288,6 +288,13 @@ def test_multi_head_attention_masks_key_and_output_shape(rng):
     # an explicit key: the same as passing the value twice
     same = layer(tfc.constant(q), tfc.constant(v), key=tfc.constant(v)).numpy()
     np.testing.assert_array_equal(same, layer(tfc.constant(q), tfc.constant(v)).numpy())
+    # a key unlike the value (other features too) scores the queries; the value is what is averaged
+    k = rng.normal(size=(2, 3, 5)).astype(np.float32)
+    keyed = tfc.layers.MultiHeadAttention(num_heads=2, key_dim=3, bias_initializer="random_normal")
+    out = keyed(tfc.constant(q), tfc.constant(v), key=tfc.constant(k)).numpy()
+    assert keyed.key_kernel.shape == (5, 2, 3)
+    want, _ = _np_attention(keyed, q.astype(np.float64), v.astype(np.float64), None, k_in=k.astype(np.float64))
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="key and value lengths differ"):
         layer(tfc.constant(q), tfc.constant(v), key=tfc.constant(v[:, :2]))
     with pytest.raises(ValueError, match="num_heads must be a positive int"):
