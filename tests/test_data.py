@@ -307,6 +307,7 @@ def test_zip():
     assert Dataset.zip(a.repeat(), a.repeat()).cardinality() == INFINITE_CARDINALITY
     with pytest.raises(TypeError, match=r"\[1\] is a list, not a Dataset"):
         Dataset.zip(a, [1, 2])
+    assert [int(x) for x in Dataset.zip(a)] == [0, 1, 2]  # one dataset: its elements, not 1-tuples (tf.data)
 
 
 # -- prefetch ---------------------------------------------------------------------------------------

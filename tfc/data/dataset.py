@@ -82,9 +82,9 @@ class Dataset:
     @staticmethod
     def zip(*datasets) -> "Dataset":
         """Elements of several datasets side by side: ``zip(a, b)`` or
-        ``zip((a, b))`` yields ``(x, y)``, ``zip({"x": a, "y": b})`` a dict;
-        ends with the shortest."""
-        structure = datasets[0] if len(datasets) == 1 and st.is_structure(datasets[0]) else tuple(datasets)
+        ``zip((a, b))`` yields ``(x, y)``, ``zip({"x": a, "y": b})`` a dict
+        (``zip(a)``: a's elements, as TensorFlow's); ends with the shortest."""
+        structure = datasets[0] if len(datasets) == 1 else tuple(datasets)
         parts = st.flatten(structure)
         if not parts:
             raise ValueError("Dataset.zip: needs at least one dataset")
