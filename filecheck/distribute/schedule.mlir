@@ -39,3 +39,27 @@ func.func @first(%x: tensor<4xf32>) -> tensor<4xf32> {
 // CHECK-LABEL: func.func @first
 // CHECK-NEXT:    %r = tfc.all_gather %x
 // CHECK-NEXT:    %a = tfc.exp %x
+
+// A branch that makes a collective keeps the later collectives after it
+// (%r5 reads only %x, yet stays below the tfc.cond holding %r4).
+func.func @g(%x: tensor<4xf32>, %p: tensor<i1>) -> tensor<4xf32> {
+  %a = tfc.exp %x : (tensor<4xf32>) -> tensor<4xf32>
+  %c = tfc.cond %p : (tensor<i1>) -> tensor<4xf32> {
+    %r4 = tfc.all_reduce %a {reduction = "sum", ranks = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+    tfc.yield %r4 : tensor<4xf32>
+  } else {
+    tfc.yield %a : tensor<4xf32>
+  }
+  %b = tfc.sin %c : (tensor<4xf32>) -> tensor<4xf32>
+  %r5 = tfc.all_reduce %x {reduction = "sum", ranks = 2 : i64} : (tensor<4xf32>) -> tensor<4xf32>
+  %e = tfc.add %b, %r5 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %e : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @g
+// CHECK:         %r4 = tfc.all_reduce %a
+// CHECK:         tfc.yield %r4
+// CHECK:         tfc.yield %a
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %r5 = tfc.all_reduce %x
+// CHECK-NEXT:    %b = tfc.sin %c

@@ -6,7 +6,7 @@ op defining one of its operands, never above the collective before it: the
 collectives keep their order, which is the order every rank makes them in
 (every rank compiles the same IR with the same passes, so it stays common).
 Nothing else moves, and a collective never leaves its block (a branch or loop
-body). A step that averages its loss or a metric at its end then starts that
+body) nor passes an op whose regions make collectives. A step that averages its loss or a metric at its end then starts that
 transfer as soon as the value exists; with a non-blocking backend it overlaps
 the rest of the step, as the gradient buckets of tfc.distribute's tape do.
 """
@@ -53,6 +53,8 @@ def schedule_block(block) -> int:
         for region in op.regions:
             for inner in region.blocks:
                 moved += schedule_block(inner)
+        if op.regions and any(_is_collective(inner) for inner in op.walk()):
+            floor = op  # (a branch or loop making collectives: the later ones stay after it)
     return moved
 
 
