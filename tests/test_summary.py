@@ -193,6 +193,12 @@ def test_uncreatable_logdir_is_an_error_and_leaves_no_file(tmp_path):
     with pytest.raises(OSError, match="cannot create the log directory"):
         summary.create_file_writer(blocker)
     assert sorted(os.listdir(tmp_path)) == ["file"] and blocker.read_text() == "not a directory"
+    # bad queue settings are named before the directory is made (were raw int() errors)
+    with pytest.raises(ValueError, match="max_queue must be an int >= 1, got 'x'"):
+        summary.create_file_writer(tmp_path / "q", max_queue="x")
+    with pytest.raises(ValueError, match="flush_millis must be a number >= 0, got -5"):
+        summary.create_file_writer(tmp_path / "q", flush_millis=-5)
+    assert sorted(os.listdir(tmp_path)) == ["file"]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

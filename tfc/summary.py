@@ -43,6 +43,11 @@ class SummaryWriter:
         logdir = os.fspath(logdir)
         if not logdir:
             raise ValueError("create_file_writer: logdir must not be empty")
+        if isinstance(max_queue, bool) or not isinstance(max_queue, (int, np.integer)) or max_queue < 1:
+            raise ValueError(f"create_file_writer: max_queue must be an int >= 1, got {max_queue!r}")
+        if isinstance(flush_millis, bool) or not isinstance(flush_millis, (int, float, np.number)) \
+                or not flush_millis >= 0:
+            raise ValueError(f"create_file_writer: flush_millis must be a number >= 0, got {flush_millis!r}")
         try:  # first, so that a path that cannot be a directory leaves no file behind
             os.makedirs(logdir, exist_ok=True)
         except OSError as e:
