@@ -62,8 +62,17 @@ def collectives():
     check(np.allclose(grad_of(lambda t: dist.all_reduce(t, "max"), x), want), "grad max")
     check(np.array_equal(grad_of(lambda t: dist.broadcast(t, 0), x), w_all[0] + w_all[1] if r == 0 else 0 * base),
           "grad broadcast")
+    low = np.minimum(*every)
+    holds = [(e == low).astype(np.float64) for e in every]
+    want = (w_all[0] + w_all[1]) * holds[r] / (holds[0] + holds[1])
+    check(np.allclose(grad_of(lambda t: dist.all_reduce(t, "min"), x), want), "grad min")
     gw = [np.concatenate([wk, 3 * wk]) for wk in w_all]
     check(np.array_equal(grad_of(dist.all_gather, x), (gw[0] + gw[1])[2 * r:2 * r + 2]), "grad all_gather")
+    # reduce_to_root: only the root's output counts; reduce_scatter: rank k's weights (rows summed by
+    # the broadcast of w against its one-row block) on block k of every rank's input
+    check(np.array_equal(grad_of(lambda t: dist.reduce_to_root(t, 1), x), w_all[1]), "grad reduce_to_root")
+    check(np.array_equal(grad_of(dist.reduce_scatter, x), np.stack([wk.sum(0) for wk in w_all])),
+          "grad reduce_scatter")
 
     # compiled: the collective is IR, run by the generated module, bit-identical to eager
     @tfc.function
