@@ -196,6 +196,10 @@ def test_schedule_errors():
         schedules.PiecewiseConstantDecay([1, 2], [1.0, 2.0])
     with pytest.raises(ValueError, match="boundaries must increase"):
         schedules.PiecewiseConstantDecay([2, 1], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match=r"boundaries must be numbers, got \['a'\]"):  # was accepted, failing later
+        schedules.PiecewiseConstantDecay(["a"], [1.0, 2.0])
+    with pytest.raises(ValueError, match="values must be numbers"):
+        schedules.PiecewiseConstantDecay([1], [1.0, "b"])
     with pytest.raises(ValueError, match="decay_steps must be a number > 0"):
         schedules.ExponentialDecay(0.1, 0, 0.5)
     with pytest.raises(ValueError, match="warmup_steps needs a warmup_target"):

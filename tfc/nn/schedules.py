@@ -11,7 +11,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.tensor import convert_to_tensor
-from tfc.nn._checks import positive_number
+from tfc.nn._checks import is_number, positive_number
 from tfc.ops.math import cast, cos, floor, less, less_equal, minimum, where
 
 
@@ -57,7 +57,10 @@ class PiecewiseConstantDecay(LearningRateSchedule):
         if len(values) != len(boundaries) + 1:
             raise ValueError(f"PiecewiseConstantDecay: values needs one more entry than boundaries, got "
                              f"{len(boundaries)} boundaries and {len(values)} values")
-        if any(b >= a for b, a in zip(boundaries, boundaries[1:])):
+        for what, numbers in (("boundaries", boundaries), ("values", values)):
+            if not all(is_number(x) for x in numbers):
+                raise ValueError(f"PiecewiseConstantDecay: {what} must be numbers, got {numbers}")
+        if any(earlier >= later for earlier, later in zip(boundaries, boundaries[1:])):
             raise ValueError(f"PiecewiseConstantDecay: boundaries must increase, got {boundaries}")
         self.boundaries = boundaries
         self.values = [float(v) for v in values]
