@@ -42,6 +42,9 @@ def collectives():
           "reduce_to_root")
     ints = tfc.constant(np.array([r, 10 - r], np.int32))
     check(dist.all_reduce(ints).numpy().tolist() == [1, 19], "int sum")
+    flags = tfc.constant(np.array([r == 0, False, True]))  # (MPI's max and min refuse booleans)
+    check(dist.all_reduce(flags, "max").numpy().tolist() == [True, False, True], "bool max")
+    check(dist.all_reduce(flags, "min").numpy().tolist() == [False, False, True], "bool min")
 
     # gradients: the job's loss is the sum of the ranks' losses sum(w_r * f(x_r))
     w_all = [np.array([[1.0, -2.0, 0.5], [3.0, 1.0, -1.0]]) * (k + 2) for k in range(n)]

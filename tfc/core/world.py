@@ -172,7 +172,10 @@ class World:
         if self.comm is None:
             np.copyto(out, array)
             return out
-        mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
+        if array.dtype == np.bool_:  # (MPI's MAX and MIN take no booleans: their or and and)
+            mpi_op = {"max": self.MPI.LOR, "min": self.MPI.LAND}[op]
+        else:
+            mpi_op = {"sum": self.MPI.SUM, "max": self.MPI.MAX, "min": self.MPI.MIN}[op]
         self.wait(self.comm.Iallreduce(array, out, op=mpi_op), what)
         return out
 
