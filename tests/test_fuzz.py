@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.fuzz import run
-from tests.fuzz.programs import Program, generate
+from tests.fuzz.programs import MODEL_OPS, Program, _Gen, generate
 
 # seeds whose batches hit every known defect class on 1a82c29 (before issue 15's fixes)
 SEED, GRAD_SEED = 17, 26
@@ -138,17 +138,29 @@ def test_generator_covers_every_construct():
                       "tfc.broadcast_to(", "tfc.gather(", "tfc.reshape(", "tfc.transpose(",
                       "tfc.nn.softmax(", "tfc.where(", "keepdims=True",
                       # issue 16's ops: arg-reductions, scatter-adds, gathers with tensor indices
-                      "tfc.argmax(", "tfc.argmin(", "output_type=tfc.int32", "unsorted_segment_sum(",
+                      "tfc.argmax(", "tfc.argmin(",
                       "tfc.gather(x", "tfc.pad(", "tfc.one_hot(", "tfc.stack(", "tfc.split(",
-                      "tfc.int32", "tfc.int64", "::-2]"]:
+                      "tfc.int32", "tfc.int64"]:
         assert construct in text, construct
     # rarer forms, in the generator's output beyond the batches (the long campaigns run them)
     more_progs = [generate(GRAD_SEED + k, i, grad=bool(k)) for k in (0, 1) for i in range(200)]
     more = "\n".join(p.source() + run._inputs_repr(p) for p in more_progs)
-    for construct in ["[None", "None, ::-1]", "::-1]", "[()]", "[...]", "tfc.constant(0)]", ") - 1]",
+    for construct in ["output_type=tfc.int32", "::-2]", "unsorted_segment_sum(", "[None", "None, ::-1]", "::-1]", "[()]", "[...]", "tfc.constant(0)]", ") - 1]",
                       "tfc.argmax(x", "unsorted_segment_sum(x", ", tfc.cast(tfc.argmax(", "on_value=",
                       "tfc.floordiv(", "tfc.mod(", " // 3)", " % 3)", "tfc.split(x", ", -1], axis=", r"[j", "(int32)", "] % ", "tfc.minimum(x"]:
         assert construct in more, construct
+    # the model ops (MODEL_OPS), their options, and their odd operands (empty, tiled by 3)
+    model_text = "\n".join(generate(GRAD_SEED + k, i, grad=bool(k)).source() for k in (0, 1) for i in range(600))
+    for construct in ["tfc.nn.gelu(", "approximate=True", "tfc.nn.silu(", "beta=1.5", "tfc.erf(",
+                      "tfc.nn.layer_norm(", "gamma=", "tfc.nn.moments(", "tfc.nn.l2_normalize(",
+                      "tfc.nn.softmax_cross_entropy_with_logits(", "tfc.nn.embedding_lookup(", "max_norm=",
+                      "tfc.einsum(", '"...z', "tfc.cumsum(", "exclusive=True", "reverse=True", "tfc.sort(",
+                      '"DESCENDING"', "tfc.argsort(", "tfc.top_k(", "tfc.random.truncated_normal(",
+                      "tfc.random.categorical(", "tfc.random.shuffle(", "tfc.ops.quant.quantize(",
+                      "tfc.ops.quant.dequantize(", "tfc.distribute.all_reduce(", "tfc.distribute.broadcast(",
+                      "tfc.distribute.all_gather(", ":0]", ", 3]"]:
+        assert construct in model_text, construct
+    assert set(MODEL_OPS) == {m[2:] for m in dir(_Gen) if m.startswith("m_")}  # one entry per op
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing
     # stop_gradient and custom gradients inside a branch or a loop body (indented)
     assert re.search(r"\n {12,}\S.*tfc\.stop_gradient\(", text)

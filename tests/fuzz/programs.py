@@ -2,7 +2,9 @@
 
 A program is one function ``prog(x0, x1, ...)`` over float tensors of small random
 shapes: straight-line code over a wide range of ops (elementwise with broadcasting,
-reductions, matmul, shape ops, slicing, softmax, where), tensor ``if``/``else``,
+reductions, matmul, shape ops, slicing, softmax, where; the model ops of
+docs/ops.md, MODEL_OPS, on transposed, strided, odd-sized and zero-size operands),
+tensor ``if``/``else``,
 ``while`` loops (some run zero times), ``for i in tfc.range(n)``, ``tfc.cond``,
 ``tfc.while_loop``, ``tfc.stop_gradient`` and ``@tfc.custom_gradient`` functions
 inside and outside control flow. With gradients, the body runs under a
@@ -69,6 +71,11 @@ BINARY_OPS = ["+", "-", "*", "/"]
 BINARY_FNS = ["tfc.maximum", "tfc.minimum", "tfc.add", "tfc.multiply", "tfc.subtract", "tfc.divide"]
 REDUCTIONS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"]
 CUSTOM = ["cg_scale", "cg_clip", "cg_softplus"]
+# the model ops (docs/ops.md), each drawn by its _Gen.m_<name>, with the least rank it takes
+MODEL_OPS = {"gelu": 0, "silu": 0, "erf": 0, "layer_norm": 1, "moments": 1, "l2_normalize": 0,
+             "softmax_cross_entropy_with_logits": 1, "embedding_lookup": 1, "einsum": 1, "cumsum": 1,
+             "sort": 1, "argsort": 1, "top_k": 1, "truncated_normal": 0, "categorical": 1, "shuffle": 1,
+             "quantize": 0, "collective": 0}
 MAX_SIZE = 48
 
 
@@ -194,7 +201,8 @@ class _Gen:
     def expr(self, depth=0):
         """Any expression over the visible variables."""
         n, s = self.var()
-        kinds = ["unary", "binary", "binary", "reduce", "shape", "shape", "shape", "special", "extra", "extra"]
+        kinds = ["unary", "binary", "binary", "reduce", "shape", "shape", "shape", "special", "extra", "extra",
+                 "model", "model", "model"]
         if depth >= 2:
             return n, s
         k = self.pick(kinds)
@@ -209,6 +217,8 @@ class _Gen:
             return self.shape_op(sub, s)
         if k == "extra":
             return self.extra(sub, s)
+        if k == "model":
+            return self.model_op(sub, s)
         return self.special(sub, s)
 
     def unary(self, x) -> str:
@@ -462,6 +472,190 @@ class _Gen:
         if len(shape) > 3:
             return x, s
         return f"{x}[{key}]", shape
+
+    # -- the model ops (docs/ops.md): one entry per op in MODEL_OPS ---------------------
+
+    def operand(self, x, s):
+        """``x`` as a model op's operand: mostly as is, else a non-contiguous view
+        (transposed, reversed, strided), an odd size (tiled by 3) or a zero-size
+        slice, so that kernels meet strides, odd lengths and empty dimensions."""
+        s = tuple(s)
+        r = len(s)
+        if not r or self.chance(0.5):
+            return x, s
+        k = self.pick(["transpose", "reverse", "stride", "odd", "empty"])
+        a = int(self.rng.integers(r))
+        if k == "transpose" and r >= 2:
+            return f"tfc.transpose({x})", s[::-1]
+        if k == "reverse":
+            return f"{x}[{', '.join([':'] * a + ['::-1'])}]", s
+        if k == "stride" and s[a] > 1:
+            return f"{x}[{', '.join([':'] * a + ['::2'])}]", s[:a] + ((s[a] + 1) // 2,) + s[a + 1:]
+        if k == "odd" and _size(s) * 3 <= MAX_SIZE:
+            mult = [3 if i == a else 1 for i in range(r)]
+            return f"tfc.tile({x}, {mult})", s[:a] + (3 * s[a],) + s[a + 1:]
+        if k == "empty":
+            return f"{x}[{', '.join([':'] * a + [':0'])}]", s[:a] + (0,) + s[a + 1:]
+        return x, s
+
+    def model_op(self, x, s):
+        """One of MODEL_OPS that applies to an operand of ``x``'s (see ``operand``)."""
+        x, s = self.operand(x, s)
+        fits = [name for name, rank in MODEL_OPS.items() if len(s) >= rank]
+        y, shape = getattr(self, "m_" + self.pick(fits))(x, tuple(s))
+        empty = [a for a, d in enumerate(shape) if d == 0]
+        if empty:  # summed over its empty axes: the other ops' draws assume sizes >= 1
+            red = self.pick(["reduce_sum", "reduce_mean"])
+            y, shape = f"tfc.{red}({y}, axis={empty})", tuple(d for d in shape if d != 0)
+        return y, shape
+
+    def _axis(self, s) -> int:
+        return int(self.rng.integers(-len(s), len(s)))
+
+    def _fdt(self) -> str:
+        return f"tfc.{self.dtype}"
+
+    def m_gelu(self, x, s):
+        return f"tfc.nn.gelu({x}{self.pick(['', ', approximate=True', ', approximate=False'])})", s
+
+    def m_silu(self, x, s):
+        return f"tfc.nn.silu({x}{self.pick(['', '', ', beta=1.5'])})", s
+
+    def m_erf(self, x, s):
+        return f"tfc.erf({x})", s
+
+    def m_layer_norm(self, x, s):
+        a = self._axis(s)
+        eps = self.pick(["", ", epsilon=1e-5", ", epsilon=0.5"])
+        other = self.var(lambda t: _bshape(s, t) == s)  # gamma and beta broadcast against x
+        gb = ""
+        if other is not None and self.chance(0.5):
+            gb = f", gamma={other[0]}" + (f", beta={self.const()}" if self.chance(0.5) else "")
+        axes = a if self.chance(0.7) else sorted({a % len(s), int(self.rng.integers(len(s)))})
+        return f"tfc.nn.layer_norm({x}{gb}, axis={axes}{eps})", s
+
+    def m_moments(self, x, s):
+        axes = sorted({int(a) for a in self.rng.integers(0, len(s), size=int(self.rng.integers(1, len(s) + 1)))})
+        keep = self.chance(0.4)
+        j = self.pick([0, 1])
+        shape = tuple(1 if i in axes else d for i, d in enumerate(s)) if keep else \
+            tuple(d for i, d in enumerate(s) if i not in axes)
+        kd = ", keepdims=True" if keep else ""
+        return f"tfc.nn.moments({x}, axes={axes}{kd})[{j}]", shape
+
+    def m_l2_normalize(self, x, s):
+        axis = self.pick(["", f", axis={self._axis(s)}"] if s else [""])
+        return f"tfc.nn.l2_normalize({x}{axis})", s
+
+    def m_softmax_cross_entropy_with_logits(self, x, s):
+        other = self.var(lambda t: tuple(t) == s)
+        labels = f"tfc.nn.softmax({other[0] if other and self.chance(0.6) else self.unary(x)})"
+        if self.chance(0.5):
+            return f"tfc.nn.softmax_cross_entropy_with_logits({labels}, {x})", s[:-1]
+        # labels along another axis: the softmax's is the last, so transpose both
+        perm = list(range(len(s)))[::-1]
+        a = int(self.rng.integers(len(s)))
+        axis_in_t = len(s) - 1 - a
+        shape = tuple(d for i, d in enumerate(s[::-1]) if i != axis_in_t)
+        return (f"tfc.nn.softmax_cross_entropy_with_logits(tfc.transpose({labels}, {perm}), "
+                f"tfc.transpose({x}, {perm}), axis={axis_in_t})"), shape
+
+    def m_embedding_lookup(self, x, s):
+        n = s[0]
+        ishape = self.pick([(2,), (1,), (3,), (2, 2), ()])
+        if self.ints and n and self.chance(0.4):
+            kn, length = self.ints
+            ids, ishape = f"{kn} % {n}", (length,)
+        elif n == 0 or self.chance(0.05):  # out of range: eager raises, so must every variant
+            ids = f"tfc.constant({np.full(ishape, n, dtype=np.int64).tolist()})"
+        else:
+            ids = f"tfc.constant({self.rng.integers(0, n, size=ishape).tolist()})"
+        mn = self.pick(["", "", ", max_norm=1.0"])
+        shape = tuple(ishape) + s[1:]
+        if _size(shape) > MAX_SIZE or len(shape) > 3:
+            return x, s
+        return f"tfc.nn.embedding_lookup({x}, {ids}{mn})", shape
+
+    def m_einsum(self, x, s):
+        letters = "abc"[:len(s)]
+        dims = dict(zip(letters, s))
+        k = self.pick(["unary", "pair", "pair", "matmul", "ellipsis", "diag"])
+        if k == "matmul" and len(s) == 2:
+            other = self.var(lambda t: len(t) == 2 and t[0] == s[1])
+            if other is not None:
+                y, t = other
+                out = self.pick(["ik", "ki", "i", "k", ""])
+                d = {"i": s[0], "k": t[1]}
+                return f'tfc.einsum("ij,jk->{out}", {x}, {y})', tuple(d[c] for c in out)
+        if k == "diag" and len(s) == 2 and s[0] == s[1]:
+            return self.pick([(f'tfc.einsum("ii->i", {x})', (s[0],)), (f'tfc.einsum("ii", {x})', ())])
+        if k == "ellipsis":
+            other = self.var(lambda t: tuple(t) == (s[-1],))
+            if other is not None and self.chance(0.5):
+                return f'tfc.einsum("...z,z->...", {x}, {other[0]})', s[:-1]
+            return f'tfc.einsum("...z->z...", {x})', (s[-1],) + s[:-1]
+        out = "".join(self.rng.permutation(list(letters))[:int(self.rng.integers(0, len(s) + 1))])
+        if k == "pair":
+            other = self.var(lambda t: tuple(t) == s)
+            y = other[0] if other else x
+            return f'tfc.einsum("{letters},{letters}->{out}", {x}, {y})', tuple(dims[c] for c in out)
+        return f'tfc.einsum("{letters}->{out}", {x})', tuple(dims[c] for c in out)
+
+    def m_cumsum(self, x, s):
+        flags = "".join(f", {f}=True" for f in ("exclusive", "reverse") if self.chance(0.4))
+        return f"tfc.cumsum({x}, axis={self._axis(s)}{flags})", s
+
+    def m_sort(self, x, s):
+        d = self.pick(["", ', direction="DESCENDING"', ', direction="ASCENDING"'])
+        return f"tfc.sort({x}, axis={self._axis(s)}{d})", s
+
+    def m_argsort(self, x, s):
+        d = self.pick(["", ', direction="DESCENDING"'])
+        return f"tfc.cast(tfc.argsort({x}, axis={self._axis(s)}{d}), {self._fdt()})", s
+
+    def m_top_k(self, x, s):
+        k = int(self.rng.integers(0, s[-1] + 1)) if self.chance(0.95) else s[-1] + 1  # k too large: raises
+        shape = s[:-1] + (k,)
+        if self.chance(0.5):
+            return f"tfc.top_k({x}, k={k})[0]", shape
+        return f"tfc.cast(tfc.top_k({x}, k={k})[1], {self._fdt()})", shape
+
+    def m_truncated_normal(self, x, s):
+        seed = int(self.rng.integers(100))
+        sd = self.pick(["", ", stddev=0.5", ", mean=1.0, stddev=2.0"])
+        return f"({x} + tfc.random.truncated_normal({list(s)}{sd}, dtype={self._fdt()}, seed={seed}))", s
+
+    def m_categorical(self, x, s):
+        if len(s) != 2:
+            x, s = f"tfc.reshape({x}, [-1, {s[-1]}])" if s[-1] else f"tfc.reshape({x}, [1, 0])", \
+                (_size(s) // s[-1] if s[-1] else 1, s[-1])
+        n = int(self.rng.integers(1, 4))
+        seed = int(self.rng.integers(100))
+        if _size((s[0], n)) > MAX_SIZE:
+            return x, s
+        return f"tfc.cast(tfc.random.categorical({x}, {n}, seed={seed}), {self._fdt()})", (s[0], n)
+
+    def m_shuffle(self, x, s):
+        return f"tfc.random.shuffle({x}, seed={int(self.rng.integers(100))})", s
+
+    def m_quantize(self, x, s):
+        # int8 codes and back (float32 only); NaN as 0: its cast to int8 is undefined
+        scale, zp = self.pick(["0.1", "0.05", "1.0"]), self.pick([0, 0, 3, -128])
+        f = f"tfc.cast(tfc.where({x} == {x}, {x}, 0.0), tfc.float32)"
+        if self.grad:  # quantize has no gradient
+            f = f"tfc.stop_gradient({f})"
+        q = f"tfc.ops.quant.quantize({f}, {scale}, {zp})"
+        if self.chance(0.3):
+            return f"tfc.cast({q}, {self._fdt()})", s
+        return f"tfc.cast(tfc.ops.quant.dequantize({q}, {scale}, {zp}), {self._fdt()})", s
+
+    def m_collective(self, x, s):
+        # a world of size 1 (no launcher): each is the identity, gradients too
+        forms = [f"tfc.distribute.all_reduce({x}, op={self.pick(['sum', 'mean', 'max', 'min'])!r})",
+                 f"tfc.distribute.broadcast({x}, root=0)"]
+        if s:
+            forms.append(f"tfc.distribute.all_gather({x})")
+        return self.pick(forms), s
 
     def special(self, x, s):
         """Shape-preserving: stop_gradient, custom gradients, where, clip."""

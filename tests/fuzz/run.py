@@ -168,7 +168,8 @@ TARGET = "cpu"  # the backend whose numerics contract the comparison applies by 
 
 # ops whose result jumps: a difference within the contract before them can become any
 # difference after them (the cuda mode's "cuda-discontinuous" class)
-_DISCONTINUOUS = re.compile(r"\b(floor|ceil|round|sign|argmax|argmin|one_hot|where|cond|cast|floordiv|mod)\(|"
+_DISCONTINUOUS = re.compile(r"\b(floor|ceil|round|sign|argmax|argmin|one_hot|where|cond|cast|floordiv|mod|"
+                            r"argsort|top_k|categorical|quantize)\(|"
                             r"^\s*(if|while) | [<>] | // | % ", re.M)
 
 
