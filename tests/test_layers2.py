@@ -398,7 +398,8 @@ def test_inputs_that_differ_from_the_built_shape_are_named():
     attention(q, q)
     with pytest.raises(ValueError, match="MultiHeadAttention: query has 5 features on axis -1"):
         attention(tfc.ones((2, 3, 5)), q)
-    with pytest.raises(ValueError, match=r"attention_mask must be \[batch, Tq, Tv\].*\(2, 3, 3\).*got shape \(2, 5, 3\)"):
+    bad_mask = r"attention_mask must be \[batch, Tq, Tv\].*\(2, 3, 3\).*got shape \(2, 5, 3\)"
+    with pytest.raises(ValueError, match=bad_mask):
         attention(q, q, attention_mask=np.ones((2, 5, 3), bool))
     attention(q, q, attention_mask=np.ones((1, 3, 3), bool))  # a mask of batch 1 broadcasts
     conv = tfc.layers.Conv2D(2, 1)

@@ -343,24 +343,34 @@ def _name(fn) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-class _Map(Dataset):
-    def __init__(self, source, fn):
+class _Transformation(Dataset):
+    """A dataset made from one ``source`` dataset; as many elements as it unless
+    the subclass says otherwise."""
+
+    def __init__(self, source):
         self._source = source
+
+    def cardinality(self) -> int:
+        return self._source.cardinality()
+
+
+class _Map(_Transformation):
+    def __init__(self, source, fn):
+        super().__init__(source)
         self._fn = fn
 
     def _elements(self):
         what = f"Dataset.map: the result of {_name(self._fn)}"
         for e in self._source:
             out = _call_on_element(self._fn, e)
-            yield st.to_tensors(tuple(out) if isinstance(out, list) else out, what)  # a list result: a tuple, as tf.data
+            if isinstance(out, list):
+                out = tuple(out)  # a list result is a tuple, as in tf.data
+            yield st.to_tensors(out, what)
 
-    def cardinality(self) -> int:
-        return self._source.cardinality()
 
-
-class _Filter(Dataset):
+class _Filter(_Transformation):
     def __init__(self, source, predicate):
-        self._source = source
+        super().__init__(source)
         self._predicate = predicate
 
     def _elements(self):
@@ -381,9 +391,9 @@ class _Filter(Dataset):
         return 0 if n == 0 else UNKNOWN_CARDINALITY
 
 
-class _Shuffle(Dataset):
+class _Shuffle(_Transformation):
     def __init__(self, source, buffer_size, seed, reshuffle):
-        self._source = source
+        super().__init__(source)
         self._size = buffer_size
         self._seed = seed
         self._reshuffle = reshuffle
@@ -433,16 +443,13 @@ class _Shuffle(Dataset):
                 buf[i], buf[-1] = buf[-1], buf[i]
                 yield buf.pop()
 
-    def cardinality(self) -> int:
-        return self._source.cardinality()
-
 
 _DRAWS = 1024
 
 
-class _Batch(Dataset):
+class _Batch(_Transformation):
     def __init__(self, source, size, drop_remainder):
-        self._source = source
+        super().__init__(source)
         self._size = size
         self._drop = drop_remainder
 
@@ -487,9 +494,9 @@ class _Batch(Dataset):
         return n // self._size if self._drop else -(-n // self._size)
 
 
-class _Repeat(Dataset):
+class _Repeat(_Transformation):
     def __init__(self, source, count):
-        self._source = source
+        super().__init__(source)
         self._count = count
 
     def _elements(self):
@@ -512,9 +519,9 @@ class _Repeat(Dataset):
         return n if n == UNKNOWN_CARDINALITY else n * self._count
 
 
-class _Take(Dataset):
+class _Take(_Transformation):
     def __init__(self, source, count):
-        self._source = source
+        super().__init__(source)
         self._count = count
 
     def _elements(self):
@@ -534,9 +541,9 @@ class _Take(Dataset):
         return self._count if n == INFINITE_CARDINALITY else min(n, self._count)
 
 
-class _Skip(Dataset):
+class _Skip(_Transformation):
     def __init__(self, source, count):
-        self._source = source
+        super().__init__(source)
         self._count = count
 
     def _elements(self):
@@ -553,26 +560,20 @@ class _Skip(Dataset):
         return n if n < 0 else max(n - self._count, 0)
 
 
-class _Enumerate(Dataset):
+class _Enumerate(_Transformation):
     def __init__(self, source, start):
-        self._source = source
+        super().__init__(source)
         self._start = start
 
     def _elements(self):
         for i, e in enumerate(self._source, self._start):
             yield wrap(np.array(i, np.int64)), e
 
-    def cardinality(self) -> int:
-        return self._source.cardinality()
 
-
-class _Prefetch(Dataset):
+class _Prefetch(_Transformation):
     def __init__(self, source, depth):
-        self._source = source
+        super().__init__(source)
         self._depth = depth
-
-    def cardinality(self) -> int:
-        return self._source.cardinality()
 
     def _elements(self):
         if self._depth == 0:
