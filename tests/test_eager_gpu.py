@@ -237,8 +237,9 @@ def test_device_scope(cuda_driver):
         assert t.device == GPU, t
     assert np.array_equal(y.numpy(), [2.0, 3.0, 4.0])
     assert np.array_equal(e.numpy(), np.eye(3, dtype=np.float32))
-    # random ops run their numpy kernel: the same bits as on the CPU
-    assert np.array_equal(r.numpy(), tfc.random.normal([4, 5], seed=7).numpy())
+    # random ops run their GPU kernel: normals within docs/random.md's 8 ulps of the CPU's
+    want = tfc.random.normal([4, 5], seed=7).numpy()
+    np.testing.assert_allclose(r.numpy(), want, rtol=8 * 2.0 ** -23, atol=2.0 ** -20)
     # the scope copies host inputs to the GPU; a cpu scope copies GPU inputs back
     h = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
     with tfc.device("/device:GPU:0"):

@@ -133,3 +133,37 @@ def test_ptxas_budgets():
                                tfc.random.uniform([17], minval=-1.0, maxval=3.0, dtype="float64"),
                                tfc.random.uniform([17], dtype="float16")), x))
     check_budgets(m)
+
+
+def test_eager_gpu_random_runs_the_kernel(cuda_driver):
+    """Eager random ops on the GPU compile their kernel once (then hit the op
+    cache) and draw the CPU's values from the same slices of the global stream;
+    a float64 normal (no GPU kernel) runs numpy's kernel and uploads it."""
+    from tfc.core.tensor import GpuTensor
+    from tfc.frontend import eager_gpu
+
+    def draws():
+        x = tfc.ones([4, 9])
+        return [tfc.random.uniform([7]), tfc.random.uniform([7], minval=-2, maxval=2**40, dtype="int64"),
+                tfc.nn.dropout(x, 0.5), tfc.random.uniform([7], seed=3), tfc.random.uniform([7]),
+                tfc.random.normal([5], dtype="float64")]
+
+    tfc.random.set_seed(5)
+    want = [np.asarray(v) for v in draws()]
+    tfc.random.set_seed(5)
+    with tfc.device("gpu:0"):
+        before = eager_gpu.compiles()
+        got = draws()
+        compiled = eager_gpu.compiles() - before
+        again = draws()
+    assert all(type(g) is GpuTensor for g in got)
+    # uniform f32 (once: the second unseeded draw hits the cache), int64, the seeded one, dropout's
+    # mask and its product (ones: a single-op fill at most)
+    assert compiled >= 4
+    runtimes = list(eager_gpu.RUNTIME._per_driver.values())
+    assert {"uniform", "dropout_mask"} <= {k[0].name for r in runtimes for k in r.cache}
+    assert "normal" in {k[0].name for r in runtimes for k in r.on_host}
+    for w, g in zip(want, got):
+        assert np.array_equal(w, np.asarray(g))
+    assert not np.array_equal(np.asarray(got[0]), np.asarray(again[0]))
+    assert np.array_equal(np.asarray(got[3]), np.asarray(again[3]))  # seeded: the same values

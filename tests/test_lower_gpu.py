@@ -721,7 +721,9 @@ func.func @f(%x: memref<2x8x8x3xf32>, %w: memref<3x3x3x4xf32>, %arena: memref<0x
 }"""
     with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for conv2d without its attribute"):
         lower(text)
-    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for uniform"):
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for shuffle_indices"):
+        lower(text.replace('"conv2d"', '"shuffle_indices"'))
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for uniform without its attributes"):
         lower(text.replace('"conv2d"', '"uniform"'))
 
 

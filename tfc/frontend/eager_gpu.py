@@ -18,9 +18,14 @@ Inputs of a single-op function:
   of the launch (soft placement of scalars: no upload, one compiled kernel for
   every value).
 
-Ops that are stateful (the random generators) or take no tensor (creation
-ops) run their numpy kernel on the host and upload the result: the same bits
-as on the CPU. A 0-d result that the compiled program reads back to the host
+The random ops with GPU kernels (uniform, normal, dropout_mask:
+tfc/passes/gpu_random.py) compile like any other op: their kernels draw the
+numpy kernel's words (seeded, or the global stream's next blocks, reserved when
+the op runs), so uniform, integer and dropout draws have the CPU's bits and
+normals are within docs/random.md's ulps; a draw with no GPU kernel (float64
+normals) runs numpy's kernel and uploads the result. The other stateful ops and
+ops that take no tensor (creation ops) run their numpy kernel on the host and
+upload the result: the same bits as on the CPU. A 0-d result that the compiled program reads back to the host
 (its L3 form keeps 0-d values as host scalars) is uploaded again.
 
 Importing this module imports nothing of CUDA: tfc.backends.cuda and the driver
@@ -78,6 +83,7 @@ class DriverRuntime:
         self.allocator = allocator_for(driver)
         self.cache: dict = {}   # (op, input kinds, attrs) -> _Entry
         self.compiles = 0       # single-op functions compiled (the cache's misses)
+        self.on_host: set = set()  # keys of random ops with no GPU kernel (float64 normals): numpy's kernel
         self._lock = threading.Lock()
 
     # -- host <-> device -----------------------------------------------------------
@@ -163,12 +169,20 @@ class DriverRuntime:
                 args.append(g._buf)
             else:
                 raise _mismatch(op, tensors, i)
-        if op.stateful or not tensors:
+        if (op.stateful or not tensors) and op.name not in _gpu_random_ops():
             return self.run_on_host(op, tensors, attrs)
         key = (*key, *attrs_key(attrs, op))
         entry = self.cache.get(key)
         if entry is None:
-            entry = self.compile(op, key[1:len(tensors) + 1], attrs)
+            if key in self.on_host:
+                return self.run_on_host(op, tensors, attrs)
+            try:
+                entry = self.compile(op, key[1:len(tensors) + 1], attrs)
+            except NotImplementedError:
+                if op.name not in _gpu_random_ops():
+                    raise
+                self.on_host.add(key)  # the same bits from the numpy kernel, uploaded
+                return self.run_on_host(op, tensors, attrs)
         outs = entry.run(args)
         if entry.fix is not None:
             outs = self.fixed(entry, outs)
@@ -254,6 +268,13 @@ class DriverRuntime:
 
 # ops seen with a float attribute: their cache keys hold the floats' bits
 _FLOAT_ATTR_OPS: set = set()
+
+
+def _gpu_random_ops():
+    """The stateful ops with GPU kernels (tfc/passes/gpu_random.py)."""
+    from tfc.passes.gpu_random import RANDOM_OPS
+
+    return RANDOM_OPS
 
 
 def _bits(v):

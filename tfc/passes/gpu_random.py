@@ -42,6 +42,7 @@ from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
 
 RANDOM_OPS = ("uniform", "normal", "dropout_mask")
+_REQUIRED = {"uniform": ("minval",), "normal": ("mean", "stddev"), "dropout_mask": ("rate",)}
 
 
 def _philox(kb, key, ctr, c3: int):
@@ -222,6 +223,8 @@ def random_launch(namer, op):
 
     name = op.callee.data
     attrs = decode_attrs(REGISTRY[name], dict(op.kernel_attrs.data))
+    if any(attrs.get(a) is None for a in _REQUIRED[name]) or len(op.outs) != 1:
+        raise unsupported(f"{name} without its attributes {', '.join(_REQUIRED[name])} and one result")
     (out,) = op.outs
     t = out.type.element_type
     shape = tuple(out.type.get_shape())
