@@ -478,11 +478,12 @@ def while_stmt(test, body, names, loop_vars, line, orelse=False, composites=()):
     _tensor_loop(test, lambda: body(), names, loop_vars, line, [body, test], "while", composites=composites)
 
 
-def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False, composites=()):
+def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False, composites=(), targets=()):
+    """``targets``: the names the loop's target binds (``i`` in ``for i in ...``)."""
     if isinstance(iterable, TensorRange) or is_symbolic(iterable):
         if orelse:
             raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
-        return _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites)
+        return _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites, targets)
     if isinstance(iterable, builtins.range) and extra_test is not None and STATE.builder is not None:
         for item in iterable:
             body(item)
@@ -494,7 +495,7 @@ def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=Fal
                     raise NotImplementedError(f"for/else that breaks on a tensor condition (line {line}) "
                                               f"is not supported")
                 return _tensor_for(TensorRange(rest.start, rest.stop, rest.step), body, names, loop_vars, line,
-                                   extra_test, composites)
+                                   extra_test, composites, targets)
             if not go:
                 return
         return
@@ -537,7 +538,7 @@ def _run_time_length(x):
 
 
 @_tensor_statement
-def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=()):
+def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(), targets=()):
     from tfc.core.tensor import constant
 
     if isinstance(iterable, TensorRange):
@@ -555,9 +556,16 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
     # break would leave a gradient's history buffer sized for every trip unused)
     bounds = (start, limit, delta)
     static = all(isinstance(b, int) and not isinstance(b, bool) for b in bounds) and delta != 0
-    if static and not builtins.range(*bounds):
-        return  # a tensor of length 0: the body never runs (nor is traced), as in Python
     trips = len(builtins.range(*bounds)) if static and extra_test is None else None
+    if index is not None and static and not builtins.range(*bounds):
+        # a tensor of length 0: the body, which never runs, is traced on zeros (no element to index)
+        from tfc.ops.creation import zeros
+
+        empty = zeros(tuple(0 if d is None else d for d in iterable.shape[1:]), iterable.dtype)
+        index = None
+        state_element = lambda i: empty  # noqa: E731
+    else:
+        state_element = None
 
     state = {"i": counter}
 
@@ -569,11 +577,11 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
 
     def step():
         i = state["i"]
-        body(i if index is None else index[i])
+        body(state_element(i) if state_element else i if index is None else index[i])
         state["i"] = i + delta
 
     _tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
-                 counter=state, composites=composites, trips=trips)
+                 counter=state, composites=composites, trips=trips, unchecked=targets)
 
 
 def _check_same(name, before, after, line, invariant=None):
@@ -709,11 +717,14 @@ def _to_loop_var(v):
 
 
 @_tensor_statement
-def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=(), trips=None):
+def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, composites=(), trips=None,
+                 unchecked=()):
     """``trips``: the most iterations the loop can run, where known while
     tracing (a range of Python ints, a tensor of static length): the loop's
     ``maximum_iterations``, so its gradient stores each iteration's state in a
-    fixed-size buffer (and can itself be differentiated)."""
+    fixed-size buffer (and can itself be differentiated). ``unchecked``: variables
+    first set by the loop that keep their zeros when it does not run (a for loop's
+    target, as in TensorFlow) instead of failing the run-time check."""
     cells = _cells(fns, names, composites)
     loop_vars = [n for n in loop_vars if n in cells]
     undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
@@ -776,7 +787,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
                 del loop_vars[k], init[k]
                 continue
             init[loop_vars.index(n)] = _placeholder(v, n, line, kind)
-            if n != "retval_":
+            if n != "retval_" and n not in unchecked:
                 flags.append(n)
     flag_init = tuple(_false() for _ in flags)
     init_all = tuple(init) + flag_init + ((counter["i"],) if has_counter else ())

@@ -651,6 +651,9 @@ class _ControlFlow(ast.NodeTransformer):
         kw = [ast.keyword(arg="extra_test", value=extra_test)] if extra else []
         if orelse:
             kw.append(ast.keyword(arg="orelse", value=_const(True)))
+        targets = sorted(assigned_names([target_assign]) & set(self._live(names, {}, live_out)))
+        if targets:  # a target read after the loop: zeros where a tensor loop did not run (TensorFlow's rule)
+            kw.append(ast.keyword(arg="targets", value=self._strs(targets)))
         call = ast.Expr(value=ast.Call(func=_ag("for_stmt"), args=[
             node.iter, _name(body.name), self._strs(names),
             self._strs(self._live(names, comps, live_out | live_in)), _const(node.lineno)],
