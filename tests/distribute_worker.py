@@ -109,6 +109,11 @@ def collectives():
     got = [t.numpy() for t in dist.DistributedGradientTape(tape).gradient(loss, [a, b, c])]
     want = [(scale[0] + 10 * scale[1]) / 2, (10 * scale[0] + scale[1]) / 2, 100 * scale[0] / 2]
     check(all(np.array_equal(g, w) for g, w in zip(got, want)), f"gradients of differing tapes: {got}")
+    # apply_gradients: a gradient rank 1 does not have counts as zeros there
+    opt = dist.DistributedOptimizer(tfc.optimizers.SGD(1.0))
+    opt.apply_gradients([(tfc.constant(scale[r]), a), (tfc.constant(scale[r]) if r == 0 else None, c)])
+    check(np.array_equal(a.numpy(), 1.0 - (scale[0] + scale[1]) / 2), "apply_gradients")
+    check(np.array_equal(c.numpy(), 3.0 - scale[0] / 2), f"apply_gradients, a gradient on rank 0 only: {c.numpy()}")
 
     # shape and dtype mismatches: a clear error on every rank, no hang
     for bad in (tfc.constant(np.zeros(3 + r)), tfc.constant(np.zeros(3, np.float32 if r else np.float64))):

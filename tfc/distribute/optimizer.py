@@ -10,8 +10,9 @@ class DistributedOptimizer:
     """Wraps a ``tfc.optimizers`` optimizer (Horovod's
     ``DistributedOptimizer``): ``minimize`` computes the gradients with a
     ``DistributedGradientTape`` (all-reduced during the backward pass);
-    ``apply_gradients`` averages gradients computed elsewhere, then applies
-    them. Slots, learning rate, checkpointing: the wrapped optimizer's."""
+    ``apply_gradients`` averages gradients computed elsewhere (a None
+    gradient on some ranks counting as zeros there), then applies them.
+    Slots, learning rate, checkpointing: the wrapped optimizer's."""
 
     def __init__(self, optimizer, bucket_bytes: int = DEFAULT_BUCKET_BYTES):
         if not (hasattr(optimizer, "apply_gradients") and hasattr(optimizer, "minimize")):
@@ -24,7 +25,7 @@ class DistributedOptimizer:
 
     def apply_gradients(self, grads_and_vars) -> None:
         pairs = list(grads_and_vars)
-        grads = average_gradients([g for g, _ in pairs], self.bucket_bytes)
+        grads = average_gradients([g for g, _ in pairs], self.bucket_bytes, [v for _, v in pairs])
         self.optimizer.apply_gradients(zip(grads, [v for _, v in pairs]))
 
     def minimize(self, loss_fn, var_list):

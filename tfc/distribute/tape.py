@@ -242,13 +242,22 @@ def first_use_order(entries, sources) -> list:
     return used + [i for i, s in enumerate(sources) if id(s) not in position]
 
 
-def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES) -> list:
+def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES, variables=None) -> list:
     """Average already computed gradients over the ranks (bucketed, without
-    overlap); None stays None where every rank has None. Under tracing: one
-    ``all_reduce(g, "mean")`` op each."""
+    overlap). With ``variables`` (one per gradient: their shapes and dtypes),
+    a gradient that is None on some ranks counts as zeros there, as the tape's
+    do, and stays None only where every rank has None; without them the ranks
+    must have None at the same places (else DistributedError). Under tracing:
+    one ``all_reduce(g, "mean")`` op each."""
     grads = list(grads)
     if STATE.builder is not None:
         return _TracedReducer().finish(grads)
+    if variables is not None:
+        variables = list(variables)
+        if len(variables) != len(grads):
+            raise ValueError(f"average_gradients: {len(grads)} gradients for {len(variables)} variables")
+        floating = [i for i, v in enumerate(variables) if v.dtype.is_floating]
+        return Reducer(variables, floating, bucket_bytes).finish(grads)
     sources = [g for g in grads if g is not None]
     index = [i for i, g in enumerate(grads) if g is not None]
     reducer = Reducer(sources, range(len(sources)), bucket_bytes)
