@@ -52,14 +52,12 @@ def _median_time(fn, comm, repeat):
         t0 = time.perf_counter()
         fn()
         dt = time.perf_counter() - t0
-        times.append(dt if comm is None else comm.allreduce(dt, op=_max(comm)))
+        if comm is not None:  # the slowest rank's time
+            from mpi4py import MPI
+
+            dt = comm.allreduce(dt, op=MPI.MAX)
+        times.append(dt)
     return float(np.median(times))
-
-
-def _max(comm):
-    from mpi4py import MPI
-
-    return MPI.MAX
 
 
 def allreduce_worker(repeat, out):
