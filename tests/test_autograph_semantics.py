@@ -999,3 +999,21 @@ def finally_without_return_keeps_the_exception(x):
 def test_return_in_finally_and_exceptions(f, x):
     assert_matches(f, x)
     assert "fin_return_" in tfc.autograph.to_code(f)
+
+
+def return_in_loop_and_after(x):
+    s = 0
+    for c in x:
+        s += c
+        if c % 2 > 0:
+            return s
+        else:
+            return -s
+    return s
+
+
+def test_return_in_a_tensor_loop_that_did_not_run_is_pythons():
+    """tfc's extension (docs/autograph.md): every path sets the return value."""
+    for items in ([], [1], [2, 3]):
+        assert_matches(return_in_loop_and_after, items)
+        assert_matches(return_in_loop_and_after, tfc.constant(items, dtype=tfc.int32))
