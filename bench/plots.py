@@ -58,15 +58,16 @@ def load(path: str) -> list[dict]:
     return list(tables.values())
 
 
-def plot(table: dict, out_dir: str) -> str:
-    """Draw one table; returns the file written."""
+def plot(table: dict, out_dir: str, name: str | None = None) -> str:
+    """Draw one table into ``OUT_DIR/bench-<name>.png`` (``name``: the title's
+    slug by default); returns the file written."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = table["rows"]
-    base = next((r for r in rows if r["name"] == table["baseline"]), rows[0])
+    base = next((r for r in rows if r["name"] == table.get("baseline")), rows[0])
     names = [r["name"] for r in rows]
     ratios = [r["median_s"] / base["median_s"] for r in rows]
     min_ratios = [r["min_s"] / base["min_s"] for r in rows]
@@ -96,7 +97,7 @@ def plot(table: dict, out_dir: str) -> str:
         fig.text(0.01, 0.01, "skipped: " + "; ".join(table["skipped"]), fontsize=7, color="#555")
     fig.tight_layout(rect=(0, 0.03 if table.get("skipped") else 0, 1, 1))
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"bench-{slug(table['title'])}.png")
+    path = os.path.join(out_dir, f"bench-{name or slug(table['title'])}.png")
     fig.savefig(path)
     plt.close(fig)
     return path
@@ -117,8 +118,17 @@ def main(argv=None) -> int:
     if not tables:
         print(f"bench/plots.py: error: {args.results} holds no tables", file=sys.stderr)
         return 1
+    taken = set()
     for table in tables:
-        path = plot(table, args.out)
+        if not table["rows"]:  # (every row skipped: nothing to draw)
+            print(f"bench/plots.py: {table['title']}: no rows, no plot", file=sys.stderr)
+            continue
+        name = slug(table["title"])
+        # titles that differ only in punctuation ("x + x", "x * x") get files of their own
+        name = next(f"{name}-{k}" if k else name for k in range(len(tables) + 1)
+                    if (f"{name}-{k}" if k else name) not in taken)
+        taken.add(name)
+        path = plot(table, args.out, name)
         if args.markdown:
             rel = os.path.relpath(path, "docs")
             print(f"![{table['title']}]({rel})")

@@ -59,6 +59,18 @@ def test_harness_records_what_plots_draws(tmp_path, monkeypatch):
     assert np.any(np.all(np.abs(img - blue) < 0.02, axis=-1))
 
 
+def test_titles_with_one_slug_get_a_plot_each(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install tfc[report])")
+    results = tmp_path / "results.jsonl"
+    monkeypatch.setenv(harness.RESULTS_ENV, str(results))
+    for title in ("x + x", "x * x"):
+        table(title, [("numpy", 1e-6, 1e-6), ("tfc", 3e-6, 2e-6)]).print(io.StringIO())
+    with open(results, "a") as f:  # (harness.record refuses such a table; a file written otherwise)
+        f.write(json.dumps({"title": "nothing ran", "rows": []}) + "\n")
+    assert plots.main([str(results), "--out", str(tmp_path / "images")]) == 0
+    assert sorted(os.listdir(tmp_path / "images")) == ["bench-x-x-1.png", "bench-x-x.png"]
+
+
 def test_no_results_file_no_record(tmp_path, monkeypatch):
     monkeypatch.delenv(harness.RESULTS_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
