@@ -149,14 +149,7 @@ class Optimizer:
         """One step: gradients of ``loss_fn()`` w.r.t. ``var_list`` (a list, or a
         callable returning one after the loss has run), then apply them.
         Returns the loss."""
-        with GradientTape() as tape:
-            loss = loss_fn()
-        if callable(var_list):
-            var_list = var_list()
-        var_list = list(var_list)
-        if not var_list:
-            raise ValueError(f"{self.name}.minimize: var_list is empty (call the model once to create its "
-                             "variables, or pass a callable returning them)")
+        tape, loss, var_list = _record_loss(loss_fn, var_list, f"{self.name}.minimize")
         grads = tape.gradient(loss, var_list)
         self.apply_gradients(zip(grads, var_list))
         return loss
@@ -255,6 +248,21 @@ class AdamW(Adam):
         if weight_decay is None:
             raise ValueError("AdamW: weight_decay must be a number (use Adam for none)")
         super().__init__(learning_rate, beta_1, beta_2, epsilon, name, weight_decay)
+
+
+def _record_loss(loss_fn, var_list, who: str):
+    """``(tape, loss, variables)``: ``loss_fn()`` run under a GradientTape, and
+    ``var_list`` (a list, or a callable returning one once the loss has run: a
+    model's variables exist after its first call) as a non-empty list."""
+    with GradientTape() as tape:
+        loss = loss_fn()
+    if callable(var_list):
+        var_list = var_list()
+    var_list = list(var_list)
+    if not var_list:
+        raise ValueError(f"{who}: var_list is empty (call the model once to create its variables, or pass a "
+                         "callable returning them)")
+    return tape, loss, var_list
 
 
 def global_norm(t_list):
