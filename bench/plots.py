@@ -110,6 +110,11 @@ def main(argv=None) -> int:
     p.add_argument("--markdown", action="store_true",
                    help="print the markdown image lines (paths relative to docs/)")
     args = p.parse_args(argv)
+    docs = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+    if args.markdown and os.path.relpath(os.path.abspath(args.out), docs).startswith(os.pardir):
+        print(f"bench/plots.py: error: --markdown writes image lines for docs/, but --out {args.out} is "
+              "outside it (the lines would point at files the repository does not have)", file=sys.stderr)
+        return 2
     try:
         tables = load(args.results)
     except (OSError, ValueError) as e:
@@ -130,7 +135,7 @@ def main(argv=None) -> int:
         taken.add(name)
         path = plot(table, args.out, name)
         if args.markdown:
-            rel = os.path.relpath(path, "docs")
+            rel = os.path.relpath(os.path.abspath(path), docs)
             print(f"![{table['title']}]({rel})")
         else:
             print(f"wrote {path}")

@@ -71,6 +71,23 @@ def test_titles_with_one_slug_get_a_plot_each(tmp_path, monkeypatch):
     assert sorted(os.listdir(tmp_path / "images")) == ["bench-x-x-1.png", "bench-x-x.png"]
 
 
+def test_markdown_lines_point_into_docs(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install tfc[report])")
+    results = tmp_path / "r.jsonl"
+    results.write_text(json.dumps({"title": "x + x", "baseline": "numpy", "rows": [
+        {"name": "numpy", "median_s": 1.0, "min_s": 1.0}, {"name": "tfc", "median_s": 2.0, "min_s": 1.5}]}) + "\n")
+    assert plots.main([str(results), "--out", str(tmp_path / "images"), "--markdown"]) == 2
+    assert "outside" in capsys.readouterr().err and not (tmp_path / "images").exists()
+    out = os.path.join(ROOT, "docs", "images", f"test-plots-{os.getpid()}")  # (removed below)
+    try:
+        assert plots.main([str(results), "--out", out, "--markdown"]) == 0
+        assert capsys.readouterr().out == f"![x + x](images/test-plots-{os.getpid()}/bench-x-x.png)\n"
+    finally:
+        import shutil
+
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def test_no_results_file_no_record(tmp_path, monkeypatch):
     monkeypatch.delenv(harness.RESULTS_ENV, raising=False)
     monkeypatch.chdir(tmp_path)
