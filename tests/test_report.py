@@ -266,6 +266,23 @@ def test_user_strings_are_escaped(tmp_path):
 
 
 @needs_dot
+def test_file_names_and_argument_names_are_escaped(tmp_path):
+    hostile = tmp_path / 'dir"<script>x'  # the file's path is shown, and in the graph's tooltips
+    hostile.mkdir()
+    m = load(hostile, '''
+        import tfc
+
+        @tfc.function(input_signature=[tfc.TensorSpec((3,), name='a"<script>alert(2)</script>')])
+        def f(x):
+            return tfc.matmul(tfc.reshape(x, (1, 3)), tfc.ones((3, 2))) * 2.0
+        ''', "hostile")
+    html = render_many([('<script>"f"', tfc.compile(m.f)), ("g", tfc.compile(m.f))])
+    assert html.count("<script") == 0  # the outer page: the reports sit escaped in srcdoc
+    page = render(tfc.compile(m.f))
+    assert page.count("<script") == 2 and 'dir&quot;&lt;script&gt;x' in page
+
+
+@needs_dot
 def test_retrace_history_and_a_tfc_function(model):
     model.twice(tfc.ones((3,)))
     model.twice(tfc.ones((4,)))
