@@ -37,7 +37,7 @@ from tfc.core import nest
 from tfc.core.context import STATE, TAPES
 from tfc.core.registry import REGISTRY
 from tfc.core.tape import Guarded, both, either, negative_zeros
-from tfc.core.tensor import Tensor, convert_to_tensor, wrap
+from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 
 
@@ -786,7 +786,8 @@ def call_recorded(conc, tensors):
     from tfc.core.tape import record, tapes_suspended, watch_accessed
 
     inputs = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in tensors]
-    values = [v._value for v in conc.variables]  # the values the call reads (it may assign)
+    values = [v._snapshot() for v in conc.variables]  # the values the call reads (it may assign); a GPU
+    # variable's stays on the GPU
     with tapes_suspended():
         result = conc._call_leaves(inputs)
     for v in conc.variables:
@@ -799,6 +800,20 @@ def call_recorded(conc, tensors):
         record(CallGrad(conc, values, keep), inputs + [conc.variables[k] for k in keep],
                outs if len(outs) > 1 else outs[0], {})
     return result
+
+
+def _fresh(t):
+    """A tensor object of its own over ``t``'s value (a tape keys values by
+    identity): a host array wrapped again, a GPU buffer shared."""
+    if type(t) is GpuTensor:
+        return t._rt.tensor(t._buf, t._spec)
+    return wrap(t._value)
+
+
+def _on_gpu(x) -> bool:
+    from tfc.core.variable import GpuVariable
+
+    return type(x) is GpuTensor or isinstance(x, GpuVariable)
 
 
 class CallGrad:
@@ -826,7 +841,7 @@ class CallGrad:
         gs = g if isinstance(g, list) else [g]
         n = len(conc.input_specs)
         bwd, fo, fi, fv, connected = backward_function(conc)
-        snaps = [wrap(value) for value in self.values]
+        snaps = [_fresh(value) for value in self.values]
         for j, k in enumerate(self.keep):  # outer tapes: a snapshot depends on its variable
             record(READ_VARIABLE, [entry.inputs[n + j]], snaps[k], {})
         # entry positions of the float inputs, then of the float variables the entry holds
@@ -840,7 +855,8 @@ class CallGrad:
         out = [None] * len(entry.inputs)
         for p, gp, ok in zip(at, res, connected):
             if p is not None and ok and entry.needs_grad(p):
-                out[p] = gp
+                # a cuda call's gradient of a host input returns to the host, as eager's do
+                out[p] = gp.cpu() if type(gp) is GpuTensor and not _on_gpu(entry.inputs[p]) else gp
         if distinct:
             entry.totals = [p for p, ok in zip(at, connected) if p is not None and ok]
         return out
@@ -904,5 +920,6 @@ def backward_function(conc):
         grads = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
                      fo, gs, seeds)
     bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
+    bwd.target = conc.target  # the backward runs where the call ran: a cuda call's on the GPU
     conc._backward = (bwd, fo, fi, fv, connected)
     return conc._backward
