@@ -17,11 +17,11 @@ def render(compiled) -> str:
     UnavailableError naming the Debian package ``graphviz`` where ``dot`` is missing."""
     from tfc.report.collect import collect
     from tfc.report.graph import dot_program, render_svg, to_dot
-    from tfc.report.page import _anchors, page
+    from tfc.report.page import source_anchors, page
 
     dot_program()  # before any work: the error names the package to install
     data = collect(compiled)
-    anchor, _ = _anchors(data.sources)
+    anchor, _ = source_anchors(data.sources)
     from concurrent.futures import ThreadPoolExecutor
 
     dots = {stage: to_dot(module, anchor, data.library_sites)

@@ -27,7 +27,7 @@ def fresh_rows(buffers) -> dict:
     return out
 
 
-def _bytes(n: int) -> str:
+def format_bytes(n: int) -> str:
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"
@@ -80,16 +80,16 @@ def memory_svg(plan, eager_peak, points: int) -> str:
         parts.append(f'<text {where} y="{yy - 4:.1f}" font-size="11" fill="{color}" '
                      f'paint-order="stroke" stroke="#fff" stroke-width="3">{escape(label)}</text>')
 
-    hline(plan.peak, f"planned peak {_bytes(plan.peak)}", "#c0392b", "0")
+    hline(plan.peak, f"planned peak {format_bytes(plan.peak)}", "#c0392b", "0")
     if eager_peak is not None:
         close = abs(y(eager_peak) - y(plan.peak)) < 14  # the two labels would overlap
-        hline(eager_peak, f"eager peak {_bytes(eager_peak)}", "#555", "6 4", "middle" if close else "end")
+        hline(eager_peak, f"eager peak {format_bytes(eager_peak)}", "#555", "6 4", "middle" if close else "end")
     if plan.arena_size and fresh:
-        hline(plan.arena_size, f"arena {_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3", "start")
+        hline(plan.arena_size, f"arena {format_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3", "start")
     for i in range(5):  # y ticks
         v = top * i / 4
         parts.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">'
-                     f'{_bytes(int(v))}</text>')
+                     f'{format_bytes(int(v))}</text>')
     step = max(1, points // 10)
     for p in range(0, points + 1, step):  # x ticks
         parts.append(f'<text x="{x(p):.1f}" y="{TOP + h + 14}" font-size="10" text-anchor="middle">{p}</text>')

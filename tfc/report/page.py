@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from tfc.report.memory import _bytes, memory_svg
+from tfc.report.memory import format_bytes, memory_svg
 
 CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1d1d1d;background:#fff}
@@ -81,7 +81,7 @@ def _diff_html(lines) -> str:
     return "".join(out)
 
 
-def _anchors(sources) -> tuple:
+def source_anchors(sources) -> tuple:
     """(location text -> "#src-F-L" anchor, file -> index): where each op's line is shown."""
     index = {path: i for i, path in enumerate(sources)}
 
@@ -106,12 +106,12 @@ def _summary(d) -> str:
             ("kernels", f"{sum(k.kind == 'fused kernel' for k in d.kernels)} fused kernels, "
                         f"{sum(k.kind == 'library call' for k in d.kernels)} library calls, "
                         f"{sum(k.kind == 'copy' for k in d.kernels)} copies"),
-            ("memory", f"planned peak {_bytes(d.plan.peak)}, arena {_bytes(d.plan.arena_size)}, "
-                       f"fresh per call {_bytes(d.plan.fresh_bytes)}"
-                       + ("" if d.eager_peak is None else f"; eager peak {_bytes(d.eager_peak)}")),
+            ("memory", f"planned peak {format_bytes(d.plan.peak)}, arena {format_bytes(d.plan.arena_size)}, "
+                       f"fresh per call {format_bytes(d.plan.fresh_bytes)}"
+                       + ("" if d.eager_peak is None else f"; eager peak {format_bytes(d.eager_peak)}")),
             ("traces", str(d.trace_count))]
     if slow is not None and slow.bytes:
-        rows.append(("most bytes moved", f"#{slow.index} {slow.label} at {slow.location}: {_bytes(slow.bytes)}"))
+        rows.append(("most bytes moved", f"#{slow.index} {slow.label} at {slow.location}: {format_bytes(slow.bytes)}"))
     return "<table>" + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
@@ -210,7 +210,7 @@ def _sources(d, index) -> str:
 def page(d, graphs: dict) -> str:
     """The HTML text of the report of ``d`` (collect.ReportData) with the graph's
     SVG after fusion (``graphs["fused"]``) and before it (``graphs["l1"]``)."""
-    anchor, index = _anchors(d.sources)
+    anchor, index = source_anchors(d.sources)
     passes, snaps = _passes(d)
     # JSON inside <script>: "<" escaped so no text can close the element
     snapshots = json.dumps(snaps).replace("<", "\\u003c")
