@@ -1017,3 +1017,21 @@ def test_return_in_a_tensor_loop_that_did_not_run_is_pythons():
     for items in ([], [1], [2, 3]):
         assert_matches(return_in_loop_and_after, items)
         assert_matches(return_in_loop_and_after, tfc.constant(items, dtype=tfc.int32))
+
+
+def initializes_from_itself(n):
+    for i in range(n):
+        if i == 0:
+            a = 1
+        else:
+            a = a + 1
+    return a
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_a_loop_value_read_before_the_loop_sets_it(n):
+    assert_matches(initializes_from_itself, n)  # Python values: a Python loop
+    line = initializes_from_itself.__code__.co_firstlineno + 1
+    with pytest.raises(ValueError, match=rf"variable 'a' is first set inside the tensor `for` loop at line {line} "
+                                         rf"and read before it is set: it must be defined before the loop"):
+        tfc.function(initializes_from_itself)(C(n))

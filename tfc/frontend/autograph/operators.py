@@ -727,8 +727,8 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
     target, as in TensorFlow) instead of failing the run-time check."""
     cells = _cells(fns, names, composites)
     loop_vars = [n for n in loop_vars if n in cells]
-    undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set; "
-                 f"define it before the loop")
+    undefined = (f"is first set inside the tensor `{kind}` loop at line {line} and read before it is set: "
+                 f"it must be defined before the loop")
     init, pending = [], []
     for n in loop_vars:
         v = _get(cells[n])
