@@ -85,17 +85,17 @@ class Block(tfc.Module):
         self.mask = np.triu(np.full((context, context), -1e9, np.float32), k=1)
 
     def attention(self, x):
-        batch, steps, width = x.shape
+        _, steps, width = x.shape  # (the batch may be known only at run time: -1 below)
         head = width // self.heads
 
         def split_heads(t):  # [B, T, C] -> [B, H, T, C/H]
-            return tfc.transpose(tfc.reshape(t, (batch, steps, self.heads, head)), (0, 2, 1, 3))
+            return tfc.transpose(tfc.reshape(t, (-1, steps, self.heads, head)), (0, 2, 1, 3))
 
         q, k, v = (split_heads(t) for t in tfc.split(self.qkv(x), 3, axis=-1))
         scores = tfc.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(head))
         weights = tfc.nn.softmax(scores + self.mask[:steps, :steps], axis=-1)
         out = tfc.transpose(tfc.matmul(weights, v), (0, 2, 1, 3))
-        return self.proj(tfc.reshape(out, (batch, steps, width)))
+        return self.proj(tfc.reshape(out, (-1, steps, width)))
 
     def __call__(self, x):
         x = x + self.attention(self.norm1(x))
@@ -122,6 +122,19 @@ class GPT(tfc.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
+
+
+# What `tfc compile` sees: the model's next-character distribution over a batch of
+# windows of any length up to the context (a built, untrained model; training with
+# seed 0 fills these same variables).
+VOCAB = Vocabulary(TEXT.read_text())
+MODEL = GPT(len(VOCAB), seed=0)
+
+
+@tfc.function(input_signature=[tfc.TensorSpec((None, MODEL.context), tfc.int32)])
+def next_char_probabilities(ids):
+    """Probabilities [B, vocab] of the character after each window of ``ids`` [B, context]."""
+    return tfc.nn.softmax(MODEL(ids)[:, -1])
 
 
 def loss_fn(model, x, y):
@@ -185,7 +198,7 @@ def train(steps=2000, mode="compiled", batch_size=32, learning_rate=3e-3, seed=0
     text = TEXT.read_text()
     vocab = Vocabulary(text)
     data = vocab.encode(text)
-    model = GPT(len(vocab), seed=seed)
+    model = MODEL if seed == 0 else GPT(len(vocab), seed=seed)
     optimizer = tfc.optimizers.Adam(learning_rate)
     step_fn = make_train_step(model, optimizer, compiled=(mode == "compiled"))
     writer = summary_writer(logdir)

@@ -12,7 +12,7 @@ import tfc
 from tfc.compile_cli import compile_main
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-NAMES = ["huber", "collatz", "mlp_digits", "autoencoder_lbfgs", "demo"]
+NAMES = ["huber", "collatz", "mlp_digits", "autoencoder_lbfgs", "demo", "transformer_lm", "cnn_digits"]
 
 
 def example(name):

@@ -66,7 +66,6 @@ from tfc.ops import _infer as inf
 CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 LIBRARY_TEMPS = 3  # arrays of its result's size that a row-wise library kernel makes (see _library_rows)
-SMALL_CALL_BYTES = 64 << 10  # library calls below this run as they are (see Emitter._one_blas_thread)
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
 _UFUNC = {name: f.__name__ for name, f in UFUNCS.items()}  # op -> np.<name>
@@ -1269,13 +1268,11 @@ class Emitter:
         if op.outs and (REGISTRY[name].kernel_into is None or len(op.outs) != 1):
             raise NotImplementedError(f"loops.library {name} with outs: its declaration has no kernel_into")
         chunks = self._library_rows(op, REGISTRY[name], values)
-        one = self._one_blas_thread(op)
         if op.outs and chunks is None:  # the declaration's kernel_into writes the planned buffer
-            self.build_lines.append(f"into{k} = {one('rt.kernel_into(' + repr(name) + ')')}")
+            self.build_lines.append(f"into{k} = rt.kernel_into({name!r})")
             out.append(pad + f"into{k}({''.join(i + ', ' for i in ins)}{self.name(op.outs[0])}, **attrs{k})")
             return
-        # (a call on chunks of rows runs on tfc's threads, one small call per chunk: as it is)
-        self.build_lines.append(f"lib{k} = {(one if chunks is None else str)('rt.kernel(' + repr(name) + ')')}")
+        self.build_lines.append(f"lib{k} = rt.kernel({name!r})")
         res = [self.name(r) for r in (op.outs or op.res)]
         if chunks is not None:  # the kernel on chunks of rows, each written into the result
             rows, widest = chunks
@@ -1298,23 +1295,6 @@ class Emitter:
             scalar = not isinstance(r.type, MemRefType)
             elt = r.type if scalar else r.type.element_type
             out.append(pad + f"{self.name(r)} = rt.conform({self.name(r)}, {np_dtype(elt)}, {scalar})")
-
-    @staticmethod
-    def _one_blas_thread(op):
-        """Wraps a library call's kernel expression in ``rt.on_one_thread`` where
-        its operands and result, all of static shape, total from SMALL_CALL_BYTES
-        to ``blas.ONE_THREAD_BYTES`` (see there: BLAS threads cost small products
-        more than they save); smaller calls are not split by OpenBLAS anyway."""
-        from tfc.backends.numpy.blas import ONE_THREAD_BYTES
-
-        values = [v for v in list(op.ins) + list(op.outs or op.res) if isinstance(v.type, MemRefType)]
-        shapes = [v.type.get_shape() for v in values]
-        if any(d < 0 for sh in shapes for d in sh):
-            return lambda expr: expr
-        total = sum(int(np.prod(sh, dtype=np.int64)) * _itemsize(v.type) for sh, v in zip(shapes, values))
-        if SMALL_CALL_BYTES <= total < ONE_THREAD_BYTES:
-            return lambda expr: f"rt.on_one_thread({expr})"
-        return lambda expr: expr
 
     def raise_(self, op, out, pad):
         """loops.raise: the op's registry kernel on the operands, which raises

@@ -263,9 +263,6 @@ def kernel(name: str):
     return REGISTRY[name].kernel
 
 
-on_one_thread = blas.on_one_thread  # a library call of small operands: BLAS on the calling thread
-
-
 def kernel_into(name: str):
     """The declaration's kernel that writes its result into a given array."""
     return REGISTRY[name].kernel_into
