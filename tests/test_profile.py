@@ -108,6 +108,25 @@ def test_run_time_shapes_profile_the_callers_shapes():
     assert b.rows[0].nbytes == 2 * 1600 * 4
 
 
+def test_generic_form_counts_sizes_at_run_time(monkeypatch):
+    from tfc.frontend import function as function_module
+
+    monkeypatch.setattr(function_module, "SPECIALIZATIONS", 0)  # the generic form runs every shape
+
+    @tfc.function(input_signature=[tfc.TensorSpec((None, 16)), tfc.TensorSpec((16, 4))])
+    def f(x, w):
+        return tfc.matmul(tfc.exp(x), w)
+
+    w = tfc.ones((16, 4))
+    conc = f.get_concrete_function(tfc.zeros((3, 16)), w)
+    assert "PROFILE_SITES" not in conc.source
+    for rows in (3, 50):
+        prof = f.profile(tfc.zeros((rows, 16)), w, n=1, quiet=True)
+        (mm,) = [r for r in prof.rows if r.label == "matmul"]
+        assert mm.elements == max(rows * 16, 16 * 4)  # the largest operand
+        assert mm.nbytes == (rows * 16 + 16 * 4 + rows * 4) * 4
+
+
 def test_bad_n_and_other_targets():
     x, w = _inputs()
     for n in (0, -1, 2.5, True):

@@ -116,6 +116,10 @@ def profile_form(form, arrays, n: int) -> Profile:
     if not hasattr(be, "compile_profiled"):
         raise NotImplementedError(f"profile: the {conc.target!r} backend has no profiling variant "
                                   "(only target='cpu', the numpy backend, is profiled)")
+    from tfc.frontend.function import GpuVariable, _gpu_variable_error
+
+    if any(type(v) is GpuVariable for v in conc.variables):
+        raise _gpu_variable_error(conc)  # as a call raises: a cpu function cannot run on GPU variables
     low = form.lowered
     recorder = None
 
