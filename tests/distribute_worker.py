@@ -123,6 +123,19 @@ def collectives():
             check("rank 0: all_reduce(op=sum)" in str(e) and "rank 1: all_reduce(op=sum)" in str(e), str(e))
         else:
             check(False, "no error on a mismatch")
+    # one rank in a collective, the other in the tape's order check: the same clear error, no wait
+    try:
+        if r == 0:
+            dist.all_reduce(tfc.constant(np.zeros(2)))
+        else:
+            with tfc.GradientTape() as tape:
+                loss = tfc.reduce_sum(a * a)
+            dist.DistributedGradientTape(tape).gradient(loss, [a])
+    except dist.DistributedError as e:
+        check("rank 0: all_reduce(op=sum)" in str(e) and "rank 1: DistributedGradientTape.gradient" in str(e),
+              str(e))
+    else:
+        check(False, "no error on a tape against a collective")
     print(f"OK collectives rank {r}", flush=True)
 
 

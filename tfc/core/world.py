@@ -143,7 +143,9 @@ class World:
 
     def agree(self, what: str, signature: str) -> bool:
         """Do all ranks pass the same ``signature``? The same answer on every
-        rank (one small all-reduce, inside collective ``what``)."""
+        rank (one small all-reduce, inside collective ``what``). Where it is
+        False, every rank's next collective must be ``signatures`` (the
+        others, in check_same or elsewhere, make that one)."""
         if self.comm is None:
             return True
         digest = zlib.crc32(signature.encode()) | (len(signature) << 32)
@@ -155,12 +157,18 @@ class World:
     def check_same(self, what: str, signature: str) -> None:
         """Raise DistributedError on every rank unless all ranks pass the same
         ``signature`` (a string describing the call) for collective ``what``."""
-        if self.agree(what, signature):
-            return
-        seen = self.comm.allgather(signature)  # (small: after a mismatch only)
+        if not self.agree(what, signature):
+            raise self.mismatch(what, self.signatures(signature))
+
+    def signatures(self, signature: str) -> list:
+        """Every rank's ``signature``, in rank order: after ``agree`` said no."""
+        return self.comm.allgather(signature)  # (small: after a mismatch only)
+
+    def mismatch(self, what: str, seen) -> DistributedError:
+        """The error of collective ``what`` whose ranks passed the signatures ``seen``."""
         detail = "; ".join(f"rank {r}: {s}" for r, s in enumerate(seen))
-        raise DistributedError(f"rank {self.rank} of {self.size}: {what} called with different operands "
-                               f"across ranks ({detail})")
+        return DistributedError(f"rank {self.rank} of {self.size}: {what} called with different operands "
+                                f"across ranks ({detail})")
 
     # -- collectives on host arrays -------------------------------------------------------
 

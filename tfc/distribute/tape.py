@@ -113,9 +113,13 @@ class Reducer:
         themselves differ."""
         what = "DistributedGradientTape.gradient"
         specs = ",".join(f"{np.dtype(s.dtype.as_numpy_dtype)}{list(s.shape)}" for s in sources)
-        if self.world.agree(what, f"sources {specs} order {order}"):  # (one check in the usual case)
+        signature = f"{what} sources {specs} order "
+        if self.world.agree(what, signature + str(order)):  # (one check in the usual case)
             return order
-        self.world.check_same(what, f"sources {specs}")
+        # every rank (a peer in another collective's check too) now gathers the signatures
+        seen = self.world.signatures(signature + str(order))
+        if any(not s.startswith(signature) for s in seen):
+            raise self.world.mismatch(what, seen)
         return sorted(order, reverse=True)
 
     def ready(self, i: int, g) -> None:
