@@ -470,8 +470,65 @@ def key_and_value_in_for(n):
     return totals
 
 
+class _Keys:
+    k = "a"
+
+
+def key_attribute_in_while(n):
+    d = {"a": 0}
+    o = _Keys()
+    i = 0
+    while i < n:
+        d[o.k] = d[o.k] + 2
+        i += 1
+    return d
+
+
+def key_expression_in_while(n):
+    lst = [0, 0]
+    i = 0
+    while i < n:
+        lst[1 - 1] = lst[0] + 2
+        lst[-1] = lst[-1] + 1
+        i += 1
+    return lst
+
+
+def key_tuple_in_for(n):
+    d = {("a", 1): 0}
+    for _ in range(n):
+        d["a", 1] = d["a", 1] + 2
+    return d
+
+
+def key_slice_in_while(n):
+    lst = [0, 0, 0]
+    i = 0
+    while i < n:
+        lst[0:2] = [lst[0] + 1, lst[1] + 2]
+        i += 1
+    return lst
+
+
+def key_call_in_if(n):
+    d = {"1": 0}
+    if n > 1:
+        d[str(1)] = 5
+    return d
+
+
+def key_call_in_while(n):
+    d = {"1": 0}
+    i = 0
+    while i < n:
+        d[str(1)] = d["1"] + 3
+        i += 1
+    return d
+
+
 KEY_PROGRAMS = [key_dict_in_for, key_list_in_while, key_dict_in_if, key_nested_in_if, key_attr_item_in_while,
-                index_changing_in_python_loop, key_and_value_in_for]
+                index_changing_in_python_loop, key_and_value_in_for, key_attribute_in_while,
+                key_expression_in_while, key_tuple_in_for, key_slice_in_while, key_call_in_if, key_call_in_while]
 
 
 @pytest.mark.parametrize("f", KEY_PROGRAMS, ids=lambda f: f.__name__)

@@ -384,7 +384,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
         for fn in (body, orelse):
             def run(fn=fn):
                 for n, c in cells.items():
-                    _set(c, init[n])
+                    _set(c, _fresh(init[n]))
                 _deeper(fn, where)
                 return _get(cells["retval_"])
             try:
@@ -404,7 +404,7 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
     def branch(fn, which):
         def run():
             for n, c in cells.items():
-                _set(c, init[n])
+                _set(c, _fresh(init[n]))
             _deeper(fn, where)
             out = []
             for n in live:
@@ -444,6 +444,12 @@ def _tensor_if(cond, body, orelse, names, live, line, composites=()):
         else:
             _set(c, Undefined(f"{_describe(n)} was set inside the tensor `if` at line {line} "
                               f"and is not available after it"))
+
+
+def _fresh(value):
+    """A list or dict as a branch starts: a copy, so that what one branch does to it
+    (``d[f(k)] = ...``) is not seen by the other (Python runs only one)."""
+    return type(value)(value) if type(value) in (list, dict) else value
 
 
 def _check_branches(names, true_out, false_out, line):

@@ -121,27 +121,48 @@ def used_names(node) -> set:
 # name, then attributes and subscripts by a constant or a variable) are state of tensor
 # control flow like names.
 
+def _constant_key(e) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) in (str, int)
+
+
+def _pure_key(e) -> bool:
+    """A key expression the runtime may evaluate again without side effects:
+    names, constants, attributes, tuples and arithmetic of them (``k``, ``i - 1``,
+    ``o.k``, ``("a", j)``)."""
+    if isinstance(e, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(e, ast.Attribute):
+        return _pure_key(e.value)
+    if isinstance(e, ast.Tuple):
+        return all(_pure_key(x) for x in e.elts)
+    if isinstance(e, ast.UnaryOp):
+        return _pure_key(e.operand)
+    if isinstance(e, ast.BinOp):
+        return _pure_key(e.left) and _pure_key(e.right)
+    return False
+
+
 def _chain(n):
-    """The symbol an expression names (``"d['a']"``, ``"d[k]"``), or None when it is not one."""
+    """The symbol an expression names (``"d['a']"``, ``"d[k]"``, ``"lst[i - 1]"``), or
+    None when it is not one."""
     if isinstance(n, ast.Name):
         return n.id
     if isinstance(n, ast.Attribute):
         b = _chain(n.value)
         return None if b is None else f"{b}.{n.attr}"
-    if isinstance(n, ast.Subscript) and (isinstance(n.slice, ast.Constant) and type(n.slice.value) in (str, int)
-                                         or isinstance(n.slice, ast.Name)):
+    if isinstance(n, ast.Subscript) and _pure_key(n.slice):
         b = _chain(n.value)
-        key = n.slice.id if isinstance(n.slice, ast.Name) else repr(n.slice.value)
+        key = repr(n.slice.value) if _constant_key(n.slice) else ast.unparse(n.slice)
         return None if b is None else f"{b}[{key}]"
     return None
 
 
 def _variable_keys(n) -> set:
-    """The names used as keys along the symbol ``n`` (``k`` in ``d[k].v``)."""
+    """The names read by the keys along the symbol ``n`` (``k`` in ``d[k].v``)."""
     out = set()
     while isinstance(n, (ast.Attribute, ast.Subscript)):
-        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Name):
-            out.add(n.slice.id)
+        if isinstance(n, ast.Subscript) and not _constant_key(n.slice):
+            out |= used_names(n.slice)
         n = n.value
     return out
 
@@ -164,7 +185,7 @@ def _under(a, b) -> bool:
 
 def _may_alias(path):
     """``path`` up to its first variable key: ``d[k]`` may be any item of ``d``."""
-    m = re.search(r"\[[A-Za-z_]", path)
+    m = re.search(r"\[(?!['\"]|\d+\])", path)  # a key that is no str or int constant
     return path if m is None else path[:m.start()]
 
 
@@ -547,6 +568,13 @@ class _ControlFlow(ast.NodeTransformer):
         # another element each time: the object holding it is the state (a variable of
         # this function; otherwise the runtime refuses the changing key).
         changing = assigned
+        for n in _walk_stmts(stmts):  # d[f(x)] = ..., lst[1:3] = ...: the holder (a variable) is the state
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and _chain(n) is None:
+                base = n.value
+                if isinstance(base, ast.Name) and base.id in self.locals:
+                    assigned = assigned | {base.id}
+                elif not isinstance(base, ast.Name) and _chain(base) is not None:
+                    stores.setdefault(_chain(base), base)
         for sym, t in list(stores.items()):
             base = t
             while _variable_keys(base) & changing:
@@ -583,8 +611,14 @@ class _ControlFlow(ast.NodeTransformer):
                     n.ctx = ast.Load()
             item = isinstance(t, ast.Subscript)
             # a variable key is read when the runtime reads or writes the item
-            key = _ControlFlow._thunk(_name(t.slice.id)) if item and isinstance(t.slice, ast.Name) \
-                else _const(t.slice.value if item else t.attr)
+            if item and not _constant_key(t.slice):
+                key_expr = copy.deepcopy(t.slice)
+                for n in ast.walk(key_expr):
+                    if hasattr(n, "ctx"):
+                        n.ctx = ast.Load()
+                key = _ControlFlow._thunk(key_expr)
+            else:
+                key = _const(t.slice.value if item else t.attr)
             elts.append(ast.Tuple(elts=[_const(sym), _ControlFlow._thunk(base), key, _const(item)],
                                   ctx=ast.Load()))
         kw = [ast.keyword(arg="composites", value=ast.Tuple(elts=elts, ctx=ast.Load()))] if elts else []
