@@ -172,10 +172,16 @@ class World:
 
     # -- collectives on host arrays -------------------------------------------------------
 
+    def _checked(self, array, what: str, detail: str = "") -> np.ndarray:
+        """``array`` contiguous, once every rank has called collective ``what``
+        with the same ``detail`` (its attributes), dtype and shape."""
+        array = np.asarray(array, order="C")
+        self.check_same(what, f"{what}{detail} {array.dtype}{list(array.shape)}")
+        return array
+
     def allreduce(self, array: np.ndarray, op: str, what: str = "all_reduce") -> np.ndarray:
         """The element-wise ``op`` (sum, max, min) of ``array`` over ranks, a new array."""
-        array = np.asarray(array, order="C")
-        self.check_same(what, f"{what}(op={op}) {array.dtype}{list(array.shape)}")
+        array = self._checked(array, what, f"(op={op})")
         out = np.empty_like(array)
         if self.comm is None:
             np.copyto(out, array)
@@ -206,8 +212,7 @@ class World:
     def broadcast(self, array: np.ndarray, root: int, what: str = "broadcast") -> np.ndarray:
         """``array`` of rank ``root``, on every rank (a new array)."""
         self._check_root(root, what)
-        array = np.asarray(array, order="C")
-        self.check_same(what, f"{what}(root={root}) {array.dtype}{list(array.shape)}")
+        array = self._checked(array, what, f"(root={root})")
         out = array.copy()
         if self.comm is not None:
             self.wait(self.comm.Ibcast(out, root=root), what)
@@ -216,8 +221,7 @@ class World:
     def reduce_to_root(self, array: np.ndarray, root: int, what: str = "reduce_to_root") -> np.ndarray:
         """The sum over ranks at ``root``, zeros elsewhere."""
         self._check_root(root, what)
-        array = np.asarray(array, order="C")
-        self.check_same(what, f"{what}(root={root}) {array.dtype}{list(array.shape)}")
+        array = self._checked(array, what, f"(root={root})")
         out = array.copy() if self.comm is None else np.zeros_like(array)
         if self.comm is not None:
             self.wait(self.comm.Ireduce(array, out, op=self.MPI.SUM, root=root), what)
@@ -225,8 +229,7 @@ class World:
 
     def all_gather(self, array: np.ndarray, what: str = "all_gather") -> np.ndarray:
         """Every rank's ``array`` concatenated along axis 0, in rank order."""
-        array = np.asarray(array, order="C")
-        self.check_same(what, f"{what} {array.dtype}{list(array.shape)}")
+        array = self._checked(array, what)
         out = np.empty((self.size * array.shape[0],) + array.shape[1:], array.dtype)
         if self.comm is None:
             np.copyto(out, array)
@@ -237,11 +240,10 @@ class World:
     def reduce_scatter(self, array: np.ndarray, what: str = "reduce_scatter") -> np.ndarray:
         """The sum over ranks of ``array``, split along axis 0 into ``size``
         equal blocks: rank r gets block r."""
-        array = np.asarray(array, order="C")
-        if array.shape[0] % self.size:
-            raise ValueError(f"{what}: the first dimension ({array.shape[0]}) must divide among "
+        if np.shape(array)[0] % self.size:
+            raise ValueError(f"{what}: the first dimension ({np.shape(array)[0]}) must divide among "
                              f"{self.size} ranks")
-        self.check_same(what, f"{what} {array.dtype}{list(array.shape)}")
+        array = self._checked(array, what)
         n = array.shape[0] // self.size
         out = np.empty((n,) + array.shape[1:], array.dtype)
         if self.comm is None:
