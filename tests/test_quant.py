@@ -81,6 +81,31 @@ def test_int8_matmul_is_exact_at_the_extremes():
         assert np.array_equal(q.accumulate(x, w, big), ref_acc(x, w, big).astype(np.float32))
 
 
+@pytest.mark.parametrize("m,n", [(5000, 16), (4097, 10), (131, 32), (300, 64), (3, 2)])
+@pytest.mark.parametrize("out_float", [False, True])
+def test_requantization_of_many_rows_matches_the_reference(m, n, out_float):
+    # many short rows take the blocked per-channel product (_scale_rows), a remainder row included
+    x, w = int8((m, 9)), int8((9, n))
+    bias = RNG.integers(-50000, 50000, n).astype(np.int32)
+    mult = RNG.uniform(1e-5, 1e-2, n).astype(np.float32)
+    got = q.quantized_matmul(x, w, bias, mult, out_zero_point=11, relu=True,
+                             out_dtype=tfc.float32 if out_float else tfc.int8).numpy()
+    assert np.array_equal(got, ref_requant(ref_acc(x, w, bias), mult, 11, True, out_float))
+
+
+def test_the_product_weights_follow_the_values_not_the_arrays():
+    # the float32 [w; bias] is cached: equal values share it, changed values (a
+    # writable array changed in place, or a fresh one) must not reuse it
+    x, w = int8((6, 5)), int8((5, 3))
+    bias = np.array([1, -2, 3], np.int32)
+    assert np.array_equal(q.accumulate(x, w, bias), ref_acc(x, w, bias).astype(np.float32))
+    bias[1] = 40000
+    w[0, 0] = -w[0, 0] if w[0, 0] != -128 else 127
+    assert np.array_equal(q.accumulate(x, w, bias), ref_acc(x, w, bias).astype(np.float32))
+    other = np.array([7, 7, 7], np.int32)
+    assert np.array_equal(q.accumulate(x, w.copy(), other), ref_acc(x, w, other).astype(np.float32))
+
+
 def test_quantize_and_dequantize():
     x = (RNG.standard_normal((4, 9)) * 3).astype(np.float32)
     x[0, :3] = [1e9, -1e9, 0.0]
