@@ -85,7 +85,8 @@ def memory_svg(plan, eager_peak, points: int) -> str:
         close = abs(y(eager_peak) - y(plan.peak)) < 14  # the two labels would overlap
         hline(eager_peak, f"eager peak {format_bytes(eager_peak)}", "#555", "6 4", "middle" if close else "end")
     if plan.arena_size and fresh:
-        hline(plan.arena_size, f"arena {format_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3", "start")
+        hline(plan.arena_size, f"arena {format_bytes(plan.arena_size)} (fresh buffers above)", "#2c5d8f", "2 3",
+              "start")
     for i in range(5):  # y ticks
         v = top * i / 4
         parts.append(f'<text x="{LEFT - 6}" y="{y(v) + 4:.1f}" font-size="10" text-anchor="end">'
