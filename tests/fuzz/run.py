@@ -55,6 +55,7 @@ DOCUMENTED_LIMITS = (
     r"squeeze: axis=None on shape .* depends on sizes known only at run time",
     r"returns and also uses to compute its other results is not implemented in compiled code",
     r"may return unchanged from before it through a nested branch or loop, or from another loop variable",
+    r"the gradient of compiled code containing the stateful op \w+ is not implemented",
 )
 
 _CONTROL_FLOW = re.compile(r"^\s*(if|while|for) |tfc\.cond\(|tfc\.while_loop\(", re.M)
