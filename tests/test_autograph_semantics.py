@@ -8,9 +8,7 @@ of a tensor ``if``), the table names the error tfc must give instead.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import itertools
 import warnings
 
 import numpy as np
