@@ -227,7 +227,43 @@ def return_from_while_true_with_inner_loop(x):
             return x
 
 
-RETURN_PROGRAMS = [return_from_while_true, return_from_while_true_with_inner_loop, return_in_try_with_finally, return_default_in_try_with_finally, return_in_finally,
+def return_in_try_in_tensor_loop(n):
+    i = 0
+    s = 0
+    while i < n:
+        try:
+            if i > 2:
+                return s
+            s += i
+        finally:
+            i += 1
+    return -s
+
+
+def return_in_with_in_range_loop(n):
+    s = 0
+    for i in tfc.range(n):
+        with _Ctx():
+            if i > 2:
+                return s * 100
+            s += i
+    return s
+
+
+def finally_after_return_in_loop(n):
+    s = 0
+    try:
+        for i in range(n):
+            s += i
+            if s > 3:
+                return s
+    finally:
+        s = -1
+    return s
+
+
+RETURN_PROGRAMS = [return_from_while_true, return_from_while_true_with_inner_loop, return_in_try_in_tensor_loop,
+                   return_in_with_in_range_loop, finally_after_return_in_loop, return_in_try_with_finally, return_default_in_try_with_finally, return_in_finally,
                    return_default_in_finally, return_in_finally_default_in_try, finally_reads_after_return,
                    return_in_with, return_default_in_with, raise_in_return_value_caught,
                    raise_in_return_caught_after_branch, raise_in_nested_try_return, return_in_loop_in_try,
