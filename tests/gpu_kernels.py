@@ -777,7 +777,52 @@ def scale_kernel(t: str) -> GpuCase:
                    lambda x, s: [x * _NP[t](s)])
 
 
+def mma_kernel() -> GpuCase:
+    """One warp's tensor-core product C = A B of a 16x16 and a 16x8 float16
+    matrix (row-major buffers) into float32, each lane loading its fragment
+    elements where PTX's "Matrix Fragments for mma.m16n8k16 with floating
+    point type" puts them (g = lane / 4, t = lane % 4)."""
+    PH, PF = "!tgpu.ptr<f16, global>", "!tgpu.ptr<f32, global>"
+    lines = ['      %tid0 = "gpu.thread_id"() <{dimension = #gpu<dim x>}> : () -> index',
+             "      %l = arith.index_cast %tid0 : index to i32",
+             "      %c4 = arith.constant 4 : i32", "      %c2 = arith.constant 2 : i32",
+             "      %c8 = arith.constant 8 : i32", "      %c16 = arith.constant 16 : i32",
+             "      %g = arith.divui %l, %c4 : i32", "      %tq = arith.remui %l, %c4 : i32",
+             "      %t2 = arith.muli %tq, %c2 : i32", "      %z = arith.constant 0.0 : f32"]
+    consts = set()
+
+    def const(v):
+        if v not in consts:
+            consts.add(v)
+            lines.append(f"      %k{v} = arith.constant {v} : i32")
+        return f"%k{v}"
+
+    def element(name, row_base, row_off, col_base, col_off, width, ptr, ptr_t, load=True):
+        lines.append(f"      %{name}_r = arith.addi {row_base}, {const(row_off)} : i32")
+        lines.append(f"      %{name}_c = arith.addi {col_base}, {const(col_off)} : i32")
+        lines.append(f"      %{name}_m = arith.muli %{name}_r, {const(width)} : i32")
+        lines.append(f"      %{name}_i = arith.addi %{name}_m, %{name}_c : i32")
+        if load:
+            lines.append(f"      %{name} = tgpu.load {ptr}[%{name}_i] : {ptr_t}, i32")
+
+    for i in range(8):  # a_i: row g + 8((i >> 1) & 1), column 2t + (i & 1) + 8(i >> 2)
+        element(f"a{i}", "%g", 8 * ((i >> 1) & 1), "%t2", (i & 1) + 8 * (i >> 2), 16, "%A", PH)
+    for i in range(4):  # b_i: row 2t + (i & 1) + 8(i >> 1), column g
+        element(f"b{i}", "%t2", (i & 1) + 8 * (i >> 1), "%g", 0, 8, "%B", PH)
+    a = ", ".join(f"%a{i}" for i in range(8))
+    b = ", ".join(f"%b{i}" for i in range(4))
+    lines.append(f"      %d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a({a}) b({b}) c(%z, %z, %z, %z) : f16 -> f32")
+    for i in range(4):  # d_i: row g + 8(i >> 1), column 2t + (i & 1)
+        element(f"s{i}", "%g", 8 * (i >> 1), "%t2", i & 1, 8, None, None, load=False)
+        lines.append(f"      tgpu.store %d{i}, %C[%s{i}_i] : {PF}, i32")
+    text = _wrap(_func("mma_m16n8k16", [("%A", PH), ("%B", PH), ("%C", PF)], (32, 1, 1), "\n".join(lines) + "\n"))
+    return GpuCase("mma_m16n8k16", text, (32, 1, 1), lambda a, b: (1, 1, 1),
+                   lambda a, b: [a, b, np.zeros((16, 8), np.float32)], (2,),
+                   lambda a, b: [(a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)],
+                   budget_registers=128, notes={"tolerance": "float32 accumulation of 16 exact products"})
+
+
 def misc_kernels():
     return ([*copy_kernels()] + [shuffle_kernel(m, t) for m in ("down", "up", "xor", "idx") for t in ("f32", "i32")]
             + [atomic_kernel(t, o) for t in ("f32", "f64", "i32", "i64") for o in (False, True)]
-            + [scale_kernel(t) for t in ("f32", "f64")])
+            + [scale_kernel(t) for t in ("f32", "f64")] + [mma_kernel()])

@@ -604,6 +604,8 @@ def _subset_line(entry):
         return "bar.sync 0;"
     if op == "shfl":
         return f"{entry} %r1, %r2, 1, 0x1f, 0xffffffff;"
+    if op == "mma":
+        return f"{entry} {{%f1, %f1, %f1, %f1}}, {{%hh1, %hh1, %hh1, %hh1}}, {{%hh1, %hh1}}, {{%f1, %f1, %f1, %f1}};"
     if op in ("red", "atom"):
         return f"{entry} [%rd2], {r};" if op == "red" else f"{entry} {r}, [%rd2], {r};"
     if op == "cvta":
@@ -639,7 +641,7 @@ def _subset_kernel(line):
     return K.HEADER + (".visible .entry k(.param .u32 p_u32, .param .u64 p_u64, .param .f32 p_f32, "
                        ".param .f64 p_f64)\n{\n    .reg .pred %p<3>;\n    .reg .u32 %r<3>;\n"
                        "    .reg .u64 %rd<3>;\n    .reg .f32 %f<3>;\n    .reg .f64 %fd<3>;\n"
-                       "    .reg .b16 %h<3>;\n    .shared .align 16 .b8 s[64];\n"
+                       "    .reg .b16 %h<3>;\n    .reg .b32 %hh<3>;\n    .shared .align 16 .b8 s[64];\n"
                        f"    {line}\n$L_end:\n    ret;\n}}\n")
 
 
@@ -658,7 +660,8 @@ def test_subset_lines_are_real_ptx():
     subset = _subset()
     text = K.HEADER + ".visible .entry k(.param .u32 p_u32, .param .u64 p_u64, .param .f32 p_f32, " \
         ".param .f64 p_f64)\n{\n    .reg .pred %p<3>;\n    .reg .u32 %r<3>;\n    .reg .u64 %rd<3>;\n" \
-        "    .reg .f32 %f<3>;\n    .reg .f64 %fd<3>;\n    .reg .b16 %h<3>;\n    .shared .align 16 .b8 s[64];\n" + \
+        "    .reg .f32 %f<3>;\n    .reg .f64 %fd<3>;\n    .reg .b16 %h<3>;\n    .reg .b32 %hh<3>;\n" \
+        "    .shared .align 16 .b8 s[64];\n" + \
         "".join(f"    {_subset_line(e)}\n" for e in sorted(subset)) + "$L_end:\n    ret;\n}\n"
     ptxas.assemble(text, "sm_80")
 
@@ -708,6 +711,45 @@ def test_printer_kernels():
                     assert _bits_equal(args[i], want)
                 else:
                     np.testing.assert_allclose(args[i], want, rtol=1e-5, atol=1e-4)
+
+
+def test_mma_fragments():
+    """tgpu.mma through the printer and the simulator: each lane loads the
+    elements PTX's fragment layout gives it, and the warp's product is A B
+    (integers: exact in float32 whatever the order). A layout mistake in
+    either the kernel or the simulator's reading of the registers moves
+    elements and fails; a permutation-sensitive A (distinct rows and columns)
+    checks every position."""
+    G, to_ptx = _gpu_kernels()
+    case = G.mma_kernel()
+    prog = S.parse(to_ptx(case.module()))
+    rng = np.random.default_rng(5)
+    for a, b in [(np.arange(256).reshape(16, 16) % 23 - 11, np.arange(128).reshape(16, 8) % 7 - 3),
+                 (rng.integers(-8, 9, (16, 16)), rng.integers(-8, 9, (16, 8)))]:
+        a, b = a.astype(np.float16), b.astype(np.float16)
+        args = case.args(a, b)
+        S.run(prog, case.name, case.grid(a, b), case.block, args, S.Memory())
+        assert np.array_equal(args[2], case.reference(a, b)[0])
+    # unit vectors: C's element (i, j) is A's (i, p) for B = e_p e_j^T, so each lane's A elements
+    # are where the layout puts them
+    a = (np.arange(256).reshape(16, 16) / 8).astype(np.float16)
+    for p in (0, 1, 7, 8, 9, 15):
+        b = np.zeros((16, 8), np.float16)
+        b[p, 3] = 1
+        args = case.args(a, b)
+        S.run(prog, case.name, (1, 1, 1), case.block, args, S.Memory())
+        want = np.zeros((16, 8), np.float32)
+        want[:, 3] = a[:, p]
+        assert np.array_equal(args[2], want), p
+
+
+def test_mma_needs_the_whole_warp():
+    G, to_ptx = _gpu_kernels()
+    case = G.mma_kernel()
+    ptx = to_ptx(case.module()).replace(".reqntid 32, 1, 1", ".reqntid 16, 1, 1")
+    a, b = np.ones((16, 16), np.float16), np.ones((16, 8), np.float16)
+    with pytest.raises(S.SimulationError, match="partial"):
+        S.run(S.parse(ptx), case.name, (1, 1, 1), (16, 1, 1), case.args(a, b), S.Memory())
 
 
 def test_printer_op_kernels():

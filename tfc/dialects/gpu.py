@@ -22,6 +22,8 @@ and these ops:
   width 32: CUDA's ``__shfl_*_sync(0xffffffff, ...)``);
 - ``tgpu.atomic add %p[%i], %v : !tgpu.ptr<f32, global>, i32`` (no result:
   PTX ``red``), ``%old = tgpu.atomic add ... -> f32`` (PTX ``atom``);
+- ``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(...) b(...) c(...) : f16 -> f32``:
+  a warp's tensor-core product (PTX ``mma.sync.aligned.m16n8k16``);
 - host side: ``%key, %base = tgpu.philox_take {blocks = 8}`` (reserves
   blocks of tfc.random's global stream when it runs: an unseeded random
   kernel's key and counter base), ``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0)
@@ -43,7 +45,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
-    IRDLOperation, irdl_attr_definition, irdl_op_definition, operand_def, opt_prop_def, opt_result_def, prop_def,
+    AttrSizedOperandSegments, IRDLOperation, irdl_attr_definition, irdl_op_definition, operand_def, opt_prop_def, opt_result_def, prop_def,
     result_def, traits_def, var_operand_def, var_result_def,
 )
 from xdsl.parser import AttrParser, Parser
@@ -435,6 +437,61 @@ class AtomicOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class MmaOp(IRDLOperation):
+    """``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(%a0, ..., %a7) b(%b0, ..., %b3)
+    c(%c0, ..., %c3) : f16 -> f32``: one warp's tensor-core product D = A B + C
+    of a 16x16 float16 A (row-major fragments), a 16x8 float16 B (column
+    fragments) and a 16x8 float32 C (PTX ``mma.sync.aligned.m16n8k16.row.col
+    .f32.f16.f16.f32``). Each thread passes its fragment elements as PTX's
+    "Matrix Fragments for mma.m16n8k16" place them (g = lane / 4, t = lane % 4):
+    a_i at row g + 8 ((i / 2) % 2), column 2t + i % 2 + 8 (i / 4); b_i at row
+    2t + i % 2 + 8 (i / 2), column g; c_i and d_i at row g + 8 (i / 2), column
+    2t + i % 2. Every thread of the warp must execute it (no divergence)."""
+
+    name = "tgpu.mma"
+    a = var_operand_def(Float16Type)
+    b = var_operand_def(Float16Type)
+    c = var_operand_def(Float32Type)
+    d = var_result_def(Float32Type)
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(self, a, b, c):
+        super().__init__(operands=[list(a), list(b), list(c)], result_types=[[Float32Type()] * 4])
+
+    def verify_(self):
+        if (len(self.a), len(self.b), len(self.c), len(self.d)) != (8, 4, 4, 4):
+            _fail(self, "m16n8k16 takes 8 a, 4 b and 4 c values per thread and gives 4")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" m16n8k16")
+        for name, vals in (("a", self.a), ("b", self.b), ("c", self.c)):
+            printer.print_string(f" {name}(")
+            printer.print_list(vals, printer.print_operand)
+            printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : f16 -> f32")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        if parser.parse_identifier() != "m16n8k16":
+            parser.raise_error("tgpu.mma: only the shape m16n8k16")
+        groups = []
+        for name, t in (("a", Float16Type()), ("b", Float16Type()), ("c", Float32Type())):
+            if parser.parse_identifier() != name:
+                parser.raise_error(f"tgpu.mma: expected {name}(...)")
+            vals = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+            groups.append([parser.resolve_operand(v, t) for v in vals])
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        parser.parse_type()
+        parser.parse_punctuation("->")
+        parser.parse_type()
+        op = cls(*groups)
+        op.attributes.update(attrs)
+        return op
+
+
 def param_type(host_type):
     """The kernel parameter type a launch argument of ``host_type`` becomes: a
     memref its element's global pointer (the data address, view offset
@@ -611,7 +668,7 @@ class PhiloxTakeOp(IRDLOperation):
         return op
 
 
-TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, LaunchOp, PhiloxTakeOp], [PtrType])
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, LaunchOp, PhiloxTakeOp], [PtrType])
 
 
 # -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------

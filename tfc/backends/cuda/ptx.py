@@ -98,12 +98,15 @@ PTX_SUBSET = frozenset([
     "red.global.add.f32", "red.global.add.u32", "red.global.add.u64", "red.global.add.f64",
     "atom.global.add.f32", "atom.global.add.u32", "atom.global.add.u64", "atom.global.add.f64",
     "abs.s32", "abs.s64",
+    # tensor cores (tgpu.mma: float16 fragments packed in pairs by mov.b32 {lo, hi})
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
 ])
 
 HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
 
 # register classes: prefix and declared type
-_CLASSES = {"p": "pred", "r": "u32", "rd": "u64", "f": "f32", "fd": "f64", "h": "b16"}
+# "hh": two float16 values packed in a .b32 (mma operands: ptxas refuses .u32 registers there)
+_CLASSES = {"p": "pred", "r": "u32", "rd": "u64", "f": "f32", "fd": "f64", "h": "b16", "hh": "b32"}
 
 
 def f32_hex(x: float) -> str:
@@ -326,6 +329,22 @@ class _Kernel:
         clamp = "0" if mode == "up" else "31"
         self.i(f"shfl.sync.{mode}.b32", self.new(op.result), self.get(op.value), self.get(op.offset), clamp,
                "0xffffffff")
+
+    def mma(self, op):
+        """tgpu.mma: the float16 fragments packed two to a .b32 register (the
+        first element low), then one mma.sync for the warp."""
+        def packed(vals):
+            regs = []
+            for lo, hi in zip(vals[0::2], vals[1::2]):
+                r = self.reg("hh")
+                self.i("mov.b32", r, "{%s, %s}" % (self.get(lo), self.get(hi)))
+                regs.append(r)
+            return "{" + ", ".join(regs) + "}"
+
+        a, b = packed(list(op.a)), packed(list(op.b))
+        c = "{" + ", ".join(self.get(v) for v in op.c) + "}"
+        d = "{" + ", ".join(self.new(v) for v in op.d) + "}"
+        self.i("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", d, a, b, c)
 
     def atomic(self, op):
         _, a = self.address(op.ptr, op.index)
@@ -788,6 +807,7 @@ _HANDLERS = {
     "tgpu.shared": _Kernel.shared_array,
     "tgpu.shuffle": _Kernel.shuffle,
     "tgpu.atomic": _Kernel.atomic,
+    "tgpu.mma": _Kernel.mma,
     "scf.for": _Kernel.for_,
     "scf.if": _Kernel.if_,
     "arith.constant": _Kernel.constant,

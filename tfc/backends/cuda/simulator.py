@@ -819,10 +819,72 @@ class _Decoder:
     def _i_mov(self, mods, ops, opcode):
         t = self._type(mods, opcode)
         self._nops(ops, 2, opcode)
+        if ops[1].startswith("{") and t == "b32" and not ops[0].startswith("{"):
+            return self._pack16(ops, opcode)
         if ops[1].startswith("{") or ops[0].startswith("{"):
-            self._unsupported(opcode, "vector pack/unpack")
+            self._unsupported(opcode, "vector pack/unpack (only mov.b32 of two .b16)")
         src, dst = self.src(ops[1], t), self.dst(ops[0], t)
         return _OP, lambda ctx, sel: dst(ctx, sel, src(ctx, sel)), None
+
+    def _pack16(self, ops, opcode):
+        """``mov.b32 %r, {%h0, %h1}``: the first element in the low half."""
+        lo, hi = (self.src(x, "b16") for x in _vector_regs(ops[1], 2))
+        dst = self.dst(ops[0], "b32")
+
+        def pack(ctx, sel):
+            a = np.asarray(lo(ctx, sel)).astype(np.uint32)
+            b = np.asarray(hi(ctx, sel)).astype(np.uint32)
+            dst(ctx, sel, a | (b << np.uint32(16)))
+        return _OP, pack, None
+
+    def _i_mma(self, mods, ops, opcode):
+        """mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: per warp, D = A B + C
+        with the fragment layouts of PTX's "Matrix Fragments for mma.m16n8k16
+        with floating point type" (g = laneid >> 2, t = laneid % 4; a_i at row
+        g + 8 ((i >> 1) & 1), column 2t + (i & 1) + 8 (i >> 2); b_i at row
+        2t + (i & 1) + 8 (i >> 1), column g; c_i, d_i at row g + 8 (i >> 1),
+        column 2t + (i & 1); element 2j low and 2j + 1 high in register j).
+        The products of float16 values are exact in float64 and the sum of
+        16 of them and c nearly so: each d is that sum rounded once to float32.
+        A tensor core accumulates with its own (unspecified) roundings, within
+        the float32 accumulation bound of the same sum."""
+        if ".".join(mods) != "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32":
+            self._unsupported(opcode, "only mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+        self._nops(ops, 4, opcode)
+        self._strict = False  # fragment registers are .b32 (ptxas: any 32-bit register)
+        d = [self.dst(x, "f32") for x in _vector_regs(ops[0], 4)]
+        a = [self.src(x, "b32") for x in _vector_regs(ops[1], 4)]
+        b = [self.src(x, "b32") for x in _vector_regs(ops[2], 2)]
+        c = [self.src(x, "f32") for x in _vector_regs(ops[3], 4)]
+
+        def halves(regs, ctx, sel, shape):
+            out = []
+            for r in regs:
+                v = np.broadcast_to(np.asarray(r(ctx, sel), np.uint32), shape)
+                for h in (v & np.uint32(0xFFFF), v >> np.uint32(16)):
+                    out.append(h.astype(np.uint16).view(np.float16).astype(np.float64))
+            return out
+
+        def mma(ctx, sel):
+            pos = ctx.check_full_warps(sel)
+            lane = ctx.special_all("%laneid")
+            lane = (lane if sel is None else lane[sel]).astype(np.int64)
+            shape = lane.shape
+            w = pos // 32
+            nw = int(w.max()) + 1 if len(w) else 0
+            g, t = lane >> 2, lane & 3
+            A, B, C = np.zeros((nw, 16, 16)), np.zeros((nw, 16, 8)), np.zeros((nw, 16, 8))
+            for i, v in enumerate(halves(a, ctx, sel, shape)):
+                A[w, g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)] = v
+            for i, v in enumerate(halves(b, ctx, sel, shape)):
+                B[w, 2 * t + (i & 1) + 8 * (i >> 1), g] = v
+            for i, r in enumerate(c):
+                C[w, g + 8 * (i >> 1), 2 * t + (i & 1)] = np.broadcast_to(np.asarray(r(ctx, sel), np.float32), shape)
+            with np.errstate(all="ignore"):
+                D = (np.matmul(A, B) + C).astype(np.float32)
+            for i, st in enumerate(d):
+                st(ctx, sel, D[w, g + 8 * (i >> 1), 2 * t + (i & 1)])
+        return _OP, mma, None
 
     def _i_cvta(self, mods, ops, opcode):
         if mods not in (["to", "global", "u64"], ["global", "u64"]):
