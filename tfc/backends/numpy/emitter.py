@@ -1373,7 +1373,9 @@ def _profile_label(op) -> str:
     reduces = sorted({k for k in op.reduce_kinds if k is not None}) if op.reduces else []
     kind = "scatter-add" if op.added_into() else f"reduce {'/'.join(reduces)}" if reduces else "kernel"
     shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
-    return f"{kind} ({shown})" if names else kind
+    if not names:  # a body that only moves elements (a transpose, a split piece, a broadcast)
+        return "kernel (copy)" if kind == "kernel" else kind
+    return f"{kind} ({shown})"
 
 
 class _Line(str):
