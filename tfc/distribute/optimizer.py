@@ -2,8 +2,8 @@
 ``apply_gradients`` average the gradients over all ranks first."""
 from __future__ import annotations
 
-from tfc.core.tape import GradientTape
 from tfc.distribute.tape import DEFAULT_BUCKET_BYTES, DistributedGradientTape, average_gradients
+from tfc.nn.optimizers import _record_loss
 
 
 class DistributedOptimizer:
@@ -31,14 +31,7 @@ class DistributedOptimizer:
     def minimize(self, loss_fn, var_list):
         """One step: the averaged gradients of ``loss_fn()`` (this rank's
         shard's loss) applied to ``var_list``; returns this rank's loss."""
-        with GradientTape() as tape:
-            loss = loss_fn()
-        if callable(var_list):
-            var_list = var_list()
-        var_list = list(var_list)
-        if not var_list:
-            raise ValueError(f"{self.optimizer.name}.minimize: var_list is empty (call the model once to create "
-                             "its variables, or pass a callable returning them)")
+        tape, loss, var_list = _record_loss(loss_fn, var_list, f"{self.optimizer.name}.minimize")
         grads = DistributedGradientTape(tape, self.bucket_bytes).gradient(loss, var_list)
         self.optimizer.apply_gradients(zip(grads, var_list))
         return loss
