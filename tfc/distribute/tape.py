@@ -252,7 +252,8 @@ def average_gradients(grads, bucket_bytes: int = DEFAULT_BUCKET_BYTES, variables
     a gradient that is None on some ranks counts as zeros there, as the tape's
     do, and stays None only where every rank has None; without them the ranks
     must have None at the same places (else DistributedError). Under tracing:
-    one ``all_reduce(g, "mean")`` op each."""
+    one ``all_reduce(g, "mean")`` op per gradient that is not None (every
+    rank's compiled step must then make the same ones)."""
     grads = list(grads)
     if STATE.builder is not None:
         return _TracedReducer().finish(grads)
