@@ -124,8 +124,8 @@ class GPT(tfc.Module):
         return self.head(self.norm(x))
 
 
-# What `tfc compile` sees: the model's next-character distribution over a batch of
-# windows of any length up to the context (a built, untrained model; training with
+# What `tfc compile` sees: the model's next-character distribution after each of a
+# batch of context-long windows (a built, untrained model; training with
 # seed 0 fills these same variables).
 VOCAB = Vocabulary(TEXT.read_text())
 MODEL = GPT(len(VOCAB), seed=0)
