@@ -152,6 +152,12 @@ def test_op_errors_name_the_problem():
         q.quantized_matmul(int8((2, 3)), int8((4, 2)), np.zeros(2, np.int32), np.ones(2, np.float32))
     with pytest.raises(ValueError, match=r"bias must have shape \(2,\)"):
         q.quantized_matmul(int8((2, 3)), int8((3, 2)), np.zeros(3, np.int32), np.ones(2, np.float32))
+    with pytest.raises(ValueError, match=r"multiplier must have shape \(2,\) \(one per output channel\) or \(1,\)"):
+        q.quantized_matmul(int8((2, 3)), int8((3, 2)), np.zeros(2, np.int32), np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"bias must have shape \(2,\) \(one per output channel\), got \(1,\)"):
+        q.quantized_matmul(int8((2, 3)), int8((3, 2)), np.zeros(1, np.int32), np.ones(1, np.float32))
+    with pytest.raises(ValueError, match=r"scale must have shape \(2,\)"):
+        q.weight_quantized_matmul(np.ones((2, 3), np.float32), int8((3, 2)), np.ones(3, np.float32))
     with pytest.raises(TypeError, match="x has dtype float32"):
         q.quantized_matmul(np.zeros((2, 3), np.float32), int8((3, 2)), np.zeros(2, np.int32), np.ones(2, np.float32))
     with pytest.raises(ValueError, match="overflow the int32 accumulator"):
@@ -240,6 +246,9 @@ def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel):
     assert "tfc.read_variable" not in ir and conc.variables == []
     assert "out_dtype = i8" in ir and "out_dtype = f32" in ir and "relu = true" in ir
     assert conc.quantization.rewritten == {"quantized_matmul": 2} and conc.quantization.batches == 3
+    # per-tensor weights store one multiplier per layer, not one per channel
+    assert ir.count("tensor<1xf32>) ->") == (0 if per_channel else 2)
+    assert weight_bytes(conc) == 12 * 16 + 16 * 5 + 4 * (16 + 5) + 4 * ((16 + 5) if per_channel else 2)
     inside = batches[0]  # within the calibrated range: close to the float model
     float_out = model(tfc.constant(inside)).numpy()
     assert np.abs(conc(inside).numpy() - float_out).max() < 0.05 * np.abs(float_out).max()

@@ -1,4 +1,5 @@
 // RUN: %tfc-opt %s -p tfc-quantize | filecheck %s
+// RUN: %tfc-opt %s -p 'tfc-quantize{per_channel=false}' | filecheck %s --check-prefix=TENSOR
 
 // A dense layer with relu feeding another: the first keeps its result int8 (no
 // dequantize / quantize between them), relu is the clamp at the output's zero
@@ -15,6 +16,14 @@
 // CHECK:         %8 = tfc.quantized_matmul %4, %5, %6, %7 {out_zero_point = 0 : i64, relu = false, out_dtype = f32}
 // CHECK-SAME:      -> tensor<2x1xf32>
 // CHECK-NEXT:    func.return %8 : tensor<2x1xf32>
+// Per-tensor weights: one scale 2.0 / 127, so one multiplier s_in * s_w / s_out,
+// stored once (shape [1]); the int32 bias stays per channel.
+// TENSOR-LABEL: func.func @two_dense
+// TENSOR:         tfc.constant dense<{{\[\[}}32, -64], [16, 0], [-8, 127]]> : tensor<3x2xi8>
+// TENSOR-NEXT:    tfc.constant dense<[810, -1619]> : tensor<2xi32>
+// TENSOR-NEXT:    tfc.constant dense<0.0104986876> : tensor<1xf32>
+// TENSOR-NEXT:    tfc.quantized_matmul
+// TENSOR-SAME:      (tensor<2x3xi8>, tensor<3x2xi8>, tensor<2xi32>, tensor<1xf32>) -> tensor<2x2xi8>
 func.func @two_dense(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
   %w = tfc.constant dense<[[0.5, -1.0], [0.25, 0.0], [-0.125, 2.0]]> : tensor<3x2xf32>
   %b = tfc.constant dense<[0.1, -0.2]> : tensor<2xf32>

@@ -14,10 +14,10 @@
 // CHECK-NEXT:    %5 = tfc.constant dense<{{\[\[}}127], [-127]]> : tensor<2x1xi8>
 // CHECK:         tfc.weight_quantized_matmul %4, %5, %{{.*}} : (tensor<2x2xf32>, tensor<2x1xi8>, tensor<1xf32>) -> tensor<2x1xf32>
 
-// One scale for the whole tensor: 2.0 / 127 on both columns.
+// One scale for the whole tensor: 2.0 / 127 on both columns, stored once.
 // TENSOR-LABEL: func.func @dense
 // TENSOR:         tfc.constant dense<{{\[\[}}32, -64], [16, 0], [-8, 127]]> : tensor<3x2xi8>
-// TENSOR-NEXT:    tfc.constant dense<0.0157480314> : tensor<2xf32>
+// TENSOR-NEXT:    tfc.constant dense<0.0157480314> : tensor<1xf32>
 
 // exclude names op kinds or weights (the tfc.variable name of a frozen weight).
 // EXCLUDE-LABEL: func.func @dense

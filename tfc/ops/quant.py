@@ -4,7 +4,8 @@ compute) matmul and conv2d. The scheme is TFLite's and ONNX Runtime's:
 
 - a real value r and its int8 code q are related by r = scale * (q - zero_point);
 - weights are symmetric (zero point 0) in [-127, 127], per output channel or per
-  tensor (a per-tensor scale is the same scale on every channel);
+  tensor (a per-tensor scale, the same on every channel, is stored once: the
+  ops take a multiplier or scale of shape [1] for all channels as well as [N]);
 - activations are asymmetric per tensor, int8 in [-128, 127];
 - the bias is int32 with scale s_in * s_w[n]; the input's zero point is folded
   into it (``x_q @ w_q - z_in * sum_k w_q[k, n]``), so the integer ops take the
@@ -117,7 +118,7 @@ def _scale_rows(a: np.ndarray, vec: np.ndarray) -> np.ndarray:
     rows are multiplied in blocks of r rows against ``vec`` repeated r times."""
     m, n = a.shape
     r = max(1, _ROW_TILE // max(n, 1))
-    if n >= 64 or m < 2 * r:  # rows this long broadcast as fast
+    if n >= 64 or m < 2 * r or vec.shape[0] == 1:  # rows this long (or one scale for all) broadcast as fast
         return np.multiply(a, vec, out=a)
     key = (vec.dtype.str, n, vec.tobytes())  # by value: an eager call's vectors are fresh arrays
     tile = _tiles.get(key)
@@ -206,10 +207,17 @@ def dequantize(q, scale, zero_point=0):
 def _check_channel_vectors(op, n, bias: Spec, multiplier: Spec):
     inf.check_dtype(op, bias, frozenset({dtypes.int32}), "bias")
     inf.check_dtype(op, multiplier, frozenset({dtypes.float32}), "multiplier")
-    for spec, what in ((bias, "bias"), (multiplier, "multiplier")):
-        if spec.ndim != 1 or (n is not None and spec.shape[0] is not None and spec.shape[0] != n):
-            raise ValueError(f"{op.name}: {what} must have shape ({n},) (one per output channel), "
-                             f"got {inf.fmt_shape(spec.shape)}")
+    _check_per_channel(op, bias, n, "bias")
+    _check_per_channel(op, multiplier, n, "multiplier", one_for_all=True)
+
+
+def _check_per_channel(op, spec: Spec, n, what, one_for_all=False):
+    """``spec`` is a vector of one value per output channel, or (``one_for_all``:
+    a per-tensor scale, stored once) a single value."""
+    if spec.ndim == 1 and (n is None or spec.shape[0] in (None, n) or (one_for_all and spec.shape[0] == 1)):
+        return
+    raise ValueError(f"{op.name}: {what} must have shape ({n},) (one per output channel)"
+                     + (" or (1,) (one for all)" if one_for_all else "") + f", got {inf.fmt_shape(spec.shape)}")
 
 
 def _check_requant_attrs(op, out_zero_point, out_dtype):
@@ -306,9 +314,7 @@ def quantized_conv2d(input, filters, bias, multiplier, strides=1, padding="VALID
 def _check_scale(op, x: Spec, scale: Spec, n):
     if scale.dtype != x.dtype:
         raise TypeError(f"{op.name}: scale has dtype {scale.dtype.name}, x has {x.dtype.name}")
-    if scale.ndim != 1 or (n is not None and scale.shape[0] is not None and scale.shape[0] != n):
-        raise ValueError(f"{op.name}: scale must have shape ({n},) (one per output channel), "
-                         f"got {inf.fmt_shape(scale.shape)}")
+    _check_per_channel(op, scale, n, "scale", one_for_all=True)
 
 
 def _wmatmul_kernel(x, w, scale):
@@ -334,7 +340,7 @@ def _wmatmul_infer(op, x: Spec, w: Spec, scale: Spec) -> Spec:
 @declare(kernel=_wmatmul_kernel, infer=_wmatmul_infer)
 def weight_quantized_matmul(x, w, scale):
     """Weight-only matmul: ``x @ (w * scale)`` with int8 ``w`` [K, N] and float
-    ``scale`` [N] (the weights' per-channel scales): the weights dequantized in
+    ``scale`` [N] or [1] (the weights' per-channel or per-tensor scales): the weights dequantized in
     x's float dtype, then a float product."""
     return (x, w, scale), {}
 
@@ -356,5 +362,5 @@ def _wconv2d_infer(op, x: Spec, w: Spec, scale: Spec, strides, padding, dilation
 @declare(kernel=_wconv2d_kernel, infer=_wconv2d_infer, attrs=_CONV_ATTRS)
 def weight_quantized_conv2d(input, filters, scale, strides=1, padding="VALID", dilations=1):  # noqa: A002
     """Weight-only conv2d: conv2d(input, filters * scale) with int8 HWIO ``filters``
-    and float per-output-channel ``scale``."""
+    and float per-output-channel (or one per-tensor) ``scale``."""
     return (input, filters, scale), _conv_attrs("weight_quantized_conv2d", strides, padding, dilations)

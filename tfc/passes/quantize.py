@@ -238,6 +238,11 @@ class QuantizePass(ModulePass):
                 if const is not None and const.parent is not None and not const.result.uses:
                     Rewriter.erase_op(const)
 
+    def _once_per_tensor(self, per_channel_values: np.ndarray) -> np.ndarray:
+        """A per-channel vector as stored: per-tensor weights give every channel
+        the same value, stored once (shape [1])."""
+        return per_channel_values if self.per_channel else per_channel_values[:1]
+
     @staticmethod
     def _static_ready(c: Chain) -> bool:
         return static_unsupported(c) is None and get_range(c.op, OUTPUT_RANGE) is not None
@@ -248,7 +253,7 @@ class QuantizePass(ModulePass):
         if c.kind == "conv2d":
             codes = codes.reshape(c.weight_op.numpy().shape)
         w = _constant(codes, dtypes.int8, c.op, loc)
-        s = _constant(scale.astype(dt.as_numpy_dtype), dt, c.op, loc)
+        s = _constant(self._once_per_tensor(scale).astype(dt.as_numpy_dtype), dt, c.op, loc)
         attrs = {k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")} if c.kind == "conv2d" else {}
         x = c.op.operands[0]  # (c.x may have been replaced by an earlier rewrite)
         new = _registry_op(f"weight_quantized_{c.kind}", [x, w, s], attrs, c.op, loc)
@@ -282,7 +287,7 @@ class QuantizePass(ModulePass):
             codes = codes.reshape(c.weight_op.numpy().shape)
         w = _constant(codes, dtypes.int8, at, loc)
         b = _constant(bias_q.astype(np.int32), dtypes.int32, at, loc)
-        m = _constant(multiplier.astype(np.float32), dtypes.float32, at, loc)
+        m = _constant(self._once_per_tensor(multiplier).astype(np.float32), dtypes.float32, at, loc)
         attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype}
         if c.kind == "conv2d":
             attrs.update({k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")}, pad_value=zx)
