@@ -1,6 +1,7 @@
-"""Post-training int8 quantization on the CPU: float32 against static int8 and
-weight-only int8, side by side in one run, on the digits MLP (64-64-10) and the
-small digits CNN of examples/quantize_digits.py, both trained with tfc first.
+"""Post-training int8 quantization on the CPU: float32 against static int8
+(per-channel and per-tensor weights) and weight-only int8, side by side in one
+run, on the digits MLP (64-64-10) and the small digits CNN of
+examples/quantize_digits.py, both trained with tfc first.
 
 Usage: ``PYTHONPATH=. python bench/quantize.py [--quick] [--repeats N] [--epochs N]``
 
@@ -60,7 +61,8 @@ def main(argv=None):
     epochs, repeats = (3, 3) if args.quick else (args.epochs, args.repeats)
 
     import quantize_digits as qd
-    from tfc.quantization import weight_bytes
+    import tfc
+    from tfc.quantization import Config, weight_bytes
 
     frameworks, missing = detect_frameworks(("torch",))
     print(header(frameworks, missing))
@@ -68,6 +70,10 @@ def main(argv=None):
     for kind in ("mlp", "cnn"):
         model, (x_train, y_train, x_test, y_test) = qd.train(kind, epochs, verbose=False)
         fns = qd.compile_three(model, qd.MODELS[kind][1], x_train)
+        # per-tensor weights: one scale per layer instead of one per output channel (fewer bytes)
+        fns["int8 static per-tensor"] = tfc.compile(
+            qd.classifier(model, qd.MODELS[kind][1]), quantize=Config(per_channel=False, quiet=True),
+            calibration=qd.calibration_batches(x_train))
         bench = Benchmark(f"{kind}: one call on the {len(x_test)} test images", repeats=repeats)
         base_acc, base_bytes = qd.accuracy(fns["float32"], x_test, y_test), weight_bytes(fns["float32"])
         for name, fn in fns.items():
