@@ -1,4 +1,4 @@
-"""The compile report (tfc/report): what the page holds, measured against the
+"""The compile report (tfc/frontend/report): what the page holds, measured against the
 compile it reports; escaping of every user string; the driver's observer hook;
 the clear error where Graphviz is missing; tfc compile --report."""
 import importlib.util
@@ -16,8 +16,8 @@ from tfc.compile_cli import compile_main
 from tfc.core.errors import UnavailableError
 from tfc.dialects.tensor import print_ir
 from tfc.passes.pipeline import DEFAULT_L1, FUSED, LOOPS
-from tfc.report import render, render_many, write_report
-from tfc.report.collect import collect, eager_peak, record_passes
+from tfc.frontend.report import render, render_many, write_report
+from tfc.frontend.report.collect import collect, eager_peak, record_passes
 
 needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
                                reason="Graphviz's dot is not installed (Debian package graphviz; make sysdeps)")
@@ -81,7 +81,7 @@ def test_passes_recorded_in_pipeline_order_and_reproduce_the_compile(model):
 
 
 def test_diff_shows_rewired_uses_and_swapped_operands():
-    from tfc.report.collect import PassStep
+    from tfc.frontend.report.collect import PassStep
 
     # CSE-like: a duplicate removed and its uses rewired; every rewired line is a change
     cse = PassStep("tensor", "cse", "%0 = tfc.add %a, %b\n%1 = tfc.add %a, %b\n%2 = tfc.multiply %0, %1\n"
@@ -313,7 +313,7 @@ def test_several_functions_on_one_page(model):
 
 
 def test_missing_dot_names_the_package(model, tmp_path, monkeypatch):
-    monkeypatch.setattr("tfc.report.graph.shutil.which", lambda name: None)
+    monkeypatch.setattr("tfc.frontend.report.graph.shutil.which", lambda name: None)
     out = tmp_path / "r.html"
     with pytest.raises(UnavailableError, match="package `graphviz`"):
         write_report(tfc.compile(model.dense), out)
@@ -333,7 +333,7 @@ def test_cli_report(tmp_path):
 def test_cli_report_without_dot(tmp_path, monkeypatch, capsys):
     path = tmp_path / "m.py"
     path.write_text(textwrap.dedent(MODEL))
-    monkeypatch.setattr("tfc.report.graph.shutil.which", lambda name: None)
+    monkeypatch.setattr("tfc.frontend.report.graph.shutil.which", lambda name: None)
     out = tmp_path / "report.html"
     assert compile_main([str(path), "--report", str(out)], out=io.StringIO()) == 1
     err = capsys.readouterr().err

@@ -329,7 +329,7 @@ def _check_options(args):
             raise CliError(f"stage {args.emit!r} is the cuda backend's: add --target cuda", code=2)
     if args.report:
         from tfc.core.errors import UnavailableError
-        from tfc.report.graph import dot_program
+        from tfc.frontend.report.graph import dot_program
 
         try:
             dot_program()  # before compiling anything
@@ -446,7 +446,7 @@ def export(compiled, output: str) -> None:
 
 def write_report(compiled, path: str) -> None:
     """``--report``: the compile report of each (Target, compiled function), one page."""
-    from tfc.report import write_reports
+    from tfc.frontend.report import write_reports
 
     try:
         write_reports([(target.name, conc) for target, conc in compiled], path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from tfc.backends import targets as _targets
+from tfc.dialects.fused import count_ops
 
 TARGETS = _targets()
 
@@ -161,22 +162,6 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
 
 
 # -- the summary of `tfc compile` -------------------------------------------------------
-
-
-def count_ops(module) -> int:
-    """Tensor-level ops of a module: not the module and function wrappers, nor
-    the scalar ops inside a tfc.fused kernel (the kernel counts as one)."""
-    from xdsl.dialects import builtin, func
-
-    from tfc.dialects.fused import FusedOp
-
-    def count(op):
-        n = 0 if isinstance(op, (builtin.ModuleOp, func.FuncOp)) else 1
-        if not isinstance(op, FusedOp):
-            n += sum(count(o) for r in op.regions for b in r.blocks for o in b.ops)
-        return n
-
-    return count(module)
 
 
 def _run_time_shapes(module) -> list:

@@ -312,3 +312,17 @@ def body_of(op) -> Block:
         block = _BODIES[key] = scalar_block(op.OPDEF, [spec_of(v.type).dtype for v in op.operands],
                                             op.attr_values, spec_of(op.results[0].type).dtype)
     return block
+
+
+def count_ops(module) -> int:
+    """Tensor-level ops of a module: not the module and function wrappers, nor
+    the scalar ops inside a tfc.fused kernel (the kernel counts as one)."""
+    from xdsl.dialects import builtin, func
+
+    def count(op):
+        n = 0 if isinstance(op, (builtin.ModuleOp, func.FuncOp)) else 1
+        if not isinstance(op, FusedOp):
+            n += sum(count(o) for r in op.regions for b in r.blocks for o in b.ops)
+        return n
+
+    return count(module)

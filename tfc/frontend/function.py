@@ -941,15 +941,15 @@ class ConcreteFunction:
         return head + text
 
     def report(self, path) -> str:
-        """Write the compile report, one self-contained HTML page (tfc/report,
+        """Write the compile report, one self-contained HTML page (tfc/frontend/report,
         docs/report.md), to ``path``; returns the path."""
-        from tfc.report import write_report
+        from tfc.frontend.report import write_report
 
         return write_report(self, path)
 
     def _repr_html_(self) -> str:
         """The compile report, shown inline by Jupyter (in a frame of its own)."""
-        from tfc.report import notebook_html
+        from tfc.frontend.report import notebook_html
 
         return notebook_html(self)
 

@@ -27,7 +27,7 @@ def observing(observer):
     ``specialize``) calls ``observer.before(stage, name, module)`` before it and
     ``observer.after(stage, name, module, seconds)`` after it (``module``: the IR
     it changes in place; tfc-lower-loops: the L2 module before, the L3 module
-    after). For the compile report (tfc/report), which snapshots the IR."""
+    after). For the compile report (tfc/frontend/report), which snapshots the IR."""
     token = _OBSERVER.set(observer)
     try:
         yield observer

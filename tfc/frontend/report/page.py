@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from html import escape
 
-from tfc.report.memory import format_bytes, memory_svg
+from tfc.frontend.report.memory import format_bytes, memory_svg
 
 CSS = """
 body{font:14px/1.45 -apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0;color:#1d1d1d;background:#fff}

@@ -15,9 +15,9 @@ def render(compiled) -> str:
     """The HTML text of ``compiled``'s report: a ConcreteFunction (tfc.compile,
     get_concrete_function) or a tfc.function (its latest trace).
     UnavailableError naming the Debian package ``graphviz`` where ``dot`` is missing."""
-    from tfc.report.collect import collect
-    from tfc.report.graph import dot_program, render_svg, to_dot
-    from tfc.report.page import source_anchors, page
+    from tfc.frontend.report.collect import collect
+    from tfc.frontend.report.graph import dot_program, render_svg, to_dot
+    from tfc.frontend.report.page import source_anchors, page
 
     dot_program()  # before any work: the error names the package to install
     data = collect(compiled)
@@ -33,7 +33,7 @@ def render(compiled) -> str:
 
 def write_report(compiled, path) -> str:
     """Write ``render(compiled)`` to ``path`` whole or not at all; returns the path."""
-    from tfc.cli import write_atomically
+    from tfc.core.files import write_atomically
 
     path = os.fspath(path)
     write_atomically(path, render(compiled))
@@ -70,7 +70,7 @@ def render_many(named) -> str:
 
 def write_reports(named, path) -> str:
     """Write ``render_many(named)`` to ``path`` whole or not at all; returns the path."""
-    from tfc.cli import write_atomically
+    from tfc.core.files import write_atomically
 
     path = os.fspath(path)
     write_atomically(path, render_many(named))

@@ -1,7 +1,7 @@
 """What the compile report shows, gathered from a compiled function: every pass
 (the pipeline run again under the driver's observer hook), the kernels of L3 with
 their generated code, the memory plan, the eager peak, the retrace history and
-the user's source lines the ops come from. Plain data; tfc/report/page.py draws it."""
+the user's source lines the ops come from. Plain data; tfc/frontend/report/page.py draws it."""
 from __future__ import annotations
 
 import ast
@@ -112,7 +112,7 @@ class PassRecorder:
 
 
 def _snapshot(module) -> tuple:
-    from tfc.compiler import count_ops
+    from tfc.dialects.fused import count_ops
     from tfc.dialects.tensor import print_ir
 
     return print_ir(module), count_ops(module)
