@@ -457,7 +457,7 @@ class _FakeBuilder:
 
 
 class _FakeTensorArray:
-    def __init__(self, dtype, size=0, dynamic_size=False, items=()):
+    def __init__(self, dtype, size=0, dynamic_size=False, element_shape=None, items=()):
         self.dtype, self.items = dtype, list(items)
 
     def write(self, i, x):

@@ -1126,3 +1126,40 @@ def test_a_loop_value_read_before_the_loop_sets_it(n):
     with pytest.raises(ValueError, match=rf"variable 'a' is first set inside the tensor `for` loop at line {line} "
                                          rf"and read before it is set: it must be defined before the loop"):
         tfc.function(initializes_from_itself)(C(n))
+
+
+# lists the function appends to: items read and set through the runtime (tensor lists)
+
+def list_read_write_in_loop(n):
+    lst = []
+    lst.append(tfc.ones([2], tfc.int32))
+    lst.append(tfc.ones([2], tfc.int32))
+    tfc.autograph.set_element_type(lst, tfc.int32)
+    for i in range(2, n):
+        lst.append(lst[i - 1] + lst[i - 2])
+        lst[i - 2] = -lst[i - 2]
+    return tfc.autograph.stack(lst, strict=False)
+
+
+def list_item_update():
+    lst = []
+    lst.append(1)
+    lst.append(2)
+    lst.append(3)
+    tfc.autograph.set_element_type(lst, tfc.int32)
+    lst[1] = 5
+    return tfc.autograph.stack(lst), 2 * lst[2]
+
+
+@pytest.mark.parametrize("n", _both([0, 2, 4, 6]), ids=repr)
+def test_list_items_read_and_set_in_a_tensor_loop(n):
+    assert_matches(list_read_write_in_loop, n)
+
+
+def test_list_items_and_stack():
+    assert_matches(list_item_update)
+    assert "ag__.set_item(lst, 1, 5)" in tfc.autograph.to_code(list_item_update)
+    t = C([1, 2])
+    assert tfc.autograph.stack(t) is t and tfc.autograph.stack(3, strict=False) == 3
+    with pytest.raises(TypeError, match="stack expects a list"):
+        tfc.autograph.stack(3)

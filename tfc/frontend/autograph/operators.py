@@ -844,7 +844,7 @@ def set_element_type(lst, dtype, shape=None):
 
     if not isinstance(lst, list):
         raise TypeError(f"set_element_type expects a Python list, got {type(lst).__name__}")
-    _ELEMENT_TYPES[id(lst)] = (lst, dtypes.as_dtype(dtype))
+    _ELEMENT_TYPES[id(lst)] = (lst, dtypes.as_dtype(dtype), None if shape is None else tuple(shape))
 
 
 def _is_tensor_array(x) -> bool:
@@ -855,10 +855,14 @@ def _as_tensor_list(lst):
     """A list with a declared element type as a TensorArray (the form tensor
     control flow can carry); other lists as they are (appends are checked by
     list_append)."""
-    dtype = _ELEMENT_TYPES.get(id(lst), (None, None))[1]
+    _, dtype, shape = _ELEMENT_TYPES.get(id(lst), (None, None, None))
     if dtype is None:
         return lst
-    ta = _cf().TensorArray(dtype, size=0, dynamic_size=True)
+    if shape is None and lst:  # the elements' shape, so that a loop can read them at a tensor index
+        from tfc.core.tensor import convert_to_tensor
+
+        shape = tuple(convert_to_tensor(lst[0], dtype).shape)
+    ta = _cf().TensorArray(dtype, size=0, dynamic_size=True, element_shape=shape)
     for i, x in enumerate(lst):
         ta = ta.write(i, x)
     return ta
@@ -878,14 +882,35 @@ def list_append(lst, x, name, line):
     return lst
 
 
-def stack(lst, dtype=None):
-    """The elements of a list (or tensor list) stacked along a new first axis."""
+def get_item(target, key):
+    """``target[key]`` in converted code, for a list the function appends to: a
+    tensor list's element, or Python's item."""
+    if _is_tensor_array(target):
+        return target.read(key)
+    return target[key]
+
+
+def set_item(target, key, value):
+    """``target[key] = value`` in converted code, for a list the function appends to;
+    the list (a tensor list is a value: a new one)."""
+    if _is_tensor_array(target):
+        return target.write(key, value)
+    target[key] = value
+    return target
+
+
+def stack(lst, dtype=None, strict=True):
+    """The elements of a list (or tensor list) stacked along a new first axis.
+    ``strict=False``: anything else (a tensor) is returned as it is; with
+    ``strict``, only a tensor is, and another object is a TypeError."""
     from tfc.core.tensor import constant
 
     if _is_tensor_array(lst):
         return lst.stack()
-    if isinstance(lst, Tensor):
+    if isinstance(lst, Tensor) or not strict and not isinstance(lst, (list, tuple)):
         return lst
+    if not isinstance(lst, (list, tuple)):
+        raise TypeError(f"stack expects a list, a tensor list or a tensor, got {type(lst).__name__}")
     if dtype is None and id(lst) in _ELEMENT_TYPES:
         dtype = _ELEMENT_TYPES[id(lst)][1]
     if not lst:

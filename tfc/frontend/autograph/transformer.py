@@ -497,6 +497,27 @@ class _ControlFlow(ast.NodeTransformer):
         self.names = names
         self.globals = globals_
         self.locals = locals_  # the function's own variables (and nonlocal ones)
+        self.lists = set()  # local lists appended to (maybe tensor lists)
+
+    def _list_item(self, node) -> bool:
+        return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
+            node.value.id in self.lists and not isinstance(node.slice, ast.Slice)
+
+    def visit_Subscript(self, node):
+        node = self.generic_visit(node)
+        if self._list_item(node) and isinstance(node.ctx, ast.Load):
+            return ast.copy_location(ast.Call(func=_ag("get_item"), args=[node.value, node.slice], keywords=[]),
+                                     node)
+        return node
+
+    def visit_Assign(self, node):
+        t = node.targets[0]
+        if len(node.targets) == 1 and self._list_item(t):
+            # lst[i] = x → lst = ag__.set_item(lst, i, x): a tensor list is a value
+            value, key = self.visit(node.value), self.visit(t.slice)
+            return ast.copy_location(_assign(t.value.id, ast.Call(func=_ag("set_item"), args=[
+                _name(t.value.id), key, value], keywords=[])), node)
+        return self.generic_visit(node)
 
     # expressions ---------------------------------------------------------------
     def visit_Call(self, node):
@@ -569,7 +590,8 @@ class _ControlFlow(ast.NodeTransformer):
         # this function; otherwise the runtime refuses the changing key).
         changing = assigned
         for n in _walk_stmts(stmts):  # d[f(x)] = ..., lst[1:3] = ...: the holder (a variable) is the state
-            if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and _chain(n) is None:
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, (ast.Store, ast.Del)) and (
+                    _chain(n) is None or self._list_item(n)):
                 base = n.value
                 if isinstance(base, ast.Name) and base.id in self.locals:
                     assigned = assigned | {base.id}
@@ -738,6 +760,9 @@ def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> a
         s, (ast.If, ast.For, ast.While, ast.Try, ast.With))])
     locals_ = sorted(assigned_names(fn.body) - globals_ - nonlocals - params - top)
     cf = _ControlFlow(names, globals_, (assigned_names(fn.body) | params | nonlocals) - globals_)
+    # lists this function appends to may become tensor lists: their items are read and
+    # set through the runtime (``lst[i]``, ``lst[i] = x``)
+    cf.lists = {n.value.func.value.id for n in _walk_scope(fn) if _is_list_append(n)}
     fn.body = [s for stmt in fn.body for s in _as_list(cf.visit(stmt))]
     if locals_:
         bind = ast.If(test=_const(False), body=[ast.Assign(
