@@ -783,8 +783,12 @@ class _Kernel:
     def transcendental(self, op):
         from tfc.backends.cuda import ptx_math
         t = op.result.type
+        if self.cls_of(t) == "fd" and op.name in ptx_math.EMITTERS_F64:
+            ptx_math.EMITTERS_F64[op.name](self, self.new(op.result), *[self.get(v) for v in op.operands])
+            return
         if self.cls_of(t) != "f":
-            raise NotImplementedError(f"PTX printer: {op.name} on {t} (transcendental functions are float32 only; "
+            raise NotImplementedError(f"PTX printer: {op.name} on {t} (transcendental functions are float32 only, "
+                                      f"but for {', '.join(sorted(ptx_math.EMITTERS_F64))} on float64; "
                                       f"kernel @{self.name})")
         args = [self.get(v) for v in op.operands]
         ptx_math.emit(self, op.name, self.new(op.result), *args)

@@ -13,6 +13,8 @@ functions, cbrt.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tfc.backends.cuda.ptx import f32_hex
@@ -574,12 +576,48 @@ def emit_powf(k, dst, x, y):
     k.i("mov.f32", dst, r)
 
 
+# float64 exp: x = k ln2 + r (Cody-Waite: ln2 in two parts, k ln2_hi exact for |k| < 2^11), exp(r) by
+# its Taylor series to r^13 (|r| <= ln2 / 2: the remainder is below 2^-57 relative), Horner with fma,
+# then 2^k as two exact power-of-two factors so that a subnormal result rounds once.
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_EXP64_TAYLOR = [1.0 / math.factorial(n) for n in range(14)]
+
+
+def emit_exp64(k, dst, x):
+    """exp of a float64 ``x`` into ``dst`` (``%fd`` registers)."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    t = D("mul.rn.f64", x, d(1.4426950408889634))
+    kf = D("cvt.rni.f64.f64", t)
+    nk = D("neg.f64", kf)
+    r = D("fma.rn.f64", nk, d(_LN2_HI), x)
+    r = D("fma.rn.f64", nk, d(_LN2_LO), r)
+    p = D("mov.f64", d(_EXP64_TAYLOR[-1]))
+    for c in reversed(_EXP64_TAYLOR[:-1]):
+        k.i("fma.rn.f64", p, p, r, d(c))
+    kc = D("min.f64", D("max.f64", kf, d(-1100.0)), d(1100.0))  # NaN: max/min give the other operand
+    ki = F.op("cvt.rzi.s32.f64", kc, cls="r")
+    k1 = F.op("shr.s32", ki, "1", cls="r")                      # floor(k / 2): both halves in [-550, 550]
+    k2 = F.op("sub.s32", ki, k1, cls="r")
+    res = p
+    for half in (k1, k2):
+        e = F.op("add.s32", half, "1023", cls="r")
+        bits = F.op("shl.b64", F.op("cvt.s64.s32", e, cls="rd"), "52", cls="rd")
+        res = D("mul.rn.f64", res, D("mov.b64", bits))
+    k.i("mov.f64", dst, res)
+    k.i("mov.f64", dst, d(np.inf), pred=F.op("setp.gt.f64", x, d(709.782712893384), cls="p"))
+    k.i("mov.f64", dst, d(0.0), pred=F.op("setp.lt.f64", x, d(-745.2), cls="p"))
+
+
 EMITTERS = {
     "math.exp": emit_exp, "math.exp2": emit_exp2, "math.log": emit_log, "math.log2": emit_log2,
     "math.log10": emit_log10, "math.log1p": emit_log1p, "math.expm1": emit_expm1, "math.tanh": emit_tanh,
     "math.erf": emit_erf, "math.sin": emit_sin, "math.cos": emit_cos, "math.powf": emit_powf,
     "math.tan": emit_tan,
 }
+
+
+EMITTERS_F64 = {"math.exp": emit_exp64}
 
 
 def emit(k, name, dst, *args):
