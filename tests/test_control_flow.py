@@ -263,3 +263,15 @@ def test_tensor_array_write_gradient():
         return tensor_array_write(buf, tfc.constant(1), v) * tfc.constant([[1.0, 2.0]] * 3, tfc.float64)
 
     check_grad(f, np.arange(6.0).reshape(3, 2), np.array([0.5, -1.5]))
+
+
+def test_tensor_array_of_scalars_read_at_a_tensor_index():
+    # an element shape of () is known (it once read as falsy: "element shape must be known")
+    @tfc.function
+    def f(i):
+        ta = tfc.TensorArray(tfc.float32, size=3, element_shape=())
+        for k in range(3):
+            ta = ta.write(k, tfc.constant(float(k) * 2.0))
+        return ta.read(i)
+
+    assert float(f(tfc.constant(2)).numpy()) == 4.0

@@ -479,7 +479,9 @@ class TensorArray:
         from tfc.ops.creation import zeros
         from tfc.ops.shapes import stack
 
-        shape = self._known_element_shape() or (None if element_shape is None else tuple(element_shape))
+        shape = self._known_element_shape()
+        if shape is None and element_shape is not None:  # () is a known shape
+            shape = tuple(element_shape)
         if shape is None:
             return None
         if self._elements:
