@@ -1,6 +1,6 @@
 """float64 transcendental functions in GPU kernels (tfc/backends/cuda/ptx_math.py,
 ``EMITTERS_F64``), on the PTX simulator (and a GPU where there is one: the
-``gpu`` variants) against numpy: exp within 1 ulp over the whole range
+``gpu`` variants) against numpy: exp and log within 1 ulp over the whole range
 (subnormal results included: 1 ulp of the subnormal spacing), its overflow and
 underflow edges, infinities, NaN and signed zeros exact; the other float64
 functions still raise NotImplementedError naming the op."""
@@ -35,12 +35,27 @@ def test_exp_f64_within_one_ulp(cuda_driver):
     assert np.array_equal(got[x == 0], np.ones((x == 0).sum()))  # exp(+-0) is exactly 1
 
 
-def test_exp_f64_kernel_budget():
-    m = lower(l3_of(lambda v: tfc.exp(v) * 2.0, np.ones(1000)))
-    check_budgets(m)
+def test_log_f64_within_one_ulp(cuda_driver):
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.exp(rng.uniform(-700, 700, 1 << 13)), rng.uniform(0.5, 2, 1 << 12),
+                        1 + rng.uniform(-1e-6, 1e-6, 1 << 10),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, 5e-324, 1e-310, 2.2250738585072014e-308,
+                                  1.7976931348623157e308, 1.0, 2.0, 0.5, np.sqrt(2), np.nextafter(1, 0),
+                                  np.nextafter(1, 2)])])
+    got = np.asarray(tfc.function(lambda v: tfc.log(v), target="cuda")(tfc.constant(x)))
+    want = np.log(x)
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert ulps.max() <= 1.0, x[finite][np.argmax(ulps)]
+    assert np.array_equal(got[~finite], want[~finite], equal_nan=True)  # log 1 = 0, +-0, inf, NaN
+
+
+def test_f64_kernel_budgets():
+    check_budgets(lower(l3_of(lambda v: tfc.exp(v) * 2.0, np.ones(1000))))
+    check_budgets(lower(l3_of(lambda v: tfc.log(v) * 2.0, np.ones(1000))))
 
 
 def test_other_f64_functions_raise():
-    f = tfc.function(lambda v: tfc.log(v), target="cuda")
-    with pytest.raises(NotImplementedError, match="math.log on f64"):
+    f = tfc.function(lambda v: tfc.tanh(v), target="cuda")
+    with pytest.raises(NotImplementedError, match="math.tanh on f64"):
         f(tfc.constant(np.ones(3)))

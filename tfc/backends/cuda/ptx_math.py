@@ -617,7 +617,49 @@ EMITTERS = {
 }
 
 
-EMITTERS_F64 = {"math.exp": emit_exp64}
+# float64 log (fdlibm's e_log.c method): x = 2^e m with m in [sqrt(2)/2, sqrt(2)), f = m - 1 (exact),
+# s = f / (2 + f), log(1 + f) = f - (hfsq - s (hfsq + R(s^2))) with hfsq = f^2 / 2 and R fdlibm's
+# degree-7 polynomial in s^2; e ln2 added in two parts.
+_LG = (6.666666666666735130e-01, 3.999999999940941908e-01, 2.857142874366239149e-01, 2.222219843214978396e-01,
+       1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01)
+
+
+def emit_log64(k, dst, x):
+    """log of a float64 ``x`` into ``dst``: NaN below 0 (and for NaN), -inf at +-0, +inf at +inf."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    sub = F.op("setp.lt.f64", x, d(2.0 ** -1022), cls="p")
+    xs = D("mov.f64", x)
+    k.i("mul.rn.f64", xs, x, d(2.0 ** 54), pred=sub)             # subnormals: exact scaling
+    bits = F.op("mov.b64", xs, cls="rd")
+    ex = F.op("cvt.u32.u64", F.op("shr.u64", bits, "52", cls="rd"), cls="r")
+    e = F.op("sub.s32", ex, "1023", cls="r")
+    k.i("sub.s32", e, e, "54", pred=sub)
+    mbits = F.op("or.b64", F.op("and.b64", bits, "0x000FFFFFFFFFFFFF", cls="rd"), "0x3FF0000000000000", cls="rd")
+    m = D("mov.b64", mbits)                                       # [1, 2)
+    big = F.op("setp.gt.f64", m, d(math.sqrt(2.0)), cls="p")
+    k.i("mul.rn.f64", m, m, d(0.5), pred=big)                     # [sqrt(2)/2, sqrt(2)), exact
+    k.i("add.s32", e, e, "1", pred=big)
+    f = D("sub.rn.f64", m, d(1.0))                                # exact (Sterbenz)
+    hfsq = D("mul.rn.f64", D("mul.rn.f64", f, f), d(0.5))
+    s = D("div.rn.f64", f, D("add.rn.f64", f, d(2.0)))
+    z = D("mul.rn.f64", s, s)
+    R = D("mov.f64", d(_LG[-1]))
+    for c in reversed(_LG[:-1]):
+        k.i("fma.rn.f64", R, R, z, d(c))
+    R = D("mul.rn.f64", R, z)
+    ef = D("cvt.rn.f64.s32", e)
+    t = D("mul.rn.f64", s, D("add.rn.f64", hfsq, R))              # s (hfsq + R)
+    t = D("fma.rn.f64", ef, d(_LN2_LO), t)
+    t = D("sub.rn.f64", D("sub.rn.f64", hfsq, t), f)
+    res = D("fma.rn.f64", ef, d(_LN2_HI), D("neg.f64", t))
+    k.i("mov.f64", dst, res)
+    k.i("mov.f64", dst, d(-np.inf), pred=F.op("setp.eq.f64", x, d(0.0), cls="p"))
+    k.i("mov.f64", dst, d(np.inf), pred=F.op("setp.eq.f64", x, d(np.inf), cls="p"))
+    k.i("mov.f64", dst, d(np.nan), pred=F.op("setp.ltu.f64", x, d(0.0), cls="p"))  # below 0 or NaN
+
+
+EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64}
 
 
 def emit(k, name, dst, *args):
