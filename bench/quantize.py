@@ -3,7 +3,7 @@
 run, on the digits MLP (64-64-10) and the small digits CNN of
 examples/quantize_digits.py, both trained with tfc first.
 
-Usage: ``PYTHONPATH=. python bench/quantize.py [--quick] [--repeats N] [--epochs N]``
+Usage: ``PYTHONPATH=. python bench/quantize.py [--quick] [--repeats N] [--epochs N] [--cpu-time]``
 
 For each model: test accuracy, weight bytes (variables of the float function;
 int8 weights, int32 biases and float scales of the quantized ones) and the time
@@ -52,11 +52,37 @@ def torch_peer(model, x_test):
     return (lambda: run(net)), (lambda: run(qnet))
 
 
+def print_cpu_times(kind, fns, x_test, y_test, repeats):
+    """One table row per function: accuracy, weight bytes and the least CPU time
+    of one call (``time.thread_time``, batches of calls interleaved)."""
+    import time
+
+    import quantize_digits as qd
+    from tfc.quantization import weight_bytes
+
+    number = 50 if kind == "mlp" else 5
+    times = qd.time_per_call(fns, x_test, repeats=repeats, number=number, clock=time.thread_time)
+    base = fns["float32"]
+    base_acc, base_bytes, base_time = qd.accuracy(base, x_test, y_test), weight_bytes(base), times["float32"]
+    print(f"### {kind}: CPU time of one call on the {len(x_test)} test images "
+          f"(min of {repeats} interleaved batches of {number})\n")
+    print("| case | accuracy | vs float | weight bytes | of float | CPU time (us) | vs float |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, fn in fns.items():
+        acc, nbytes = qd.accuracy(fn, x_test, y_test), weight_bytes(fn)
+        print(f"| tfc {name} | {acc:.4f} | {100 * (acc - base_acc):+.2f} | {nbytes} | {nbytes / base_bytes:.1%} "
+              f"| {times[name] * 1e6:.1f} | {times[name] / base_time:.2f}x |")
+    print()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 epochs, 3 repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time by this thread's CPU time (min of --repeats interleaved batches of calls), "
+                             "not wall time: steadier on a loaded machine")
     args = parser.parse_args(argv)
     epochs, repeats = (3, 3) if args.quick else (args.epochs, args.repeats)
 
@@ -74,6 +100,9 @@ def main(argv=None):
         fns["int8 static per-tensor"] = tfc.compile(
             qd.classifier(model, qd.MODELS[kind][1]), quantize=Config(per_channel=False, quiet=True),
             calibration=qd.calibration_batches(x_train))
+        if args.cpu_time:
+            print_cpu_times(kind, fns, x_test, y_test, repeats)
+            continue
         bench = Benchmark(f"{kind}: one call on the {len(x_test)} test images", repeats=repeats)
         base_acc, base_bytes = qd.accuracy(fns["float32"], x_test, y_test), weight_bytes(fns["float32"])
         for name, fn in fns.items():
