@@ -40,7 +40,7 @@ class Config:
     largest value seen) or "percentile" (the ``percentile``-th and
     (100 - ``percentile``)-th percentiles of each batch, averaged over the batches:
     outliers clipped). ``per_channel``: one weight scale per output channel (else
-    one per tensor). ``exclude``: op kinds ("matmul", "conv2d") or weight names
+    one per tensor, stored once per layer). ``exclude``: op kinds ("matmul", "conv2d") or weight names
     (the variable's argument name in the IR, as ``dense_kernel_1``) left float.
     ``quiet``: no progress bar while calibrating.
     """
