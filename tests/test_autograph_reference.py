@@ -818,3 +818,273 @@ def test_early_return_raise_during_return_caught():
 @pytest.mark.parametrize("c,type_", _product(_BOOLS, (int, tfc.constant)), ids=_ids)
 def test_early_return_raise_during_return_caught_in_tail_branch(c, type_):
     assert_function_matches_eager(raise_during_return_caught_in_tail_branch, type_(c))
+
+
+# -- basic_ifexp_test.py -------------------------------------------------------------------
+
+def consecutive_conds(x):
+    if x > 0:
+        x = -x if x < 5 else x
+    else:
+        x = -2 * x if x < 5 else 1
+    if x > 0:
+        x = -x if x < 5 else x
+    else:
+        x = (3 * x) if x < 5 else x
+    return x
+
+
+def cond_with_multiple_values(x):
+    if x > 0:
+        x = -x if x < 5 else x
+        y = 2 * x if x < 5 else x
+        z = -y if y < 5 else y
+    else:
+        x = 2 * x if x < 5 else x
+        y = -x if x < 5 else x
+        z = -y if y < 5 else y
+    return x, y, z
+
+
+def side_effect_only_ifexp_with_imbalanced_structure(x):
+    traced_args = tfc.unstack(x) if tfc.reduce_sum(tfc.ones_like(x)) > 0 else []
+    tfc.identity(traced_args)
+    return x * 2 + 1
+
+
+@pytest.mark.parametrize("target,x", _product((consecutive_conds, cond_with_multiple_values),
+                                              (-1, 1, 5, "t-1", "t1", "t5")), ids=_ids)
+def test_basic_ifexp(target, x):
+    x = tfc.constant(int(x[1:])) if isinstance(x, str) else x
+    assert_function_matches_eager(target, x)
+
+
+def test_basic_ifexp_imbalanced_structure_raises():
+    # tf.size(x) > 0 is a tensor condition; a list of one tensor against [] differs in structure
+    # (TensorFlow: "must return the same nested structure in both branches")
+    assert_function_raises(side_effect_only_ifexp_with_imbalanced_structure, (tfc.constant([1.0]),), ValueError,
+                           "same nested structure|return different structures")
+
+
+# -- composite_names_in_control_flow_test.py ---------------------------------------------------
+
+def if_basic_dict(a):
+    x = {"a": a}
+    if x["a"] > 0:
+        x["b"] = 1
+    else:
+        x["b"] = -1
+    return x
+
+
+def if_basic_list(a):
+    x = [a, 0]
+    if x[0] > 0:
+        x[1] = 1
+    else:
+        x[1] = -1
+    return x
+
+
+def if_imbalanced(a):
+    x = {"a": a}
+    if x["a"] > 0:
+        x["b"] = 1
+    return x
+
+
+def else_imbalanced(a):
+    x = {"a": a}
+    if x["a"] > 0:
+        pass
+    else:
+        x["b"] = 1
+    return x
+
+
+def if_imbalanced_nested(a):
+    x = {"a": {"a": a}}
+    if x["a"]["a"] > 0:
+        x["a"]["b"] = 1
+    return x
+
+
+def else_imbalanced_nested(a):
+    x = {"a": {"a": a}}
+    if x["a"]["a"] > 0:
+        pass
+    else:
+        x["a"]["b"] = 1
+    return x
+
+
+def if_buggy(a):
+    x = {"a": {"a": a}}
+    if x["a"]["a"] > 0:
+        x["b"]["a"] = 1
+    else:
+        x["b"]["a"] = -1
+    return x
+
+
+def if_imbalanced_buggy(a):
+    x = {"a": {"a": a}}
+    if x["a"]["a"] > 0:
+        x["b"]["a"] = 1
+    return x
+
+
+def while_basic_dict(x, a, b):
+    y = {"a": a, "b": b}
+    while x > 0:
+        x -= 1
+        y["a"] += 1
+    return y
+
+
+def while_basic_list(x, a, b):
+    y = [a, b]
+    while x > 0:
+        x -= 1
+        y[0] += 1
+    return y
+
+
+def while_state_only_dict(a, b):
+    y = {"a": a, "b": b}
+    while y["b"] <= 10:
+        y["a"] += 1
+        y["b"] *= 2
+    return y
+
+
+def while_state_only_list(a, b):
+    y = [a, b]
+    while y[1] <= 10:
+        y[0] += 1
+        y[1] *= 2
+    return y
+
+
+def while_imbalanced(b):
+    y = {"b": b}
+    while y["b"] <= 10:
+        y["a"] = y["b"] + 1
+        y["b"] *= 2
+    return y
+
+
+def for_basic_dict(n, x, a, b):
+    y = {"a": a, "b": b}
+    for i in range(n):
+        x -= 1
+        y["a"] += i
+    return y
+
+
+def for_basic_list(n, x, a, b):
+    y = [a, b]
+    for i in range(n):
+        x -= 1
+        y[0] += i
+    return y
+
+
+def for_state_only_dict(n, a, b):
+    y = {"a": a, "b": b}
+    for _ in range(n):
+        y["a"] += 1
+    return y
+
+
+def for_state_only_list(n, a, b):
+    y = [a, b]
+    for _ in range(n):
+        y[0] += 1
+    return y
+
+
+def for_imbalanced(n, x):
+    y = {}
+    for i in range(n):
+        x -= i
+        y["a"] = x
+    return y
+
+
+@pytest.mark.parametrize("target,a,type_", _product((if_basic_dict, if_basic_list), (0, 1), (bool, tfc.constant)),
+                         ids=_ids)
+def test_composite_if_basic(target, a, type_):
+    assert_function_matches_eager(target, type_(a))
+
+
+@pytest.mark.parametrize("target,a", _product((if_imbalanced, else_imbalanced, if_imbalanced_nested,
+                                               else_imbalanced_nested), (0, 1)), ids=_ids)
+def test_composite_if_imbalanced_legal(target, a):
+    assert_function_matches_eager(target, a)
+
+
+@pytest.mark.parametrize("target,a,type_,exc_type,pattern", [
+    (if_imbalanced, 0, tfc.constant, ValueError, r"'x\['b'\]' must also be initialized in the else"),
+    (if_imbalanced, 1, tfc.constant, ValueError, r"'x\['b'\]' must also be initialized in the else"),
+    (else_imbalanced, 0, tfc.constant, ValueError, r"'x\['b'\]' must also be initialized in the main"),
+    (else_imbalanced, 1, tfc.constant, ValueError, r"'x\['b'\]' must also be initialized in the main"),
+    (if_imbalanced_nested, 0, tfc.constant, ValueError, r"'x\['a'\]\['b'\]' must also be initialized in the else"),
+    (if_imbalanced_nested, 1, tfc.constant, ValueError, r"'x\['a'\]\['b'\]' must also be initialized in the else"),
+    (else_imbalanced_nested, 0, tfc.constant, ValueError, r"'x\['a'\]\['b'\]' must also be initialized in the main"),
+    (else_imbalanced_nested, 1, tfc.constant, ValueError, r"'x\['a'\]\['b'\]' must also be initialized in the main"),
+    (if_buggy, 1, int, KeyError, "'b'"),
+    (if_buggy, 1, tfc.constant, KeyError, "'b'"),
+    (if_buggy, 0, tfc.constant, KeyError, "'b'"),
+    (if_imbalanced_buggy, 1, int, KeyError, "'b'"),
+    (if_imbalanced_buggy, 1, tfc.constant, KeyError, "'b'"),
+    (if_imbalanced_buggy, 0, tfc.constant, KeyError, "'b'"),
+], ids=_ids)
+def test_composite_if_imbalanced_illegal(target, a, type_, exc_type, pattern):
+    assert_function_raises(target, (type_(a),), exc_type, pattern)
+
+
+@pytest.mark.parametrize("target,x,type_,a", _product((while_basic_dict, while_basic_list), (0, 1, 2),
+                                                      (bool, tfc.constant), (3, 7)), ids=_ids)
+def test_composite_while_basic(target, x, type_, a):
+    assert_function_matches_eager(target, type_(x), a, 0)
+
+
+@pytest.mark.parametrize("target,type_,b", _product((while_state_only_dict, while_state_only_list),
+                                                    (bool, tfc.constant), (3, 4, 5, 6)), ids=_ids)
+def test_composite_while_state_only(target, type_, b):
+    assert_function_matches_eager(target, 0, type_(b))
+
+
+@pytest.mark.parametrize("b,type_", [(b, t) for b, t in _product((5, 10, 11), (int, tfc.constant))
+                                     if (b, t) != (11, tfc.constant)], ids=_ids)
+def test_composite_while_imbalanced_legal(b, type_):
+    assert_function_matches_eager(while_imbalanced, type_(b))
+
+
+def test_composite_while_imbalanced_illegal():
+    assert_function_raises(while_imbalanced, (tfc.constant(11),), tfc.errors.InvalidArgumentError,
+                           r"must iterate at least once to initialize .*y\['a'\]")
+
+
+@pytest.mark.parametrize("target,n,type_", _product((for_basic_dict, for_basic_list), (0, 1, 2),
+                                                    (bool, tfc.constant)), ids=_ids)
+def test_composite_for_basic(target, n, type_):
+    assert_function_matches_eager(target, type_(n), 1, 1, 1)
+
+
+@pytest.mark.parametrize("target,n,type_", _product((for_state_only_dict, for_state_only_list), (0, 1, 2),
+                                                    (bool, tfc.constant)), ids=_ids)
+def test_composite_for_state_only(target, n, type_):
+    assert_function_matches_eager(target, type_(n), 1, 1)
+
+
+@pytest.mark.parametrize("n,type_", [(n, t) for n, t in _product((0, 1, 2), (int, tfc.constant))
+                                     if (n, t) != (0, tfc.constant)], ids=_ids)
+def test_composite_for_imbalanced_legal(n, type_):
+    assert_function_matches_eager(for_imbalanced, type_(n), 0)
+
+
+def test_composite_for_imbalanced_illegal():
+    assert_function_raises(for_imbalanced, (tfc.constant(0), 0), tfc.errors.InvalidArgumentError,
+                           r"must iterate at least once to initialize .*y\['a'\]")
