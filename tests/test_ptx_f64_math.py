@@ -1,6 +1,7 @@
 """float64 transcendental functions in GPU kernels (tfc/backends/cuda/ptx_math.py,
 ``EMITTERS_F64``), on the PTX simulator (and a GPU where there is one: the
 ``gpu`` variants) against numpy: exp and log within 1 ulp over the whole range
+(expm1 2, tanh 3)
 (subnormal results included: 1 ulp of the subnormal spacing), its overflow and
 underflow edges, infinities, NaN and signed zeros exact; the other float64
 functions still raise NotImplementedError naming the op."""
@@ -50,12 +51,31 @@ def test_log_f64_within_one_ulp(cuda_driver):
     assert np.array_equal(got[~finite], want[~finite], equal_nan=True)  # log 1 = 0, +-0, inf, NaN
 
 
+# measured on the simulator (docs/ir-gpu-dialect.md): expm1 2 ulp, tanh 3 ulp (fdlibm's method over this expm1)
+@pytest.mark.parametrize("name,op,ref,ulp", [("expm1", tfc.expm1, np.expm1, 2.0), ("tanh", tfc.tanh, np.tanh, 3.0)])
+def test_expm1_tanh_f64(cuda_driver, name, op, ref, ulp):
+    rng = np.random.default_rng(2)
+    x = np.concatenate([rng.uniform(-50, 50, 1 << 12), rng.standard_normal(1 << 11), rng.uniform(-1e-3, 1e-3, 1 << 9),
+                        rng.uniform(-1e-300, 1e-300, 64),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 0.3465, 0.3466, -0.3466, 1.0, -1.0, 0.999999,
+                                  22.0, 21.99, 40.0, 40.01, -40.01, 700.0, 709.78, 709.79, -745.0, 5e-324])])
+    got = np.asarray(tfc.function(lambda v: op(v), target="cuda")(tfc.constant(x)))
+    want = ref(x)
+    finite = np.isfinite(want) & (want != 0)
+    ulps = np.abs(got[finite] - want[finite]) / np.spacing(np.abs(want[finite]))
+    assert ulps.max() <= ulp, x[finite][np.argmax(ulps)]
+    assert np.array_equal(got[~finite], want[~finite], equal_nan=True)
+    real = ~np.isnan(want)
+    assert np.array_equal(np.signbit(got[real]), np.signbit(want[real]))  # -0 stays -0
+
+
 def test_f64_kernel_budgets():
     check_budgets(lower(l3_of(lambda v: tfc.exp(v) * 2.0, np.ones(1000))))
     check_budgets(lower(l3_of(lambda v: tfc.log(v) * 2.0, np.ones(1000))))
+    check_budgets(lower(l3_of(lambda v: tfc.tanh(v) + tfc.expm1(v), np.ones(1000))))
 
 
 def test_other_f64_functions_raise():
-    f = tfc.function(lambda v: tfc.tanh(v), target="cuda")
-    with pytest.raises(NotImplementedError, match="math.tanh on f64"):
+    f = tfc.function(lambda v: tfc.sin(v), target="cuda")
+    with pytest.raises(NotImplementedError, match="math.sin on f64"):
         f(tfc.constant(np.ones(3)))

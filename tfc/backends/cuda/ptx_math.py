@@ -583,30 +583,91 @@ _LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
 _EXP64_TAYLOR = [1.0 / math.factorial(n) for n in range(14)]
 
 
-def emit_exp64(k, dst, x):
-    """exp of a float64 ``x`` into ``dst`` (``%fd`` registers)."""
-    F = _F(k)
-    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
-    t = D("mul.rn.f64", x, d(1.4426950408889634))
-    kf = D("cvt.rni.f64.f64", t)
-    nk = D("neg.f64", kf)
-    r = D("fma.rn.f64", nk, d(_LN2_HI), x)
-    r = D("fma.rn.f64", nk, d(_LN2_LO), r)
-    p = D("mov.f64", d(_EXP64_TAYLOR[-1]))
-    for c in reversed(_EXP64_TAYLOR[:-1]):
-        k.i("fma.rn.f64", p, p, r, d(c))
+def _pow2_64(F, D, kf, res):
+    """res * 2^kf for a float64 integer kf (clamped to [-1100, 1100]; NaN: 0) as
+    two exact power-of-two factors, so that a subnormal result rounds once."""
     kc = D("min.f64", D("max.f64", kf, d(-1100.0)), d(1100.0))  # NaN: max/min give the other operand
     ki = F.op("cvt.rzi.s32.f64", kc, cls="r")
     k1 = F.op("shr.s32", ki, "1", cls="r")                      # floor(k / 2): both halves in [-550, 550]
     k2 = F.op("sub.s32", ki, k1, cls="r")
-    res = p
     for half in (k1, k2):
         e = F.op("add.s32", half, "1023", cls="r")
         bits = F.op("shl.b64", F.op("cvt.s64.s32", e, cls="rd"), "52", cls="rd")
         res = D("mul.rn.f64", res, D("mov.b64", bits))
-    k.i("mov.f64", dst, res)
+    return res
+
+
+def _reduce_ln2(F, D, x):
+    """(kf, r): x = kf ln2 + r, kf = rint(x / ln2), |r| <= ln2 / 2 (Cody-Waite)."""
+    kf = D("cvt.rni.f64.f64", D("mul.rn.f64", x, d(1.4426950408889634)))
+    nk = D("neg.f64", kf)
+    r = D("fma.rn.f64", nk, d(_LN2_HI), x)
+    return kf, D("fma.rn.f64", nk, d(_LN2_LO), r)
+
+
+def _series(F, D, r, coeffs):
+    """sum(c_n r^n) in Horner form with fma (coeffs from degree 0)."""
+    p = D("mov.f64", d(coeffs[-1]))
+    for c in reversed(coeffs[:-1]):
+        F.k.i("fma.rn.f64", p, p, r, d(c))
+    return p
+
+
+def emit_exp64(k, dst, x):
+    """exp of a float64 ``x`` into ``dst`` (``%fd`` registers)."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    kf, r = _reduce_ln2(F, D, x)
+    k.i("mov.f64", dst, _pow2_64(F, D, kf, _series(F, D, r, _EXP64_TAYLOR)))
     k.i("mov.f64", dst, d(np.inf), pred=F.op("setp.gt.f64", x, d(709.782712893384), cls="p"))
     k.i("mov.f64", dst, d(0.0), pred=F.op("setp.lt.f64", x, d(-745.2), cls="p"))
+
+
+def _expm1_64(F, D, x):
+    """expm1 of a float64 ``x`` (a fresh register): with x = k ln2 + r, expm1(r)
+    from its Taylor series (no cancellation), then 2^k (expm1(r) + (1 - 2^-k))
+    with 1 - 2^-k exact for |k| <= 53 and one rounding in the sum; |x| > 40:
+    exp(x), or -1; +-0 and NaN as they are."""
+    kf, r = _reduce_ln2(F, D, x)
+    em1 = D("mul.rn.f64", r, _series(F, D, r, _EXP64_TAYLOR[1:]))   # r (1 + r/2 + ...)
+    ks = D("min.f64", D("max.f64", kf, d(-60.0)), d(60.0))
+    one_minus = D("sub.rn.f64", d(1.0), _pow2_64(F, D, D("neg.f64", ks), D("mov.f64", d(1.0))))
+    res = _pow2_64(F, D, ks, D("add.rn.f64", em1, one_minus))
+    small = F.op("setp.lt.f64", D("abs.f64", x), d(0.34657359027997264), cls="p")   # ln2 / 2: k = 0
+    F.k.i("mov.f64", res, em1, pred=small)
+    F.k.i("mov.f64", res, x, pred=F.op("setp.eq.f64", x, d(0.0), cls="p"))          # keeps -0
+    return res, kf, r
+
+
+def emit_expm1_64(k, dst, x):
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    res, kf, r = _expm1_64(F, D, x)
+    k.i("mov.f64", dst, res)
+    over = F.op("setp.gt.f64", x, d(40.0), cls="p")
+    k.i("mov.f64", dst, _pow2_64(F, D, kf, _series(F, D, r, _EXP64_TAYLOR)), pred=over)
+    k.i("mov.f64", dst, d(np.inf), pred=F.op("setp.gt.f64", x, d(709.782712893384), cls="p"))
+    k.i("mov.f64", dst, d(-1.0), pred=F.op("setp.lt.f64", x, d(-40.0), cls="p"))
+
+
+def emit_tanh64(k, dst, x):
+    """fdlibm's tanh: |x| < 1: -t / (t + 2) with t = expm1(-2|x|); |x| >= 1:
+    1 - 2 / (expm1(2|x|) + 2); |x| >= 22: 1; the sign of x; +-0 and NaN as they are."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    a = D("abs.f64", x)
+    lt1 = F.op("setp.lt.f64", a, d(1.0), cls="p")
+    arg = D("mul.rn.f64", a, d(2.0))
+    k.i("neg.f64", arg, arg, pred=lt1)
+    t, _, _ = _expm1_64(F, D, D("min.f64", arg, d(60.0)))
+    z_big = D("sub.rn.f64", d(1.0), D("div.rn.f64", d(2.0), D("add.rn.f64", t, d(2.0))))
+    z_small = D("div.rn.f64", D("neg.f64", t), D("add.rn.f64", t, d(2.0)))
+    z = D("mov.f64", z_big)
+    k.i("mov.f64", z, z_small, pred=lt1)
+    k.i("mov.f64", z, d(1.0), pred=F.op("setp.ge.f64", a, d(22.0), cls="p"))
+    k.i("copysign.f64", dst, x, z)                                   # z's magnitude, x's sign
+    k.i("mov.f64", dst, x, pred=F.op("setp.eq.f64", x, d(0.0), cls="p"))
+    k.i("mov.f64", dst, x, pred=F.op("testp.notanumber.f64", x, cls="p"))
 
 
 EMITTERS = {
@@ -659,7 +720,8 @@ def emit_log64(k, dst, x):
     k.i("mov.f64", dst, d(np.nan), pred=F.op("setp.ltu.f64", x, d(0.0), cls="p"))  # below 0 or NaN
 
 
-EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64}
+EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64, "math.expm1": emit_expm1_64,
+                "math.tanh": emit_tanh64}
 
 
 def emit(k, name, dst, *args):
