@@ -1088,3 +1088,239 @@ def test_composite_for_imbalanced_legal(n, type_):
 def test_composite_for_imbalanced_illegal():
     assert_function_raises(for_imbalanced, (tfc.constant(0), 0), tfc.errors.InvalidArgumentError,
                            r"must iterate at least once to initialize .*y\['a'\]")
+
+
+# -- loop_control_flow_test.py ---------------------------------------------------------------
+
+def continue_in_single_for(l):
+    s = 0
+    for c in l:
+        if c % 2 > 0:
+            continue
+        s += c
+    return s
+
+
+def continue_in_single_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        if x % 2 > 0:
+            continue
+        s += x
+    return s
+
+
+def continue_in_inner_for(m):
+    s = 0
+    for l in m:
+        for c in l:
+            if c % 2 > 0:
+                continue
+            s += c
+    return s
+
+
+def continue_in_inner_while(x, y):
+    s = 0
+    while x > 0:
+        x -= 1
+        while y > 0:
+            y -= 1
+            if (x + y) % 2 > 0:
+                continue
+            s += x + y
+    return s
+
+
+def break_in_single_for(l):
+    s = 0
+    for c in l:
+        if c % 2 > 0:
+            break
+        s += c
+    return s
+
+
+def unconditional_return_in_single_for(l):
+    s = 0
+    for c in l:
+        s += c
+        return s
+    return s
+
+
+def effectively_unconditional_return_in_single_for(l):
+    s = 0
+    for c in l:
+        s += c
+        if c % 2 > 0:
+            return s
+        else:
+            return -s
+    return s
+
+
+def unconditional_return_in_single_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        s += x
+        return s
+    return s
+
+
+def effectively_unconditional_return_in_single_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        s += x
+        if x % 2 > 0:
+            return s
+        else:
+            return -s
+    return s
+
+
+def break_in_single_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        if x % 2 > 0:
+            break
+        s += x
+    return s
+
+
+def break_in_inner_for(m):
+    s = 0
+    for l in m:
+        for c in l:
+            if c % 2 > 0:
+                break
+            s += c
+    return s
+
+
+def break_in_inner_while(x, y):
+    s = 0
+    while x > 0:
+        x -= 1
+        while y > 0:
+            y -= 1
+            if ((x + y) % 2) == 0:
+                break
+            s += x + y
+    return s
+
+
+def break_continue_in_inner_for(m):
+    s = 0
+    for l in m:
+        for c in l:
+            if c % 2 > 0:
+                break
+            else:
+                continue
+            s += c
+    return s
+
+
+def break_continue_in_inner_while(x, y):
+    s = 0
+    while x > 0:
+        x -= 1
+        while y > 0:
+            y -= 1
+            if (x + y) % 2 > 0:
+                break
+            else:
+                continue
+            s += x + y
+    return s
+
+
+def break_followed_by_cond_in_single_for(x, y):
+    for i in range(y):
+        if i == 2:
+            break
+        if x > 0:
+            x -= 1
+    return x
+
+
+def break_followed_by_cond_in_single_while(x):
+    while x > 0:
+        if x == 2:
+            break
+        if x > 0:
+            x -= 1
+    return x
+
+
+def multiple_breaks_in_single_while(n):
+    s = 1
+    i = 0
+    while i < n:
+        i += 1
+        if i > 10 * n:
+            break
+        if i == n:
+            break
+        s = s * 10 + i
+    return i, s
+
+
+def _list_of_int_tensor(l):
+    return [_int_tensor(x) for x in l]
+
+
+_RETURNING_FORS = (unconditional_return_in_single_for, effectively_unconditional_return_in_single_for)
+_RETURNING_WHILES = (unconditional_return_in_single_while, effectively_unconditional_return_in_single_while)
+
+
+@pytest.mark.parametrize("l,type_,target", [
+    (l, t, f) for l, t, f in _product(([], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4]), (list, _int_tensor),
+                                      (continue_in_single_for, break_in_single_for) + _RETURNING_FORS)
+    if l or f not in _RETURNING_FORS], ids=_ids)
+def test_loop_control_flow_single_for(l, type_, target):
+    assert_function_matches_eager(target, type_(l))
+
+
+@pytest.mark.parametrize("n,type_,target", [
+    (n, t, f) for n, t, f in _product((0, 1, 2, 3, 4), (int, _int_tensor),
+                                      (continue_in_single_while, break_in_single_while, multiple_breaks_in_single_while,
+                                       break_followed_by_cond_in_single_while) + _RETURNING_WHILES)
+    if n or f not in _RETURNING_WHILES], ids=_ids)
+def test_loop_control_flow_single_while(n, type_, target):
+    assert_function_matches_eager(target, type_(n))
+
+
+# TensorFlow fails these at run time ("must iterate at least once to initialize");
+# tfc carries the return value through the loop and gives Python's value
+# (docs/autograph.md: "a return inside a tensor loop, in a function that also returns after it").
+@pytest.mark.parametrize("target,l", [(f, []) for f in _RETURNING_FORS] + [(f, 0) for f in _RETURNING_WHILES],
+                         ids=_ids)
+def test_loop_control_flow_return_in_loop_that_did_not_run(target, l):
+    assert_function_matches_eager(target, _int_tensor(l))
+
+
+@pytest.mark.parametrize("a,type_,target", _product(
+    ([[], []], [[1], [2]], [[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]]),
+    (list, _int_tensor, _list_of_int_tensor),
+    (continue_in_inner_for, break_in_inner_for, break_continue_in_inner_for)), ids=_ids)
+def test_loop_control_flow_nested_for(a, type_, target):
+    assert_function_matches_eager(target, type_(a))
+
+
+@pytest.mark.parametrize("m,n,m_type,target", _product(
+    (0, 1, 2, 3, 4), (0, 1, 2, 3, 4), (int, _int_tensor),
+    (continue_in_inner_while, break_in_inner_while, break_continue_in_inner_while)), ids=_ids)
+def test_loop_control_flow_nested_while(m, n, m_type, target):
+    # TensorFlow's test parametrizes n_type too but converts both with m_type
+    assert_function_matches_eager(target, m_type(m), m_type(n))
+
+
+@pytest.mark.parametrize("x,y,type_", _product((0, 1, 3), (0, 2, 4), (int, _int_tensor)), ids=_ids)
+def test_loop_control_flow_break_followed_by_cond_in_single_for(x, y, type_):
+    assert_function_matches_eager(break_followed_by_cond_in_single_for, type_(x), y)
