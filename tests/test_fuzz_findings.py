@@ -236,3 +236,27 @@ def test_l2_normalize_of_a_numpy_scalar(signature):
     a, b = _l2_normalize_scalar(tfc.constant(x))
     assert a.numpy() == np.float32(1.0) and b.numpy() == np.float32(-0.75)
     check(_l2_normalize_scalar, np.asarray(x), signature)
+
+
+def _einsum_unknown_dims(x0):
+    # no dimension merged (an elementwise product; a product summed over one
+    # label): the pair's matmul operands took a reshape that named every
+    # dimension, so two None dimensions raised NotImplementedError compiled
+    y = tfc.tile(x0, [3, 1])
+    return (tfc.einsum("ab,ab->ab", y, y), tfc.einsum("ab,ab->a", y, x0), tfc.einsum("ab,b->ab", y, x0[0]),
+            tfc.einsum("ab,ab->", y, y))
+
+
+@pytest.mark.parametrize("signature", [(1, 3), (None, 3), (None, None)])
+def test_einsum_without_merges_takes_unknown_dims(signature):
+    x = np.array([[1.36, -0.81, np.inf]], np.float32)
+    y = np.tile(x, [3, 1])
+    got = _einsum_unknown_dims(tfc.constant(x))
+    for g, w in zip(got, [y * y, np.einsum("ab,ab->a", y, x), y * x[0], np.einsum("ab,ab->", y, y)]):
+        assert np.allclose(g.numpy(), w, equal_nan=True)
+    check(_einsum_unknown_dims, x, signature)
+    xs = tfc.constant(x)
+    with tfc.GradientTape() as t:
+        t.watch(xs)
+        loss = tfc.reduce_sum(tfc.einsum("ab,ab->a", tfc.tile(xs, [2, 1]), xs))
+    assert np.array_equal(t.gradient(loss, xs).numpy(), 4 * x)

@@ -10,8 +10,9 @@ Supported: letters a-z and A-Z, ``...`` (the dimensions an operand has beyond
 its letters, aligned from the right, broadcast as numpy's), the implicit form
 (no ``->``: the output is the letters used once, in alphabetical order).
 A letter repeated within one operand (a diagonal) raises NotImplementedError,
-as does merging several dimensions of which more than one is known only at
-run time."""
+as does merging (or splitting) several dimensions where more than one of the
+operand's are known only at run time (dimensions that are not merged may all be
+unknown)."""
 from __future__ import annotations
 
 import string
@@ -19,7 +20,7 @@ import string
 from tfc.core.tensor import convert_to_tensor
 from tfc.ops.linalg import matmul
 from tfc.ops.reductions import reduce_sum
-from tfc.ops.shapes import reshape, transpose
+from tfc.ops.shapes import expand_dims, reshape, squeeze, transpose
 
 _LETTERS = frozenset(string.ascii_letters)
 # labels the ``...`` dimensions get: characters no equation letter can be
@@ -115,7 +116,10 @@ def _permute(x, labels, order):
 def _merged(x, n_lead, groups, equation):
     """``x`` (its dimensions: ``n_lead`` kept, then the groups' in order)
     reshaped so that each group of dimensions is one (an empty group: size 1)."""
-    if all(len(g) == 1 for g in groups):
+    if all(len(g) <= 1 for g in groups):  # nothing merged: no reshape, whatever sizes run-time has
+        for i, g in enumerate(groups):
+            if not g:
+                x = expand_dims(x, n_lead + i)
         return x
     dims = list(x.shape)
     target, at = dims[:n_lead], n_lead
@@ -168,6 +172,8 @@ def _pair(a, la, b, lb, keep, equation):
     a = _merged(_permute(a, la, batch + (k + m if ta else m + k)), len(batch), [k, m] if ta else [m, k], equation)
     b = _merged(_permute(b, lb, batch + (n + k if tb else k + n)), len(batch), [n, k] if tb else [k, n], equation)
     y = matmul(a, b, transpose_a=ta, transpose_b=tb)  # [batch, M, N] (batch broadcast)
-    if len(m) != 1 or len(n) != 1:
+    if len(m) > 1 or len(n) > 1:
         y = _reshape_to(y, list(y.shape[:len(batch)]) + [size[c] for c in m + n], equation)
+    elif not m or not n:  # only size-1 axes to drop
+        y = squeeze(y, axis=[len(batch) + i for i, g in enumerate((m, n)) if not g])
     return y, batch + m + n
