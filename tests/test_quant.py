@@ -305,6 +305,54 @@ def test_cnn_static_and_weight_only():
         assert np.abs(got - want).max() < 0.05 * np.abs(want).max() + 1e-3
 
 
+@pytest.mark.parametrize("padding", ["VALID", "SAME"])
+def test_max_pool_of_int8_codes(padding):
+    # exact on codes; SAME pads with -128, which never beats a code (ties give -128 anyway)
+    x = int8((3, 5, 7, 4))
+    want = tfc.nn.max_pool2d(x.astype(np.float32), 2, 2, padding).numpy().astype(np.int8)
+    eager = tfc.nn.max_pool2d(x, 2, 2, padding).numpy()
+    fn = tfc.function(lambda v: tfc.nn.max_pool2d(v, 2, 2, padding), autograph=False)
+    compiled = tfc.compile(fn, tfc.TensorSpec((None, 5, 7, 4), tfc.int8))(x).numpy()
+    assert eager.dtype == compiled.dtype == np.int8
+    assert np.array_equal(eager, want) and np.array_equal(compiled, want)
+    with pytest.raises(TypeError, match="dtype int8"):
+        tfc.nn.avg_pool2d(x, 2, 2)  # averaging codes is not exact: still refused
+
+
+def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference():
+    conv = tfc.layers.Conv2D(6, 3, padding="same", activation="relu")
+    dense = tfc.layers.Dense(4)
+
+    def net(x):  # 7x7 -> SAME max pool 2/2 -> 4x4: one padded row and column
+        return dense(tfc.reshape(tfc.nn.max_pool2d(conv(x), 2, 2, "SAME"), (-1, 4 * 4 * 6)))
+
+    net(tfc.zeros((1, 7, 7, 2)))
+    fn = tfc.function(net, input_signature=[tfc.TensorSpec((None, 7, 7, 2))], autograph=False)
+    cal = [(RNG.uniform(-1, 1, (4, 7, 7, 2)).astype(np.float32),) for _ in range(2)]
+    static = tfc.compile(fn, quantize=Config(quiet=True), calibration=cal)
+    ir = static.ir("tensor")
+    assert ir.count("tfc.quantize ") == 1 and "tfc.max_pool2d" in ir and "-> tensor<?x4x4x6xi8>" in ir
+    assert "-> tensor<?x96xi8>" in ir  # the reshape of the codes
+    # the integer pipeline in numpy, with the constants and attributes the pass chose
+    ops = list(static.module.walk())
+    qz, qc, qm = (next(op for op in ops if op.name == f"tfc.{n}")
+                  for n in ("quantize", "quantized_conv2d", "quantized_matmul"))
+    w1, b1, m1 = (v.owner.numpy() for v in qc.operands[1:])
+    w2, b2, m2 = (v.owner.numpy() for v in qm.operands[1:])
+    x = RNG.uniform(-1.5, 1.5, (5, 7, 7, 2)).astype(np.float32)
+    xq = ref_quantize(x, qz.attr_values["scale"], qz.attr_values["zero_point"])
+    xp = np.pad(xq, ((0, 0), (1, 1), (1, 1), (0, 0)), constant_values=qc.attr_values["pad_value"])
+    cols = np.stack([xp[:, i:i + 7, j:j + 7, :] for i in range(3) for j in range(3)], axis=3)
+    h = ref_requant(ref_acc(cols.reshape(-1, 18), w1.reshape(18, 6), b1), m1, qc.attr_values["out_zero_point"],
+                    True, False).reshape(5, 7, 7, 6)
+    pooled = np.pad(h, ((0, 0), (0, 1), (0, 1), (0, 0)), constant_values=-128).reshape(5, 4, 2, 4, 2, 6).max((2, 4))
+    want = ref_requant(ref_acc(pooled.reshape(5, 96), w2, b2), m2, 0, False, True)
+    assert np.array_equal(static(x).numpy(), want)  # beyond the calibrated range too: clipped codes
+    inside = cal[0][0]
+    float_out = fn(inside).numpy()
+    assert np.abs(static(inside).numpy() - float_out).max() < 0.05 * np.abs(float_out).max()
+
+
 # -- calibration edge cases ------------------------------------------------------------------------
 
 

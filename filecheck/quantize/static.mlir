@@ -75,3 +75,42 @@ func.func @conv(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
   %2 = tfc.relu %1 : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
   func.return %2 : tensor<1x4x4x2xf32>
 }
+
+// A max pool and a reshape between two quantized ops run on the int8 codes (exact:
+// quantization is monotone), so the conv's result stays int8 with its own output
+// scale and zero point, and nothing is dequantized or quantized between the layers;
+// the float pool and reshape are gone. A pool whose result has another user stays float.
+// CHECK-LABEL: func.func @conv_pool_dense
+// CHECK:         %[[C:.*]] = tfc.quantized_conv2d {{.*}}out_zero_point = -128 : i64, relu = true, out_dtype = i8}{{.*}} -> tensor<1x4x4x2xi8>
+// CHECK-NEXT:    %[[P:.*]] = tfc.max_pool2d %[[C]] {ksize = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = "VALID"} : (tensor<1x4x4x2xi8>) -> tensor<1x2x2x2xi8>
+// CHECK-NEXT:    %[[R:.*]] = tfc.reshape %[[P]] {shape = array<i64: 1, 8>} : (tensor<1x2x2x2xi8>) -> tensor<1x8xi8>
+// CHECK-NOT:     tfc.quantize %
+// CHECK:         tfc.quantized_matmul %[[R]], {{.*}}out_dtype = f32}
+// CHECK-NOT:     tfc.max_pool2d
+// CHECK-NOT:     tfc.reshape
+// CHECK:         func.return
+// CHECK-LABEL: func.func @pool_used_twice
+// CHECK:         tfc.quantized_conv2d {{.*}}out_dtype = f32}
+// CHECK-NEXT:    %[[P:.*]] = tfc.max_pool2d {{.*}} -> tensor<1x2x2x2xf32>
+// CHECK-NEXT:    %[[R:.*]] = tfc.reshape %[[P]]
+// CHECK-NEXT:    tfc.quantize %[[R]]
+func.func @conv_pool_dense(%x: tensor<1x4x4x2xf32>) -> tensor<1x1xf32> {
+  %w = tfc.constant dense<[[[[1.0, -3.0], [0.5, 1.5]]]]> : tensor<1x1x2x2xf32>
+  %0 = tfc.conv2d %x, %w {strides = array<i64: 1, 1>, padding = "SAME", dilations = array<i64: 1, 1>, tfc.quant_input = [0.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 2.0 : f64]} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %1 = tfc.relu %0 : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %2 = tfc.max_pool2d %1 {ksize = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = "VALID"} : (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %3 = tfc.reshape %2 {shape = array<i64: 1, 8>} : (tensor<1x2x2x2xf32>) -> tensor<1x8xf32>
+  %w2 = tfc.constant dense<[[1.0], [-1.0], [0.5], [0.25], [1.0], [-1.0], [0.5], [0.25]]> : tensor<8x1xf32>
+  %4 = tfc.matmul %3, %w2 {transpose_a = false, transpose_b = false, tfc.quant_input = [0.0 : f64, 2.0 : f64], tfc.quant_output = [-3.0 : f64, 3.0 : f64]} : (tensor<1x8xf32>, tensor<8x1xf32>) -> tensor<1x1xf32>
+  func.return %4 : tensor<1x1xf32>
+}
+func.func @pool_used_twice(%x: tensor<1x4x4x2xf32>) -> (tensor<1x1xf32>, tensor<1x2x2x2xf32>) {
+  %w = tfc.constant dense<[[[[1.0, -3.0], [0.5, 1.5]]]]> : tensor<1x1x2x2xf32>
+  %0 = tfc.conv2d %x, %w {strides = array<i64: 1, 1>, padding = "SAME", dilations = array<i64: 1, 1>, tfc.quant_input = [0.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 2.0 : f64]} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>
+  %1 = tfc.relu %0 : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32>
+  %2 = tfc.max_pool2d %1 {ksize = array<i64: 2, 2>, strides = array<i64: 2, 2>, padding = "VALID"} : (tensor<1x4x4x2xf32>) -> tensor<1x2x2x2xf32>
+  %3 = tfc.reshape %2 {shape = array<i64: 1, 8>} : (tensor<1x2x2x2xf32>) -> tensor<1x8xf32>
+  %w2 = tfc.constant dense<[[1.0], [-1.0], [0.5], [0.25], [1.0], [-1.0], [0.5], [0.25]]> : tensor<8x1xf32>
+  %4 = tfc.matmul %3, %w2 {transpose_a = false, transpose_b = false, tfc.quant_input = [0.0 : f64, 2.0 : f64], tfc.quant_output = [-3.0 : f64, 3.0 : f64]} : (tensor<1x8xf32>, tensor<8x1xf32>) -> tensor<1x1xf32>
+  func.return %4, %2 : tensor<1x1xf32>, tensor<1x2x2x2xf32>
+}

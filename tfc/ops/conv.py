@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfc.core.dtypes import FLOATS
+from tfc.core.dtypes import FLOATS, int8
 from tfc.core.registry import Spec, declare, every_row
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
@@ -112,8 +112,8 @@ def _im2col(xp, khw, out_hw, strides, dilations):
     return cols
 
 
-def _check_image(op, spec, what="input"):
-    inf.check_dtype(op, spec, FLOATS, what)
+def _check_image(op, spec, what="input", allowed=FLOATS):
+    inf.check_dtype(op, spec, allowed, what)
     if spec.ndim != 4:
         raise ValueError(f"{op.name}: {what} must have rank 4 (NHWC), got shape {inf.fmt_shape(spec.shape)}")
 
@@ -389,11 +389,21 @@ def _pool_infer(op, x: Spec, ksize, strides, padding) -> Spec:
     return Spec(_pool_shape(op, x, ksize, strides, padding), x.dtype)
 
 
+# int8 codes too: quantization is monotone, so the max of the codes is the code of
+# the max, exactly (quantized models pool their int8 activations)
+_MAX_POOL_DTYPES = FLOATS | {int8}
+
+
+def _max_pool_infer(op, x: Spec, ksize, strides, padding) -> Spec:
+    _check_image(op, x, allowed=_MAX_POOL_DTYPES)
+    return Spec(_pool_shape(op, x, ksize, strides, padding), x.dtype)
+
+
 def _argmax_taps(x, ksize, strides, padding):
     """Per output element: the max over its window and the index (i * KW + j) of
     the first tap attaining it (TF's tie rule); padding never wins."""
     out_hw, pads = _geometry(None, x.shape[1:3], ksize, strides, _ONES, padding, "")
-    xp = _pad(x, pads, -np.inf)
+    xp = _pad(x, pads, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
     best = idx = None
     for i, j, sl in _taps(ksize, out_hw, strides, _ONES):
         v = xp[sl]
@@ -414,7 +424,7 @@ def _max_pool_grad(e, g):
     return [max_pool2d_grad(e.inputs[0], g, **e.attrs)]
 
 
-@declare(kernel=_max_pool_kernel, infer=_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS,
+@declare(kernel=_max_pool_kernel, infer=_max_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS,
          kernel_into=copy_into(_max_pool_kernel),
          rows=every_row)
 def max_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002

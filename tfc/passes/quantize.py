@@ -176,6 +176,28 @@ def weight_qparams(w: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.nda
     return codes, scale
 
 
+# ops whose result on int8 codes is the codes of their result on the real values,
+# exactly: a max pool (quantization is monotone) and a reshape
+_CODE_PRESERVING = {"tfc.max_pool2d": ("ksize", "strides", "padding"), "tfc.reshape": ("shape",)}
+
+
+def _through_code_preserving_ops(value):
+    """(the max pools and reshapes that ``value`` flows through alone, each the
+    only user of the one before, and the value at the end of them)."""
+    path = []
+    while True:
+        user = _only_user(value)
+        if user is None or user.name not in _CODE_PRESERVING or user.operands[0] is not value \
+                or len(user.operands) != 1:
+            return path, value
+        path.append(user)
+        value = user.results[0]
+
+
+def _attrs_of(op) -> dict:
+    return {k: op.attr_values[k] for k in _CODE_PRESERVING[op.name]}
+
+
 def _constant(arr, dt, before, loc):
     c = ConstantOp.from_numpy(arr, dt)
     c.location = loc
@@ -223,17 +245,24 @@ class QuantizePass(ModulePass):
         consumers = {}
         for c in chains:
             consumers.setdefault(c.x, []).append(c)
-        int8_results = {}  # a chain's end kept int8 -> (its int8 value, scale, zero point)
+        int8_results = {}  # a value kept int8 -> (its int8 value, scale, zero point)
+        passed = []  # the float max pools / reshapes now run on int8 codes
         for c in chains:
-            # int8 out where every use of the result is as the input of a quantized op
-            users, uses = consumers.get(c.end, []), list(c.end.uses)
+            path, value = _through_code_preserving_ops(c.end)
+            # int8 out where every use of the result (after max pools and reshapes,
+            # which are exact on the codes) is as the input of a quantized op
+            users, uses = consumers.get(value, []), list(value.uses)
             int8_out = bool(users) and len(uses) == len(users) and all(
                 u.index == 0 and any(u.operation is d.op for d in users) for u in uses)
-            self._static(c, int8_results, int8_out)
-        for c in reversed(chains):  # the float ops, now unused
-            for old in reversed(c.ops):
-                if all(not r.uses for r in old.results):
-                    Rewriter.erase_op(old)
+            self._static(c, int8_results, int8_out, path if int8_out else [])
+            if int8_out:
+                passed.extend(path)
+        # the float ops, now unused, last first (a replaced pool still reads its chain's relu)
+        position = {id(op): i for i, op in enumerate(f.body.block.ops)}
+        for old in sorted([op for c in chains for op in c.ops] + passed, key=lambda op: -position[id(op)]):
+            if all(not r.uses for r in old.results):
+                Rewriter.erase_op(old)
+        for c in reversed(chains):
             for const in (c.weight_op, c.bias_op):
                 if const is not None and const.parent is not None and not const.result.uses:
                     Rewriter.erase_op(const)
@@ -262,7 +291,7 @@ class QuantizePass(ModulePass):
         if not c.weight_op.result.uses:
             Rewriter.erase_op(c.weight_op)
 
-    def _static(self, c: Chain, int8_results: dict, int8_out: bool) -> None:
+    def _static(self, c: Chain, int8_results: dict, int8_out: bool, path=()) -> None:
         loc, at = c.op.location, c.end.owner
         x = c.op.operands[0]  # (c.x may have been replaced by an earlier rewrite's float result)
         if x in int8_results:  # the producer's int8 result: no dequantize / quantize between
@@ -293,6 +322,10 @@ class QuantizePass(ModulePass):
             attrs.update({k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")}, pad_value=zx)
         new = _registry_op(f"quantized_{c.kind}", [xq, w, b, m], attrs, at, loc)
         if int8_out:
-            int8_results[c.end] = (new, so, zo)
+            end = c.end
+            for op in path:  # the same max pools and reshapes, on the codes
+                new = _registry_op(op.name[len("tfc."):], [new], _attrs_of(op), op, op.location)
+                end = op.results[0]
+            int8_results[end] = (new, so, zo)
         else:
             c.end.replace_all_uses_with(new)
