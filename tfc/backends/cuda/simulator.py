@@ -866,7 +866,7 @@ class _Decoder:
             return out
 
         def mma(ctx, sel):
-            pos = ctx.check_full_warps(sel)
+            pos = ctx.check_full_warps(sel, "mma.sync (a warp-wide instruction)")
             lane = ctx.special_all("%laneid")
             lane = (lane if sel is None else lane[sel]).astype(np.int64)
             shape = lane.shape
@@ -2080,12 +2080,13 @@ class _Ctx:
 
     # warps, atomics ----------------------------------------------------------------------------
 
-    def check_full_warps(self, sel):
-        """The lanes of the selection, checking every warp is complete."""
+    def check_full_warps(self, sel, what="shfl.sync with membermask 0xffffffff"):
+        """The lanes of the selection, checking every warp is complete (``what``
+        names the warp-wide instruction in the error)."""
         nt = self.nt
         if sel is None:
             if nt % 32:
-                self.fail(nt - 1, f"shfl.sync with membermask 0xffffffff in a block of {nt} threads "
+                self.fail(nt - 1, f"{what} in a block of {nt} threads "
                                   "(not a multiple of 32: the last warp is partial)")
             return np.arange(self.n)
         warp = (sel // nt) * ((nt + 31) // 32) + (sel % nt) // 32
@@ -2094,7 +2095,7 @@ class _Ctx:
         if np.any(used & (counts != 32)):
             w = int(np.flatnonzero(used & (counts != 32))[0])
             j = int(sel[np.flatnonzero(warp == w)[0]])
-            self.fail(j, f"shfl.sync with membermask 0xffffffff but only {counts[w]} of the warp's lanes "
+            self.fail(j, f"{what} but only {counts[w]} of the warp's lanes "
                          "are executing it (divergent warp or partial warp)")
         return np.arange(len(sel))
 
