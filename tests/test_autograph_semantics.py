@@ -803,8 +803,23 @@ def range_created_in_loop(n):
 def range_loop_variable(n):
     v = tfc.range(0)
     for i in tfc.range(n):
+        # (0,) before, (None,) after: declared varying, as TensorFlow requires
+        tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
         v = tfc.range(i + 1)
     return v
+
+
+def range_erasing_a_known_shape(n):
+    v = tfc.range(0)
+    for i in tfc.range(n):
+        v = tfc.range(i + 1)
+    return v
+
+
+def test_tfc_range_erasing_a_loop_variables_known_shape_is_an_error():
+    with pytest.raises(ValueError, match=r"variable 'v' has shape \(0,\) before the loop, but shape \(None,\) after "
+                                         r"one iteration .*set_loop_options\(shape_invariants=\[\(v, \(None,\)\)\]\)"):
+        tfc.function(range_erasing_a_known_shape)(C(3))
 
 
 def range_in_branch(n):
@@ -884,8 +899,8 @@ def growing_item_declared(n):
 
 def test_a_loop_variable_changing_shape_is_an_error_naming_the_declaration():
     line = doubling.__code__.co_firstlineno + 3
-    with pytest.raises(ValueError, match=rf"variable 'x' changes shape in the tensor loop at line {line}: \(1,\) "
-                                         rf"before, \(2,\) after an iteration; .*set_loop_options\(shape_invariants="
+    with pytest.raises(ValueError, match=rf"variable 'x' has shape \(1,\) before the loop, but shape \(2,\) after one "
+                                         rf"iteration of the tensor loop at line {line}; .*set_loop_options\(shape_invariants="
                                          rf"\[\(x, \(None,\)\)\]\)"):
         tfc.function(doubling)(C(3))
     assert_matches(doubling, 3)  # Python values: a Python loop
@@ -908,7 +923,8 @@ def test_shape_invariant_outside_the_declared_shape():
             i += 1
         return x
 
-    with pytest.raises(ValueError, match=r"variable 'x' has shape \(1, 2\) .* outside its shape invariant"):
+    with pytest.raises(ValueError, match=r"variable 'x' has shape \(1, 2\) before the loop, which does not conform to the shape "
+                                         r"invariant \(None, 3\)"):
         tfc.function(f)(C(2))
 
 

@@ -590,6 +590,11 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
                  counter=state, composites=composites, trips=trips, unchecked=targets)
 
 
+def _is_subshape(shape, of):
+    """``shape`` has the rank of ``of`` and its dimensions wherever ``of`` knows them."""
+    return len(shape) == len(of) and all(d is None or d == x for d, x in zip(of, shape))
+
+
 def _check_same(name, before, after, line, invariant=None):
     """``after`` (a loop variable after an iteration) has the structure, dtypes and
     shapes of ``before``; ``invariant``: the shape ``set_loop_options`` declared for it,
@@ -600,25 +605,27 @@ def _check_same(name, before, after, line, invariant=None):
     for b, a in zip(nest.flatten(before), nest.flatten(after)):
         if isinstance(b, Tensor) and isinstance(a, Tensor):
             if b.dtype != a.dtype:
-                raise TypeError(f"{_describe(name)} changes dtype in the tensor loop at line {line}: "
-                                f"{b.dtype.name} before, {a.dtype.name} after an iteration")
+                raise TypeError(f"{_describe(name)} has dtype {b.dtype.name} before the loop, but dtype "
+                                f"{a.dtype.name} after one iteration of the tensor loop at line {line}")
             if invariant is not None:
-                for shape in (b.shape, a.shape):
-                    if len(shape) != len(invariant) or any(
-                            d is not None and x is not None and d != x for d, x in zip(invariant, shape)):
-                        raise ValueError(f"{_describe(name)} has shape {tuple(shape)} in the tensor loop at line "
-                                         f"{line}, outside its shape invariant {invariant}")
+                # TensorFlow's rule: each shape is a subshape of the invariant (a known
+                # dimension of the invariant is never unknown or another one)
+                for shape, when in ((b.shape, "before the loop"), (a.shape, "after one iteration")):
+                    if not _is_subshape(shape, invariant):
+                        raise ValueError(f"{_describe(name)} has shape {tuple(shape)} {when}, which does not conform "
+                                         f"to the shape invariant {tuple(invariant)} (the tensor loop at line {line})")
                 continue
-            # a known dimension may not become another (an unknown one may become known,
-            # as in TensorFlow, and a known one unknown: the loop variable's is then None)
-            if len(b.shape) != len(a.shape) or any(None not in (x, y) and x != y for x, y in zip(b.shape, a.shape)):
+            # as in TensorFlow, the shape after an iteration is a subshape of the shape
+            # before: an unknown dimension may become known, never a known one another
+            # or unknown (tfc.range(n) with a tensor n after tfc.constant([1]))
+            if not _is_subshape(a.shape, b.shape):
                 shape = tuple(None if x != y else x for x, y in zip(b.shape, a.shape)) \
                     if len(b.shape) == len(a.shape) else "(...)"
                 raise ValueError(
-                    f"{_describe(name)} changes shape in the tensor loop at line {line}: {tuple(b.shape)} before, "
-                    f"{tuple(a.shape)} after an iteration; a loop variable keeps its shape unless it is declared "
-                    f"varying: call tfc.autograph.set_loop_options(shape_invariants=[({name}, {shape})]) "
-                    f"as the loop body's first statement")
+                    f"{_describe(name)} has shape {tuple(b.shape)} before the loop, but shape {tuple(a.shape)} "
+                    f"after one iteration of the tensor loop at line {line}; a loop variable keeps its shape unless "
+                    f"it is declared varying: call tfc.autograph.set_loop_options(shape_invariants=[({name}, "
+                    f"{shape})]) as the loop body's first statement")
         elif isinstance(b, Tensor) != isinstance(a, Tensor):
             raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
                             f"{type(b).__name__} before, {type(a).__name__} after an iteration")
@@ -770,6 +777,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
         return options
 
     flags = []  # variables first set inside the loop: (name, "was it set" loop variable)
+    created = {}
     if pending:
         # One throw-away iteration tells the types of the variables the body creates; they
         # start as zeros, and a flag says whether the loop set them (checked after it).
@@ -792,7 +800,9 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
                 k = loop_vars.index(n)
                 del loop_vars[k], init[k]
                 continue
-            init[loop_vars.index(n)] = _placeholder(v, n, line, kind)
+            init[loop_vars.index(n)] = zeros = _placeholder(v, n, line, kind)
+            # its shapes as the body gives them (a run-time dimension unknown, not the 0 it starts as)
+            created[n] = nest.map_structure(lambda got, z: got if isinstance(got, Tensor) else z, v, zeros)
             if n != "retval_" and n not in unchecked:
                 flags.append(n)
     flag_init = tuple(_false() for _ in flags)
@@ -813,7 +823,7 @@ def _tensor_loop(test, step, names, loop_vars, line, fns, kind, counter=None, co
                 from tfc.core.tensor import constant
 
                 after = constant(after, before.dtype)
-            _check_same(n, before, after, line, varying.get(n))
+            _check_same(n, created.get(n, before), after, line, varying.get(n))
             out.append(after)
         out += [_false(True) for _ in flags]
         if has_counter:
