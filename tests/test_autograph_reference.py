@@ -34,7 +34,7 @@ def _run(f, args):
             result = f(*args)
         return _plain(result), out.getvalue(), None
     except Exception as e:  # noqa: BLE001 - compared as outcomes
-        return None, out.getvalue(), type(e)
+        return None, out.getvalue(), e
 
 
 def assert_function_matches_eager(f, *args, make_args=None):
@@ -44,15 +44,22 @@ def assert_function_matches_eager(f, *args, make_args=None):
     fresh = make_args or (lambda: args)
     compiled = _run(tfc.function(f), fresh())
     native = _run(f, fresh())
-    assert compiled[2] is native[2], f"native {native}, compiled {compiled}"
+    if native[2] is None and compiled[2] is not None:
+        raise compiled[2]  # as TensorFlow's harness: the compiled function's own error
+    assert type(compiled[2]) is type(native[2]), f"native {native}, compiled {compiled}"
     if native[2] is None:
         assert _same(native[0], compiled[0]), f"native {native[0]}, compiled {compiled[0]}"
         assert native[1] == compiled[1], f"printed: native {native[1]!r}, compiled {compiled[1]!r}"
 
 
-def assert_function_raises(f, args, exc_type, pattern):
+def assert_function_raises(f, args, exc_type, pattern, trace_only=False):
+    """tfc.function(f)(*args) raises; ``trace_only``: tracing it does (a program that,
+    traced without the error, would loop for ever)."""
     with pytest.raises(exc_type, match=re.compile(pattern, re.DOTALL)):
-        tfc.function(f)(*args)
+        if trace_only:
+            tfc.function(f).get_concrete_function(*args)
+        else:
+            tfc.function(f)(*args)
 
 
 def _product(*choices):
@@ -1324,3 +1331,271 @@ def test_loop_control_flow_nested_while(m, n, m_type, target):
 @pytest.mark.parametrize("x,y,type_", _product((0, 1, 3), (0, 2, 4), (int, _int_tensor)), ids=_ids)
 def test_loop_control_flow_break_followed_by_cond_in_single_for(x, y, type_):
     assert_function_matches_eager(break_followed_by_cond_in_single_for, type_(x), y)
+
+
+# -- loop_created_variables_test.py ------------------------------------------------------------
+
+def _rand_int(lo):
+    """tf.random.uniform((), i, i + 1, tf.int32): always i, but unknown while tracing."""
+    return tfc.random.uniform((), lo, lo + 1, dtype=tfc.int32)
+
+
+def while_creates_var_static_shape(n):
+    i = 0
+    while i < n:
+        v = tfc.zeros([1, 2, 3])
+        i += 1
+    return v
+
+
+def while_creates_var_dynamic_shape(n):
+    i = 0
+    while i < n:
+        v = tfc.zeros([1, _rand_int(i), 2])
+        i += 1
+    return v
+
+
+def while_creates_var_dynamic_rank(n):
+    i = 0
+    while i < n:
+        v = tfc.zeros(tfc.range(_rand_int(i)))
+        i += 1
+    return v
+
+
+def while_creates_var_dynamic_shape_py_init_var(n):
+    i = 0
+    while i < n:
+        v = tfc.range(i)
+        i += 1
+    return v
+
+
+def while_creates_nested_var_static_shape(n):
+    i = 0
+    while i < n:
+        v = {"a": tfc.zeros([1, 2, 3]), "b": tfc.ones([1, 2, 3])}
+        i += 1
+    return v["a"], v["b"]
+
+
+def while_creates_nested_var_dynamic_shape(n):
+    i = 0
+    while i < n:
+        v = {"a": tfc.zeros([1, _rand_int(i)]), "b": tfc.ones([_rand_int(i), 2])}
+        i += 1
+    return v["a"], v["b"]
+
+
+def while_creates_nested_var_dynamic_rank(n):
+    i = 0
+    while i < n:
+        v = {"a": tfc.ones(tfc.range(_rand_int(i))), "b": tfc.ones([1, 2, 3])}
+        i += 1
+    return v["a"], v["b"]
+
+
+_CREATING_WHILES = (while_creates_var_static_shape, while_creates_var_dynamic_shape, while_creates_var_dynamic_rank,
+                    while_creates_var_dynamic_shape_py_init_var, while_creates_nested_var_static_shape,
+                    while_creates_nested_var_dynamic_shape, while_creates_nested_var_dynamic_rank)
+# tfc.zeros/ones take a static shape: a dimension given by a traced tensor (here
+# tf.random.uniform's, unknown while tracing) and a run-time rank (zeros(range(k)))
+# have no tfc op yet (tfc's ranks are static)
+_RUNTIME_SHAPE = (while_creates_var_dynamic_shape, while_creates_var_dynamic_rank,
+                  while_creates_nested_var_dynamic_shape, while_creates_nested_var_dynamic_rank)
+
+
+def _runtime_shape_xfail(target):
+    return [pytest.mark.xfail(strict=True, raises=TypeError,
+                              reason="tfc.zeros/tfc.ones with a dimension from a traced tensor: shapes are static")
+            ] if target in _RUNTIME_SHAPE else []
+
+
+@pytest.mark.parametrize("target", [pytest.param(f, marks=_runtime_shape_xfail(f)) for f in _CREATING_WHILES],
+                         ids=_ids)
+def test_loop_created_variables_illegal_tf(target):
+    assert_function_raises(target, (tfc.constant(0),), tfc.errors.InvalidArgumentError,
+                           "must iterate at least once to initialize")
+
+
+@pytest.mark.parametrize("target", _CREATING_WHILES, ids=_ids)
+def test_loop_created_variables_illegal_py(target):
+    assert_function_raises(target, (0,), UnboundLocalError, "")
+
+
+@pytest.mark.parametrize("n,type_,target", [
+    pytest.param(n, t, f, marks=_runtime_shape_xfail(f))
+    for n, t, f in _product((1, 2), (int, tfc.constant), _CREATING_WHILES)], ids=_ids)
+def test_loop_created_variables(n, type_, target):
+    assert_function_matches_eager(target, type_(n))
+
+
+# -- loop_with_variable_type_illegal_cases_test.py ---------------------------------------------------
+
+def while_with_variable_py_type():
+    n = tfc.constant(0, dtype=tfc.int32)
+    c = True
+    while c:
+        c = tfc.constant(True)
+    return n
+
+
+def while_with_variable_dtype():
+    n = tfc.constant(0, dtype=tfc.int32)
+    while tfc.constant(True):
+        n = tfc.constant(0, dtype=tfc.float32)
+    return n
+
+
+def while_with_variable_dtype_and_early_stopping():
+    n = tfc.constant(0, dtype=tfc.int32)
+    while tfc.constant(True):
+        n = tfc.constant(0, dtype=tfc.float32)
+        break
+    return n
+
+
+def for_with_variable_dtype(l):
+    n = tfc.constant(0, dtype=tfc.int32)
+    for _ in l:
+        n = tfc.constant(0, dtype=tfc.float32)
+    return n
+
+
+def for_with_variable_dtype_and_early_stopping(l):
+    n = tfc.constant(0, dtype=tfc.int32)
+    for _ in l:
+        n = tfc.constant(0, dtype=tfc.float32)
+        break
+    return n
+
+
+def while_with_variable_shape():
+    t = tfc.constant([1])
+    while tfc.constant(True):
+        t = tfc.constant([1, 1])
+    return t
+
+
+def for_with_variable_shape(l):
+    t = tfc.constant([1])
+    for _ in l:
+        t = tfc.constant([1, 1])
+    return t
+
+
+def while_with_shape_erasure():
+    t = tfc.constant([1])
+    while tfc.constant(True):
+        t = tfc.range(_rand_int(2))
+    return t
+
+
+def for_with_shape_erasure(l):
+    t = tfc.constant([1])
+    for _ in l:
+        t = tfc.range(_rand_int(2))
+    return t
+
+
+def while_with_shape_invariant_violation():
+    t = tfc.constant([1])
+    while tfc.constant(True):
+        tfc.autograph.set_loop_options(shape_invariants=((t, (1,)),))
+        t = tfc.range(_rand_int(2))
+    return t
+
+
+def for_with_shape_invariant_violation(l):
+    t = tfc.constant([1])
+    for _ in l:
+        tfc.autograph.set_loop_options(shape_invariants=((t, (1,)),))
+        t = tfc.range(_rand_int(2))
+    return t
+
+
+def while_with_variable_structure():
+    s = {"a": tfc.constant(0)}
+    while tfc.constant(True):
+        s = tfc.constant(7.0)
+    return s
+
+
+def for_with_variable_structure(l):
+    s = [tfc.constant(0)]
+    for _ in l:
+        s = s + [tfc.constant(0)]
+    return s
+
+
+def _tf_range(l):
+    return tfc.range(len(l))
+
+
+_ITERABLES = (tfc.constant, _tf_range)
+
+
+def test_variable_type_while_with_variable_py_type():
+    # TensorFlow refuses a Python loop whose condition becomes a tensor; tfc runs it on
+    # as a tensor loop (docs/autograph.md), here one that never stops: it traces.
+    concrete = tfc.function(while_with_variable_py_type).get_concrete_function()
+    assert concrete is not None
+
+
+_DTYPE = "'n' has dtype int32 before the loop, but dtype float32 after"
+
+
+@pytest.mark.parametrize("target", [while_with_variable_dtype, while_with_variable_dtype_and_early_stopping], ids=_ids)
+def test_variable_type_while_with_variable_dtype(target):
+    assert_function_raises(target, (), TypeError, _DTYPE, trace_only=True)
+
+
+@pytest.mark.parametrize("target,type_", _product(
+    (for_with_variable_dtype, for_with_variable_dtype_and_early_stopping), _ITERABLES), ids=_ids)
+def test_variable_type_for_with_variable_dtype(target, type_):
+    assert_function_raises(target, (type_([1, 2, 3]),), TypeError, _DTYPE, trace_only=True)
+
+
+def test_variable_type_while_with_variable_shape():
+    assert_function_raises(while_with_variable_shape, (), ValueError,
+                           r"'t' has shape \(1,\) before the loop, but shape \(2,\) after", trace_only=True)
+
+
+@pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
+def test_variable_type_for_with_variable_shape(type_):
+    assert_function_raises(for_with_variable_shape, (type_([1, 2, 3]),), ValueError,
+                           r"'t' has shape \(1,\) before the loop, but shape \(2,\) after", trace_only=True)
+
+
+def test_variable_type_while_with_shape_erasure():
+    assert_function_raises(while_with_shape_erasure, (), ValueError,
+                           r"'t' has shape \(1,\) before the loop, but shape \(None,\) after", trace_only=True)
+
+
+@pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
+def test_variable_type_for_with_shape_erasure(type_):
+    assert_function_raises(for_with_shape_erasure, (type_([1, 2, 3]),), ValueError,
+                           r"'t' has shape \(1,\) before the loop, but shape \(None,\) after", trace_only=True)
+
+
+def test_variable_type_while_with_shape_invariant_violation():
+    assert_function_raises(while_with_shape_invariant_violation, (), ValueError,
+                           r"'t' has shape \(None,\) after one iteration, which does not conform", trace_only=True)
+
+
+@pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
+def test_variable_type_for_with_shape_invariant_violation(type_):
+    assert_function_raises(for_with_shape_invariant_violation, (type_([1, 2, 3]),), ValueError,
+                           r"'t' has shape \(None,\) after one iteration, which does not conform", trace_only=True)
+
+
+def test_variable_type_while_with_variable_structure():
+    assert_function_raises(while_with_variable_structure, (), (TypeError, ValueError),
+                           "'s' does not have the same nested structure", trace_only=True)
+
+
+@pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
+def test_variable_type_for_with_variable_structure(type_):
+    assert_function_raises(for_with_variable_structure, (type_([1, 2, 3]),), (TypeError, ValueError),
+                           "'s' does not have the same nested structure", trace_only=True)
