@@ -1599,3 +1599,476 @@ def test_variable_type_while_with_variable_structure():
 def test_variable_type_for_with_variable_structure(type_):
     assert_function_raises(for_with_variable_structure, (type_([1, 2, 3]),), (TypeError, ValueError),
                            "'s' does not have the same nested structure", trace_only=True)
+
+
+# -- nested_control_flow_test.py -----------------------------------------------------------------
+
+def independent_ifs(x, y):
+    z = 0
+    if x > 0:
+        if y > 0:
+            z = x + y
+    return z
+
+
+def dependent_inner_if(x):
+    y = 0
+    if x > 0:
+        y = -2 * x
+        if y > 0:
+            x = -3 * x
+    else:
+        y = 4 * x
+    return x, y
+
+
+def dependent_imbalanced_inner_if(x):
+    y = 0
+    if x > 0:
+        if x < 3:
+            y = -2 * x
+            x = -3 * x
+    return x, y
+
+
+def _hidden_raise():
+    raise ValueError("exception used for control flow")
+
+
+def if_with_local_modification_masked_by_exception(x):
+    y = 0
+    if x > 0:
+        try:
+            if x > 1:
+                _hidden_raise()
+            y = 1
+        except ValueError:
+            pass
+        if y == 0:
+            y = 2
+    return y
+
+
+_test_global = None
+
+
+def if_nested_with_modification_of_global(x):
+    y = 0
+    if x > 0:
+        if x > 0:
+            global _test_global
+            if _test_global is None:
+                _test_global = 1
+            else:
+                _test_global += 1
+            y += _test_global
+    return y
+
+
+def independent_inner_for(a, b):
+    p = 0
+    for _ in a:
+        tmp = b
+        for j in tmp:
+            p += j
+    return p
+
+
+def independent_inner_while(a, b):
+    p = 0
+    while a > 0:
+        tmp = b
+        while tmp > 0:
+            p += 1
+            tmp -= 1
+        a -= 1
+    return p
+
+
+def dependent_inner_for(a, b):
+    r = 1
+    s = 0
+    for _ in a:
+        r += s
+        tmp = b
+        for j in tmp:
+            s += j
+    return r
+
+
+def dependent_inner_while(a, b):
+    r = 1
+    while a > 0:
+        r += 1
+        tmp = b
+        while tmp > 0:
+            a -= 1
+            tmp -= 1
+        a -= 1
+    return r
+
+
+def if_in_for(a):
+    k = 0
+    for i in a:
+        if i % 2 > 0:
+            j = i // 2
+            k += j
+    return k
+
+
+def while_with_continue_in_context_manager(x):
+    z = 0
+    while x > 0:
+        with _NameScope():
+            x = x - 1
+            if x < 5:
+                continue
+            z = z + 1
+    return z
+
+
+def while_continue_in_try(x):
+    z = 0
+    while x > 0:
+        x = x - 1
+        try:
+            if x < 5:
+                continue
+            z = z + 1
+        finally:
+            z = z + 10
+    return z
+
+
+def while_break_in_context_manager(x):
+    z = 0
+    while x > 0:
+        with _NameScope():
+            x = x - 1
+            if x < 5:
+                break
+            z = z + 1
+    return z
+
+
+def while_break_in_try(x):
+    z = 0
+    while x > 0:
+        x = x - 1
+        try:
+            if x < 5:
+                break
+            z = z + 1
+        finally:
+            z = z + 10
+    return z
+
+
+def loop_initializing_invariant_variable(n):
+    for i in range(n):
+        if i == 0:
+            a = 1
+        else:
+            a = 2
+    return a
+
+
+def loop_initializing_variant_variable(n):
+    for i in range(n):
+        if i == 0:
+            a = 1
+        else:
+            a = a + 1
+    return a
+
+
+_INTS = (int, _int_tensor)
+_RANGES = (range, tfc.range)
+
+
+@pytest.mark.parametrize("x,y,type_x", _product((-1, 1), (-1, 1), _INTS), ids=_ids)
+def test_nested_independent_ifs(x, y, type_x):
+    assert_function_matches_eager(independent_ifs, type_x(x), type_x(y))
+
+
+@pytest.mark.parametrize("target,x,type_", _product((dependent_inner_if, dependent_imbalanced_inner_if), (-1, 1), _INTS),
+                         ids=_ids)
+def test_nested_dependent_inner_if(target, x, type_):
+    assert_function_matches_eager(target, type_(x))
+
+
+@pytest.mark.parametrize("x", (-1, 0, 1, 2))
+def test_nested_if_with_local_modification_masked_by_exception(x):
+    assert_function_matches_eager(if_with_local_modification_masked_by_exception, x)
+
+
+@pytest.mark.parametrize("x,want", [(1, 1), (0, None)])
+def test_nested_if_with_modification_of_global(x, want):
+    global _test_global
+    _test_global = None
+    try:
+        assert tfc.function(if_nested_with_modification_of_global)(x) == x
+        assert _test_global == want
+    finally:
+        _test_global = None
+
+
+@pytest.mark.parametrize("target,a,b,type_a,type_b", _product((independent_inner_for, dependent_inner_for), (0, 1, 2),
+                                                              (0, 1, 2), _RANGES, _RANGES), ids=_ids)
+def test_nested_inner_for(target, a, b, type_a, type_b):
+    assert_function_matches_eager(target, type_a(a), type_b(b))
+
+
+@pytest.mark.parametrize("a,b,type_a,type_b", _product((0, 1, 2), (0, 1, 2), _INTS, _INTS), ids=_ids)
+def test_nested_independent_inner_while(a, b, type_a, type_b):
+    assert_function_matches_eager(independent_inner_while, type_a(a), type_b(b))
+
+
+# TensorFlow skips int a with a tensor b (b/124378596); tfc runs them too
+@pytest.mark.parametrize("a,b,type_a,type_b", _product((0, 1, 2, 3, 4), (0, 1, 2, 3, 4), _INTS, _INTS), ids=_ids)
+def test_nested_dependent_inner_while(a, b, type_a, type_b):
+    assert_function_matches_eager(dependent_inner_while, type_a(a), type_b(b))
+
+
+@pytest.mark.parametrize("a,type_", _product((0, 1, 2), _RANGES), ids=_ids)
+def test_nested_if_in_for(a, type_):
+    assert_function_matches_eager(if_in_for, type_(a))
+
+
+@pytest.mark.parametrize("target,x,type_", _product(
+    (while_with_continue_in_context_manager, while_continue_in_try, while_break_in_context_manager,
+     while_break_in_try), (0, 4, 10), _INTS), ids=_ids)
+def test_nested_break_continue_in_with_and_try(target, x, type_):
+    assert_function_matches_eager(target, type_(x))
+
+
+@pytest.mark.parametrize("n,type_", _product((1, 2), _INTS), ids=_ids)
+def test_nested_loop_initializing_invariant_variable_legal(n, type_):
+    assert_function_matches_eager(loop_initializing_invariant_variable, type_(n))
+
+
+def test_nested_loop_initializing_invariant_variable_illegal():
+    assert_function_raises(loop_initializing_invariant_variable, (0,), UnboundLocalError, "")
+    assert_function_raises(loop_initializing_invariant_variable, (tfc.constant(0),), tfc.errors.InvalidArgumentError,
+                           "loop .*must iterate at least once")
+
+
+@pytest.mark.parametrize("n", (1, 2))
+def test_nested_loop_initializing_variant_variable_legal(n):
+    assert_function_matches_eager(loop_initializing_variant_variable, n)
+
+
+@pytest.mark.parametrize("n", (0, 1, 2))
+def test_nested_loop_initializing_variant_variable_illegal(n):
+    assert_function_raises(loop_initializing_variant_variable, (tfc.constant(n),), ValueError,
+                           "must be defined before the loop")
+
+
+# -- loop_scoping_test.py ------------------------------------------------------------------------
+
+def for_with_local_var(l):
+    s = 0
+    for i in l:
+        x = i + 2
+        s = s * 10 + x
+    return s
+
+
+def while_with_local_var(x):
+    s = 0
+    while x > 0:
+        y = x + 2
+        s = s * 10 + y
+        x -= 1
+    return s
+
+
+def for_with_lambda_iter_local_var(l):
+    fns = []
+    results = []
+    for i in l:
+        fns.append(lambda i=i: i + i)
+    for f in fns:
+        results.append(f())
+    return results
+
+
+def for_initializes_local_var(l):
+    s = 0
+    for i in l:
+        if i == l[0]:
+            x = 0
+        else:
+            x += 1  # noqa: F821
+        s = s * 10 + x
+    return s
+
+
+def while_initializes_local_var(x):
+    s = 0
+    while x > 0:
+        if x > 0:
+            y = 0
+        else:
+            y += 1  # noqa: F821
+        s = s * 10 + y
+        x -= 1
+    return s
+
+
+def for_defines_var(l):
+    for i in l:
+        x = i + 2
+    return x
+
+
+def while_defines_var(x):
+    while x > 0:
+        y = x + 2
+        x -= 1
+    return y
+
+
+def for_defines_iterate(n, fn):
+    s = 0
+    for i in fn(n):
+        s = s * 10 + i
+    return i, s  # noqa: B023
+
+
+def for_reuses_iterate(n, fn):
+    i = 7
+    s = 0
+    for i in fn(n):
+        s = s * 10 + i
+    return i, s
+
+
+def for_alters_iterate(n, fn):
+    i = 7
+    s = 0
+    for i in fn(n):
+        i = 3 * i + 1
+        s = s * 10 + i
+    return i, s
+
+
+def _identity(x):
+    return x
+
+
+@pytest.mark.parametrize("l,type_", _product(([], [1], [1, 2]), (list, _int_tensor)), ids=_ids)
+def test_loop_scoping_for_with_local_var(l, type_):
+    assert_function_matches_eager(for_with_local_var, type_(l))
+
+
+@pytest.mark.parametrize("n,type_", _product((0, 1, 2), _RANGES), ids=_ids)
+def test_loop_scoping_for_with_local_var_range(n, type_):
+    assert_function_matches_eager(for_with_local_var, type_(n))
+
+
+@pytest.mark.parametrize("l", ([1], [1, 2]), ids=repr)
+def test_loop_scoping_for_with_lambda_iter_local_var(l):
+    assert_function_matches_eager(for_with_lambda_iter_local_var, l)
+
+
+@pytest.mark.parametrize("x,type_", _product((0, 1, 2), _INTS), ids=_ids)
+def test_loop_scoping_while_with_local_var(x, type_):
+    assert_function_matches_eager(while_with_local_var, type_(x))
+
+
+@pytest.mark.parametrize("l", ([], [1], [1, 2]), ids=repr)
+def test_loop_scoping_for_initializes_local_var_legal(l):
+    assert_function_matches_eager(for_initializes_local_var, l)
+
+
+@pytest.mark.parametrize("x", (0, 1, 2))
+def test_loop_scoping_while_initializes_local_var_legal(x):
+    assert_function_matches_eager(while_initializes_local_var, x)
+
+
+@pytest.mark.parametrize("l", ([1], [1, 2]), ids=repr)
+def test_loop_scoping_for_defines_var_legal(l):
+    assert_function_matches_eager(for_defines_var, l)
+
+
+@pytest.mark.parametrize("x", (1, 2))
+def test_loop_scoping_while_defines_var_legal(x):
+    assert_function_matches_eager(while_defines_var, x)
+
+
+@pytest.mark.parametrize("n,fn", _product((1, 2), _RANGES), ids=_ids)
+def test_loop_scoping_for_defines_iterate_legal(n, fn):
+    assert_function_matches_eager(for_defines_iterate, n, fn)
+
+
+def test_loop_scoping_for_defines_iterate_tf_range():
+    # TensorFlow deviates from Python here (no extra assert): the target of a tensor
+    # for that did not run is zeros
+    i, s = tfc.function(for_defines_iterate)(0, tfc.range)
+    assert (int(i.numpy()), int(s.numpy())) == (0, 0)
+
+
+@pytest.mark.parametrize("target,l,fn", _product((for_reuses_iterate, for_alters_iterate), ([], [1], [1, 2]),
+                                                 (_identity, _int_tensor)), ids=_ids)
+def test_loop_scoping_iterate_over_list(target, l, fn):
+    # TensorFlow passes list and _int_tensor as fn; list(l) is l
+    assert_function_matches_eager(target, l, fn)
+
+
+@pytest.mark.parametrize("target,n,fn", _product((for_reuses_iterate, for_alters_iterate), (0, 1, 2), _RANGES),
+                         ids=_ids)
+def test_loop_scoping_iterate_over_range(target, n, fn):
+    assert_function_matches_eager(target, n, fn)
+
+
+# -- logical_expression_test.py ------------------------------------------------------------------
+
+def composite_ors_with_callable(x, y, z):
+    z1 = lambda: z  # noqa: E731
+    return x or y or z1()
+
+
+def composite_ors(x, y, z):
+    return x or y or z
+
+
+def composite_ands(x, y, z):
+    return x and y and z
+
+
+def composite_mixed(x, y, z):
+    return x or y or z and y and z
+
+
+def equality(x, y):
+    return x == y
+
+
+def inequality(x, y):
+    return x != y
+
+
+def multiple_equality(x, y, z):
+    return x == y == z
+
+
+def comparison(x, y, z):
+    return x < y and y < z
+
+
+_LOGICAL_CASES = [(composite_ors, (False, True, False)), (composite_ors, (False, False, False)),
+                  (composite_ands, (True, True, True)), (composite_ands, (True, False, True)),
+                  (composite_mixed, (False, True, True)), (composite_ors_with_callable, (False, True, False)),
+                  (composite_ors_with_callable, (False, False, True)),
+                  (composite_ors_with_callable, (False, False, False))] + [
+    (comparison, p) for p in itertools.permutations((1, 2, 3))]
+_EQUALITY_CASES = [(equality, (1, 1)), (equality, (1, 2)), (inequality, (1, 1)), (inequality, (1, 2)),
+                   (multiple_equality, (1, 1, 2)), (multiple_equality, (1, 1, 1))]
+
+
+@pytest.mark.parametrize("tensors", [False, True], ids=["python", "tensors"])
+@pytest.mark.parametrize("target,args", _LOGICAL_CASES + _EQUALITY_CASES, ids=_ids)
+def test_logical_expression(target, args, tensors):
+    assert_function_matches_eager(target, *(tfc.constant(a) for a in args) if tensors else args)
