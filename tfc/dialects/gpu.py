@@ -24,6 +24,8 @@ and these ops:
   PTX ``red``), ``%old = tgpu.atomic add ... -> f32`` (PTX ``atom``);
 - ``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(...) b(...) c(...) : f16 -> f32``:
   a warp's tensor-core product (PTX ``mma.sync.aligned.m16n8k16``);
+- ``%r = tgpu.dp4a %a, %b, %c : i32``: the four products of the signed bytes
+  of ``%a`` and ``%b`` plus ``%c``, int32 wrapping (PTX ``dp4a.s32.s32``);
 - host side: ``%key, %base = tgpu.philox_take {blocks = 8}`` (reserves
   blocks of tfc.random's global stream when it runs: an unseeded random
   kernel's key and counter base), ``tgpu.launch @k grid(%gx, %gy, %gz) block(128, 1, 1) shared(0)
@@ -492,6 +494,48 @@ class MmaOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class Dp4aOp(IRDLOperation):
+    """``%r = tgpu.dp4a %a, %b, %c : i32``: the sum of the four products of the
+    signed bytes of ``%a`` and ``%b`` (byte i with byte i), plus ``%c``, in
+    int32 wrapping on overflow (PTX ``dp4a.s32.s32``, sm_61 and later): four
+    int8 products accumulated in one instruction."""
+
+    name = "tgpu.dp4a"
+    a = operand_def(IntegerType)
+    b = operand_def(IntegerType)
+    c = operand_def(IntegerType)
+    result = result_def(IntegerType)
+
+    def __init__(self, a, b, c):
+        super().__init__(operands=[a, b, c], result_types=[i32])
+
+    def verify_(self):
+        if any(v.type != i32 for v in (self.a, self.b, self.c, self.result)):
+            _fail(self, "operands and result are i32 (four packed int8 bytes, and the int32 sum)")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list((self.a, self.b, self.c), printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : i32")
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        vals = [parser.parse_unresolved_operand()]
+        for _ in range(2):
+            parser.parse_punctuation(",")
+            vals.append(parser.parse_unresolved_operand())
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        t = parser.parse_type()
+        if t != i32:
+            parser.raise_error(f"tgpu.dp4a: operands are i32, not {t}")
+        op = cls(*(parser.resolve_operand(v, i32) for v in vals))
+        op.attributes.update(attrs)
+        return op
+
+
 def param_type(host_type):
     """The kernel parameter type a launch argument of ``host_type`` becomes: a
     memref its element's global pointer (the data address, view offset
@@ -668,7 +712,7 @@ class PhiloxTakeOp(IRDLOperation):
         return op
 
 
-TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, LaunchOp, PhiloxTakeOp], [PtrType])
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, Dp4aOp, LaunchOp, PhiloxTakeOp], [PtrType])
 
 
 # -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------

@@ -28,6 +28,8 @@ Kernels (``tgpu.kind``):
   where what one writes the next reads at its own row only;
 - many outputs of few elements: one warp per output;
 - ``matmul``: the library kernels of ``tfc/passes/gpu_library.py``.
+- ``quantize``, ``quantized_matmul`` (int8 dp4a), ``weight_quantized_matmul``:
+  ``tfc/passes/gpu_quant_library.py``.
 
 Index arithmetic is ``i32`` where every buffer a kernel touches spans fewer
 than 2^31 elements (``tgpu.index``), else ``i64``; index values of a body
@@ -57,6 +59,7 @@ from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
+from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
 
@@ -1684,9 +1687,12 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
-        if name in NN_LIBRARY and op.outs:  # conv2d, pooling and their gradients
+        if name in QUANT_LIBRARY and op.results and not op.outs:
+            return self.into_fresh(op)
+        table = NN_LIBRARY if name in NN_LIBRARY else QUANT_LIBRARY
+        if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
-            for kernel, grid, block, args in NN_LIBRARY[name](self.name, op):
+            for kernel, grid, block, args in table[name](self.name, op):
                 self.kernels.append(kernel)
                 ops += self.launch(kernel, grid, args, block)
             return ops
@@ -1712,6 +1718,21 @@ class _Lowering:
             raise unsupported("matmul of " + ", ".join(str(v.type) for v in op.ins) + " (integer or mixed dtypes)")
         raise unsupported(name)
 
+
+    def into_fresh(self, op):
+        """A library call that allocates its results (the quantized ops declare
+        no ``kernel_into``, so bufferization plans no buffer for them): a fresh
+        device buffer (``loops.alloc``) per result, the kernels launched into it."""
+        allocs = [L.AllocOp(r.type) for r in op.results]
+        into = L.LibraryOp(op.callee.data, list(op.ins), dict(op.kernel_attrs.data),
+                           outs=[a.result for a in allocs])
+        try:
+            ops = self.library(into)
+        finally:
+            into.erase()
+        for r, a in zip(op.results, allocs):
+            r.replace_all_uses_with(a.result)
+        return allocs + ops
 
     def random(self, op):
         """A random op's kernel (tfc/passes/gpu_random.py) and its key and

@@ -100,6 +100,8 @@ PTX_SUBSET = frozenset([
     "abs.s32", "abs.s64",
     # tensor cores (tgpu.mma: float16 fragments packed in pairs by mov.b32 {lo, hi})
     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    # int8 dot products (tgpu.dp4a: four signed bytes per .u32 operand)
+    "dp4a.s32.s32",
 ])
 
 HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n"
@@ -345,6 +347,9 @@ class _Kernel:
         c = "{" + ", ".join(self.get(v) for v in op.c) + "}"
         d = "{" + ", ".join(self.new(v) for v in op.d) + "}"
         self.i("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", d, a, b, c)
+
+    def dp4a(self, op):
+        self.i("dp4a.s32.s32", self.new(op.result), self.get(op.a), self.get(op.b), self.get(op.c))
 
     def atomic(self, op):
         _, a = self.address(op.ptr, op.index)
@@ -812,6 +817,7 @@ _HANDLERS = {
     "tgpu.shuffle": _Kernel.shuffle,
     "tgpu.atomic": _Kernel.atomic,
     "tgpu.mma": _Kernel.mma,
+    "tgpu.dp4a": _Kernel.dp4a,
     "scf.for": _Kernel.for_,
     "scf.if": _Kernel.if_,
     "arith.constant": _Kernel.constant,

@@ -59,6 +59,7 @@ SUPPORTED = {
     "min": "int, float [.NaN]", "max": "int, float [.NaN]",
     "and": ".pred .b16 .b32 .b64", "or": "as and", "xor": "as and", "not": "as and",
     "shl": ".b16 .b32 .b64", "shr": ".b/.u/.s 16-64",
+    "dp4a": ".s32.s32 (four signed-byte products plus c, int32 wrapping)",
     "popc": ".b32 .b64", "clz": ".b32 .b64", "brev": ".b32 .b64",
     "setp": "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan [.and/.or/.xor], d[|q]",
     "selp": "all types", "testp": "finite infinite number notanumber normal subnormal",
@@ -1181,6 +1182,26 @@ class _Decoder:
             r = np.right_shift(x, np.minimum(s, bits - 1).astype(dt))
             return np.where(s >= bits, dt(0), r)
         return self._binary(ops, t, opcode, f, t_b="u32")
+
+    def _i_dp4a(self, mods, ops, opcode):
+        """dp4a.s32.s32 d, a, b, c: d = c + the four products of a's and b's
+        bytes, each sign-extended (the PTX ISA's semantics), wrapping in int32."""
+        if list(mods) != ["s32", "s32"]:
+            self._unsupported(opcode, "only dp4a.s32.s32")
+        self._nops(ops, 4, opcode)
+        a, b, c = self.src(ops[1], "s32"), self.src(ops[2], "s32"), self.src(ops[3], "s32")
+        d = self.dst(ops[0], "s32")
+
+        def signed_byte(v, i):
+            b = (np.asarray(v).astype(np.int64) >> (8 * i)) & 0xFF
+            return b - ((b & 0x80) << 1)  # sign-extended
+
+        def f(x, y, z):
+            total = np.asarray(z).astype(np.int64)
+            for i in range(4):  # |sum| < 2^17 + 2^31: exact in int64
+                total = total + signed_byte(x, i) * signed_byte(y, i)
+            return total.astype(np.int32)  # int64 -> int32 keeps the low 32 bits: PTX's wrap-around
+        return _OP, lambda ctx, sel: d(ctx, sel, f(a(ctx, sel), b(ctx, sel), c(ctx, sel))), None
 
     def _i_popc(self, mods, ops, opcode):
         t = self._type(mods, opcode, ("b32", "b64"))
