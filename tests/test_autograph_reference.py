@@ -11,6 +11,7 @@ clear error (type and the words that name the problem).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import itertools
@@ -2072,3 +2073,329 @@ _EQUALITY_CASES = [(equality, (1, 1)), (equality, (1, 2)), (inequality, (1, 1)),
 @pytest.mark.parametrize("target,args", _LOGICAL_CASES + _EQUALITY_CASES, ids=_ids)
 def test_logical_expression(target, args, tensors):
     assert_function_matches_eager(target, *(tfc.constant(a) for a in args) if tensors else args)
+
+
+# -- loop_with_variable_type_test.py -------------------------------------------------------------
+
+def while_with_variable_shape_growing_vector(n):
+    v = tfc.constant([0, 0])
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+        v = tfc.concat((v, [i]), 0)
+        i += 1
+    return v
+
+
+def for_with_variable_shape_growing_vector(l):
+    v = tfc.constant([0, 0])
+    for i in l:
+        tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+        v = tfc.concat((v, [i]), 0)
+    return v
+
+
+def while_with_variable_shape_growing_matrix_rows(n):
+    m = tfc.constant([[0]])
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, (None, 1))])
+        m = tfc.concat((m, [[i]]), 0)
+        i += 1
+    return m
+
+
+def for_with_variable_shape_growing_matrix_rows(l):
+    m = tfc.constant([[0]])
+    for i in l:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, (None, 1))])
+        m = tfc.concat((m, [[i]]), 0)
+    return m
+
+
+def while_with_variable_shape_growing_matrix_cols(n):
+    m = tfc.constant([[0, 0]])
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, (1, None))])
+        m = tfc.concat((m, [[i]]), 1)
+        i += 1
+    return m
+
+
+def for_with_variable_shape_growing_matrix_cols(l):
+    m = tfc.constant([[0, 0]])
+    for i in l:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, (1, None))])
+        m = tfc.concat((m, [[i]]), 1)
+    return m
+
+
+def while_with_variable_shape_growing_matrix(n):
+    m = tfc.constant([[0, 0], [0, 0]])
+    i = 0
+    while i < n:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, None)])
+        m = tfc.pad(m, [[1, 1], [1, 1]], constant_values=i)
+        i += 1
+    return m
+
+
+def for_with_variable_shape_growing_matrix(l):
+    m = tfc.constant([[0, 0], [0, 0]])
+    for i in l:
+        tfc.autograph.set_loop_options(shape_invariants=[(m, None)])
+        m = tfc.pad(m, [[1, 1], [1, 1]], constant_values=i)
+    return m
+
+
+def while_with_variable_shape_inside_if(n):
+    v = tfc.constant([0, 0])
+    i = 0
+    if n > 1:
+        while i < n:
+            tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+            v = tfc.concat((v, [i]), 0)
+            i += 1
+    else:
+        v = tfc.constant([1, 2, 3])
+    return v
+
+
+def for_with_variable_shape_inside_if(n):
+    v = tfc.constant([0, 0])
+    if n > 1:
+        for i in range(n):
+            tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+            v = tfc.concat((v, [i]), 0)
+            i += 1
+    else:
+        v = tfc.constant([1, 2, 3])
+    return v
+
+
+def for_with_nested_variable_shape_inside_if(n):
+    Test = collections.namedtuple("Test", ["var"])
+    t = Test(var=tfc.constant([0]))
+    v = tfc.constant([0, 0])
+    if n > 1:
+        for i in range(n):
+            tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+            v = tfc.concat((v, [i]), 0)
+            t = Test(var=t.var + 1)
+            i += 1
+    else:
+        v = tfc.constant([1, 2, 3])
+        t = Test(var=tfc.constant([3]))
+    return v
+
+
+def while_with_variable_shape_and_break(n):
+    v = tfc.constant([0, 0])
+    i = 0
+    if n > 1:
+        while i < n:
+            tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+            v = tfc.concat((v, [i]), 0)
+            i += 1
+            if i > 3:
+                break
+    else:
+        v = tfc.constant([1, 2, 3])
+    return v
+
+
+def for_with_variable_shape_and_break(n):
+    v = tfc.constant([0, 0])
+    if n > 1:
+        for i in range(n):
+            tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
+            v = tfc.concat((v, [i]), 0)
+            i += 1
+            if i > 3:
+                break
+    else:
+        v = tfc.constant([1, 2, 3])
+    return v
+
+
+_WHILE_GROWING = (while_with_variable_shape_growing_vector, while_with_variable_shape_growing_matrix_rows,
+                  while_with_variable_shape_growing_matrix_cols, while_with_variable_shape_growing_matrix,
+                  while_with_variable_shape_inside_if, for_with_variable_shape_inside_if,
+                  for_with_nested_variable_shape_inside_if, while_with_variable_shape_and_break)
+_FOR_GROWING = (for_with_variable_shape_growing_vector, for_with_variable_shape_growing_matrix_rows,
+                for_with_variable_shape_growing_matrix_cols, for_with_variable_shape_growing_matrix)
+
+
+_GROWING_MATRIX = (while_with_variable_shape_growing_matrix, for_with_variable_shape_growing_matrix)
+
+
+def _pad_xfail(target, traced):
+    """tfc.pad's constant_values is an attribute (a number): a traced one (the loop's
+    i, a tensor) has no tfc op yet."""
+    return [pytest.mark.xfail(strict=True, raises=TypeError,
+                              reason="tfc.pad(constant_values=<traced tensor>): constant_values is a static attribute")
+            ] if target in _GROWING_MATRIX and traced else []
+
+
+@pytest.mark.parametrize("target,n,type_", [
+    pytest.param(f, n, t, marks=_pad_xfail(f, t is tfc.constant))
+    for f, n, t in _product(_WHILE_GROWING, (0, 1, 2), (int, tfc.constant))], ids=_ids)
+def test_variable_type_growing_in_while(target, n, type_):
+    assert_function_matches_eager(target, type_(n))
+
+
+@pytest.mark.parametrize("n,type_", _product((0, 1, 2, 5), (int, tfc.constant)), ids=_ids)
+def test_variable_type_for_with_variable_shape_and_break(n, type_):
+    assert_function_matches_eager(for_with_variable_shape_and_break, type_(n))
+
+
+@pytest.mark.parametrize("target,n,type_", [
+    pytest.param(f, n, t, marks=_pad_xfail(f, t is tfc.range))
+    for f, n, t in _product(_FOR_GROWING, (0, 1, 2), _RANGES)], ids=_ids)
+def test_variable_type_growing_in_for(target, n, type_):
+    assert_function_matches_eager(target, type_(n))
+
+
+# -- loop_control_flow_illegal_cases_test.py -----------------------------------------------------
+
+def tf_break_in_py_for(l):
+    s = 0
+    for c in l:
+        if tfc.greater(c % 2, 0):
+            break
+        s += c
+    return s
+
+
+def tf_return_in_py_for(l):
+    s = 0
+    for c in l:
+        if tfc.greater(c % 2, 0):
+            return s
+        else:
+            return s
+        s += c
+    return s
+
+
+def tf_break_in_py_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        if tfc.greater(x % 2, 0):
+            break
+        s += x
+    return s
+
+
+def tf_return_in_py_while(x):
+    s = 0
+    while x > 0:
+        x -= 1
+        if tfc.greater(x % 2, 0):
+            return s
+        else:
+            return s
+        s += x
+    return s
+
+
+# A tensor break/return in a loop over a Python list: TensorFlow's NotImplementedError
+# (TensorFlow: "not supported in Python for"; tfc names the loop's line)
+@pytest.mark.parametrize("l,target", _product(([1], [1, 2], [1, 2, 3]), (tf_break_in_py_for, tf_return_in_py_for)),
+                         ids=_ids)
+def test_tensor_control_flow_in_python_for(l, target):
+    assert_function_raises(target, (l,), NotImplementedError,
+                           "loop over a Python iterable at line .* breaks or returns on a tensor condition")
+
+
+# ... in a Python while: TensorFlow refuses it ("condition of while loop started as
+# non-Tensor, then changed to Tensor"); tfc runs the rest as a tensor loop
+# (docs/autograph.md, issue 19 point 7), with Python's result
+@pytest.mark.parametrize("n,target", _product((1, 2, 3), (tf_break_in_py_while, tf_return_in_py_while)), ids=_ids)
+def test_tensor_control_flow_in_python_while(n, target):
+    assert_function_matches_eager(target, n)
+
+
+# -- op gaps found by the ported programs ----------------------------------------------------------
+
+def concat_packs_a_list_of_traced_scalars(v, i):
+    return tfc.concat((v, [i, 7], [[i][0]]), 0)
+
+
+def concat_packs_nested_lists(m, i):
+    return tfc.concat((m, [[i, i + 1]]), 0)
+
+
+@pytest.mark.parametrize("target,args", [
+    (concat_packs_a_list_of_traced_scalars, (tfc.constant([1, 2]), tfc.constant(5))),
+    (concat_packs_a_list_of_traced_scalars, (tfc.constant([1.5]), tfc.constant(-2.0))),
+    (concat_packs_nested_lists, (tfc.constant([[1, 2]]), tfc.constant(3))),
+], ids=_ids)
+def test_concat_packs_lists_holding_tensors(target, args):
+    # as TensorFlow packs them: numbers take the tensors' dtype
+    assert_function_matches_eager(target, *args)
+    assert tfc.function(target)(*args).dtype == args[1].dtype
+
+
+# -- call_to_user_function_test.py ---------------------------------------------------------------
+
+def function_1(x):
+    return x * x * x
+
+
+def function_2(x):
+    return -1 * x + 11
+
+
+def factory(n):
+    if n == 1:
+        return function_1
+    return function_2
+
+
+def static_fn(x):
+    a = function_1(x)
+    b = function_2(x)
+    return a + b
+
+
+def factory_dynamic_fn(x):
+    f = factory(1)
+    a = f(x)
+    f = factory(2)
+    b = f(x)
+    return a + b
+
+
+def param_dynamic_fn(f, x):
+    return f(x)
+
+
+def variable_dynamic_fn(x):
+    f = function_1
+    a = f(x)
+    f = function_2
+    b = f(x)
+    return a + b
+
+
+def variable_dynamic_whitelisted_fn(x):
+    f = tfc.identity
+    return f(x)
+
+
+def dynamic_fn_with_kwargs(f, x):
+    return f(x=x)
+
+
+@pytest.mark.parametrize("tensors", [False, True], ids=["python", "tensors"])
+@pytest.mark.parametrize("target,args", [(static_fn, (1,)), (factory_dynamic_fn, (1,)),
+                                         (param_dynamic_fn, (function_1, 1)), (variable_dynamic_fn, (1,)),
+                                         (variable_dynamic_whitelisted_fn, (1,)),
+                                         (dynamic_fn_with_kwargs, (function_1, 1))], ids=_ids)
+def test_call_to_user_function(target, args, tensors):
+    if tensors:  # reference_test_base._as_tensors: numbers become tensors, functions stay
+        args = tuple(tfc.constant(a) if isinstance(a, int) else a for a in args)
+    assert_function_matches_eager(target, *args)

@@ -770,7 +770,35 @@ def slice_grad_like(g, like, index):
 def _seq(op_name, values):
     if not isinstance(values, (list, tuple)):
         raise TypeError(f"{op_name}: values must be a list or tuple of tensors, got {type(values).__name__}")
-    return tuple(values)
+    return tuple(_packed(v) for v in values)
+
+
+def _tensor_leaf(v):
+    """The first tensor in a nest of lists and tuples, or None."""
+    if isinstance(v, Tensor):
+        return v
+    if isinstance(v, (list, tuple)):
+        for x in v:
+            t = _tensor_leaf(x)
+            if t is not None:
+                return t
+    return None
+
+
+def _packed(v):
+    """A list holding tensors (``[i]`` in ``concat((v, [i]), 0)``, ``i`` traced: no
+    array can hold it) as one tensor, stacked as TensorFlow packs such a list; its
+    numbers take the first tensor's dtype, as there."""
+    leaf = _tensor_leaf(v) if isinstance(v, (list, tuple)) else None
+    if leaf is None:
+        return v
+
+    def pack(x):
+        if isinstance(x, (list, tuple)):
+            return stack([pack(e) for e in x])
+        return x if isinstance(x, Tensor) else convert_to_tensor(x, dtype=leaf.dtype)
+
+    return pack(v)
 
 
 def _dims_agree(a, b) -> bool:
