@@ -56,6 +56,7 @@ DOCUMENTED_LIMITS = (
     r"returns and also uses to compute its other results is not implemented in compiled code",
     r"may return unchanged from before it through a nested branch or loop, or from another loop variable",
     r"the gradient of compiled code containing the stateful op \w+ is not implemented",
+    r"einsum .*: merging or splitting dimensions where more than one is known only at run time",  # docs/ops.md
 )
 
 _CONTROL_FLOW = re.compile(r"^\s*(if|while|for) |tfc\.cond\(|tfc\.while_loop\(", re.M)
