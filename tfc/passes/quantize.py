@@ -18,8 +18,9 @@ variables become constants) with the ops of tfc/ops/quant.py:
   op without them stays float. Where every user of a quantized result is
   another quantized op, the result stays int8 (the dequantize / quantize pair
   between them cancels: it is never written), also through max pools and
-  reshapes on the way (exact on the codes: quantization is monotone); otherwise the op gives the float
-  result directly (``out_dtype = f32``: its int32 accumulator times s_in * s_w).
+  reshapes on the way (exact on the codes: quantization is monotone);
+  otherwise the op gives the float result directly (``out_dtype = f32``: its
+  int32 accumulator times s_in * s_w).
 
 ``exclude`` (comma-separated) names op kinds (``matmul``, ``conv2d``) or weights
 (the ``tfc.variable`` name a frozen weight constant carries, e.g. ``dense_kernel_1``)
