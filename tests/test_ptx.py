@@ -39,7 +39,9 @@ def _all_cases():
 
 @pytest.fixture(scope="module")
 def all_ptx():
-    return {c.name + str(i): P.to_ptx(c.module()) for i, c in enumerate(_all_cases())}
+    from test_gpu_quant import dp4a_kernel_ptx
+
+    return {**{c.name + str(i): P.to_ptx(c.module()) for i, c in enumerate(_all_cases())}, "dp4a": dp4a_kernel_ptx()}
 
 
 def test_header_entry_and_typed_registers():
