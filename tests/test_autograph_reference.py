@@ -2399,3 +2399,187 @@ def test_call_to_user_function(target, args, tensors):
     if tensors:  # reference_test_base._as_tensors: numbers become tensors, functions stay
         args = tuple(tfc.constant(a) if isinstance(a, int) else a for a in args)
     assert_function_matches_eager(target, *args)
+
+
+# -- generator_test.py ---------------------------------------------------------------------------
+
+def basic_generator():
+    yield 1
+
+
+def generator_in_for(n):
+    for i in range(n):
+        yield i
+
+
+def generator_in_while(n):
+    i = 0
+    while i < n:
+        i += 1
+        yield i
+
+
+@pytest.mark.parametrize("target,args", [(basic_generator, ()), (generator_in_for, ([],)),
+                                         (generator_in_while, (0,))], ids=_ids)
+def test_generators_are_refused(target, args):
+    assert_function_raises(target, args, NotImplementedError, "generator")
+
+
+# -- call_to_named_tuple_test.py -----------------------------------------------------------------
+
+def inline_namedtuple(x):
+    nt = collections.namedtuple("TestNamedTuple", ("a", "b"))
+    n = nt(a=1, b=x)
+    return n
+
+
+def external_namedtuple(x, nt):
+    return nt(a=1, b=x)
+
+
+class NamedTupleSubclass(collections.namedtuple("TestNamedTuple", ("a",))):
+    def foo(self):
+        return self.a + 1
+
+
+def namedtuple_subclass(x):
+    nt = NamedTupleSubclass(x)
+    return nt.foo()
+
+
+_EXTERNAL_NT = collections.namedtuple("TestNamedTuple", ("a", "b"))
+
+
+@pytest.mark.parametrize("x", [1, "tensor"], ids=str)
+@pytest.mark.parametrize("target,extra", [(inline_namedtuple, ()), (external_namedtuple, (_EXTERNAL_NT,)),
+                                          (namedtuple_subclass, ())], ids=_ids)
+def test_call_to_named_tuple(target, extra, x):
+    x = tfc.constant(1) if x == "tensor" else x
+    assert_function_matches_eager(target, x, *extra)
+    if target is external_namedtuple:  # the structure too: the same namedtuple class
+        assert type(tfc.function(target)(x, *extra)) is _EXTERNAL_NT
+
+
+# -- basic_list_test.py (TensorFlow's LISTS feature: tfc.autograph.stack / set_element_type) -------
+
+ag = tfc.autograph
+
+
+def type_not_annotated(n):
+    l = []
+    for i in range(n):
+        l.append(i)
+    return ag.stack(l, strict=False)
+
+
+def element_access():
+    l = []
+    l.append(1)
+    l.append(2)
+    l.append(3)
+    ag.set_element_type(l, tfc.int32)
+    return 2 * l[1]
+
+
+def element_update():
+    l = []
+    l.append(1)
+    l.append(2)
+    l.append(3)
+    ag.set_element_type(l, tfc.int32)
+    l[1] = 5
+    return ag.stack(l, strict=False)
+
+
+def simple_fill(n):
+    l = []
+    ag.set_element_type(l, tfc.int32)
+    for i in range(n):
+        l.append(i)
+    return ag.stack(l, strict=False)
+
+
+def nested_fill(m, n):
+    mat = []
+    ag.set_element_type(mat, tfc.int32)
+    for _ in range(m):
+        l = []
+        ag.set_element_type(l, tfc.int32)
+        for j in range(n):
+            l.append(j)
+        mat.append(ag.stack(l, strict=False))
+    return ag.stack(mat, strict=False)
+
+
+def read_write_loop(n):
+    l = []
+    l.append(1)
+    l.append(1)
+    ag.set_element_type(l, tfc.int32)
+    for i in range(2, n):
+        l.append(l[i - 1] + l[i - 2])
+        l[i - 2] = -l[i - 2]
+    return ag.stack(l, strict=False)
+
+
+def simple_empty(n):
+    l = []
+    l.append(1)
+    l.append(2)
+    l.append(3)
+    l.append(4)
+    ag.set_element_type(l, tfc.int32, ())
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return ag.stack(l, strict=False), s
+
+
+def mutation(t, n):
+    for i in range(n):
+        t[i] = i
+    return t
+
+
+def test_basic_list_tensor_mutation():
+    # assertConvertedMatchesNative: to_graph on Python values
+    assert tfc.autograph.to_graph(mutation)([0] * 10, 10) == mutation([0] * 10, 10)
+
+
+_POP_XFAIL = pytest.mark.xfail(strict=True, raises=NotImplementedError,
+                               reason="pop() of a tensor list inside a tensor loop: tfc's tensor lists grow only")
+_NESTED_LIST_XFAIL = pytest.mark.xfail(
+    strict=True, raises=TypeError,
+    reason="a tensor list of tensor lists' stacks (elements of run-time length): zeros of an unknown dimension")
+
+
+# reference_test_base's all_inputs_tensors: the numbers are tensors
+@pytest.mark.parametrize("target,args", [
+    (element_access, ()), (element_update, ()), (simple_fill, (5,)),
+    pytest.param(nested_fill, (5, 3), marks=_NESTED_LIST_XFAIL), (read_write_loop, (4,)),
+    pytest.param(simple_empty, (0,), marks=_POP_XFAIL), pytest.param(simple_empty, (2,), marks=_POP_XFAIL),
+    pytest.param(simple_empty, (4,), marks=_POP_XFAIL)], ids=_ids)
+def test_basic_list(target, args):
+    assert_function_matches_eager(target, *(tfc.constant(a) for a in args))
+
+
+def test_basic_list_stack_without_element_type():
+    # TensorFlow: "cannot stack a list without knowing its element type; use set_element_type to annotate it"
+    assert_function_raises(type_not_annotated, (tfc.constant(3),), ValueError,
+                           r"declare its element type first with tfc.autograph.set_element_type\(l, dtype\)")
+
+
+# TensorFlow cannot stack an empty tensor list of unknown element shape (a ValueError
+# its test marks as a limitation to lift); tfc gives Python's empty stack
+@pytest.mark.parametrize("target,args", [(simple_fill, (0,)),
+                                         pytest.param(nested_fill, (0, 3), marks=_NESTED_LIST_XFAIL)], ids=_ids)
+def test_basic_list_stack_of_a_list_that_may_be_empty(target, args):
+    assert_function_matches_eager(target, *(tfc.constant(a) for a in args))
+
+
+@pytest.mark.parametrize("n", (0, 2, 4))
+def test_basic_list_pop(n):
+    # a Python loop pops as Python does; a tensor loop refuses (traced once, it would pop once)
+    assert_function_matches_eager(simple_empty, n)
+    assert_function_raises(simple_empty, (tfc.constant(n),), NotImplementedError,
+                           r"pop\(\) of a list with a declared element type inside a tensor loop")

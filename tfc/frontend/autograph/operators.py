@@ -1047,6 +1047,13 @@ BUILTINS = {builtins.print: print_, builtins.range: _range, builtins.int: _int,
 def call(f, *args, **kwargs):
     """A call from converted code: builtins with tensor overloads, user
     functions converted (cached), everything else called as is."""
+    owner = getattr(f, "__self__", None)
+    if (isinstance(owner, list) and id(owner) in _ELEMENT_TYPES and getattr(f, "__name__", None) == "pop"
+            and _LOOP_DEPTH[0] and STATE.builder is not None):
+        # traced once, it would pop once whatever the loop's trips or the branch taken
+        raise NotImplementedError(
+            "pop() of a list with a declared element type inside a tensor loop or `if` is not supported: "
+            "tfc's tensor lists grow only (append, item writes); keep a count of the elements in use instead")
     try:
         override = BUILTINS.get(f)
     except TypeError:  # unhashable callable
