@@ -2583,3 +2583,202 @@ def test_basic_list_pop(n):
     assert_function_matches_eager(simple_empty, n)
     assert_function_raises(simple_empty, (tfc.constant(n),), NotImplementedError,
                            r"pop\(\) of a list with a declared element type inside a tensor loop")
+
+
+# -- type_annotations_test.py and assertion_test.py ------------------------------------------------
+
+def pure_declaration():
+    n: int  # noqa: F842
+    return 1
+
+
+def simple_assertion(x):
+    assert x > 0
+    return x
+
+
+def test_type_annotations_pure_declaration():
+    assert_function_matches_eager(pure_declaration)
+
+
+def test_assertion():
+    assert_function_matches_eager(simple_assertion, 1)
+    assert_function_matches_eager(simple_assertion, tfc.constant(1))
+    assert_function_raises(simple_assertion, (0,), AssertionError, "")
+    assert_function_raises(simple_assertion, (tfc.constant(0),), tfc.errors.InvalidArgumentError, "")
+
+
+# -- loop_with_function_call_test.py ------------------------------------------------------------
+
+def while_with_call_in_cond(n, fn):
+    i = 0
+    s = 0
+    while i < fn(n):
+        s = s * 10 + i
+        i += 1
+    return s
+
+
+def for_with_call_in_target(l, fn):
+    s = 0
+    for i in fn(l):
+        s = s * 10 + i
+    return s
+
+
+def while_with_local_call_in_cond(n):
+    def local_fn(x):
+        return x * 3
+
+    i = 0
+    s = 0
+    while i < local_fn(n):
+        s = s * 10 + i
+        i += 1
+    return s
+
+
+def for_with_local_call_in_target(l):
+    def local_fn(l):
+        return l * 1
+
+    s = 0
+    for i in local_fn(l):
+        s = s * 10 + i
+    return s
+
+
+def while_with_call(n, fn):
+    i = 0
+    s = 0
+    while i < n:
+        s = s * 10 + fn(i)
+        i += 1
+    return s
+
+
+def for_with_call(l, fn):
+    s = 0
+    for i in l:
+        s = s * 10 + fn(i)
+    return s
+
+
+def while_with_local_call(n):
+    def local_fn(x):
+        return x * 3
+
+    i = 0
+    s = 0
+    while i < n:
+        s = s * 10 + local_fn(i)
+        i += 1
+    return s
+
+
+def for_with_local_call(l):
+    def local_fn(x):
+        return x * 3
+
+    s = 0
+    for i in l:
+        s = s * 10 + local_fn(i)
+    return s
+
+
+def while_with_closure_call(n):
+    i = 0
+
+    def i_via_closure():
+        return i + 2
+
+    i = 0
+    s = 0
+    while i < n:
+        s = s * 10 + i_via_closure()
+        i += 1
+    return s
+
+
+def for_with_closure_call(l):
+    i = 0
+
+    def i_via_closure():
+        return i + 2
+
+    s = 0
+    for i in l:
+        s = s * 10 + i_via_closure()
+    return s, i
+
+
+def while_with_lambda_closure_call(n):
+    i = 0
+    s = 0
+    i_via_closure = lambda: i + 2  # noqa: E731
+    while i < n:
+        s = s * 10 + i_via_closure()
+        i += 1
+    return s
+
+
+def for_with_lambda_closure_call(l):
+    i = 0
+    s = 0
+    i_via_closure = lambda: i + 2  # noqa: E731
+    for i in l:
+        s = s * 10 + i_via_closure()
+    return s, i
+
+
+def global_fn(x):
+    return x * 2
+
+
+class _TestClass:
+    def method(self, x):
+        return x * 4
+
+
+def _times_one(x):
+    return x * 1
+
+
+_CALLEES = (global_fn, _times_one, _TestClass().method, abs)
+
+
+@pytest.mark.parametrize("target,n,type_,fn", _product((while_with_call_in_cond, while_with_call), (0, 1, 2),
+                                                       (int, tfc.constant), _CALLEES), ids=_ids)
+def test_loop_with_function_call_while(target, n, type_, fn):
+    assert_function_matches_eager(target, type_(n), fn)
+
+
+@pytest.mark.parametrize("l,type_,fn", [(l, t, f) for l, t, f in _product(
+    ([], [1], [1, 2]), (list, _int_tensor), (global_fn, _times_one, _TestClass().method, tfc.abs))
+    if not (f is tfc.abs and t is list)], ids=_ids)
+def test_loop_with_function_call_for_with_call_in_target(l, type_, fn):
+    assert_function_matches_eager(for_with_call_in_target, type_(l), fn)
+
+
+@pytest.mark.parametrize("n,type_,fn", _product((0, 1, 2), (int, _int_tensor), _RANGES), ids=_ids)
+def test_loop_with_function_call_range_call_in_target(n, type_, fn):
+    assert_function_matches_eager(for_with_call_in_target, type_(n), fn)
+
+
+@pytest.mark.parametrize("l,type_,fn", _product(([], [1], [1, 2]), (list, _int_tensor), _CALLEES), ids=_ids)
+def test_loop_with_function_call_for_with_call(l, type_, fn):
+    assert_function_matches_eager(for_with_call, type_(l), fn)
+
+
+@pytest.mark.parametrize("target,n,type_", _product(
+    (while_with_local_call_in_cond, while_with_local_call, while_with_closure_call, while_with_lambda_closure_call),
+    (0, 1, 2), (int, tfc.constant)), ids=_ids)
+def test_loop_with_function_call_while_local(target, n, type_):
+    assert_function_matches_eager(target, type_(n))
+
+
+@pytest.mark.parametrize("target,l,type_", _product(
+    (for_with_local_call_in_target, for_with_local_call, for_with_closure_call, for_with_lambda_closure_call),
+    ([], [1], [1, 2]), (list, _int_tensor)), ids=_ids)
+def test_loop_with_function_call_for_local(target, l, type_):
+    assert_function_matches_eager(target, type_(l))
