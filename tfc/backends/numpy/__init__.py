@@ -162,6 +162,20 @@ class NumpyBackend:
     def compile_profiled(self, loops, plan, name: str, record):
         return compile_profiled(loops, plan, name, record)
 
+    def profiling_source(self, f3) -> str:
+        """The source of the profiling variant of the L3 function ``f3`` (what
+        compile_profiled loads), for the compile report's per-kernel code."""
+        from tfc.backends.numpy.emitter import emit_function
+
+        return emit_function(f3, profile=True)[0]
+
+    def site_label(self, op) -> str:
+        """The label the profiling variant gives the kernel, library call or copy
+        ``op`` (PROFILE_SITES), so a reader can pair sites with L3 ops."""
+        from tfc.backends.numpy.emitter import _profile_label
+
+        return _profile_label(op)
+
     def run_loops(self, module, args, name: str | None = None):
         return run_loops(module, args, name)
 

@@ -235,8 +235,9 @@ def kernels(f3, with_code: bool) -> list:
     import tfc.dialects.loops as L
     from tfc.dialects.tensor import loc_str
 
-    from tfc.backends.numpy.emitter import _profile_label
+    from tfc.backends import backend
 
+    numpy_backend = backend("cpu")
     out, profile_labels = [], []
     for op in f3.walk():
         if isinstance(op, L.ParallelOp):
@@ -253,7 +254,7 @@ def kernels(f3, with_code: bool) -> list:
         elements = None if None in sizes else max((n for n, _ in sizes), default=0)
         nbytes = None if None in sizes else sum(b for _, b in sizes)
         out.append(Kernel(len(out), kind, label, loc_str(op), elements, nbytes, str(op), None))
-        profile_labels.append(_profile_label(op))
+        profile_labels.append(numpy_backend.site_label(op))
     if with_code:
         sites = _profiled_code(f3)
         # the profiling variant times exactly these ops, in this order (each site's label and location
@@ -270,9 +271,9 @@ def _profiled_code(f3) -> list:
     the lines that run it, after the definitions (kernel functions, constants,
     library entry points) they use. The profiling variant is the module itself
     with each site timed (``_t0 = _clock()`` before, ``_hook(i, ...)`` after)."""
-    from tfc.backends.numpy.emitter import emit_function
+    from tfc.backends import backend
 
-    source, _, _ = emit_function(f3, profile=True)
+    source = backend("cpu").profiling_source(f3)
     lines = source.splitlines()
     tree = ast.parse(source)
     sites = next(ast.literal_eval(n.value) for n in tree.body
