@@ -620,7 +620,7 @@ def _subset_line(entry):
         return f"{entry} {r}, {r}, {r}, %p1;"
     if op == "mul" and "wide" in parts:
         return f"{entry} %rd1, %r1, %r2;"
-    if op in ("fma", "mad"):
+    if op in ("fma", "mad", "dp4a"):
         return f"{entry} {r}, {r}, {r}, {r};"
     if op in ("mov", "neg", "abs", "not", "sqrt", "rcp", "ex2", "lg2", "sin", "cos", "rsqrt", "tanh"):
         return f"{entry} {r}, {r};"
