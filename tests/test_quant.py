@@ -421,8 +421,6 @@ def test_calibration_data_not_matching_the_signature():
         tfc.compile(fn, quantize="int4")
     with pytest.raises(ValueError, match="method must be one of"):
         Config(method="entropy")
-    with pytest.raises(NotImplementedError, match="dp4a"):
-        tfc.compile(fn, target="cuda", quantize="int8-weights")
 
 
 def test_a_function_that_assigns_variables_is_refused():

@@ -56,7 +56,14 @@ def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 _products: dict = {}  # (w, bias) by value -> float32 [w; bias], or None where it is not exact
-_last_product = [None, None, None]  # the last (w, bias, product weights) looked up
+# the last (w, bias, product weights) looked up: one tuple, replaced whole, so that a
+# thread reading it never pairs one call's arrays with another's weights
+_last_product = (None, None, None)
+
+
+def _remember(w, bias, wf) -> None:
+    global _last_product
+    _last_product = (w, bias, wf)
 
 
 def _float_weights(w: np.ndarray, bias: np.ndarray):
@@ -67,9 +74,9 @@ def _float_weights(w: np.ndarray, bias: np.ndarray):
     if last[0] is w and last[1] is bias and not (w.flags.writeable or bias.flags.writeable):
         return last[2]  # the same read-only constants as the last call: no key to build
     key = (w.shape, w.tobytes(), bias.tobytes())
-    if key in _products:
-        wf = _products[key]
-        _last_product[:] = (w, bias, wf)
+    wf = _products.get(key, _products)  # (the dict itself: not cached; None is a cached "not exact")
+    if wf is not _products:
+        _remember(w, bias, wf)
         return wf
     k, n = w.shape
     wf = None
@@ -81,7 +88,7 @@ def _float_weights(w: np.ndarray, bias: np.ndarray):
     if len(_products) >= 64:
         _products.clear()
     _products[key] = wf
-    _last_product[:] = (w, bias, wf)
+    _remember(w, bias, wf)
     return wf
 
 
@@ -121,6 +128,7 @@ def _repeated(vec: np.ndarray, rows: int) -> np.ndarray:
         if len(_tiles) >= 16:
             _tiles.clear()
         tile = _tiles[key] = np.tile(vec, (rows, 1))
+        tile.flags.writeable = False
     return tile[:rows]
 
 
