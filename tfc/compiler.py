@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 
 from tfc.backends import targets as _targets
-from tfc.dialects.fused import count_ops
 
 TARGETS = _targets()
 
@@ -204,7 +203,7 @@ def _memory_rows(conc, module) -> list:
 def summary(conc, name=None) -> str:
     """Ops per stage, fused kernels, planned peak memory, compile time per step;
     headed by ``name`` (default: the function's own name)."""
-    from tfc.dialects.fused import FusedOp
+    from tfc.dialects.fused import FusedOp, count_ops
 
     stage_times = conc.stage_times  # the later stages, made now if not yet
     fused = conc.fused_module
