@@ -17,6 +17,7 @@ import io
 import itertools
 import re
 
+import numpy as np
 import pytest
 
 import tfc
@@ -2782,3 +2783,143 @@ def test_loop_with_function_call_while_local(target, n, type_):
     ([], [1], [1, 2]), (list, _int_tensor)), ids=_ids)
 def test_loop_with_function_call_for_local(target, l, type_):
     assert_function_matches_eager(target, type_(l))
+
+
+# -- call_to_builtin_function_test.py ------------------------------------------------------------
+
+def dict_call(x):
+    return dict(foo=x)
+
+
+def dict_call_aliased(x):
+    def fake_dict(x):
+        return x
+
+    dict = fake_dict  # noqa: A001
+    return dict(x)
+
+
+def dict_call_dynamic(x):
+    def gen_dict():
+        return dict
+
+    d = gen_dict()
+    return d(foo=x)
+
+
+def len_call(x):
+    return len(x)
+
+
+def nested_call(x):
+    return list(range(len(x)))
+
+
+def len_call_aliased(x):
+    def fake_len(x):
+        return x
+
+    len = fake_len  # noqa: A001
+    return len(x)
+
+
+def len_call_dynamic(x):
+    def gen_len():
+        return len
+
+    l = gen_len()
+    return l(x)
+
+
+@pytest.mark.parametrize("tensors", [False, True], ids=["python", "tensors"])
+@pytest.mark.parametrize("target,arg", [(dict_call, 1), (len_call, [1, 2]), (dict_call_aliased, 1),
+                                        (len_call_aliased, [1, 2]), (dict_call_dynamic, 1),
+                                        (len_call_dynamic, [1, 2]), (nested_call, []), (nested_call, [1, 2, 3])],
+                         ids=_ids)
+def test_call_to_builtin_function(target, arg, tensors):
+    assert_function_matches_eager(target, tfc.constant(arg) if tensors else arg)
+
+
+# -- call_to_lambda_function_test.py -------------------------------------------------------------
+
+def inline_lambda(x):
+    l = lambda x: x * x if x > 0 else -x  # noqa: E731
+    return l(x)
+
+
+def external_lambda(x, l):
+    return l(x)
+
+
+def _is_zero(x):
+    return x == 0
+
+
+@pytest.mark.parametrize("x", [1, "tensor"], ids=str)
+def test_call_to_lambda_function(x):
+    x = tfc.constant(1) if x == "tensor" else x
+    assert_function_matches_eager(inline_lambda, x)
+    assert_function_matches_eager(external_lambda, x, lambda v: v == 0)
+    assert_function_matches_eager(external_lambda, x, _is_zero)
+
+
+# -- call_to_print_function_test.py (printed output compared) --------------------------------------
+
+def lone_print(x):
+    print(x)
+
+
+def print_multiple_values(x):
+    print("x is", x)
+
+
+def multiple_prints(x, y):
+    tfc.print("x is", x)
+    tfc.print("y is", y)
+
+
+def print_with_nontf_values(x):
+    print("x is", x, {"foo": "bar"})
+
+
+def print_in_cond(x):
+    if x == 0:
+        print(x)
+
+
+def tf_print(x):
+    tfc.print(x)
+
+
+@pytest.mark.parametrize("target,args", [
+    (lone_print, (1,)), (lone_print, (np.array([1, 2, 3]),)), (print_multiple_values, (1,)),
+    (print_multiple_values, (np.array([1, 2, 3]),)), (multiple_prints, (1, 2)),
+    (multiple_prints, (np.array([1, 2, 3]), 4)), (print_with_nontf_values, (1,)),
+    (print_with_nontf_values, (np.array([1, 2, 3]),)), (print_in_cond, (0,)), (print_in_cond, (1,)),
+    (tf_print, (0,))], ids=_ids)
+def test_call_to_print_function(target, args):
+    assert_function_matches_eager(target, *args)
+
+
+# -- ext_slice_test.py ------------------------------------------------------------------------------
+
+def basic_ext_slice(n):
+    return n[:, :], n[0, :], n[:, 0]
+
+
+def basic_expand_dims(n):
+    return n[:, None] - n[None, :]
+
+
+def slice_of_application(n, x):
+    return n(x)[:, None] - n(x)[None, :]
+
+
+def _eye3():
+    return tfc.constant(np.eye(3, dtype=np.float32))
+
+
+def test_ext_slice():
+    assert_function_matches_eager(basic_ext_slice, _eye3())
+    assert_function_matches_eager(basic_expand_dims, _eye3())
+    assert_function_matches_eager(slice_of_application, lambda x: x, _eye3())
