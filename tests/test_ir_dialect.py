@@ -13,9 +13,13 @@ from tfc.frontend.tracing import FunctionBuilder
 from tfc.ops import conv as _conv
 from tfc.ops import control_flow as _cf
 from tfc.ops import shapes
+from tfc.ops import nn as _nn
+from tfc.ops import quant as _quant
+from tfc.ops import sorting as _sorting
 from tfc.ops import summary as _summary_op
 
 F23 = tfc.constant(np.arange(6, dtype=np.float32).reshape(2, 3) / 7 + 0.1)
+_I8 = tfc.constant([[1, -2, 3], [-4, 5, 127]], tfc.int8)
 F32 = tfc.constant(np.arange(6, dtype=np.float32).reshape(3, 2) / 5 - 0.3)
 B23 = tfc.constant(np.array([[True, False, True], [False, True, True]]))
 
@@ -32,6 +36,23 @@ def _slice_grad_like():
 # attributes deserve a non-default value. Ops added elsewhere either fit the
 # heuristic (1-3 tensors of one dtype) or need an entry here.
 SAMPLES = {
+    # this session's ops whose arguments the heuristic cannot guess
+    "categorical": lambda: tfc.random.categorical(F23, 2, seed=1),
+    "truncated_normal": lambda: tfc.random.truncated_normal((2, 3), seed=1),
+    "moments": lambda: tfc.nn.moments(F23, axes=[1]),
+    "normalize": lambda: _nn.normalize(F23, axes=[1], epsilon=1e-3),
+    "permute_along_axis": lambda: _sorting.permute_along_axis(F23, tfc.argsort(F23, axis=1), axis=1),
+    "quantize": lambda: _quant.quantize(F23, 0.05, 3),
+    "dequantize": lambda: _quant.dequantize(_I8, 0.05, 1),
+    "quantized_matmul": lambda: _quant.quantized_matmul(
+        _I8, tfc.transpose(_I8), tfc.constant([5, -7], tfc.int32), tfc.constant([0.02, 0.03]), 2, relu=True),
+    "quantized_conv2d": lambda: _quant.quantized_conv2d(
+        tfc.reshape(_I8, (1, 2, 3, 1)), tfc.reshape(_I8[:, :2], (2, 2, 1, 1)), tfc.constant([3], tfc.int32),
+        tfc.constant([0.05]), padding="SAME", pad_value=1, out_zero_point=-1),
+    "weight_quantized_matmul": lambda: _quant.weight_quantized_matmul(F23, tfc.transpose(_I8),
+                                                                      tfc.constant([0.1, 0.2])),
+    "weight_quantized_conv2d": lambda: _quant.weight_quantized_conv2d(
+        tfc.reshape(F23, (1, 2, 3, 1)), tfc.reshape(_I8[:, :2], (2, 2, 1, 1)), tfc.constant([0.1])),
     "reshape": lambda: tfc.reshape(F23, (3, -1)),
     "write_summary": lambda: _summary_op.write_summary(tfc.constant(3, tfc.int64), F23, kind="histogram", tag="h"),
     "broadcast_to": lambda: tfc.broadcast_to(F23[0], (4, 3)),
