@@ -48,6 +48,10 @@ def _cases(name):
         if name == "broadcast_to":
             out.append(((dt,), {"shape": (2, 3, 5)}))
             continue
+        if name in ("quantize", "dequantize"):  # scale and zero point attributes; int8 codes in, or out
+            if (dt.is_floating if name == "quantize" else dt == dtypes.int8):
+                out += [((dt,), {"scale": scale, "zero_point": zp}) for scale, zp in ((0.05, 3), (1.5, -128))]
+            continue
         if name == "gelu":
             out += [((dt,), {"approximate": a}) for a in (False, True) if dt.is_floating]
             continue
