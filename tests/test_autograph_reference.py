@@ -28,13 +28,22 @@ def _int_tensor(x):
     return tfc.constant(x, dtype=tfc.int32)
 
 
+def _comparable(v):
+    """_plain's form, numpy arrays as tensors (a numpy result becomes a constant when traced)."""
+    if isinstance(v, np.ndarray):
+        return ("tensor", v.dtype.name, v.shape, v.tolist())
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return type(v)(_comparable(x) for x in v)
+    return _plain(v)
+
+
 def _run(f, args):
     """(result, stdout, exception type) of f(*args), as reference_test_base records them."""
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
             result = f(*args)
-        return _plain(result), out.getvalue(), None
+        return _comparable(result), out.getvalue(), None
     except Exception as e:  # noqa: BLE001 - compared as outcomes
         return None, out.getvalue(), e
 
@@ -2923,3 +2932,65 @@ def test_ext_slice():
     assert_function_matches_eager(basic_ext_slice, _eye3())
     assert_function_matches_eager(basic_expand_dims, _eye3())
     assert_function_matches_eager(slice_of_application, lambda x: x, _eye3())
+
+
+# -- call_to_tf_api_test.py and call_to_numpy_function_test.py -------------------------------------
+
+def core_tf_call(x):
+    return x * tfc.constant(2)
+
+
+def numpy_binomial():
+    np.random.seed(1)
+    return 2 * np.random.binomial(1, 0.5, size=(10,)) - 1
+
+
+@pytest.mark.parametrize("x", [1, "tensor"], ids=str)
+def test_call_to_tf_api(x):
+    assert_function_matches_eager(core_tf_call, tfc.constant(1) if x == "tensor" else x)
+
+
+def test_call_to_numpy_function():
+    assert_function_matches_eager(numpy_binomial)
+
+
+# -- datasets in the loops of loop_basic_test.py and loop_control_flow_test.py ---------------------
+
+_DATASET_XFAIL = pytest.mark.xfail(strict=True, raises=NotImplementedError,
+                                   reason="iterating a tfc.data.Dataset inside tfc.function is not supported")
+
+def _int_dataset(l):
+    return tfc.data.Dataset.from_tensor_slices(tfc.constant(l, dtype=tfc.int32))
+
+
+@_DATASET_XFAIL
+@pytest.mark.parametrize("l", _LISTS, ids=repr)
+@pytest.mark.parametrize("target", [for_one_var, for_two_vars, continue_in_single_for, break_in_single_for], ids=_ids)
+def test_dataset_single_for(target, l):
+    assert_function_matches_eager(target, _int_dataset(l))
+
+
+@_DATASET_XFAIL
+@pytest.mark.parametrize("l", _LISTS, ids=repr)
+def test_dataset_for_no_vars(l):
+    assert_function_matches_eager(for_no_vars, make_args=lambda: (_int_dataset(l), tfc.Variable(0)))
+
+
+@_DATASET_XFAIL
+@pytest.mark.parametrize("l1,l2", _product(_LISTS, _LISTS), ids=_ids)
+def test_dataset_successive_for_loops(l1, l2):
+    assert_function_matches_eager(successive_for_loops, _int_dataset(l1), _int_dataset(l2))
+
+
+@_DATASET_XFAIL
+@pytest.mark.parametrize("m", ([[]], [[], []], [[1]], [[1], [2]], [[1, 2]], [[1, 2], [3, 4]]), ids=repr)
+def test_dataset_nested_for_loops_dense(m):
+    assert_function_matches_eager(nested_for_loops, _int_dataset(m))
+
+
+@_DATASET_XFAIL
+@pytest.mark.parametrize("a,target", _product(([[], []], [[1], [2]], [[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]]),
+                                              (continue_in_inner_for, break_in_inner_for, break_continue_in_inner_for)),
+                         ids=_ids)
+def test_dataset_nested_for(a, target):
+    assert_function_matches_eager(target, _int_dataset(a))
