@@ -252,6 +252,9 @@ def test_comparison_classifies(want, got, cls):
     ([np.float32(1)], NotImplementedError(
         "einsum 'abc,abc->b': merging or splitting dimensions where more than one is known only at run time "
         "(shape [None, None, None])")),
+    ([np.float32(1)], ValueError(
+        "variable 'v1' has shape (1,) before the loop, but shape (None,) after one iteration of the tensor loop at "
+        "line 32; a loop variable keeps its shape unless it is declared varying: call ...")),
 ])
 def test_comparison_accepts(want, got):
     assert run.compare(_prog(), want, got) is None

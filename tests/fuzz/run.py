@@ -57,6 +57,8 @@ DOCUMENTED_LIMITS = (
     r"may return unchanged from before it through a nested branch or loop, or from another loop variable",
     r"the gradient of compiled code containing the stateful op \w+ is not implemented",
     r"einsum .*: merging or splitting dimensions where more than one is known only at run time",  # docs/ops.md
+    # TensorFlow's rule: a known dimension (1, broadcast against a None one) turns unknown
+    r"a loop variable keeps its shape unless it is declared varying",
 )
 
 _CONTROL_FLOW = re.compile(r"^\s*(if|while|for) |tfc\.cond\(|tfc\.while_loop\(", re.M)
