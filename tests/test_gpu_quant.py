@@ -3,7 +3,7 @@
 with int32 wrap-around; quantize and the integer matmul (dp4a) bit-identical to
 the numpy backend (odd M, N, K; K > 1024; relu, int8 and float32 results;
 per-channel and per-tensor multipliers); weight-only matmul within the float
-bound; every kernel assembled by ptxas for sm_80 and sm_90 within budget; the
+bound; the quantized and weight-only conv2d likewise; every kernel assembled by ptxas for sm_80 and sm_90 within budget; the
 digits MLP quantized end to end on the simulator."""
 from __future__ import annotations
 
@@ -153,23 +153,42 @@ def test_kernels_assemble_within_budget():
     x, w = int8((5, 1030)), int8((1030, 9))
     bias, mult = RNG.integers(-99, 99, 9).astype(np.int32), np.full(9, 1e-3, np.float32)
 
+    wc = int8((3, 3, 5, 9))
+
     def fn(xf):
         xq = q.quantize(xf, 0.05, 1)
         h = q.quantized_matmul(xq, w, bias, mult, out_zero_point=-2, relu=True)
-        return q.quantized_matmul(h, w[:9], bias, mult, out_dtype=tfc.float32)
+        out = q.quantized_matmul(h, w[:9], bias, mult, out_dtype=tfc.float32)
+        img = tfc.reshape(xf[:, :250], (5, 5, 10, 5))
+        conv = q.quantized_conv2d(q.quantize(img, 0.05, 1), wc, bias, mult, padding="SAME", pad_value=1)
+        return out, conv, q.weight_quantized_conv2d(img, wc, mult), q.weight_quantized_matmul(xf, w, mult)
     xf = RNG.standard_normal((5, 1030)).astype(np.float32)
     m = lower(l3_of(fn, xf))
     text = str(m)
-    assert text.count("tgpu.dp4a") == 4  # the main loop's and the odd-K tail's, per matmul (1030 = 4 * 257 + 2)
+    # the main loop's and the odd-K tail's, per matmul (1030 = 4 * 257 + 2) and per conv (5 channels = 4 + 1)
+    assert text.count("tgpu.dp4a") == 6
     check_budgets(m)
 
 
-def test_quantized_conv2d_raises_naming_it():
-    x = int8((1, 5, 5, 2))
-    w = int8((3, 3, 2, 4))
-    bias, mult = np.zeros(4, np.int32), np.full(4, 1e-2, np.float32)
-    with pytest.raises(NotImplementedError, match="quantized_conv2d"):
-        lower(l3_of(lambda x: q.quantized_conv2d(x, w, bias, mult), x))
+@pytest.mark.parametrize("hwc,co,k,s,d,padding", [((5, 6, 5), 3, (3, 2), 1, 1, "SAME"), ((7, 7, 3), 4, (3, 3), 2, 1, "SAME"),
+                                                   ((6, 5, 1), 2, (2, 3), 1, 2, "VALID"), ((4, 4, 8), 5, (3, 3), 1, 1, "SAME")])
+def test_quantized_conv2d_is_bit_identical_and_weight_only_within_bound(cuda_driver, hwc, co, k, s, d, padding):
+    from helpers import assert_meets_contract
+
+    x, w = int8((2,) + hwc), int8(k + (hwc[2], co), -127, 127)
+    bias = RNG.integers(-999, 999, co).astype(np.int32)
+    mult = RNG.uniform(0.7, 1.0, co).astype(np.float32) * np.float32(1000 / (128 * 127 * k[0] * k[1] * hwc[2]))
+    for relu, out_dtype in ((False, tfc.int8), (True, tfc.int8), (True, tfc.float32)):
+        got = same_on_gpu(lambda x: q.quantized_conv2d(x, w, bias, mult, strides=s, padding=padding, dilations=d,
+                                                       pad_value=-7, out_zero_point=2, relu=relu,
+                                                       out_dtype=out_dtype), x)
+        assert len(np.unique(got)) > 4
+    xf = RNG.standard_normal((2,) + hwc).astype(np.float32)
+    for scale in (RNG.uniform(0.001, 0.01, co).astype(np.float32), np.array([0.003], np.float32)):
+        fn = (lambda sc: lambda x: q.weight_quantized_conv2d(x, w, sc, strides=s, padding=padding, dilations=d))(scale)
+        want = tfc.compile(tfc.function(fn), xf)(xf)
+        assert_meets_contract(tfc.compile(tfc.function(fn), xf, target="cuda")(xf).numpy(), want.numpy(),
+                              "matmul", target="cuda")
 
 
 # -- end to end -----------------------------------------------------------------------------------

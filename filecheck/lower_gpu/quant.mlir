@@ -55,4 +55,4 @@ func.func @q(%x: memref<3x6xf32>, %arena: memref<0xi8>) -> memref<3x5xi8> {
 // CHECK:         tgpu.launch @k1_quantized_matmul_f32 {{.*}} args(%[[Q0]], %{{.*}}, %{{.*}}, %{{.*}}, %[[Q1]] :
 // CHECK:         func.return %[[Q1]] : memref<3x5xi8>
 
-// ERR: no GPU kernel for quantized_conv2d (quantized conv2d on the GPU: a dp4a im2col kernel, not written yet)
+// ERR: no GPU kernel for quantized_conv2d of memref<3x6xi8>, memref<6x5xi8>, memref<3x5xi8> yet

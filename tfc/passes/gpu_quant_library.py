@@ -2,7 +2,8 @@
 semantics), for the ``loops.library`` calls with a planned result that
 tfc-lower-gpu launches: ``quantize``, ``quantized_matmul`` and
 ``weight_quantized_matmul``. Each is one thread per result element over a
-grid-stride loop (gpu_nn_library's frame: block 256, static shapes).
+grid-stride loop (gpu_nn_library's frame: block 256, static shapes), with
+the quantized conv2d and weight-only conv2d as well.
 
 - quantize: ``x / scale`` in x's float dtype, rounded half to even, plus the
   zero point, clipped to [-128, 127] (NaN-propagating, as numpy's clip) and
@@ -19,9 +20,12 @@ grid-stride loop (gpu_nn_library's frame: block 256, static shapes).
 - weight_quantized_matmul: each weight dequantized as numpy's kernel does
   (float(w) * scale[n], one rounding), then a ``math.fma`` sum over K: within
   the float matmul's error bound (another summation order than BLAS).
-
-quantized_conv2d and weight_quantized_conv2d have no GPU kernel yet: they
-raise NotImplementedError naming them.
+- quantized_conv2d: quantized_matmul over (tap, channel) per output element
+  (NHWC, HWIO; strides, dilations, VALID/SAME): per tap the input channels in
+  dp4a words, a padded tap reading ``pad_value`` (numpy pads the image with
+  it), the same epilogue: bit-identical.
+- weight_quantized_conv2d: as conv2d (gpu_nn_library.py) with each weight
+  dequantized as numpy's kernel: the conv family's bound.
 """
 from __future__ import annotations
 
@@ -31,7 +35,9 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i32
 
 from tfc.dialects import gpu as G
 from tfc.passes import gpu_builder as B
-from tfc.passes.gpu_nn_library import _attrs, _Frame, _opaque
+from tfc.passes.gpu_nn_library import (
+    _attrs, _clamp, _conv_params, _Frame, _inside, _opaque, _tap_loop, _window_pos,
+)
 
 INT8_MIN, INT8_MAX = -128, 127
 _I8 = IntegerType(8)
@@ -100,12 +106,8 @@ def quantized_matmul(namer, op):
     x, w, bias, mult = op.ins
     (out,) = op.outs
     _check_int8("quantized_matmul", [x, w])
-    a = _attrs(op)
-    out_zero_point, relu = int(a["out_zero_point"].value.data), bool(a["relu"].value.data)
     fr = _Frame(namer, "quantized_matmul", [x, w, bias, mult], out, "matmul", Float32Type())
-    (_, K), _, _, (n_mult,) = fr.shapes[:4]
-    f32 = Float32Type()
-    int8_out = out.type.element_type == _I8
+    K = fr.shapes[0][1]
 
     def body(kb, dg):
         m, n = dg
@@ -115,21 +117,36 @@ def quantized_matmul(namer, op):
 
         def wk(k):
             return kb.load(fr.ptrs[1], fr.at(1, [k, n]), nc=True)[0]
-
-        def step(k0, acc, count=4):
-            return kb.emit(G.Dp4aOp(_packed(kb, xk, k0, count), _packed(kb, wk, k0, count), acc))
-        acc = fr.load(2, [n])
-        full = K // 4 * 4
-        if full:
-            acc = kb.for_(kb.i(0), _opaque(kb, full), kb.i(4), lambda k0, acc: [step(k0, acc)], [acc])[0]
-        if K % 4:
-            acc = step(kb.i(full), acc, K % 4)
-        real = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(acc, f32)), fr.load(3, [n if n_mult != 1 else None])))
-        if not int8_out:
-            return kb.emit(arith.MaximumfOp(real, kb.c(0.0, f32))) if relu else real
-        real = kb.emit(xmath.RoundEvenOp(kb.emit(arith.AddfOp(real, kb.c(out_zero_point, f32)))))
-        return _to_int8(kb, _clip(kb, real, out_zero_point if relu else INT8_MIN, INT8_MAX))
+        acc = _dp4a_sum(kb, xk, wk, K, fr.load(2, [n]))
+        return _requantize(kb, fr, acc, n, op)
     return _launches(fr, body)
+
+
+def _requantize(kb, fr, acc, n, op):
+    """numpy's ``requantize`` of the int32 ``acc`` of output channel ``n``
+    (the multiplier is input 3 of ``fr``), operation for operation."""
+    a = _attrs(op)
+    out_zero_point, relu = int(a["out_zero_point"].value.data), bool(a["relu"].value.data)
+    f32 = Float32Type()
+    one_for_all = fr.shapes[3][0] == 1
+    real = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(acc, f32)), fr.load(3, [None if one_for_all else n])))
+    if fr.out.type.element_type != _I8:
+        return kb.emit(arith.MaximumfOp(real, kb.c(0.0, f32))) if relu else real
+    real = kb.emit(xmath.RoundEvenOp(kb.emit(arith.AddfOp(real, kb.c(out_zero_point, f32)))))
+    return _to_int8(kb, _clip(kb, real, out_zero_point if relu else INT8_MIN, INT8_MAX))
+
+
+def _dp4a_sum(kb, xk, wk, count, acc):
+    """``acc`` + the sum over k < ``count`` (static) of xk(k) * wk(k) (int8 loads,
+    i8 values): a loop of dp4a over words of four, then the zero-padded tail."""
+    def step(k0, acc, n=4):
+        return kb.emit(G.Dp4aOp(_packed(kb, xk, k0, n), _packed(kb, wk, k0, n), acc))
+    full = count // 4 * 4
+    if full:
+        acc = kb.for_(kb.i(0), _opaque(kb, full), kb.i(4), lambda k0, acc: [step(k0, acc)], [acc])[0]
+    if count % 4:
+        acc = step(kb.i(full), acc, count % 4)
+    return acc
 
 
 def weight_quantized_matmul(namer, op):
@@ -153,18 +170,97 @@ def weight_quantized_matmul(namer, op):
     return _launches(fr, body)
 
 
-def _not_yet(name):
-    def refuse(namer, op):
-        raise B.unsupported(f"{name} (quantized conv2d on the GPU: a dp4a im2col kernel, not written yet)")
-    return refuse
+def _conv_frame(namer, name, op, elt):
+    """The frame of a conv over every output element (n, oh, ow, co) and its
+    geometry: (frame, (H, W, C), (KH, KW), strides, dilations, pads)."""
+    x, w = op.ins[:2]
+    (out,) = op.outs
+    if any(len(v.type.get_shape()) != 4 for v in (x, w, out)):  # NHWC images and HWIO filters only
+        raise B.unsupported(f"{name} of " + ", ".join(str(v.type) for v in (x, w, out)))
+    fr = _Frame(namer, name, list(op.ins), out, "matmul", elt)
+    (_, H, W, C), (KH, KW, _, _) = fr.shapes[0], fr.shapes[1]
+    strides, dil, _, pads = _conv_params(_attrs(op), (H, W), (KH, KW))
+    return fr, (H, W, C), (KH, KW), strides, dil, pads
+
+
+def _taps(kb, fr, geometry, n, oh, ow, body, inits):
+    """Over the window's taps in order: ``body(ok, x_base, i, j, *carried)``
+    with ``ok`` whether the tap is inside the image and ``x_base`` the offset of
+    its channel 0 (clamped inside where it is not)."""
+    (H, W, _), (KH, KW), (sh, sw), (dh, dw), (pt, pl) = geometry
+
+    def tap(i, j, *carried):
+        ih = _window_pos(kb, oh, i, sh, dh, pt)
+        iw = _window_pos(kb, ow, j, sw, dw, pl)
+        ok = kb.emit(arith.AndIOp(_inside(kb, ih, H), _inside(kb, iw, W)))
+        xb = fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), None])
+        return body(ok, xb, i, j, *carried)
+    return _tap_loop(kb, KH, KW, tap, inits)
+
+
+def quantized_conv2d(namer, op):
+    """The integer conv as quantized_matmul over (tap, channel): per tap, the
+    channels in dp4a words; a padded tap reads ``pad_value`` (numpy pads with it)."""
+    x, w = op.ins[:2]
+    _check_int8("quantized_conv2d", [x, w])
+    fr, *geometry = _conv_frame(namer, "quantized_conv2d", op, Float32Type())
+    C = geometry[0][2]
+    pad_value = int(_attrs(op)["pad_value"].value.data)
+
+    def body(kb, dg):
+        n, oh, ow, co = dg
+        pad = kb.c(pad_value, _I8)
+
+        def tap(ok, xb, i, j, acc):
+            wb = fr.at(1, [i, j, None, co])
+
+            def xc(c):
+                v = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(c, kb.i(fr.strides[0][3]))), nc=True)[0]
+                return kb.select(ok, v, pad)
+
+            def wc(c):
+                return kb.load(fr.ptrs[1], kb.add(wb, kb.mul(c, kb.i(fr.strides[1][2]))), nc=True)[0]
+            return [_dp4a_sum(kb, xc, wc, C, acc)]
+        acc = _taps(kb, fr, geometry, n, oh, ow, tap, [fr.load(2, [co])])[0]
+        return _requantize(kb, fr, acc, co, op)
+    return _launches(fr, body)
+
+
+def weight_quantized_conv2d(namer, op):
+    """conv2d with each weight dequantized as numpy's kernel (float(w) * scale[co]):
+    a math.fma sum over taps and channels, padded taps 0 (the conv family's bound)."""
+    x, w, scale = op.ins
+    elt = _float_of("weight_quantized_conv2d", x)
+    _check_int8("weight_quantized_conv2d", [w])
+    fr, *geometry = _conv_frame(namer, "weight_quantized_conv2d", op, elt)
+    C = geometry[0][2]
+    one_for_all = fr.shapes[2][0] == 1
+    zero = fr.kb.c(0.0, elt)
+
+    def body(kb, dg):
+        n, oh, ow, co = dg
+        s = fr.load(2, [None if one_for_all else co])
+
+        def tap(ok, xb, i, j, acc):
+            wb = fr.at(1, [i, j, None, co])
+
+            def chan(c, acc):
+                xv = kb.load(fr.ptrs[0], kb.add(xb, kb.mul(c, kb.i(fr.strides[0][3]))), nc=True)[0]
+                xv = kb.select(ok, xv, zero)
+                wq = kb.load(fr.ptrs[1], kb.add(wb, kb.mul(c, kb.i(fr.strides[1][2]))), nc=True)[0]
+                wv = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(wq, elt)), s))
+                return [kb.emit(xmath.FmaOp(xv, wv, acc))]
+            return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, [acc])
+        return _taps(kb, fr, geometry, n, oh, ow, tap, [zero])[0]
+    return _launches(fr, body)
 
 
 LIBRARY = {
     "quantize": quantize,
     "quantized_matmul": quantized_matmul,
     "weight_quantized_matmul": weight_quantized_matmul,
-    "quantized_conv2d": _not_yet("quantized_conv2d"),
-    "weight_quantized_conv2d": _not_yet("weight_quantized_conv2d"),
+    "quantized_conv2d": quantized_conv2d,
+    "weight_quantized_conv2d": weight_quantized_conv2d,
 }
 
 __all__ = ["LIBRARY"]
