@@ -934,7 +934,8 @@ def test_tfc_range_errors_name_the_for_line():
             s = s[1:]
         return s
 
-    with pytest.raises(ValueError, match=rf"'s' has shape \(2,\) before the loop, but shape \(1,\) after one iteration of the tensor loop at line "
+    with pytest.raises(ValueError, match=rf"'s' has shape \(2,\) before the loop, but shape \(1,\) after one "
+                                         rf"iteration: it changes shape in the tensor loop at line "
                                          rf"{_line(shrinks, 'for ')}"):
         tfc.function(shrinks)(tfc.constant(3))
 

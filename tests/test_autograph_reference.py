@@ -1579,11 +1579,21 @@ def test_variable_type_for_with_variable_shape(type_):
                            r"'t' has shape \(1,\) before the loop, but shape \(2,\) after", trace_only=True)
 
 
+# tfc lets a loop variable's known dimension become unknown (its dimension is then
+# None; tests/test_cf_grad_defects.py::test_a_known_dimension_may_become_unknown
+# relies on it), where TensorFlow requires the shape after an iteration to be a
+# subshape of the shape before
+_ERASURE_XFAIL = pytest.mark.xfail(strict=True, reason="tfc allows a known dimension of a loop variable to become "
+                                                      "unknown; TensorFlow refuses it")
+
+
+@_ERASURE_XFAIL
 def test_variable_type_while_with_shape_erasure():
     assert_function_raises(while_with_shape_erasure, (), ValueError,
                            r"'t' has shape \(1,\) before the loop, but shape \(None,\) after", trace_only=True)
 
 
+@_ERASURE_XFAIL
 @pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
 def test_variable_type_for_with_shape_erasure(type_):
     assert_function_raises(for_with_shape_erasure, (type_([1, 2, 3]),), ValueError,
