@@ -44,7 +44,7 @@ test-floor: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(FLOOR)/bin/python -m pytest -q -p no:cacheprovider $(FLOOR_TESTS) \
 		-k "not autoencoder and not mlp"
 
-BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder dynamic_shapes allreduce
+BENCHES := eager_overhead trace_latency elementwise row_ops control_flow mlp_step lbfgs_autoencoder dynamic_shapes allreduce transformer cnn quantize data_pipeline matmul_forms
 
 # every benchmark (a few minutes); peers' rows where torch / tensorflow / jax are installed;
 # then one plot per table into docs/images/ (bench/plots.py), shown in docs/benchmarks.md
