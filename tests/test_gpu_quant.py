@@ -3,8 +3,9 @@
 with int32 wrap-around; quantize and the integer matmul (dp4a) bit-identical to
 the numpy backend (odd M, N, K; K > 1024; relu, int8 and float32 results;
 per-channel and per-tensor multipliers); weight-only matmul within the float
-bound; the quantized and weight-only conv2d likewise; every kernel assembled by ptxas for sm_80 and sm_90 within budget; the
-digits MLP quantized end to end on the simulator."""
+bound; the quantized and weight-only conv2d likewise; int8 max pooling
+bit-identical; every kernel assembled by ptxas for sm_80 and sm_90 within budget; the
+digits MLP and the example's CNN quantized end to end on the simulator."""
 from __future__ import annotations
 
 import numpy as np
@@ -191,6 +192,20 @@ def test_quantized_conv2d_is_bit_identical_and_weight_only_within_bound(cuda_dri
                               "matmul", target="cuda")
 
 
+@pytest.mark.parametrize("k,s,padding", [(2, 2, "VALID"), (3, 2, "SAME"), (3, 1, "SAME")])
+def test_int8_max_pool_is_bit_identical(cuda_driver, k, s, padding):
+    x = int8((2, 5, 7, 3))
+    x[0, :2, :2] = -128  # a window of the minimum only (the padding's value)
+    same_on_gpu(lambda x: tfc.nn.max_pool2d(x, k, s, padding), x)
+
+
+def test_int8_max_pool_assembles_within_budget():
+    x = int8((2, 5, 7, 3))
+    m = lower(l3_of(lambda x: tfc.nn.max_pool2d(x, 3, 2, "SAME"), x))
+    assert "arith.maxsi" in str(m)
+    check_budgets(m)
+
+
 # -- end to end -----------------------------------------------------------------------------------
 
 
@@ -220,3 +235,27 @@ def test_the_digits_mlp_quantized_on_cuda_equals_the_numpy_backend(cuda_driver):
     cpu_w = tfc.compile(fn, quantize="int8-weights")
     gpu_w = tfc.compile(fn, target="cuda", quantize="int8-weights")
     assert_meets_contract(gpu_w(x).numpy(), cpu_w(x).numpy(), "matmul", target="cuda")
+
+
+def test_the_digits_cnn_quantized_on_cuda_equals_the_numpy_backend(cuda_driver):
+    """The example's CNN (conv 3x3 relu, max pool, conv, max pool, dense) quantized
+    static int8 (max pools on the int8 codes) and weight-only, on cuda."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from quantize_digits import CNN
+
+    model = CNN(seed=0)
+    model(tfc.zeros((1, 8, 8, 1)))
+    fn = tfc.function(lambda x: model(x), input_signature=[tfc.TensorSpec((None, 8, 8, 1))])
+    rng = np.random.default_rng(1)
+    calibration = [(rng.uniform(0, 1, (16, 8, 8, 1)).astype(np.float32),) for _ in range(2)]
+    x = rng.uniform(0, 1, (3, 8, 8, 1)).astype(np.float32)
+    static = Config(quiet=True)
+    cpu = tfc.compile(fn, quantize=static, calibration=calibration)
+    gpu = tfc.compile(fn, target="cuda", quantize=static, calibration=calibration)
+    assert "quantized_conv2d" in gpu.ir("loops") and "max_pool2d" in gpu.ir("loops")
+    assert np.array_equal(gpu(x).numpy(), cpu(x).numpy())
+    assert np.array_equal(tfc.compile(fn, target="cuda", quantize="int8-weights")(x).numpy(),
+                          tfc.compile(fn, quantize="int8-weights")(x).numpy())

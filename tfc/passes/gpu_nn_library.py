@@ -36,7 +36,9 @@ pool.mlir).
   reduction); else one thread per element.
 - max_pool2d: the first maximum of the window in tap order (strict ``>``, as
   numpy's kernel: a NaN in the first tap stays, a later NaN never wins;
-  padding is -inf and can win only as the first tap).
+  padding is -inf and can win only as the first tap). int8 (the codes of a
+  quantized model): the maximum of the window's elements in 32 bits
+  (``maxsi``), padding -128, as numpy's.
 - max_pool2d_grad: per input element, the sum in tap order of the gradients of
   the windows whose first maximum it is (bit-identical to numpy's: its
   additions of 0 never change a sum that starts at +0.0).
@@ -48,13 +50,13 @@ pool.mlir).
   looping over the covering windows only (``_covering_loop``: about
   (k / s)^2 of them, not k^2 taps).
 
-float32 and float64; static shapes only.
+float32 and float64 (max_pool2d: int8 too); static shapes only.
 """
 from __future__ import annotations
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, Float64Type, i32, i64
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i32, i64
 
 from tfc.dialects import loops as L
 from tfc.dialects import gpu as G
@@ -518,9 +520,39 @@ def _first_max(fr, kb, xk, n, oh, ow, c, k, s, pads, hw):
     return _tap_loop(kb, KH, KW, tap, [ninf, kb.i(0)])
 
 
+def _int_max_pool2d(namer, op):
+    """max_pool2d of int8 (the codes of a quantized model; the op takes no other
+    integers): the maximum of the window's real elements (numpy pads with -128,
+    which never exceeds them), in 32 bits (PTX has no 8-bit max)."""
+    (x,) = op.ins
+    (out,) = op.outs
+    elt = out.type.element_type
+    if x.type.element_type != elt or elt.width.data != 8 or len(x.type.get_shape()) != 4:
+        raise B.unsupported(f"max_pool2d of {x.type}")
+    fr = _Frame(namer, "max_pool2d_i8", [x], out, "elementwise", Float32Type())
+    (_, H, W, _) = fr.shapes[0]
+    (KH, KW), (sh, sw), _, (pt, pl) = _pool_params(_attrs(op), (H, W))
+
+    def body(kb, dg):
+        n, oh, ow, c = dg
+        lowest = kb.c(-(1 << 31), i32)
+
+        def tap(i, j, best):
+            ih, iw = _window_pos(kb, oh, i, sh, 1, pt), _window_pos(kb, ow, j, sw, 1, pl)
+            ok = kb.emit(arith.AndIOp(_inside(kb, ih, H), _inside(kb, iw, W)))
+            v = kb.cast_int(kb.load(fr.ptrs[0], fr.at(0, [n, _clamp(kb, ok, ih), _clamp(kb, ok, iw), c]), nc=True)[0],
+                            i32)
+            return [kb.emit(arith.MaxSIOp(best, kb.select(ok, v, lowest)))]
+        return kb.cast_int(_tap_loop(kb, KH, KW, tap, [lowest])[0], elt)
+
+    return _finish(fr, body)
+
+
 def max_pool2d(namer, op):
     (x,) = op.ins
     (out,) = op.outs
+    if isinstance(out.type.element_type, IntegerType):
+        return _int_max_pool2d(namer, op)
     elt = _check_types("max_pool2d", [x, out])
     fr = _Frame(namer, "max_pool2d", [x], out, "elementwise", elt)
     (_, H, W, _) = fr.shapes[0]
