@@ -28,7 +28,8 @@ Kernels (``tgpu.kind``):
   where what one writes the next reads at its own row only;
 - many outputs of few elements: one warp per output;
 - ``matmul``: the library kernels of ``tfc/passes/gpu_library.py``.
-- ``quantize``, ``quantized_matmul`` (int8 dp4a), ``weight_quantized_matmul``:
+- ``quantize``, ``quantized_matmul`` and ``quantized_conv2d`` (int8 dp4a),
+  ``weight_quantized_matmul`` and ``weight_quantized_conv2d``:
   ``tfc/passes/gpu_quant_library.py``.
 
 Index arithmetic is ``i32`` where every buffer a kernel touches spans fewer
