@@ -1813,8 +1813,8 @@ def test_nested_independent_ifs(x, y, type_x):
     assert_function_matches_eager(independent_ifs, type_x(x), type_x(y))
 
 
-@pytest.mark.parametrize("target,x,type_", _product((dependent_inner_if, dependent_imbalanced_inner_if), (-1, 1), _INTS),
-                         ids=_ids)
+@pytest.mark.parametrize("target,x,type_",
+                         _product((dependent_inner_if, dependent_imbalanced_inner_if), (-1, 1), _INTS), ids=_ids)
 def test_nested_dependent_inner_if(target, x, type_):
     assert_function_matches_eager(target, type_(x))
 

@@ -624,8 +624,9 @@ def _check_same(name, before, after, line, invariant=None):
                 raise ValueError(
                     f"{_describe(name)} has shape {tuple(b.shape)} before the loop, but shape {tuple(a.shape)} "
                     f"after one iteration: it changes shape in the tensor loop at line {line}; a loop variable keeps "
-                    f"its shape unless it is declared varying: call tfc.autograph.set_loop_options(shape_invariants=[({name}, "
-                    f"{shape})]) as the loop body's first statement")
+                    f"its shape unless it is declared varying: call "
+                    f"tfc.autograph.set_loop_options(shape_invariants=[({name}, {shape})]) "
+                    f"as the loop body's first statement")
         elif isinstance(b, Tensor) != isinstance(a, Tensor):
             raise TypeError(f"{_describe(name)} changes type in the tensor loop at line {line}: "
                             f"{type(b).__name__} before, {type(a).__name__} after an iteration")
