@@ -96,7 +96,7 @@ def test_dp4a_op_verifies_and_round_trips():
 # -- the library kernels against the numpy backend ----------------------------------------------
 
 
-def same_on_gpu(fn, *args, cuda_driver=None):
+def same_on_gpu(fn, *args):
     """``fn`` compiled for cuda (the simulator or a GPU) equals the numpy backend bit for bit."""
     want = tfc.compile(tfc.function(fn), *args)(*args).numpy()
     got = tfc.compile(tfc.function(fn), *args, target="cuda")(*args).numpy()

@@ -36,7 +36,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i32
 from tfc.dialects import gpu as G
 from tfc.passes import gpu_builder as B
 from tfc.passes.gpu_nn_library import (
-    _attrs, _clamp, _conv_params, _Frame, _inside, _opaque, _tap_loop, _window_pos,
+    _attrs, _clamp, _conv_params, _finish, _Frame, _inside, _opaque, _tap_loop, _window_pos,
 )
 
 INT8_MIN, INT8_MAX = -128, 127
@@ -74,14 +74,7 @@ def quantize(namer, op):
         q = kb.emit(xmath.RoundEvenOp(q))
         q = kb.emit(arith.AddfOp(q, kb.c(zero_point, elt)))
         return _to_int8(kb, _clip(kb, q, INT8_MIN, INT8_MAX))
-    return _launches(fr, body)
-
-
-def _launches(fr, body):
-    if fr.n == 0:
-        return []
-    kernel = fr.build(body)
-    return [(kernel, fr.grid, (B.BLOCK, 1, 1), fr.ins + [fr.out])]
+    return _finish(fr, body)
 
 
 def _check_int8(name, values):
@@ -119,7 +112,7 @@ def quantized_matmul(namer, op):
             return kb.load(fr.ptrs[1], fr.at(1, [k, n]), nc=True)[0]
         acc = _dp4a_sum(kb, xk, wk, K, fr.load(2, [n]))
         return _requantize(kb, fr, acc, n, op)
-    return _launches(fr, body)
+    return _finish(fr, body)
 
 
 def _requantize(kb, fr, acc, n, op):
@@ -167,7 +160,7 @@ def weight_quantized_matmul(namer, op):
             xv = kb.load(fr.ptrs[0], fr.at(0, list(lead) + [k]), nc=True)[0]
             return [kb.emit(xmath.FmaOp(xv, kb.emit(arith.MulfOp(wq, s)), acc))]
         return kb.for_(kb.i(0), _opaque(kb, K), kb.i(1), term, [kb.c(0.0, elt)])[0]
-    return _launches(fr, body)
+    return _finish(fr, body)
 
 
 def _conv_frame(namer, name, op, elt):
@@ -223,7 +216,7 @@ def quantized_conv2d(namer, op):
             return [_dp4a_sum(kb, xc, wc, C, acc)]
         acc = _taps(kb, fr, geometry, n, oh, ow, tap, [fr.load(2, [co])])[0]
         return _requantize(kb, fr, acc, co, op)
-    return _launches(fr, body)
+    return _finish(fr, body)
 
 
 def weight_quantized_conv2d(namer, op):
@@ -252,7 +245,7 @@ def weight_quantized_conv2d(namer, op):
                 return [kb.emit(xmath.FmaOp(xv, wv, acc))]
             return kb.for_(kb.i(0), _opaque(kb, C), kb.i(1), chan, [acc])
         return _taps(kb, fr, geometry, n, oh, ow, tap, [zero])[0]
-    return _launches(fr, body)
+    return _finish(fr, body)
 
 
 LIBRARY = {
