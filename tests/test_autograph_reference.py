@@ -2247,20 +2247,7 @@ _FOR_GROWING = (for_with_variable_shape_growing_vector, for_with_variable_shape_
                 for_with_variable_shape_growing_matrix_cols, for_with_variable_shape_growing_matrix)
 
 
-_GROWING_MATRIX = (while_with_variable_shape_growing_matrix, for_with_variable_shape_growing_matrix)
-
-
-def _pad_xfail(target, traced):
-    """tfc.pad's constant_values is an attribute (a number): a traced one (the loop's
-    i, a tensor) has no tfc op yet."""
-    return [pytest.mark.xfail(strict=True, raises=TypeError,
-                              reason="tfc.pad(constant_values=<traced tensor>): constant_values is a static attribute")
-            ] if target in _GROWING_MATRIX and traced else []
-
-
-@pytest.mark.parametrize("target,n,type_", [
-    pytest.param(f, n, t, marks=_pad_xfail(f, t is tfc.constant))
-    for f, n, t in _product(_WHILE_GROWING, (0, 1, 2), (int, tfc.constant))], ids=_ids)
+@pytest.mark.parametrize("target,n,type_", _product(_WHILE_GROWING, (0, 1, 2), (int, tfc.constant)), ids=_ids)
 def test_variable_type_growing_in_while(target, n, type_):
     assert_function_matches_eager(target, type_(n))
 
@@ -2270,9 +2257,7 @@ def test_variable_type_for_with_variable_shape_and_break(n, type_):
     assert_function_matches_eager(for_with_variable_shape_and_break, type_(n))
 
 
-@pytest.mark.parametrize("target,n,type_", [
-    pytest.param(f, n, t, marks=_pad_xfail(f, t is tfc.range))
-    for f, n, t in _product(_FOR_GROWING, (0, 1, 2), _RANGES)], ids=_ids)
+@pytest.mark.parametrize("target,n,type_", _product(_FOR_GROWING, (0, 1, 2), _RANGES), ids=_ids)
 def test_variable_type_growing_in_for(target, n, type_):
     assert_function_matches_eager(target, type_(n))
 
@@ -3004,3 +2989,27 @@ def test_dataset_nested_for_loops_dense(m):
                          ids=_ids)
 def test_dataset_nested_for(a, target):
     assert_function_matches_eager(target, _int_dataset(a))
+
+
+def pad_with_a_traced_constant(x, c):
+    return tfc.pad(x, [[1, 0], [2, 1]], constant_values=c)
+
+
+@pytest.mark.parametrize("x,c", [
+    (np.array([[1.0, np.inf], [3.0, -0.0]], np.float32), np.float32(7.5)),
+    (np.array([[1, 2]], np.int32), np.int32(-3)),
+], ids=["float", "int"])
+def test_pad_with_a_traced_constant_value(x, c):
+    assert_function_matches_eager(pad_with_a_traced_constant, tfc.constant(x), tfc.constant(c))
+    got = tfc.function(pad_with_a_traced_constant)(tfc.constant(x), tfc.constant(c)).numpy()
+    want = np.pad(x, [[1, 0], [2, 1]], constant_values=c)
+    assert got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True)
+
+
+def test_pad_with_a_traced_constant_value_gradient():
+    from tests.helpers import check_grad
+
+    def f(x, c):
+        return tfc.function(pad_with_a_traced_constant)(x, c) * tfc.constant([[1.0, 2.0, 3.0, 4.0, 5.0]], tfc.float64)
+
+    check_grad(f, np.array([[0.5, -1.5]]), np.array(2.0))

@@ -1142,12 +1142,31 @@ def _pad_grad(e, g):
     return [_unpad(g, x.shape, pairs, mode, _take_axis, pad)]
 
 
-@declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad, lower=_lower_pad,
-         attrs={"paddings": "ints", "mode": "str", "constant_values": "number"})
-def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
+def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with
     ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC).
-    A 0-d tensor (paddings ``[]``) is returned as it is, as in TensorFlow."""
+    A 0-d tensor (paddings ``[]``) is returned as it is, as in TensorFlow.
+    ``constant_values`` may be a traced scalar tensor (its value known only when the
+    function runs): the border is then selected from it."""
+    if isinstance(constant_values, Tensor) and constant_values.symbolic:
+        from tfc.ops.creation import ones_like
+        from tfc.ops.math import cast, where
+
+        if not (isinstance(mode, str) and mode.upper() == "CONSTANT"):
+            return _pad_op(tensor, paddings, mode, 0, name=name)  # the mirror modes ignore it
+
+        if constant_values.shape != ():
+            raise ValueError(f"pad: constant_values must be a scalar, got a tensor of shape {constant_values.shape}")
+        x = convert_to_tensor(tensor)
+        inside = cast(_pad_op(ones_like(x), paddings, mode, 0), dtypes.bool_)
+        return where(inside, _pad_op(x, paddings, mode, 0, name=name), cast(constant_values, x.dtype))
+    return _pad_op(tensor, paddings, mode, constant_values, name=name)
+
+
+@declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad, lower=_lower_pad, name="pad",
+         attrs={"paddings": "ints", "mode": "str", "constant_values": "number"})
+def _pad_op(tensor, paddings, mode="CONSTANT", constant_values=0):
+    """The pad op, with a Python number for ``constant_values``."""
     if isinstance(paddings, Tensor):
         paddings = paddings.numpy().tolist()
     try:
