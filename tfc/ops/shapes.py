@@ -1166,7 +1166,12 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
 @declare(kernel=_pad_kernel, infer=_pad_infer, grad=_pad_grad, lower=_lower_pad, name="pad",
          attrs={"paddings": "ints", "mode": "str", "constant_values": "number"})
 def _pad_op(tensor, paddings, mode="CONSTANT", constant_values=0):
-    """The pad op, with a Python number for ``constant_values``."""
+    """``tensor`` padded by ``paddings[i] = (before, after)`` on each axis i, with
+    ``constant_values`` (CONSTANT) or a mirror of the edge (REFLECT, SYMMETRIC).
+    A 0-d tensor (paddings ``[]``) is returned as it is, as in TensorFlow.
+
+    The op itself: ``constant_values`` a Python number (its attribute); ``pad``
+    takes a traced tensor too."""
     if isinstance(paddings, Tensor):
         paddings = paddings.numpy().tolist()
     try:
