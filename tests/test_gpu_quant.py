@@ -8,6 +8,8 @@ bit-identical; every kernel assembled by ptxas for sm_80 and sm_90 within budget
 digits MLP and the example's CNN quantized end to end on the simulator."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -166,8 +168,10 @@ def test_kernels_assemble_within_budget():
     xf = RNG.standard_normal((5, 1030)).astype(np.float32)
     m = lower(l3_of(fn, xf))
     text = str(m)
-    # the main loop's and the odd-K tail's, per matmul (1030 = 4 * 257 + 2) and per conv (5 channels = 4 + 1)
-    assert text.count("tgpu.dp4a") == 6
+    # one per matmul (on words packed beforehand: x and w, per matmul), and per conv the channel loop's
+    # and the tail's (5 channels = 4 + 1)
+    assert text.count("tgpu.dp4a") == 4 and len(re.findall(r"gpu\.func @k\d+_pack_int8", text)) == 4
+    assert text.count("loops.alloc : memref<5x258xi32>") == 1 and text.count("loops.alloc : memref<9x258xi32>") == 1
     check_budgets(m)
 
 

@@ -4,9 +4,10 @@
 // The quantized ops (tfc/passes/gpu_quant_library.py): they allocate their
 // results (no kernel_into), so each gets a fresh device buffer (loops.alloc)
 // and a kernel launched into it. quantize: divide, round half to even, add the
-// zero point, clip, int8. quantized_matmul: the accumulator starts at bias[n];
-// four int8 codes of x's row and w's column packed into an i32 each (byte j =
-// k + j) and summed by tgpu.dp4a, the K % 4 = 2 tail packing two bytes; then
+// zero point, clip, int8. quantized_matmul: x's rows and w's columns packed
+// four int8 codes to an i32 word (byte j = k + j; K = 6: the second word's two
+// last bytes 0) into fresh buffers by two pack kernels; then per result the
+// accumulator starts at bias[n], one tgpu.dp4a per pair of words; then
 // float32(acc) * multiplier (one for all here: no channel index), + zero point,
 // round, clip to [zero point, 127] (relu), int8.
 func.func @q(%x: memref<3x6xf32>, %arena: memref<0xi8>) -> memref<3x5xi8> {
@@ -29,16 +30,20 @@ func.func @q(%x: memref<3x6xf32>, %arena: memref<0xi8>) -> memref<3x5xi8> {
 // CHECK-NEXT:    %[[Q:.*]] = arith.trunci %[[I]] : i32 to i8
 // CHECK:         tgpu.store %[[Q]], %{{.*}}[%{{.*}}] : !tgpu.ptr<i8, global>, i32
 
-// CHECK:       gpu.func @k1_quantized_matmul_f32(%{{.*}}: !tgpu.ptr<i8, global>, %{{.*}}: !tgpu.ptr<i8, global>, %{{.*}}: !tgpu.ptr<i32, global>, %[[MULT:.*]]: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<i8, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "matmul", tgpu.index = "i32"} {
+// CHECK:       gpu.func @k1_pack_int8_f32(%{{.*}}: !tgpu.ptr<i8, global>, %{{.*}}: !tgpu.ptr<i32, global>) kernel
+// CHECK-COUNT-4: arith.extui %{{.*}} : i8 to i32
+// CHECK:         tgpu.store %{{.*}}, %{{.*}}[%{{.*}}] : !tgpu.ptr<i32, global>, i32
+// CHECK:       gpu.func @k2_pack_int8_f32(
+
+// CHECK:       gpu.func @k3_quantized_matmul_f32(%{{.*}}: !tgpu.ptr<i32, global>, %{{.*}}: !tgpu.ptr<i32, global>, %{{.*}}: !tgpu.ptr<i32, global>, %[[MULT:.*]]: !tgpu.ptr<f32, global>, %{{.*}}: !tgpu.ptr<i8, global>) kernel attributes {{[{]}}gpu.known_block_size = array<i32: 256, 1, 1>, tgpu.kind = "matmul", tgpu.index = "i32"} {
 // CHECK:         %[[BIAS:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<i32, global>, i32
 // CHECK:         %[[ACC:.*]] = scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[A:.*]] = %[[BIAS]]) -> (i32) : i32 {
-// CHECK-COUNT-8:   arith.extui %{{.*}} : i8 to i32
-// CHECK:           %[[S:.*]] = tgpu.dp4a %{{.*}}, %{{.*}}, %[[A]] : i32
+// CHECK:           %[[XW:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<i32, global>, i32
+// CHECK:           %[[WW:.*]] = tgpu.load %{{.*}}[%{{.*}}] {nc} : !tgpu.ptr<i32, global>, i32
+// CHECK-NEXT:      %[[S:.*]] = tgpu.dp4a %[[XW]], %[[WW]], %[[A]] : i32
 // CHECK-NEXT:      scf.yield %[[S]] : i32
 // CHECK:         }
-// CHECK-COUNT-4: arith.extui %{{.*}} : i8 to i32
-// CHECK:         %[[T:.*]] = tgpu.dp4a %{{.*}}, %{{.*}}, %[[ACC]] : i32
-// CHECK-NEXT:    %[[F:.*]] = arith.sitofp %[[T]] : i32 to f32
+// CHECK-NEXT:    %[[F:.*]] = arith.sitofp %[[ACC]] : i32 to f32
 // CHECK-NEXT:    %[[M:.*]] = tgpu.load %[[MULT]][%{{.*}}] {nc} : !tgpu.ptr<f32, global>, i32
 // CHECK-NEXT:    %[[RE:.*]] = arith.mulf %[[F]], %[[M]] : f32
 // CHECK-NEXT:    arith.addf %[[RE]], %{{.*}} : f32
@@ -51,8 +56,13 @@ func.func @q(%x: memref<3x6xf32>, %arena: memref<0xi8>) -> memref<3x5xi8> {
 // CHECK:       func.func @q(
 // CHECK:         %[[Q0:.*]] = loops.alloc : memref<3x6xi8>
 // CHECK:         tgpu.launch @k0_quantize_f32 {{.*}} args(%x, %[[Q0]] : memref<3x6xf32>, memref<3x6xi8>)
+// CHECK:         %[[W:.*]] = loops.constant {{.*}} -> memref<6x5xi8>
+// CHECK:         %[[XP:.*]] = loops.alloc : memref<3x2xi32>
+// CHECK:         tgpu.launch @k1_pack_int8_f32 {{.*}} args(%[[Q0]], %[[XP]] : memref<3x6xi8>, memref<3x2xi32>)
+// CHECK:         %[[WP:.*]] = loops.alloc : memref<5x2xi32>
+// CHECK:         tgpu.launch @k2_pack_int8_f32 {{.*}} args(%[[W]], %[[WP]] : memref<6x5xi8>, memref<5x2xi32>)
 // CHECK:         %[[Q1:.*]] = loops.alloc : memref<3x5xi8>
-// CHECK:         tgpu.launch @k1_quantized_matmul_f32 {{.*}} args(%[[Q0]], %{{.*}}, %{{.*}}, %{{.*}}, %[[Q1]] :
+// CHECK:         tgpu.launch @k3_quantized_matmul_f32 {{.*}} args(%[[XP]], %[[WP]], %{{.*}}, %{{.*}}, %[[Q1]] :
 // CHECK:         func.return %[[Q1]] : memref<3x5xi8>
 
 // ERR: no GPU kernel for quantized_conv2d of memref<3x6xi8>, memref<6x5xi8>, memref<3x5xi8> yet

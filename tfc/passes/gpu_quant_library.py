@@ -8,12 +8,15 @@ the quantized conv2d and weight-only conv2d as well.
 - quantize: ``x / scale`` in x's float dtype, rounded half to even, plus the
   zero point, clipped to [-128, 127] (NaN-propagating, as numpy's clip) and
   converted to int8: the numpy kernel's operations one by one, bit-identical.
-- quantized_matmul: the int32 accumulator starts at ``bias[n]``; the int8
-  codes of a row of x and a column of w are packed four to a 32-bit word
-  (byte j of a word is k = 4i + j; the last word of an odd K padded with zero
-  bytes) and accumulated by ``tgpu.dp4a`` (PTX ``dp4a.s32.s32``). int32
-  addition wraps, so the order does not matter: the accumulator is the exact
-  ``x @ w + bias`` modulo 2**32, as numpy's int32 arithmetic. The epilogue is
+- quantized_matmul: two small kernels first pack x's rows and w's columns
+  four int8 codes to a 32-bit word into fresh buffers ([M, ceil(K/4)] and
+  [N, ceil(K/4)] i32; byte j of word i is k = 4i + j, the last word of a K
+  not a multiple of 4 padded with zero bytes: O(M K + K N) work); then per
+  result the int32 accumulator starts at ``bias[n]`` and takes one
+  ``tgpu.dp4a`` (PTX ``dp4a.s32.s32``) per pair of words: two 32-bit loads
+  per four products. int32 addition wraps, so the order does not matter: the
+  accumulator is the exact ``x @ w + bias`` modulo 2**32, as numpy's int32
+  arithmetic. The epilogue is
   numpy's ``requantize`` operation for operation (float32(acc) * multiplier,
   then relu as max(., 0) for a float32 result; else + zero point, round half
   to even, clip to [zero point if relu else -128, 127], int8): bit-identical.
@@ -31,9 +34,10 @@ from __future__ import annotations
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i32
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, MemRefType, i32
 
 from tfc.dialects import gpu as G
+from tfc.dialects import loops as L
 from tfc.passes import gpu_builder as B
 from tfc.passes.gpu_nn_library import (
     _attrs, _clamp, _conv_params, _finish, _Frame, _inside, _opaque, _tap_loop, _window_pos,
@@ -95,24 +99,57 @@ def _packed(kb, load, k0, count):
     return word
 
 
+def _pack_rows(namer, src, rows_first: bool):
+    """A fresh i32 buffer [R, ceil(K / 4)] (``loops.alloc``: tfc-lower-gpu puts it
+    in the host function) and the launch that fills it with the int8 codes of
+    ``src`` packed four to a word along K: src [R, K] (``rows_first``) or
+    [K, R] (a matmul's w, read down its columns); the last word zero-padded."""
+    shape = tuple(src.type.get_shape())
+    r_dim, k_dim = (0, 1) if rows_first else (1, 0)
+    R, K = shape[r_dim], shape[k_dim]
+    packed = L.AllocOp(MemRefType(i32, [R, -(-K // 4)]))
+    fr = _Frame(namer, "pack_int8", [src], packed.result, "elementwise", Float32Type())
+
+    def body(kb, dg):
+        r, k4 = dg
+        k0 = kb.mul(k4, kb.i(4))
+
+        def code(k):
+            ok = kb.cmpi("slt", k, kb.i(K))
+            digits = [None, None]
+            digits[r_dim], digits[k_dim] = r, _clamp(kb, ok, k)
+            return kb.select(ok, kb.load(fr.ptrs[0], fr.at(0, digits), nc=True)[0], kb.c(0, _I8))
+        return _packed(kb, code, k0, 4)
+    return packed.result, _finish(fr, body)
+
+
 def quantized_matmul(namer, op):
+    """x's rows and w's columns packed into words first (two small kernels,
+    O(M K + K N)), then one thread per result: a dp4a per pair of words."""
     x, w, bias, mult = op.ins
     (out,) = op.outs
     _check_int8("quantized_matmul", [x, w])
-    fr = _Frame(namer, "quantized_matmul", [x, w, bias, mult], out, "matmul", Float32Type())
-    K = fr.shapes[0][1]
+    M, K = (int(d) for d in x.type.get_shape())
+    if M * int(out.type.get_shape()[1]) == 0:
+        return []
+    if K == 0:  # nothing to pack: the bias alone, requantized
+        fr = _Frame(namer, "quantized_matmul", [x, w, bias, mult], out, "matmul", Float32Type())
+        return _finish(fr, lambda kb, dg: _requantize(kb, fr, fr.load(2, [dg[1]]), dg[1], op))
+    xp, x_launches = _pack_rows(namer, x, True)
+    wp, w_launches = _pack_rows(namer, w, False)
+    fr = _Frame(namer, "quantized_matmul", [xp, wp, bias, mult], out, "matmul", Float32Type())
+    words = fr.shapes[0][1]
 
     def body(kb, dg):
         m, n = dg
 
-        def xk(k):
-            return kb.load(fr.ptrs[0], fr.at(0, [m, k]), nc=True)[0]
-
-        def wk(k):
-            return kb.load(fr.ptrs[1], fr.at(1, [k, n]), nc=True)[0]
-        acc = _dp4a_sum(kb, xk, wk, K, fr.load(2, [n]))
+        def step(k4, acc):
+            xw = kb.load(fr.ptrs[0], fr.at(0, [m, k4]), nc=True)[0]
+            ww = kb.load(fr.ptrs[1], fr.at(1, [n, k4]), nc=True)[0]
+            return [kb.emit(G.Dp4aOp(xw, ww, acc))]
+        acc = kb.for_(kb.i(0), _opaque(kb, words), kb.i(1), step, [fr.load(2, [n])])[0]
         return _requantize(kb, fr, acc, n, op)
-    return _finish(fr, body)
+    return x_launches + w_launches + _finish(fr, body)
 
 
 def _requantize(kb, fr, acc, n, op):

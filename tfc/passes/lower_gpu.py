@@ -1694,6 +1694,9 @@ class _Lowering:
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
             for kernel, grid, block, args in table[name](self.name, op):
+                # a library's scratch buffer (the quantized matmul's packed words) goes on the host first
+                ops += [a.owner for a in args if isinstance(a.owner, L.AllocOp) and a.owner.parent is None
+                        and a.owner not in ops]
                 self.kernels.append(kernel)
                 ops += self.launch(kernel, grid, args, block)
             return ops
@@ -1733,7 +1736,7 @@ class _Lowering:
             into.erase()
         for r, a in zip(op.results, allocs):
             r.replace_all_uses_with(a.result)
-        return allocs + ops
+        return [a for a in allocs if a not in ops] + ops  # (library puts the allocs its launches use first)
 
     def random(self, op):
         """A random op's kernel (tfc/passes/gpu_random.py) and its key and
