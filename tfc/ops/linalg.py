@@ -24,20 +24,35 @@ def blas_ready(a):
     return np.ascontiguousarray(a)
 
 
+def _one_gemm(a, b, transpose_a):
+    """Does ``a @ b`` run as one GEMM over ``a``'s rows? A [..., M, K] tensor
+    (C-contiguous, not transposed) times a 2-D weight: its rows flattened are
+    one [batch*M, K] matrix, and one large GEMM is about twice as fast as
+    numpy's batched loop of small ones (the same bits: BLAS sums each row's
+    dot products in the same order either way)."""
+    return (a.ndim > 2 and b.ndim == 2 and not transpose_a and a.flags.c_contiguous
+            and a.dtype.kind in "fc")
+
+
 def _matmul_kernel(a, b, transpose_a, transpose_b):
-    if transpose_a:
-        a = np.swapaxes(a, -1, -2)
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
+    if _one_gemm(a, b, transpose_a):
+        return np.matmul(a.reshape(-1, a.shape[-1]), blas_ready(b)).reshape(a.shape[:-1] + b.shape[-1:])
+    if transpose_a:
+        a = np.swapaxes(a, -1, -2)
     return np.matmul(blas_ready(a), blas_ready(b))
 
 
 def _matmul_into(a, b, out, transpose_a, transpose_b):
     """The product written into ``out`` (BLAS writes it there: eager's bits)."""
-    if transpose_a:
-        a = np.swapaxes(a, -1, -2)
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
+    if _one_gemm(a, b, transpose_a) and out.flags.c_contiguous:
+        np.matmul(a.reshape(-1, a.shape[-1]), blas_ready(b), out=out.reshape(-1, out.shape[-1]))
+        return
+    if transpose_a:
+        a = np.swapaxes(a, -1, -2)
     np.matmul(blas_ready(a), blas_ready(b), out=out)
 
 
@@ -77,7 +92,14 @@ def _matmul_grad(e, g):
             ga = matmul(b, g, transpose_a=tb, transpose_b=True)
         ga = unbroadcast(ga, a, [b.shape[:-2] + (1, 1)])  # the matrix axes never broadcast
     if e.needs_grad(1):
-        if not tb:
+        k, n = (b.shape[-1], b.shape[-2]) if tb else b.shape[-2:]
+        if b.ndim == 2 and a.ndim > 2 and not ta and k is not None and n is not None:
+            from tfc.ops.shapes import reshape
+
+            # a 2-D weight: one GEMM over the flattened batch, not a batched product and a sum
+            a2, g2 = reshape(a, (-1, k)), reshape(g, (-1, n))
+            gb = matmul(a2, g2, transpose_a=True) if not tb else matmul(g2, a2, transpose_a=True)
+        elif not tb:
             gb = matmul(a, g, transpose_a=not ta)
         else:
             gb = matmul(g, a, transpose_a=True, transpose_b=ta)
