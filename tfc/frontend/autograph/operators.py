@@ -885,7 +885,8 @@ def list_append(lst, x, name, line):
     if isinstance(lst, list):
         if _LOOP_DEPTH[0] and STATE.builder is not None and id(lst) not in _ELEMENT_TYPES:
             raise ValueError(
-                f"list {name!r} is appended to inside a tensor loop or `if` at line {line}; declare its element type "
+                f"list {name!r} is appended to inside a tensor loop or `if` at line {line}: cannot stack a list "
+                f"without knowing its element type; use set_element_type to annotate it: declare its element type "
                 f"first with tfc.autograph.set_element_type({name}, dtype)")
         lst.append(x)
         return lst
