@@ -67,6 +67,12 @@ _BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": fl
 _BY_IR = {d.ir_name: d for d in ALL}
 
 
+class PrecisionWarning(UserWarning):
+    """An op's result is wider than its tensors because of a numpy scalar
+    (``float32 tensor * np.sqrt(2.0)`` is float64 under NumPy 2's promotion):
+    issued once per user line, naming the op and the line."""
+
+
 def from_numpy(np_dtype) -> DType:
     """The tfc dtype of a numpy dtype; TypeError naming the supported ones otherwise."""
     try:

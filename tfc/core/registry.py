@@ -321,6 +321,8 @@ def convert_inputs(op: OpDef, inputs) -> list:
         values = [out[i] for i in weak]
         if strong:
             dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *values))
+            if any(isinstance(v, np.generic) for v in values):
+                _warn_if_numpy_scalar_widens(op, strong, values, dt)
         else:  # only Python scalars: the default float if any is a float
             kinds = {dtypes.default_dtype_of(v) for v in values}
             dt = next(d for d in (dtypes.float32, dtypes.int64, dtypes.int32, dtypes.bool_) if d in kinds)
@@ -335,6 +337,32 @@ def convert_inputs(op: OpDef, inputs) -> list:
             if out[i].dtype != common:
                 out[i] = cast(out[i], common)
     return out
+
+
+def _warn_if_numpy_scalar_widens(op: OpDef, strong, values, dt: dtypes.DType) -> None:
+    """A numpy float64 scalar (a subclass of float, so it arrives here as a
+    weak number) is strong under NumPy 2 and widens a float32 tensor to float64:
+    the result keeps NumPy's dtype, but a PrecisionWarning at the user's line
+    says so, since one such scalar quietly turns a whole model into float64."""
+    as_python = [v.item() if isinstance(v, np.generic) else v for v in values]
+    weak_dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *as_python))
+    if dt == weak_dt:
+        return
+    import warnings
+
+    scalar = next(v for v in values if isinstance(v, np.generic))
+    f = sys._getframe(1)
+    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE + os.sep)
+                             or f.f_code.co_filename.startswith("<frozen")):
+        f = f.f_back
+    message = (f"{op.name}: the numpy {scalar.dtype} scalar {scalar!r} widens a {weak_dt.name} tensor to {dt.name} "
+               f"(NumPy 2 promotion); write float(...) to keep {weak_dt.name}, or make it a tensor of the dtype "
+               "you want")
+    if f is None:
+        warnings.warn(message, dtypes.PrecisionWarning, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, dtypes.PrecisionWarning, f.f_code.co_filename, f.f_lineno,
+                               module=f.f_globals.get("__name__"), registry=f.f_globals.setdefault("__warningregistry__", {}))
 
 
 def _weak_constant(op: OpDef, value, dt: dtypes.DType) -> Tensor:
