@@ -16,6 +16,7 @@ import tempfile
 import numpy as np
 
 import tfc
+from tfc.core import progress
 
 
 class MLP(tfc.Module):
@@ -81,6 +82,8 @@ def train(epochs=30, batch_size=32, learning_rate=0.01, seed=0, verbose=True, ex
     model(tfc.constant(x_train[:1]))  # build the lazy layers
     optimizer = tfc.optimizers.Adam(learning_rate)
     rng = np.random.default_rng(seed)
+    # on a terminal a progress bar shows the epochs (loss and accuracy beside it); elsewhere a line each
+    bar = progress.bar("train", total=epochs, unit="epoch", quiet=not verbose)
     for epoch in range(epochs):
         order = rng.permutation(len(x_train))
         losses = []
@@ -90,7 +93,12 @@ def train(epochs=30, batch_size=32, learning_rate=0.01, seed=0, verbose=True, ex
             loss = optimizer.minimize(lambda: loss_fn(model, x, y), model.trainable_variables)
             losses.append(float(loss))
         if verbose:
-            print(f"epoch {epoch + 1:3d}  loss {np.mean(losses):.4f}  test accuracy {accuracy(model, x_test, y_test):.4f}")
+            loss, test_acc = float(np.mean(losses)), accuracy(model, x_test, y_test)
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.4f}", accuracy=f"{test_acc:.4f}")
+            if not progress.enabled():
+                print(f"epoch {epoch + 1:3d}  loss {loss:.4f}  test accuracy {test_acc:.4f}")
+    bar.close()
     acc = accuracy(model, x_test, y_test)
 
     with tempfile.TemporaryDirectory() as tmp:
