@@ -514,8 +514,8 @@ class FunctionBuilder:
             branches.append((block, res, caps))
         (tb, tres, tcaps), (fb, fres, fcaps) = branches
         if nest.structure_signature(tres) != nest.structure_signature(fres):
-            raise ValueError(f"{_where()}: tfc.cond: true_fn and false_fn return different structures: "
-                             f"{nest.structure_signature(tres)} and {nest.structure_signature(fres)}")
+            raise ValueError(f"{_where()}: tfc.cond: true_fn and false_fn must return the same nested structure, "
+                             f"got {nest.structure_signature(tres)} and {nest.structure_signature(fres)}")
         tleaves, fleaves = nest.flatten(tres), nest.flatten(fres)
         flats = []
         for block, leaves, other, what in ((tb, tleaves, fleaves, "true_fn"), (fb, fleaves, tleaves, "false_fn")):
