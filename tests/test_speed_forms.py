@@ -1,11 +1,13 @@
 """The faster forms of issue 22: a [..., M, K] @ [K, N] product as one GEMM
 (same bits as numpy's batched matmul), its weight gradient as one GEMM over the
-flattened batch, eager == compiled bit for bit, gradients by finite differences."""
+flattened batch, the scatter-adds through numpy's flat np.add.at (np.add.at's
+bits); eager == compiled bit for bit, gradients by finite differences."""
 import numpy as np
 import pytest
 
 import tfc
 from helpers import check_grad
+from tfc.ops.scatter import unsorted_segment_sum
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -48,3 +50,38 @@ def test_weight_gradient_eager_equals_compiled(tb):
     g = 2 * np.matmul(a.astype(np.float64), (b.T if tb else b).astype(np.float64))
     gw = np.einsum("bmk,bmn->kn", a.astype(np.float64), g)
     np.testing.assert_allclose(eager[1], gw.T if tb else gw, rtol=2e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_gather_gradient_is_np_add_at_eager_and_compiled(axis):
+    """Gather's gradient adds rows through numpy's flat np.add.at path: the
+    bits of np.add.at on the rows (each element summed in index order), eager
+    and compiled alike."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((7, 5, 6)).astype(np.float32)
+    ids = rng.integers(0, table.shape[axis], (40, 3)).astype(np.int32)
+    g = (rng.standard_normal(np.take(table, ids, axis=axis).shape) * 10.0 ** rng.integers(-3, 4, 1)).astype(np.float32)
+    want = np.zeros_like(table)
+    a = axis % table.ndim
+    np.add.at(want, (slice(None),) * a + (ids,), g)
+
+    def grad(t, i, upstream):
+        with tfc.GradientTape() as tape:
+            tape.watch(t)
+            y = tfc.reduce_sum(tfc.gather(t, i, axis=axis) * upstream)
+        return tape.gradient(y, t)
+
+    args = tfc.constant(table), tfc.constant(ids), tfc.constant(g)
+    assert np.array_equal(grad(*args).numpy(), want)
+    assert np.array_equal(tfc.function(grad)(*args).numpy(), want)
+
+
+def test_segment_sum_is_np_add_at():
+    rng = np.random.default_rng(4)
+    data = rng.standard_normal((30, 4, 3)).astype(np.float32) * 1e3
+    ids = rng.integers(-1, 5, 30).astype(np.int64)
+    want = np.zeros((5, 4, 3), np.float32)
+    np.add.at(want, ids[ids >= 0], data[ids >= 0])
+    f = lambda d, i: unsorted_segment_sum(d, i, 5)  # noqa: E731
+    assert np.array_equal(f(tfc.constant(data), tfc.constant(ids)).numpy(), want)
+    assert np.array_equal(tfc.function(f)(tfc.constant(data), tfc.constant(ids)).numpy(), want)

@@ -3,7 +3,8 @@ gradient), their declarations and their lowering to L3.
 
 A scatter-add is a sum (the reduction family, not data movement): several
 positions of the input add into one element of the result. Eagerly each adds
-with ``np.add.at`` into zeros, position by position in row-major order. Their
+with ``np.add.at`` into zeros (on flat positions: ``scatter_add_rows``), position
+by position in row-major order. Their
 lowering (``lower=``, tfc/passes/lower_loops.py) writes:
 
 - the check of the indices, a reduction into a planned 0-d flag whose error
@@ -20,6 +21,8 @@ atomically on one that runs iterations concurrently (a GPU: float sums then
 differ by rounding, the reduction family's tolerance)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tfc.core import dtypes
@@ -30,6 +33,20 @@ from tfc.ops import _infer as inf
 from tfc.ops.shapes import (
     _bad_index_flag, _dims_agree, _gather_infer, _wrap_index_kernel, check_flag_temps, expand_dims, gather, reshape,
 )
+
+
+def scatter_add_rows(out, ids, rows):
+    """``out[ids[i]] += rows[i]`` for each i in order (``out`` C-contiguous,
+    ``ids`` 1-D and in range, ``rows[i]`` of ``out[0]``'s shape): np.add.at's
+    bits (each element sums its contributions in the order of i), through
+    numpy's fast 1-D path on flat positions: 0.25 ms where np.add.at on the
+    rows takes 0.85 (2048 ids into 65 rows of 64), as the numpy backend's
+    ``add_at`` adds (eager == compiled bit for bit). Sorting the ids for
+    np.add.reduceat is no faster (0.26 ms; 0.88 vs 0.50 ms for 4096 ids into
+    1000 rows) and sums pairwise, not in order."""
+    width = math.prod(out.shape[1:])
+    flat = ids.astype(np.intp, copy=False)[:, None] * width + np.arange(width, dtype=np.intp)
+    np.add.at(out.reshape(-1), flat.reshape(-1), np.ascontiguousarray(rows, out.dtype).reshape(-1))
 
 
 def _scatter(b, out, values, vmap, shape, index, mask=None):
@@ -65,10 +82,13 @@ def _gather_grad_like_kernel(g, indices, like, axis):
     # Python-style indices, as x[i] takes them (wrap_index: its IndexError outside [-n, n)),
     # so that the static form (wrap_index, then unsorted_segment_sum) means the same
     indices = _wrap_index_kernel(indices, like, a)
-    out = np.zeros(like.shape, g.dtype)
-    # rows added in the order of the indices, as unsorted_segment_sum adds them
-    np.add.at(out, (slice(None),) * a + (indices,), g)
-    return out
+    # rows added in the order of the indices, as unsorted_segment_sum adds them: along
+    # axis 0 of like with ``axis`` moved to the front, then moved back
+    q, rest = indices.ndim, like.shape[:a] + like.shape[a + 1:]
+    out = np.zeros((like.shape[a],) + rest, g.dtype)
+    rows = np.moveaxis(g, tuple(range(a, a + q)), tuple(range(q))).reshape((indices.size,) + rest)
+    scatter_add_rows(out, indices.reshape(-1), rows)
+    return out if a == 0 else np.ascontiguousarray(np.moveaxis(out, 0, a))
 
 
 def _gather_grad_like_static(op):
@@ -160,7 +180,7 @@ def _segment_sum_kernel(data, ids, num_segments):
     if ids.size and ids.max() >= num_segments:
         raise InvalidArgumentError(f"unsorted_segment_sum: segment id {ids.max()} is out of range [0, {num_segments})")
     keep = ids >= 0  # negative ids are dropped, as in TensorFlow
-    np.add.at(out, ids[keep], data[keep])
+    scatter_add_rows(out, ids[keep], data[keep])
     return out
 
 

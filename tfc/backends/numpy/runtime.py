@@ -184,8 +184,9 @@ def add_at(dest, index, value, mask, shape):
     its contributions in that order: eager's scatter-adds' bits). ``index``
     holds one integer array (or scalar) per dim of ``dest``, broadcasting
     against ``shape``. Into a contiguous ``dest`` the indices become flat ones
-    and the adds one 1-D np.add.at (numpy's fast path: 0.7 ms where eager's
-    2-D call takes 1.8, [4096, 64] rows into 1000 segments)."""
+    and the adds one 1-D np.add.at (numpy's fast path, which eager's
+    tfc.ops.scatter.scatter_add_rows takes too: 0.5 ms where a 2-D np.add.at
+    takes 1.7, [4096, 64] rows into 1000 segments)."""
     shape = tuple(shape)
     n = math.prod(shape)
     if mask is not None and (mask.all() if isinstance(mask, np.ndarray) else np.all(mask)):
