@@ -1,6 +1,8 @@
 """Linear algebra."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tfc.core.dtypes import NUMERIC
@@ -34,11 +36,16 @@ def _one_gemm(a, b, transpose_a):
             and a.dtype.kind in "fc")
 
 
+def _rows(a):
+    """``a`` as one matrix of its rows (a view: ``a`` is C-contiguous)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
 def _matmul_kernel(a, b, transpose_a, transpose_b):
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
     if _one_gemm(a, b, transpose_a):
-        return np.matmul(a.reshape(-1, a.shape[-1]), blas_ready(b)).reshape(a.shape[:-1] + b.shape[-1:])
+        return np.matmul(_rows(a), blas_ready(b)).reshape(a.shape[:-1] + b.shape[-1:])
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     return np.matmul(blas_ready(a), blas_ready(b))
@@ -49,7 +56,7 @@ def _matmul_into(a, b, out, transpose_a, transpose_b):
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
     if _one_gemm(a, b, transpose_a) and out.flags.c_contiguous:
-        np.matmul(a.reshape(-1, a.shape[-1]), blas_ready(b), out=out.reshape(-1, out.shape[-1]))
+        np.matmul(_rows(a), blas_ready(b), out=_rows(out))
         return
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
@@ -93,7 +100,7 @@ def _matmul_grad(e, g):
         ga = unbroadcast(ga, a, [b.shape[:-2] + (1, 1)])  # the matrix axes never broadcast
     if e.needs_grad(1):
         k, n = (b.shape[-1], b.shape[-2]) if tb else b.shape[-2:]
-        if b.ndim == 2 and a.ndim > 2 and not ta and k is not None and n is not None:
+        if b.ndim == 2 and a.ndim > 2 and not ta and k and n:  # (known and non-zero: reshape's -1)
             from tfc.ops.shapes import reshape
 
             # a 2-D weight: one GEMM over the flattened batch, not a batched product and a sum
