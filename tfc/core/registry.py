@@ -362,7 +362,8 @@ def _warn_if_numpy_scalar_widens(op: OpDef, strong, values, dt: dtypes.DType) ->
         warnings.warn(message, dtypes.PrecisionWarning, stacklevel=2)
     else:
         warnings.warn_explicit(message, dtypes.PrecisionWarning, f.f_code.co_filename, f.f_lineno,
-                               module=f.f_globals.get("__name__"), registry=f.f_globals.setdefault("__warningregistry__", {}))
+                               module=f.f_globals.get("__name__"),
+                               registry=f.f_globals.setdefault("__warningregistry__", {}))
 
 
 def _weak_constant(op: OpDef, value, dt: dtypes.DType) -> Tensor:
