@@ -37,7 +37,9 @@ class CompileError(RuntimeError):
 
 
 # tfc.errors shows the error types only (_quiet_numpy_warnings is tfc's own)
-__all__ = ["InvalidArgumentError", "AssertionFailedError", "UnavailableError", "CompileError"]
+from tfc.core.dtypes import PrecisionWarning  # noqa: E402  (a warning users filter: tfc.errors' name for it)
+
+__all__ = ["InvalidArgumentError", "AssertionFailedError", "UnavailableError", "CompileError", "PrecisionWarning"]
 
 
 def __dir__():
