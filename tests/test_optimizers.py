@@ -91,6 +91,7 @@ def test_clip_by_global_norm_matches_tensorflow_s_definition(rng):
     for clip in (norm / 3, norm * 2):
         clipped, got_norm = tfc.clip_by_global_norm([tfc.constant(a), None, tfc.constant(b)], clip)
         assert clipped[1] is None
+        assert clipped[0].dtype == tfc.float32  # a numpy float64 clip_norm keeps the tensors' dtype
         np.testing.assert_allclose(float(got_norm), norm, rtol=1e-6)
         scale = clip / max(norm, clip)
         np.testing.assert_allclose(clipped[0].numpy(), a * scale, rtol=1e-5)

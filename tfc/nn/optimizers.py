@@ -286,6 +286,8 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None):
     if isinstance(t_list, (Tensor, np.ndarray)) or not hasattr(t_list, "__iter__"):
         raise TypeError("clip_by_global_norm: t_list must be a sequence of tensors")
     t_list = list(t_list)
+    if isinstance(clip_norm, np.generic):  # a number in the tensors' dtype, as TensorFlow takes it
+        clip_norm = clip_norm.item()
     if isinstance(clip_norm, (int, float)) and not clip_norm > 0:
         raise ValueError(f"clip_by_global_norm: clip_norm must be > 0, got {clip_norm!r}")
     norm = global_norm(t_list) if use_norm is None else convert_to_tensor(use_norm)
