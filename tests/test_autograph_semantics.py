@@ -496,14 +496,6 @@ def index_changing_in_python_loop(n):
     return lst
 
 
-def key_and_value_in_for(n):
-    totals = {"even": 0, "odd": 0}
-    key = "even"
-    for i in range(n):
-        totals[key] = totals[key] + i
-    return totals
-
-
 class _Keys:
     k = "a"
 
@@ -561,7 +553,7 @@ def key_call_in_while(n):
 
 
 KEY_PROGRAMS = [key_dict_in_for, key_list_in_while, key_dict_in_if, key_nested_in_if, key_attr_item_in_while,
-                index_changing_in_python_loop, key_and_value_in_for, key_attribute_in_while,
+                index_changing_in_python_loop, key_attribute_in_while,
                 key_expression_in_while, key_tuple_in_for, key_slice_in_while, key_call_in_if, key_call_in_while]
 
 
