@@ -181,17 +181,6 @@ def sample(model, vocab, prompt: str, length: int, seed: int = 0, temperature: f
     return vocab.decode(ids)
 
 
-def summary_writer(logdir):
-    """tfc.summary's writer for ``logdir`` (None: no logging, or no tfc.summary)."""
-    if logdir is None:
-        return None
-    summary = getattr(tfc, "summary", None)
-    if summary is None:
-        print("tfc.summary is not available: no TensorBoard log")
-        return None
-    return summary.create_file_writer(logdir)
-
-
 def train(steps=2000, mode="compiled", batch_size=32, learning_rate=3e-3, seed=0, logdir=None,
           checkpoint=None, sample_length=200, verbose=True, quiet=False):
     """Train; returns {"losses": [...], "sample": text, "checkpoint": path}."""
@@ -201,7 +190,7 @@ def train(steps=2000, mode="compiled", batch_size=32, learning_rate=3e-3, seed=0
     model = MODEL if seed == 0 else GPT(len(vocab), seed=seed)
     optimizer = tfc.optimizers.Adam(learning_rate)
     step_fn = make_train_step(model, optimizer, compiled=(mode == "compiled"))
-    writer = summary_writer(logdir)
+    writer = None if logdir is None else tfc.summary.create_file_writer(logdir)
     losses = []
     progress = bar(desc=f"training ({mode})", total=steps, unit="step", quiet=quiet or not verbose)
     with progress:

@@ -89,7 +89,6 @@ def test_transformer_example_eager_equals_compiled(lm):
     assert eager["losses"] == compiled["losses"]
 
 
-@pytest.mark.skipif(not hasattr(tfc, "summary"), reason="tfc.summary has not landed")
 def test_transformer_example_tensorboard_log(lm, tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
