@@ -214,61 +214,38 @@ def record_passes(conc) -> tuple:
     return recorder.steps, note
 
 
-def _memref_size(v) -> tuple | None:
-    """(elements, bytes) of a memref value, None where its shape is known at run time."""
-    import numpy as np
-
-    from tfc.dialects.tensor import dtype_of
-
-    shape = v.type.get_shape()
-    if any(d < 0 for d in shape):
-        return None
-    n = int(np.prod(shape, dtype=np.int64))
-    return n, n * np.dtype(dtype_of(v.type.element_type).name).itemsize
-
-
 def kernels(f3, with_code: bool) -> list:
     """The kernels, library calls and copies of the L3 function ``f3`` in program
-    order; ``with_code``: each with the lines of its generated numpy code."""
-    from xdsl.dialects.builtin import MemRefType
-
+    order, each with the profiler's measure of it (the sites of the numpy
+    backend's profiling variant, as ``tfc compile --profile`` counts them: the
+    largest array, every array's bytes once); ``with_code``: each with the lines
+    of its generated numpy code."""
     import tfc.dialects.loops as L
+    from tfc.backends import backend
     from tfc.dialects.tensor import loc_str
 
-    from tfc.backends import backend
-
+    kinds = {L.ParallelOp: "fused kernel", L.LibraryOp: "library call", L.CopyOp: "copy"}
+    ops = [op for op in f3.walk() if type(op) in kinds]
+    sites = _profiled_code(f3)
+    # the profiling variant times exactly these ops, in this order (each site's label and location
+    # as the emitter writes them for its op)
     numpy_backend = backend("cpu")
-    out, profile_labels = [], []
-    for op in f3.walk():
-        if isinstance(op, L.ParallelOp):
-            kind, label = "fused kernel", "fused kernel"
-        elif isinstance(op, L.LibraryOp):
-            kind, label = "library call", op.callee.data
-        elif isinstance(op, L.CopyOp):
-            kind, label = "copy", "copy"
-        else:
-            continue
-        arrays = [v for v in list(op.operands) + list(op.results) if isinstance(v.type, MemRefType)]
-        sizes = [_memref_size(v) for v in arrays]
-        # the profiler's measure (tfc compile --profile): the largest array, and every array's bytes once
-        elements = None if None in sizes else max((n for n, _ in sizes), default=0)
-        nbytes = None if None in sizes else sum(b for _, b in sizes)
-        out.append(Kernel(len(out), kind, label, loc_str(op), elements, nbytes, str(op), None))
-        profile_labels.append(numpy_backend.site_label(op))
-    if with_code:
-        sites = _profiled_code(f3)
-        # the profiling variant times exactly these ops, in this order (each site's label and location
-        # as the emitter writes them for this op); anything else: no code shown
-        if [(label, where) for label, where, _ in sites] == list(zip(profile_labels, (k.location for k in out))):
-            for (_, _, code), k in zip(sites, out):
-                k.code = code
+    if [site[:2] for site in sites] != [(numpy_backend.site_label(op), loc_str(op)) for op in ops]:
+        raise RuntimeError("tfc report: the profiling variant's sites are not the kernels, library calls and "
+                           "copies of L3 in program order")
+    out = []
+    for op, (_, where, elements, nbytes, code) in zip(ops, sites):
+        kind = kinds[type(op)]
+        label = op.callee.data if kind == "library call" else kind
+        out.append(Kernel(len(out), kind, label, where, elements, nbytes, str(op), code if with_code else None))
     return out
 
 
 def _profiled_code(f3) -> list:
-    """[(label, location, code)] of each site of the numpy backend's profiling
-    variant of ``f3`` (every kernel, library call and copy, in program order):
-    the lines that run it, after the definitions (kernel functions, constants,
+    """[(label, location, elements, bytes, code)] of each site of the numpy
+    backend's profiling variant of ``f3`` (every kernel, library call and copy,
+    in program order; elements and bytes None where counted at run time): the
+    lines that run it, after the definitions (kernel functions, constants,
     library entry points) they use. The profiling variant is the module itself
     with each site timed (``_t0 = _clock()`` before, ``_hook(i, ...)`` after)."""
     from tfc.backends import backend
@@ -304,9 +281,8 @@ def _profiled_code(f3) -> list:
                 used[w] = defined[w]
                 todo += [x for text in defined[w][1] for x in word.findall(text)]
         head = [text for _, block in sorted(used.values()) for text in block]
-        label, where = sites[int(m.group(2))][:2]
-        out.append((label, where, textwrap.dedent("\n".join(head)) + ("\n\n" if head else "")
-                    + textwrap.dedent("\n".join(body))))
+        out.append(sites[int(m.group(2))] + (textwrap.dedent("\n".join(head)) + ("\n\n" if head else "")
+                    + textwrap.dedent("\n".join(body)),))
     return out
 
 
