@@ -404,6 +404,20 @@ def emit_tan(k, dst, x):
     D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
     a = F.op("abs.f32", x)
     q, y = _reduce_pio2(F, a)
+    sn, cs = _sin_cos_reduced(F, y)
+    v = D("div.rn.f64", sn, cs)
+    odd = F.op("and.b32", q, "1", cls="r")
+    use_cot = F.op("setp.ne.s32", odd, "0", cls="p")
+    w = D("div.rn.f64", cs, sn)
+    k.i("neg.f64", v, w, pred=use_cot)
+    k.i("neg.f64", v, v, pred=_sign_bit(F, x))
+    _round_to_f32(F, dst, v, a)
+
+
+def _sin_cos_reduced(F, y):
+    """(sin y, cos y) in float64 for |y| <= pi/4 (``_reduce_pio2``'s y): the
+    SIN_P and COS_P polynomials of z = y^2."""
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
     z = D("mul.rn.f64", y, y)
 
     def poly(cs):
@@ -413,18 +427,21 @@ def emit_tan(k, dst, x):
         return acc
     sn = D("fma.rn.f64", D("mul.rn.f64", y, z), poly(SIN_P), y)
     cs = D("fma.rn.f64", z, poly(COS_P), d(1.0))
-    v = D("div.rn.f64", sn, cs)
-    odd = F.op("and.b32", q, "1", cls="r")
-    use_cot = F.op("setp.ne.s32", odd, "0", cls="p")
-    w = D("div.rn.f64", cs, sn)
-    k.i("neg.f64", v, w, pred=use_cot)
+    return sn, cs
+
+
+def _sign_bit(F, x):
+    """A predicate: float32 ``x``'s sign bit is set (true for -0 too)."""
     sg = F.op("mov.b32", x, cls="r")
-    k.i("and.b32", sg, sg, "-2147483648")
-    neg_x = F.op("setp.ne.u32", sg, "0", cls="p")
-    k.i("neg.f64", v, v, pred=neg_x)
+    F.k.i("and.b32", sg, sg, "-2147483648")
+    return F.op("setp.ne.u32", sg, "0", cls="p")
+
+
+def _round_to_f32(F, dst, v, a):
+    """dst = float64 ``v`` rounded once to float32, NaN where |x| = ``a`` is inf or NaN."""
     r = F.op("cvt.rn.f32.f64", v)
-    F.sel(r, h(np.nan), F.setp("gtu", a, h(np.float32(3.4028234663852886e38))))  # inf, NaN
-    k.i("mov.f32", dst, r)
+    F.sel(r, h(np.nan), F.setp("gtu", a, h(np.float32(3.4028234663852886e38))))
+    F.k.i("mov.f32", dst, r)
 
 
 def _sincos(k, dst, x, cos: bool):
@@ -434,29 +451,16 @@ def _sincos(k, dst, x, cos: bool):
     q, y = _reduce_pio2(F, a)
     if cos:  # cos a = sin(a + pi/2)
         k.i("add.s32", q, q, "1")
-    z = D("mul.rn.f64", y, y)
-
-    def poly(cs):
-        acc = D("mov.f64", d(cs[-1]))
-        for c in reversed(cs[:-1]):
-            acc = D("fma.rn.f64", acc, z, d(c))
-        return acc
-    sn = D("fma.rn.f64", D("mul.rn.f64", y, z), poly(SIN_P), y)
-    cs = D("fma.rn.f64", z, poly(COS_P), d(1.0))
+    sn, cs = _sin_cos_reduced(F, y)
     odd = F.op("and.b32", q, "1", cls="r")
     use_cos = F.op("setp.ne.s32", odd, "0", cls="p")
     v = D("selp.f64", cs, sn, use_cos)
     neg = F.op("and.b32", q, "2", cls="r")
     flip = F.op("setp.ne.s32", neg, "0", cls="p")
     if not cos:  # sin is odd: sin(-a) = -sin(a) (x's sign bit, so sin(-0) = -0)
-        sg = F.op("mov.b32", x, cls="r")
-        k.i("and.b32", sg, sg, "-2147483648")
-        neg_x = F.op("setp.ne.u32", sg, "0", cls="p")
-        k.i("xor.pred", flip, flip, neg_x)
+        k.i("xor.pred", flip, flip, _sign_bit(F, x))
     k.i("neg.f64", v, v, pred=flip)
-    r = F.op("cvt.rn.f32.f64", v)
-    F.sel(r, h(np.nan), F.setp("gtu", a, h(np.float32(3.4028234663852886e38))))  # inf, NaN
-    k.i("mov.f32", dst, r)
+    _round_to_f32(F, dst, v, a)
 
 
 def emit_sin(k, dst, x):
@@ -525,10 +529,7 @@ def emit_powf(k, dst, x, y):
     odd = F.op("setp.ne.s32", yi, "0", cls="p")
     k.i("and.pred", odd, odd, is_int)
     k.i("and.pred", odd, odd, small)
-    sgn = F.op("mov.b32", x, cls="r")
-    k.i("and.b32", sgn, sgn, "-2147483648")
-    xneg = F.op("setp.ne.u32", sgn, "0", cls="p")
-    negate = F.op("and.pred", odd, xneg, cls="p")
+    negate = F.op("and.pred", odd, _sign_bit(F, x), cls="p")
     # the general case: 2^t, t = y log2|x| clamped to [-400, 400], in float64
     t = D("mul.rn.f64", D("cvt.f64.f32", y), _log2_f64(F, ax))
     k.i("max.f64", t, t, d(-400.0))
