@@ -321,7 +321,8 @@ def convert_inputs(op: OpDef, inputs) -> list:
         values = [out[i] for i in weak]
         if strong:
             dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *values))
-            if any(isinstance(v, np.generic) for v in values):
+            # (dt is strong[0], the common case: nothing was widened, no check)
+            if dt is not strong[0] and any(isinstance(v, np.generic) for v in values):
                 _warn_if_numpy_scalar_widens(op, strong, values, dt)
         else:  # only Python scalars: the default float if any is a float
             kinds = {dtypes.default_dtype_of(v) for v in values}
