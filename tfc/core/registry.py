@@ -206,6 +206,15 @@ def execute(op: OpDef, inputs, attrs: dict):
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../tfc
+_NOT_USER = (_PACKAGE + os.sep, "<frozen")
+
+
+def _user_frame():
+    """The innermost caller outside tfc and Python's import machinery, or None."""
+    f = sys._getframe(2)
+    while f is not None and f.f_code.co_filename.startswith(_NOT_USER):
+        f = f.f_back
+    return f
 
 
 def note_user_line(e: BaseException) -> None:
@@ -213,10 +222,7 @@ def note_user_line(e: BaseException) -> None:
     file:line, shown under the message in the traceback), once."""
     if getattr(e, "_tfc_noted", False):
         return
-    f = sys._getframe(1)
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE + os.sep)
-                             or f.f_code.co_filename.startswith("<frozen")):
-        f = f.f_back
+    f = _user_frame()
     if f is not None:
         e.add_note(f"  at {f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}")
         e._tfc_noted = True
@@ -352,10 +358,7 @@ def _warn_if_numpy_scalar_widens(op: OpDef, strong, values, dt: dtypes.DType) ->
     import warnings
 
     scalar = next(v for v in values if isinstance(v, np.generic))
-    f = sys._getframe(1)
-    while f is not None and (f.f_code.co_filename.startswith(_PACKAGE + os.sep)
-                             or f.f_code.co_filename.startswith("<frozen")):
-        f = f.f_back
+    f = _user_frame()
     message = (f"{op.name}: the numpy {scalar.dtype} scalar {scalar!r} widens a {weak_dt.name} tensor to {dt.name} "
                f"(NumPy 2 promotion); write float(...) to keep {weak_dt.name}, or make it a tensor of the dtype "
                "you want")
