@@ -38,12 +38,12 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, MemRefT
 
 from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
+from tfc.ops.quant import INT8_MAX, INT8_MIN
 from tfc.passes import gpu_builder as B
 from tfc.passes.gpu_nn_library import (
     _attrs, _clamp, _conv_params, _finish, _Frame, _inside, _opaque, _tap_loop, _window_pos,
 )
 
-INT8_MIN, INT8_MAX = -128, 127
 _I8 = IntegerType(8)
 
 
