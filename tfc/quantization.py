@@ -155,9 +155,7 @@ def freeze(module, variables) -> None:
             Rewriter.replace_op(op, c)
     for a in reversed(refs):
         block.erase_arg(a)
-    ret = block.last_op
     f.function_type = FunctionType.from_lists([a.type for a in block.args], list(f.function_type.outputs.data))
-    del ret
 
 
 # -- calibration -------------------------------------------------------------------------
@@ -268,12 +266,12 @@ def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_a
         batches = calibrate(module, conc.input_specs, calibration, config)
     if timings is not None:
         timings.append(("calibrate" if batches else "freeze", time.perf_counter() - start))
-    _check_quantizable(module, config)
+    rewrite = QuantizePass(mode=config.mode, per_channel=config.per_channel, exclude=",".join(config.exclude))
+    _check_quantizable(module, config, rewrite)
     start = time.perf_counter()
     from tfc.dialects.tensor import context
 
-    QuantizePass(mode=config.mode, per_channel=config.per_channel,
-                 exclude=",".join(config.exclude)).apply(context(), module)
+    rewrite.apply(context(), module)
     if timings is not None:
         timings.append(("tfc-quantize", time.perf_counter() - start))
     if print_ir_after_all:
@@ -293,21 +291,22 @@ def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_a
     return new
 
 
-def _check_quantizable(module, config: Config) -> None:
-    """A clear error where the pass would quantize nothing: no matmul or conv2d
-    with constant weights left after ``exclude``, or (static) none it takes."""
+def _check_quantizable(module, config: Config, rewrite) -> None:
+    """A clear error where ``rewrite`` (the tfc-quantize pass) would quantize
+    nothing: no matmul or conv2d with constant weights left after ``exclude``,
+    or (static) none it takes."""
     from tfc.dialects.tensor import loc_str
-    from tfc.passes.quantize import QuantizePass, chains_of, static_unsupported
+    from tfc.passes.quantize import chains_of, static_unsupported
 
-    chains = [c for c in chains_of(_the_function(module))
-              if not QuantizePass(exclude=",".join(config.exclude)).excluded(c)]
+    chains = [c for c in chains_of(_the_function(module)) if not rewrite.excluded(c)]
     if not chains:
         raise ValueError("quantize: no matmul or conv2d with constant weights to quantize"
                          + (f" (exclude={config.exclude!r})" if config.exclude else ""))
     if config.mode == "static":
-        reasons = [f"{c.kind} at {loc_str(c.op)}: {static_unsupported(c)}" for c in chains]
-        if all(static_unsupported(c) is not None for c in chains):
-            raise NotImplementedError("static int8 quantization takes none of the ops: " + "; ".join(reasons)
+        reasons = [(c, static_unsupported(c)) for c in chains]
+        if all(why is not None for _, why in reasons):
+            raise NotImplementedError("static int8 quantization takes none of the ops: "
+                                      + "; ".join(f"{c.kind} at {loc_str(c.op)}: {why}" for c, why in reasons)
                                       + " (quantize='int8-weights' takes them)")
 
 
