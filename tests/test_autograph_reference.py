@@ -21,7 +21,11 @@ import numpy as np
 import pytest
 
 import tfc
+# Programs the semantics suite also runs (tfc.function and to_graph, on more inputs and
+# with stricter messages) live there once; they keep TensorFlow's names here.
+from tests.test_autograph_semantics import _Ctx as _NameScope  # tf.name_scope(''): changes nothing
 from tests.test_autograph_semantics import _plain, _same
+from tests.test_autograph_semantics import range_created_in_loop as while_creates_var_dynamic_shape_py_init_var
 
 
 def _int_tensor(x):
@@ -647,14 +651,6 @@ def return_dependent_on_local(c):
     return tfc.reduce_sum(t)
 
 
-def return_possibly_undefined(x):
-    if x > 0:
-        if x < 5:
-            return x
-    else:
-        return x * x * x
-
-
 def early_nested_ifs(x):
     if x > 0:
         if x < 5:
@@ -672,16 +668,6 @@ def possible_return_before_loop(c1, c2, n):
     for _ in range(n):
         pass
     return 2
-
-
-class _NameScope:
-    """A stand-in for tf.name_scope(''): a context manager that changes nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def nested_ifs_and_context_managers(x):
@@ -716,50 +702,9 @@ def return_with_default_in_contexmanager(x):
         return 0
 
 
-def return_in_try_with_finally(x):
-    try:
-        if x > 0:
-            return 1
-        else:
-            return 0
-    finally:
-        x = x + 1
-
-
-def return_with_default_in_try_with_finally(x):
-    try:
-        if x > 0:
-            return 1
-        return 0
-    finally:
-        x = x + 1
-
-
-def return_in_finally(x):
-    try:
-        return 2
-    finally:
-        if x > 0:
-            return 1  # noqa: B012
-        else:
-            return 0  # noqa: B012
-
-
-def return_with_default_in_finally(x):
-    try:
-        return 2
-    finally:
-        if x > 0:
-            return 1  # noqa: B012
-        return 0  # noqa: B012
-
-
-def return_in_finally_default_in_try(x):
-    try:
-        if x > 0:
-            return 0
-    finally:
-        return 1  # noqa: B012
+# return_in_try_with_finally, return_with_default_in_try_with_finally, return_in_finally,
+# return_with_default_in_finally, return_in_finally_default_in_try: in test_autograph_semantics
+# (RETURN_PROGRAMS).
 
 
 def _raising_helper():
@@ -794,15 +739,8 @@ def test_early_return_dependent_on_local(c, type_):
     assert_function_matches_eager(return_dependent_on_local, type_(c))
 
 
-@pytest.mark.parametrize("n", (0, 3, 5))
-def test_early_return_possibly_undefined_legal(n):
-    assert_function_matches_eager(return_possibly_undefined, n)
-
-
-@pytest.mark.parametrize("n", (0, 3, 5))
-def test_early_return_possibly_undefined_illegal(n):
-    assert_function_raises(return_possibly_undefined, (tfc.constant(n),), ValueError,
-                           "else branch must also have a return")
+# return_possibly_undefined (legal on Python values, its error on tensors): test_autograph_semantics'
+# test_return_in_some_branches.
 
 
 @pytest.mark.parametrize("n,type_", _product((-1, 3, 6), (int, tfc.constant)), ids=_ids)
@@ -822,8 +760,7 @@ def test_early_return_in_context_managers(target, x, type_):
 
 
 @pytest.mark.parametrize("target,x,type_", _product(
-    (return_with_default_in_contexmanager, return_in_try_with_finally, return_with_default_in_try_with_finally,
-     return_in_finally, return_with_default_in_finally, return_in_finally_default_in_try),
+    (return_with_default_in_contexmanager,),
     (0, 1), (int, tfc.constant)), ids=_ids)
 def test_early_return_in_with_try_finally(target, x, type_):
     assert_function_matches_eager(target, type_(x))
@@ -1375,14 +1312,6 @@ def while_creates_var_dynamic_rank(n):
     return v
 
 
-def while_creates_var_dynamic_shape_py_init_var(n):
-    i = 0
-    while i < n:
-        v = tfc.range(i)
-        i += 1
-    return v
-
-
 def while_creates_nested_var_static_shape(n):
     i = 0
     while i < n:
@@ -1795,15 +1724,6 @@ def loop_initializing_invariant_variable(n):
     return a
 
 
-def loop_initializing_variant_variable(n):
-    for i in range(n):
-        if i == 0:
-            a = 1
-        else:
-            a = a + 1
-    return a
-
-
 _INTS = (int, _int_tensor)
 _RANGES = (range, tfc.range)
 
@@ -1875,15 +1795,8 @@ def test_nested_loop_initializing_invariant_variable_illegal():
                            "loop .*must iterate at least once")
 
 
-@pytest.mark.parametrize("n", (1, 2))
-def test_nested_loop_initializing_variant_variable_legal(n):
-    assert_function_matches_eager(loop_initializing_variant_variable, n)
-
-
-@pytest.mark.parametrize("n", (0, 1, 2))
-def test_nested_loop_initializing_variant_variable_illegal(n):
-    assert_function_raises(loop_initializing_variant_variable, (tfc.constant(n),), ValueError,
-                           "must be defined before the loop")
+# loop_initializing_variant_variable (legal on Python values, its error on tensors): test_autograph_semantics'
+# test_a_loop_value_read_before_the_loop_sets_it (initializes_from_itself).
 
 
 # -- loop_scoping_test.py ------------------------------------------------------------------------

@@ -308,7 +308,7 @@ def return_only_in_else(x):
 
 
 @pytest.mark.parametrize("f, which", [(return_possibly_undefined, "else"), (return_only_in_else, "main")])
-@pytest.mark.parametrize("x", [-2, 0, 3, 7])
+@pytest.mark.parametrize("x", [-2, 0, 3, 5, 7])
 def test_return_in_some_branches(f, which, x):
     assert_matches(f, x)  # Python values: Python's None where it falls off the end
     lines = [i for i, text in enumerate(open(__file__).read().splitlines(), 1)
