@@ -550,6 +550,9 @@ class _Form:
         no verify, one tensor out, no arena); else the general call."""
         if self._runner is None:
             conc = self.conc
+            # checked once, here: the variables and their kind are fixed at the trace
+            if conc.target != "cuda" and any(type(v) is GpuVariable for v in conc.variables):
+                raise _gpu_variable_error(conc)
             fn = None
             if not (conc.variables or conc.verify or conc._out_mask != [True]
                     or nest.is_nested(conc._out_structure)):
@@ -568,8 +571,6 @@ class _Form:
         # a GPU variable's Cell holds its GpuTensor: a cuda function reads and
         # replaces its buffer (no copies); other targets cannot run on it
         cells = [Cell(v._t if type(v) is GpuVariable else v._value) for v in conc.variables]
-        if conc.target != "cuda" and any(type(v) is GpuVariable for v in conc.variables):
-            raise _gpu_variable_error(conc)
         if conc.verify:
             results = self.run_verified(arrays, cells)
         else:
