@@ -120,6 +120,16 @@ def _is_tensor_leaf(x) -> bool:
     return isinstance(x, (*_ARRAYS, TensorSpec)) and not isinstance(x, Variable)
 
 
+def _tensor_leaves(args, kwargs) -> list:
+    """The tensor arguments of a ConcreteFunction's call, in its order (keywords by name)."""
+    leaves = []
+    for i, a in enumerate(args):
+        _paths(a, f"arg{i}", leaves)
+    for k in sorted(kwargs):
+        _paths(kwargs[k], k, leaves)
+    return [x for _, x in leaves if _is_tensor_leaf(x)]
+
+
 _FAST_SCALARS = (int, float, bool, str, type(None))
 
 
@@ -965,24 +975,14 @@ class ConcreteFunction:
 
     # -- calls ----------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        leaves = []
-        for i, a in enumerate(args):
-            _paths(a, f"arg{i}", leaves)
-        for k in sorted(kwargs):
-            _paths(kwargs[k], k, leaves)
-        return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
+        return self._call_leaves(_tensor_leaves(args, kwargs))
 
     def profile(self, *args, n: int = 10, quiet: bool = False, **kwargs):
         """Profile ``n`` calls on these arguments (see Function.profile): the
         form that runs their shapes, its profiling variant."""
         from tfc.frontend.profile import profile_form
 
-        leaves = []
-        for i, a in enumerate(args):
-            _paths(a, f"arg{i}", leaves)
-        for k in sorted(kwargs):
-            _paths(kwargs[k], k, leaves)
-        arrays = self._arrays([x for _, x in leaves if _is_tensor_leaf(x)])
+        arrays = self._arrays(_tensor_leaves(args, kwargs))
         form = self._form_for(tuple(a.shape for a in arrays)) if self._specializes() else self.generic
         result = profile_form(self.generic if form.note else form, arrays, n)
         if not quiet:
