@@ -83,15 +83,17 @@ class Profile:
 
 
 class _Recorder:
-    """The profiled module's ``_hook``: time and count per site."""
+    """The profiled module's ``_hook``: time and count per site (``sites``: the
+    module's, known once it is compiled)."""
 
-    def __init__(self, sites):
-        self.sites = sites
+    def __init__(self):
+        self.clock = time.perf_counter
+
+    def bind(self, sites):
         self.seconds = np.zeros(len(sites))
         self.calls = np.zeros(len(sites), np.int64)
         self.elements = [s[2] for s in sites]  # run-time sized sites: their last call's
         self.nbytes = [s[3] for s in sites]
-        self.clock = time.perf_counter
 
     def __call__(self, site, start, arrays=None):
         self.seconds[site] += self.clock() - start
@@ -121,13 +123,9 @@ def profile_form(form, arrays, n: int) -> Profile:
     if any(type(v) is GpuVariable for v in conc.variables):
         raise _gpu_variable_error(conc)  # as a call raises: a cpu function cannot run on GPU variables
     low = form.lowered
-    recorder = None
-
-    def record(*a):
-        recorder(*a)
-
-    exe = be.compile_profiled(low.loops, low.plan, conc.name, record)
-    recorder = _Recorder(exe.profile_sites)
+    recorder = _Recorder()
+    exe = be.compile_profiled(low.loops, low.plan, conc.name, recorder)
+    recorder.bind(exe.profile_sites)
     # copies: the profiled calls leave the Variables (and donated buffers) as they were
     values = [np.array(v._value) for v in conc.variables]
     exe.call(list(arrays) + [Cell(np.array(v)) for v in values])  # warm-up: first-touch pages, caches
