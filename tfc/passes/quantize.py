@@ -158,7 +158,7 @@ def activation_qparams(lo: float, hi: float) -> tuple[float, int]:
     (exactly representable: zero padding and relu stay exact). A range of only
     0 gets scale 1 (every code means 0 then)."""
     lo, hi = min(lo, 0.0), max(hi, 0.0)
-    scale = (hi - lo) / 255.0
+    scale = (hi - lo) / (quant.INT8_MAX - quant.INT8_MIN)
     if not scale > 0:
         return 1.0, 0
     zero_point = int(np.clip(np.rint(quant.INT8_MIN - lo / scale), quant.INT8_MIN, quant.INT8_MAX))
@@ -173,8 +173,8 @@ def weight_qparams(w: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.nda
     amax = np.abs(w64).max(axis=0) if w64.shape[0] else np.zeros(w64.shape[1])
     if not per_channel:
         amax = np.full_like(amax, amax.max(initial=0.0))
-    scale = np.where(amax > 0, amax / 127.0, 1.0)
-    codes = np.clip(np.rint(w64 / scale), -127, 127).astype(np.int8)
+    scale = np.where(amax > 0, amax / quant.INT8_MAX, 1.0)
+    codes = np.clip(np.rint(w64 / scale), -quant.INT8_MAX, quant.INT8_MAX).astype(np.int8)
     return codes, scale
 
 
