@@ -694,9 +694,7 @@ def _deeper(fn, where):
             f"support this: the exception would be raised while tracing, whatever the tensor's value "
             f"({type(e).__name__}: {e}). Check the value when the function runs with `assert cond, message` "
             f"or tfc.Assert(cond, [message]) instead")
-        if STATE.builder is not None and STATE.builder.conversion_error is None:
-            STATE.builder.conversion_error = err  # the trace fails even if the user's code catches it
-        raise err from e
+        raise _fails_the_trace(err) from e  # the trace fails even if the user's code catches it
     finally:
         _LOOP_DEPTH[0] -= 1
 
