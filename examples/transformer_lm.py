@@ -23,6 +23,7 @@ import tfc
 from tfc.core.progress import bar
 
 TEXT = pathlib.Path(__file__).resolve().parent / "data" / "sonnets.txt"
+LN_EPSILON = 1e-5  # GPT-2's layer-norm epsilon
 
 
 class Vocabulary:
@@ -45,28 +46,10 @@ class Vocabulary:
         return "".join(self.chars[int(i)] for i in ids)
 
 
-class LayerNorm(tfc.Module):
-    def __init__(self, width, epsilon=1e-5):
-        super().__init__()
-        self.gamma = tfc.Variable(np.ones(width, np.float32), name="gamma")
-        self.beta = tfc.Variable(np.zeros(width, np.float32), name="beta")
-        self.epsilon = epsilon
-
-    def __call__(self, x):
-        return tfc.nn.layer_norm(x, self.gamma, self.beta, epsilon=self.epsilon)
-
-
-class Linear(tfc.Module):
-    """x @ kernel + bias, with GPT-2's initialization (normal, std 0.02)."""
-
-    def __init__(self, fan_in, fan_out, rng, std=0.02):
-        super().__init__()
-        self.kernel = tfc.Variable((rng.standard_normal((fan_in, fan_out)) * std).astype(np.float32),
-                                   name="kernel")
-        self.bias = tfc.Variable(np.zeros(fan_out, np.float32), name="bias")
-
-    def __call__(self, x):
-        return tfc.matmul(x, self.kernel) + self.bias
+def linear(units, rng):
+    """A Dense layer with GPT-2's initialization (kernel normal, std 0.02; bias 0)."""
+    init = tfc.layers.RandomNormal(stddev=0.02, seed=int(rng.integers(2**31)))
+    return tfc.layers.Dense(units, kernel_initializer=init)
 
 
 class Block(tfc.Module):
@@ -75,12 +58,12 @@ class Block(tfc.Module):
     def __init__(self, width, heads, context, rng):
         super().__init__()
         self.heads = heads
-        self.norm1 = LayerNorm(width)
-        self.qkv = Linear(width, 3 * width, rng)
-        self.proj = Linear(width, width, rng)
-        self.norm2 = LayerNorm(width)
-        self.up = Linear(width, 4 * width, rng)
-        self.down = Linear(4 * width, width, rng)
+        self.norm1 = tfc.layers.LayerNormalization(epsilon=LN_EPSILON)
+        self.qkv = linear(3 * width, rng)
+        self.proj = linear(width, rng)
+        self.norm2 = tfc.layers.LayerNormalization(epsilon=LN_EPSILON)
+        self.up = linear(4 * width, rng)
+        self.down = linear(width, rng)
         # added to the attention scores: a position sees itself and those before it
         self.mask = np.triu(np.full((context, context), -1e9, np.float32), k=1)
 
@@ -112,8 +95,9 @@ class GPT(tfc.Module):
         self.position_embedding = tfc.Variable((rng.standard_normal((context, width)) * 0.01).astype(np.float32),
                                                name="position_embedding")
         self.blocks = [Block(width, heads, context, rng) for _ in range(layers)]
-        self.norm = LayerNorm(width)
-        self.head = Linear(width, vocab_size, rng)
+        self.norm = tfc.layers.LayerNormalization(epsilon=LN_EPSILON)
+        self.head = linear(vocab_size, rng)
+        self(tfc.zeros((1, context), tfc.int32))  # build the lazy layers
 
     def __call__(self, ids):
         """Logits [B, T, vocab] of the next character after each of ``ids`` [B, T]."""
