@@ -5,7 +5,6 @@ otherwise), without a traceback. An output file is written whole or not at all."
 from __future__ import annotations
 
 import io
-import os
 import sys
 import time
 
