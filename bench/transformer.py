@@ -59,7 +59,7 @@ def make_batch(seed=0):
 def initial_weights(vocab_size, seed=0) -> dict:
     """name -> array: the tfc model's initial weights, by the names the peers' models use."""
     model = LM.GPT(vocab_size, WIDTH, HEADS, LAYERS, CONTEXT, seed)
-    w = {"tok": model.token_embedding.numpy(), "pos": model.position_embedding.numpy(),
+    w = {"tok": model.token_embedding.embeddings.numpy(), "pos": model.position_embedding.numpy(),
          "ln_g": model.norm.gamma.numpy(), "ln_b": model.norm.beta.numpy(),
          "head_w": model.head.kernel.numpy(), "head_b": model.head.bias.numpy()}
     for i, b in enumerate(model.blocks):

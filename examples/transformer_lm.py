@@ -46,10 +46,13 @@ class Vocabulary:
         return "".join(self.chars[int(i)] for i in ids)
 
 
+def normal_init(rng):
+    """GPT-2's initialization of kernels and token embeddings: normal, std 0.02."""
+    return tfc.layers.RandomNormal(stddev=0.02, seed=int(rng.integers(2**31)))
+
+
 def linear(units, rng):
-    """A Dense layer with GPT-2's initialization (kernel normal, std 0.02; bias 0)."""
-    init = tfc.layers.RandomNormal(stddev=0.02, seed=int(rng.integers(2**31)))
-    return tfc.layers.Dense(units, kernel_initializer=init)
+    return tfc.layers.Dense(units, kernel_initializer=normal_init(rng))
 
 
 class Block(tfc.Module):
@@ -90,8 +93,7 @@ class GPT(tfc.Module):
         super().__init__()
         rng = np.random.default_rng(seed)
         self.context = context
-        self.token_embedding = tfc.Variable((rng.standard_normal((vocab_size, width)) * 0.02).astype(np.float32),
-                                            name="token_embedding")
+        self.token_embedding = tfc.layers.Embedding(vocab_size, width, embeddings_initializer=normal_init(rng))
         self.position_embedding = tfc.Variable((rng.standard_normal((context, width)) * 0.01).astype(np.float32),
                                                name="position_embedding")
         self.blocks = [Block(width, heads, context, rng) for _ in range(layers)]
@@ -102,7 +104,7 @@ class GPT(tfc.Module):
     def __call__(self, ids):
         """Logits [B, T, vocab] of the next character after each of ``ids`` [B, T]."""
         steps = ids.shape[1]
-        x = tfc.nn.embedding_lookup(self.token_embedding, ids) + self.position_embedding[:steps]
+        x = self.token_embedding(ids) + self.position_embedding[:steps]
         for block in self.blocks:
             x = block(x)
         return self.head(self.norm(x))
