@@ -136,7 +136,8 @@ def mlp_worker(repeat, out, global_batch=256):
         opt.apply_gradients(zip(tape.gradient(value, variables), variables))
 
     results = {}
-    for mode, fn in (("overlapped", lambda: opt.minimize(loss, variables)), ("after the backward pass", after_backward)):
+    modes = (("overlapped", lambda: opt.minimize(loss, variables)), ("after the backward pass", after_backward))
+    for mode, fn in modes:
         for _ in range(3):
             fn()
         waited[0] = 0.0
