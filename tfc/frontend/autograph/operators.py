@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import dis
+import functools
 import numbers
 import operator
 
@@ -107,6 +108,7 @@ def _own_error(e) -> bool:
 
 def _tensor_statement(fn):
     """A tensor ``if`` or loop: its errors (not the user's) fail the trace."""
+    @functools.wraps(fn)
     def run(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
@@ -114,8 +116,6 @@ def _tensor_statement(fn):
             if _own_error(e):
                 _fails_the_trace(e)
             raise
-    run.__name__ = run.__qualname__ = fn.__name__
-    run.__doc__ = fn.__doc__
     return run
 
 
@@ -138,21 +138,25 @@ def _spec_of(v):
     return None
 
 
+def _zeros_unknown_as_0(shape, dtype):
+    """Zeros of ``shape`` with its run-time (None) dimensions as 0."""
+    from tfc.ops.creation import zeros
+
+    return zeros(tuple(0 if d is None else d for d in shape), dtype)
+
+
 def _placeholder(value, name, line, kind):
     """Zeros shaped like ``value`` (a tensor, a number or a structure of them) that a
     tensor loop carries for a variable its body creates, until the first iteration
     sets it (a run-time check says the loop ran). A dimension known only at run time
     starts as 0: the loop variable's is then unknown, as the body's."""
-    from tfc.ops.creation import zeros
-
     def leaf(v):
         spec = _spec_of(v)
         if spec is None:
             raise ValueError(
                 f"{_describe(name)} is first set inside the tensor `{kind}` loop at line {line} to "
                 f"{type(v).__name__} {v!r}, which a tensor loop cannot carry; define it before the loop")
-        shape, dtype = spec
-        return zeros(tuple(0 if d is None else d for d in shape), dtype)
+        return _zeros_unknown_as_0(*spec)
 
     return nest.map_structure(leaf, value)
 
@@ -565,9 +569,7 @@ def _tensor_for(iterable, body, names, loop_vars, line, extra_test, composites=(
     trips = len(builtins.range(*bounds)) if static and extra_test is None else None
     if index is not None and static and not builtins.range(*bounds):
         # a tensor of length 0: the body, which never runs, is traced on zeros (no element to index)
-        from tfc.ops.creation import zeros
-
-        empty = zeros(tuple(0 if d is None else d for d in iterable.shape[1:]), iterable.dtype)
+        empty = _zeros_unknown_as_0(iterable.shape[1:], iterable.dtype)
         index = None
         state_element = lambda i: empty  # noqa: E731
     else:
