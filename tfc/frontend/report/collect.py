@@ -370,9 +370,6 @@ def collect(obj) -> ReportData:
     """Everything the report of ``obj`` (see ``resolve``) shows."""
     from xdsl.dialects import func
 
-    import tfc.dialects.loops as L
-    from tfc.dialects.tensor import loc_str
-
     conc, fn = resolve(obj)
     steps, steps_note = record_passes(conc)
     form = shown_form(conc)
@@ -382,14 +379,14 @@ def collect(obj) -> ReportData:
         generated, kind = conc.ir("ptx"), "ptx"
     else:
         generated, kind = conc.source, "numpy"
-    library = {(op.callee.data, loc_str(op)) for op in f3.walk() if isinstance(op, L.LibraryOp)}
+    found = kernels(f3, kind == "numpy")
     plan = conc.memory_plan if conc.target != "cuda" else low.plan
     points = max((b.live[1] for b in plan.buffers), default=0) + 1
     history = fn.explain() if fn is not None else []
     return ReportData(
         name=conc.name, signature=", ".join(str(s) for s in conc.input_specs), target=conc.target,
         steps=steps, steps_note=steps_note, graph_module=low.fused, l1_module=form.module,
-        library_sites=library, kernels=kernels(f3, kind == "numpy"),
+        library_sites={(k.label, k.location) for k in found if k.kind == "library call"}, kernels=found,
         plan=plan, eager_peak=eager_peak(conc.raw_module), program_points=points,
         generated=generated, generated_kind=kind, history=history,
         trace_count=fn.trace_count if fn is not None else 1,
