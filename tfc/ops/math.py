@@ -582,31 +582,38 @@ _FORMULA_CHUNK = 1 << 14  # elements: a long formula's temporaries stay in cache
 
 
 def run_formula(formula, x):
-    """``formula(arithmetic, x)`` on the array ``x`` (a float dtype; float16
-    computes in float32 and rounds once, as sigmoid): on flat chunks where x is
+    """``formula(arithmetic, x, double)`` on the array ``x`` (a float dtype;
+    ``double``: x is float64; float16 computes in float32 and rounds once, as
+    sigmoid): on flat chunks where x is
     C-contiguous (elementwise, so the same bits; its dozens of temporaries stay
     in cache instead of being whole-array allocations), else whole (a strided
     view is read as it is, as compiled kernels read it)."""
     if x.dtype == np.float16:
         return run_formula(formula, x.astype(np.float32)).astype(np.float16)
-    m = _ArrayMath(x.dtype)
+    m, double = _ArrayMath(x.dtype), x.dtype == np.float64
     if x.size <= _FORMULA_CHUNK or not x.flags.c_contiguous:
-        return np.asarray(formula(m, x), x.dtype)
+        return np.asarray(formula(m, x, double), x.dtype)
     out = np.empty_like(x)
     flat, dst = x.reshape(-1), out.reshape(-1)
     for i in range(0, flat.size, _FORMULA_CHUNK):
-        dst[i:i + _FORMULA_CHUNK] = formula(m, flat[i:i + _FORMULA_CHUNK])
+        dst[i:i + _FORMULA_CHUNK] = formula(m, flat[i:i + _FORMULA_CHUNK], double)
     return out
 
 
+def body_formula(formula, b, x):
+    """``formula`` in a scalar body, as ``run_formula`` runs it on arrays."""
+    dt = b.dtype(x)
+    if dt == dtypes.float16:
+        return S.cast(b, body_formula(formula, b, S.cast(b, x, dtypes.float32)), dtypes.float16)
+    return formula(_BodyMath(b, x), x, dt == dtypes.float64)
+
+
 def _erf_kernel(x):
-    return run_formula(lambda m, v: _erf_formula(m, v, x.dtype == np.float64), x)
+    return run_formula(_erf_formula, x)
 
 
 def _erf_scalar(b, x):
-    if b.dtype(x) == dtypes.float16:
-        return S.cast(b, _erf_scalar(b, S.cast(b, x, dtypes.float32)), dtypes.float16)
-    return _erf_formula(_BodyMath(b, x), x, b.dtype(x) == dtypes.float64)
+    return body_formula(_erf_formula, b, x)
 
 
 def _erf_grad(e, g):

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfc.core import dtypes
 from tfc.core.dtypes import FLOATS, INTS, NUMERIC
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, every_row, rows_apart
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 from tfc.ops.math import (
-    _BodyMath, _erf_formula, run_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
+    _erf_formula, body_formula, run_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
     cast, equal, erf, exp, maximum, rsqrt, sigmoid, sqrt, square, tanh, where,
 )
 from tfc.ops.reductions import reduce_mean, reduce_sum, value_dtype
@@ -284,15 +283,11 @@ def _gelu_formula(m, x, approximate: bool, double: bool):
 
 
 def _gelu_kernel(x, approximate=False):
-    return run_formula(lambda m, v: _gelu_formula(m, v, approximate, x.dtype == np.float64), x)
+    return run_formula(lambda m, v, double: _gelu_formula(m, v, approximate, double), x)
 
 
 def _gelu_scalar(b, x, approximate=False):
-    from tfc.ops import _scalar as S
-
-    if b.dtype(x) == dtypes.float16:
-        return S.cast(b, _gelu_scalar(b, S.cast(b, x, dtypes.float32), approximate), dtypes.float16)
-    return _gelu_formula(_BodyMath(b, x), x, approximate, b.dtype(x) == dtypes.float64)
+    return body_formula(lambda m, v, double: _gelu_formula(m, v, approximate, double), b, x)
 
 
 def _gelu_grad(e, g):
