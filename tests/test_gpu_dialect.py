@@ -121,10 +121,21 @@ def test_gpu_ops_custom_syntax():
     ("gpu.module @m {\n  gpu.func @k() {\n    %0 = gpu.thread_id w\n    gpu.return\n  }\n}", "dimension 'w'"),
     ("gpu.module @m {\n  gpu.func @k(%a: f32) {\n    gpu.return %a, %a : f32\n  }\n}", "2 values and 1 types"),
     ("gpu.module @m {\n  gpu.func @k(f32) {\n    gpu.return\n  }\n}", "needs named arguments"),
+    ("%k, %b = tgpu.philox_take", r"tgpu.philox_take needs \{blocks = N\}"),
+    ('%k, %b = tgpu.philox_take {blocks = "a"}', r"tgpu.philox_take needs \{blocks = N\} \(an integer\)"),
+    ("%s = tgpu.shared {size = 1.5} : !tgpu.ptr<f32, shared>", r"tgpu.shared needs \{size = N\} \(an integer\)"),
 ])
 def test_gpu_ops_custom_syntax_errors(src, msg):
     with pytest.raises(ParseError, match=msg):
         parse_module(src)
+
+
+@pytest.mark.parametrize("line", ["%s = tgpu.shared {size = 4, foo} : !tgpu.ptr<f32, shared>",
+                                  "%k, %b = tgpu.philox_take {blocks = 3, bar = 2 : i32}"])
+def test_leading_int_property_with_other_attributes_round_trips(line):
+    """Other attributes print in a second dictionary after ``{size = N}``; it parses back."""
+    printed = str(parse_module(line))
+    assert "} {" in printed and str(parse_module(printed)) == printed
 
 
 def test_custom_syntax_parses_in_a_fresh_process(tmp_path):

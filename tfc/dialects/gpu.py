@@ -272,6 +272,24 @@ class StoreOp(IRDLOperation):
         return op
 
 
+def _print_int_prop(printer: Printer, op, key: str) -> None:
+    """`` {key = N}`` and the op's other attributes: the syntax of an op whose
+    one integer property leads (tgpu.shared, tgpu.philox_take)."""
+    printer.print_string(f" {{{key} = {getattr(op, key).value.data}}}")
+    printer.print_op_attributes(op.attributes)
+
+
+def _parse_int_prop(parser: Parser, name: str, key: str):
+    """``_print_int_prop``'s syntax read back: (N, the other attributes, in
+    the same dictionary or in a second one, as printed)."""
+    attrs = dict(parser.parse_optional_attr_dict())
+    value = attrs.pop(key, None)
+    if not isinstance(value, IntegerAttr):
+        parser.raise_error(f"{name} needs {{{key} = N}} (an integer)")
+    attrs.update(parser.parse_optional_attr_dict())
+    return value.value.data, attrs
+
+
 @irdl_op_definition
 class SharedOp(IRDLOperation):
     """``%s = tgpu.shared {size = 32} : !tgpu.ptr<f32, shared>``: a static
@@ -299,22 +317,18 @@ class SharedOp(IRDLOperation):
             _fail(self, f"size {self.size.value.data} is not positive")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {{size = {self.size.value.data}}}")
-        printer.print_op_attributes(self.attributes)
+        _print_int_prop(printer, self, "size")
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
 
     @classmethod
     def parse(cls, parser: Parser):
-        attrs = dict(parser.parse_optional_attr_dict())
-        size = attrs.pop("size", None)
-        if size is None:
-            parser.raise_error("tgpu.shared needs {size = N}")
+        size, attrs = _parse_int_prop(parser, cls.name, "size")
         parser.parse_punctuation(":")
         t = parser.parse_type()
         if not isinstance(t, PtrType):
             parser.raise_error(f"tgpu.shared: {t} is not a !tgpu.ptr")
-        op = cls(t.element_type, size.value.data)
+        op = cls(t.element_type, size)
         op.attributes.update(attrs)
         return op
 
@@ -698,16 +712,12 @@ class PhiloxTakeOp(IRDLOperation):
             _fail(self, f"blocks {self.blocks.value.data} is negative")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(f" {{blocks = {self.blocks.value.data}}}")
-        printer.print_op_attributes(self.attributes)
+        _print_int_prop(printer, self, "blocks")
 
     @classmethod
     def parse(cls, parser: Parser):
-        attrs = dict(parser.parse_optional_attr_dict())
-        blocks = attrs.pop("blocks", None)
-        if blocks is None:
-            parser.raise_error("tgpu.philox_take needs {blocks = N}")
-        op = cls(blocks.value.data)
+        blocks, attrs = _parse_int_prop(parser, cls.name, "blocks")
+        op = cls(blocks)
         op.attributes.update(attrs)
         return op
 
