@@ -24,6 +24,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.registry import Spec, declare
+from tfc.core.shape import as_int
 from tfc.core.tensor import Tensor
 from tfc.ops.creation import as_shape
 
@@ -586,9 +587,7 @@ def categorical(logits, num_samples, dtype=dtypes.int64, seed=None):
     ``tf.random.categorical``. Sample j of row r reads words 2k, 2k+1 (k = r *
     num_samples + j) as a float64 uniform u, and is the first class whose
     running sum of exp(logits - max) exceeds u times their total (float64)."""
-    if isinstance(num_samples, bool) or not isinstance(num_samples, (int, np.integer)):
-        raise TypeError(f"categorical: num_samples must be an int, got {num_samples!r}")
-    return (logits,), {"num_samples": int(num_samples), "dtype": dtypes.as_dtype(dtype),
+    return (logits,), {"num_samples": as_int("categorical", num_samples, "num_samples", minimum=None), "dtype": dtypes.as_dtype(dtype),
                        "seed": _seed_value("categorical", seed)}
 
 

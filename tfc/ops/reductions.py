@@ -6,6 +6,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare, rows_apart
+from tfc.core.shape import as_int
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 
@@ -330,6 +331,4 @@ def cumsum(x, axis=0, exclusive=False, reverse=False):
     """Running sums of ``x`` along ``axis``, as TensorFlow's ``tf.cumsum``:
     ``exclusive`` leaves each element out of its own sum (the first is 0),
     ``reverse`` sums from the end."""
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"cumsum: axis must be an int, got {axis!r}")
-    return (x,), {"axis": int(axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    return (x,), {"axis": as_int("cumsum", axis, "axis", minimum=None), "exclusive": bool(exclusive), "reverse": bool(reverse)}
