@@ -448,11 +448,11 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
 
 def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
     if not dtype.is_floating:
-        raise TypeError(f"normal: dtype {dtype.name} is not supported; expected float16, float32 or float64")
+        raise TypeError(f"{op.name}: dtype {dtype.name} is not supported; expected float16, float32 or float64")
     if not (math.isfinite(mean) and math.isfinite(stddev)):
-        raise ValueError(f"normal: mean and stddev must be finite, got {mean} and {stddev}")
+        raise ValueError(f"{op.name}: mean and stddev must be finite, got {mean} and {stddev}")
     if stddev < 0:
-        raise ValueError(f"normal: stddev must be >= 0, got {stddev}")
+        raise ValueError(f"{op.name}: stddev must be >= 0, got {stddev}")
     return Spec(shape, dtype)
 
 
@@ -522,8 +522,7 @@ def _truncated_kernel(shape, dtype, mean, stddev, seed):
     return draw(seed, shape, (2, lambda w: truncated_from_words(w, dtype, mean, stddev), dtype.as_numpy_dtype))
 
 
-@declare(kernel=_truncated_kernel, infer=lambda op, shape, dtype, mean, stddev, seed: _normal_infer(
-             op, shape, dtype, mean, stddev, seed), stateful=True,
+@declare(kernel=_truncated_kernel, infer=_normal_infer, stateful=True,
          attrs={"shape": "ints", "dtype": "dtype", "mean": "float", "stddev": "float", "seed": "seed"})
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
     """Normal values with ``mean`` and ``stddev`` whose magnitude beyond the
