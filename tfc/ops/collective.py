@@ -39,14 +39,16 @@ def _no_gpu(name, *tensors) -> None:
             "copy the tensor to the host first (t.cpu()), as docs/distributed.md shows")
 
 
-def _check_ranks(name, ranks) -> None:
+def _world_of(name, ranks):
+    """The world, which must have the ``ranks`` the op was made for."""
     w = world()
     if ranks != w.size:
         raise ValueError(f"{name}: made for a world of {ranks} ranks, running in one of {w.size} "
                          "(compile the step again under this launch)")
+    return w
 
 
-def _same_infer(op, x: Spec, ranks, **attrs) -> Spec:
+def _same_infer(op, x: Spec, ranks) -> Spec:
     if ranks < 1:
         raise ValueError(f"{op.name}: ranks must be positive, got {ranks}")
     return x
@@ -75,8 +77,7 @@ def _all_reduce_infer(op, x: Spec, reduction, ranks) -> Spec:
 
 
 def _all_reduce_kernel(x, reduction, ranks):
-    _check_ranks("all_reduce", ranks)
-    w = world()
+    w = _world_of("all_reduce", ranks)
     out = w.allreduce(x, "sum" if reduction == "mean" else reduction)
     if reduction == "mean":
         out /= out.dtype.type(w.size)  # (the sum's dtype: as eager's reduce_mean)
@@ -113,13 +114,11 @@ def _root_infer(op, x: Spec, root, ranks) -> Spec:
 
 
 def _broadcast_kernel(x, root, ranks):
-    _check_ranks("broadcast", ranks)
-    return world().broadcast(x, root)
+    return _world_of("broadcast", ranks).broadcast(x, root)
 
 
 def _reduce_to_root_kernel(x, root, ranks):
-    _check_ranks("reduce_to_root", ranks)
-    return world().reduce_to_root(x, root)
+    return _world_of("reduce_to_root", ranks).reduce_to_root(x, root)
 
 
 @declare(kernel=_reduce_to_root_kernel, infer=_root_infer, stateful=True,
@@ -142,13 +141,11 @@ def broadcast(t, root=0):
 # -- all_gather and its adjoint --------------------------------------------------------------
 
 def _all_gather_kernel(x, ranks):
-    _check_ranks("all_gather", ranks)
-    return world().all_gather(x)
+    return _world_of("all_gather", ranks).all_gather(x)
 
 
 def _reduce_scatter_kernel(x, ranks):
-    _check_ranks("reduce_scatter", ranks)
-    return world().reduce_scatter(x)
+    return _world_of("reduce_scatter", ranks).reduce_scatter(x)
 
 
 @declare(kernel=_reduce_scatter_kernel, infer=lambda op, x, ranks: _blocks_infer(op, x, ranks, gather=False),
