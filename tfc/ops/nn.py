@@ -374,7 +374,8 @@ def _moments_infer(op, x: Spec, axes, keepdims):
 def _moments_expand(b, x, axes, keepdims):
     m, _, v = _centered(b, x, axes)
     if not keepdims:
-        shape = tuple(d for i, d in enumerate(b.shape(x)) if i not in {a % len(b.shape(x)) for a in axes})
+        shape = b.shape(x)
+        shape = inf.reduced_shape(shape, {a % len(shape) for a in axes}, keepdims=False)
         m, v = b.reshape(m, shape=shape), b.reshape(v, shape=shape)
     return [m, v]
 
