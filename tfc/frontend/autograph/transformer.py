@@ -377,7 +377,6 @@ class _ReturnLowering:
             out.append(s)
         return out
 
-
     def _returning_finally(self, s, finalbody, in_loop):
         """``try`` whose ``finally`` returns: the ``finally`` gets a flag of its own,
         and an exception in flight is dropped when it returned (Python's rule), by
@@ -493,11 +492,11 @@ def _live_stmt(s, out: set) -> set:
 # -- 4: control flow and expressions → runtime calls -----------------------------
 
 class _ControlFlow(ast.NodeTransformer):
-    def __init__(self, names: _Names, globals_: set, locals_: set = frozenset()):
+    def __init__(self, names: _Names, globals_: set, locals_: set = frozenset(), lists: set = frozenset()):
         self.names = names
         self.globals = globals_
         self.locals = locals_  # the function's own variables (and nonlocal ones)
-        self.lists = set()  # local lists appended to (maybe tensor lists)
+        self.lists = lists  # local lists appended to (maybe tensor lists)
 
     def _list_item(self, node) -> bool:
         return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
@@ -759,10 +758,10 @@ def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> a
     top = assigned_names([s for s in fn.body if not isinstance(
         s, (ast.If, ast.For, ast.While, ast.Try, ast.With))])
     locals_ = sorted(assigned_names(fn.body) - globals_ - nonlocals - params - top)
-    cf = _ControlFlow(names, globals_, (assigned_names(fn.body) | params | nonlocals) - globals_)
     # lists this function appends to may become tensor lists: their items are read and
     # set through the runtime (``lst[i]``, ``lst[i] = x``)
-    cf.lists = {n.value.func.value.id for n in _walk_scope(fn) if _is_list_append(n)}
+    lists = {n.value.func.value.id for n in _walk_scope(fn) if _is_list_append(n)}
+    cf = _ControlFlow(names, globals_, (assigned_names(fn.body) | params | nonlocals) - globals_, lists)
     fn.body = [s for stmt in fn.body for s in _as_list(cf.visit(stmt))]
     if locals_:
         bind = ast.If(test=_const(False), body=[ast.Assign(
