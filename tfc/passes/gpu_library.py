@@ -18,6 +18,8 @@ of L3 that tfc-lower-gpu launches (tfc/passes/lower_gpu.py).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from xdsl.dialects import arith, gpu
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, i32, i64
@@ -71,37 +73,19 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
             or b.type.element_type != elt:
         raise unsupported(f"matmul of {a.type.element_type} and {b.type.element_type} into {elt}")
     floats = isinstance(elt, (Float32Type, Float64Type))
-    shapes = [tuple(v.type.get_shape()) for v in (a, b, c)]
-    if any(d < 0 for sh in shapes for d in sh):
-        raise unsupported("matmul of run-time shape")
-    ash, bsh, csh = shapes
-    m, n = csh[-2:]
-    k = ash[-2] if transpose_a else ash[-1]
-    batch = list(csh[:-2])
-    nb = prod(batch)
-    if m == 0 or n == 0 or nb == 0:
+    geo = _geometry(a, b, c, transpose_a, transpose_b)
+    if geo is None:
         return None
-    ast, _ = L.layout_of(a.type)
-    bst, _ = L.layout_of(b.type)
-    cst, _ = L.layout_of(c.type)
-    a_i, a_k = (ast[-1], ast[-2]) if transpose_a else (ast[-2], ast[-1])
-    b_k, b_j = (bst[-1], bst[-2]) if transpose_b else (bst[-2], bst[-1])
-    c_i, c_j = cst[-2], cst[-1]
-    a_b, b_b, c_b = (_batch_strides(ash, ast, batch), _batch_strides(bsh, bst, batch),
-                     _batch_strides(csh, cst, batch))
-
-    def extent(sh, st):
-        return sum((d - 1) * abs(s) for d, s in zip(sh, st) if d > 0)
+    m, n, k, nb = geo.m, geo.n, geo.k, geo.nb
+    a_i, a_k, b_k, b_j, c_i, c_j = geo.steps
     tname = str(elt)
     BM, BN = BLOCKED[tname][:2] if floats else (TILE, TILE)
-    span = max(extent(ash, ast), extent(bsh, bst), extent(csh, cst)) + BM * (abs(a_k) + abs(b_k) + 1) \
-        + BM * (abs(a_i) + abs(b_j) + abs(c_i) + abs(c_j))
+    span = max(geo.extents) + BM * (abs(a_k) + abs(b_k) + 1) + BM * (abs(a_i) + abs(b_j) + abs(c_i) + abs(c_j))
     it = i32 if span <= I32_MAX else i64
     ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
     if floats and m >= BM // 2 and n >= BN // 2:
         name = namer(f"matmul_{ta}{tb}_{tname}_{BM}x{BN}")
-        return _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, (a_i, a_k, b_k, b_j, c_i, c_j),
-                        (a_b, b_b, c_b), BLOCKED[tname])
+        return _blocked(name, a, b, c, elt, it, geo, BLOCKED[tname])
     grid = _grid(m, n, nb, TILE, TILE)
     name = namer(f"matmul_{ta}{tb}_{tname}")
     kb = KernelBuilder(name, [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (TILE, TILE, 1))
@@ -110,11 +94,7 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     t_row, t_col, t_batch = _tile_of_block(kb, m, n, TILE, TILE)
     row = kb.add(kb.mul(t_row, kb.i(TILE)), ty)
     col = kb.add(kb.mul(t_col, kb.i(TILE)), tx)
-    if batch:
-        z = _digits(kb, t_batch, batch)
-        bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
-    else:
-        bases = [kb.i(0)] * 3
+    bases = _batch_bases(kb, t_batch, geo)
     sa, sb = kb.shared(elt, TILE * TILE), kb.shared(elt, TILE * TILE)
     row_ok = kb.cmpi("slt", row, kb.i(m))
     col_ok = kb.cmpi("slt", col, kb.i(n))
@@ -154,6 +134,46 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     return kernel, grid, (TILE, TILE, 1)
 
 
+class _Geometry(NamedTuple):
+    """A matmul's static sizes and element steps (``_geometry``)."""
+    m: int
+    n: int
+    k: int
+    batch: list          # the result's batch dims
+    nb: int              # their product
+    steps: tuple         # (a_i, a_k, b_k, b_j, c_i, c_j): op(a)'s row and k steps, op(b)'s, c's
+    batch_strides: tuple  # per operand (a, b, c), its stride per batch dim (``_batch_strides``)
+    extents: tuple       # per operand, the elements its layout spans past its first
+
+
+def _geometry(a, b, c, transpose_a: bool, transpose_b: bool):
+    """``c = op(a) @ op(b)``'s geometry (static shapes), or None where ``c`` has no elements."""
+    shapes = [tuple(v.type.get_shape()) for v in (a, b, c)]
+    if any(d < 0 for sh in shapes for d in sh):
+        raise unsupported("matmul of run-time shape")
+    ash, _, csh = shapes
+    m, n = csh[-2:]
+    k = ash[-2] if transpose_a else ash[-1]
+    batch = list(csh[:-2])
+    nb = prod(batch)
+    if m == 0 or n == 0 or nb == 0:
+        return None
+    ast, bst, cst = layouts = [L.layout_of(v.type)[0] for v in (a, b, c)]
+    a_i, a_k = (ast[-1], ast[-2]) if transpose_a else (ast[-2], ast[-1])
+    b_k, b_j = (bst[-1], bst[-2]) if transpose_b else (bst[-2], bst[-1])
+    return _Geometry(m, n, k, batch, nb, (a_i, a_k, b_k, b_j, cst[-2], cst[-1]),
+                     tuple(_batch_strides(sh, st, batch) for sh, st in zip(shapes, layouts)),
+                     tuple(sum((d - 1) * abs(x) for d, x in zip(sh, st) if d > 0) for sh, st in zip(shapes, layouts)))
+
+
+def _batch_bases(kb, t_batch, geo: _Geometry):
+    """Each operand's element offset of batch ``t_batch`` (a block's third coordinate)."""
+    if not geo.batch:
+        return [kb.i(0)] * 3
+    z = _digits(kb, t_batch, geo.batch)
+    return [kb.dot([(d, x) for d, x in zip(z, st) if d is not None]) for st in geo.batch_strides]
+
+
 MMA_M, MMA_N, MMA_K = 16, 8, 16  # mma.sync.aligned.m16n8k16
 
 
@@ -166,24 +186,12 @@ def _mma_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     (both: a zero times a NaN of the other would poison the sum); any strides,
     both transpose flags, batches as the 16x16 kernel's."""
     f16 = Float16Type()
-    shapes = [tuple(v.type.get_shape()) for v in (a, b, c)]
-    if any(d < 0 for sh in shapes for d in sh):
-        raise unsupported("matmul of run-time shape")
-    ash, bsh, csh = shapes
-    m, n = csh[-2:]
-    k = ash[-2] if transpose_a else ash[-1]
-    batch = list(csh[:-2])
-    nb = prod(batch)
-    if m == 0 or n == 0 or nb == 0:
+    geo = _geometry(a, b, c, transpose_a, transpose_b)
+    if geo is None:
         return None
-    ast, bst, cst = (L.layout_of(v.type)[0] for v in (a, b, c))
-    a_i, a_k = (ast[-1], ast[-2]) if transpose_a else (ast[-2], ast[-1])
-    b_k, b_j = (bst[-1], bst[-2]) if transpose_b else (bst[-2], bst[-1])
-    c_i, c_j = cst[-2], cst[-1]
-    strides = [_batch_strides(sh, st, batch) for sh, st in ((ash, ast), (bsh, bst), (csh, cst))]
-    span = sum(sum((d - 1) * abs(x) for d, x in zip(sh, st) if d > 0) for sh, st in
-               ((ash, ast), (bsh, bst), (csh, cst))) + 32 * (abs(a_i) + abs(a_k) + abs(b_k) + abs(b_j) + abs(c_i)
-                                                              + abs(c_j) + 1)
+    m, n, k, nb = geo.m, geo.n, geo.k, geo.nb
+    a_i, a_k, b_k, b_j, c_i, c_j = geo.steps
+    span = sum(geo.extents) + 32 * (sum(abs(x) for x in geo.steps) + 1)
     it = i32 if span <= I32_MAX else i64
     grid = _grid(m, n, nb, MMA_M, MMA_N)
     ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
@@ -192,11 +200,7 @@ def _mma_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     lane = kb.tid()
     g, t2 = kb.divu(lane, kb.i(4)), kb.mul(kb.remu(lane, kb.i(4)), kb.i(2))
     t_row, t_col, t_batch = _tile_of_block(kb, m, n, MMA_M, MMA_N)
-    if batch:
-        z = _digits(kb, t_batch, batch)
-        bases = [kb.dot([(d, x) for d, x in zip(z, st) if d is not None]) for st in strides]
-    else:
-        bases = [kb.i(0)] * 3
+    bases = _batch_bases(kb, t_batch, geo)
     row0 = kb.add(kb.mul(t_row, kb.i(MMA_M)), g)     # rows g and g + 8 of the tile
     col0 = kb.add(kb.mul(t_col, kb.i(MMA_N)), g)     # B's column g
     zero16, zero32 = kb.c(0.0, f16), kb.c(0.0, Float32Type())
@@ -258,13 +262,13 @@ def _tile_of_block(kb, m, n, bm, bn):
     return row, col, q
 
 
-def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides, config):
+def _blocked(name, a, b, c, elt, it, geo: _Geometry, config):
     """The register-blocked kernel: a BM x BN tile of the result per block of
     (BN/TN, BM/TM) threads, TM x TN results per thread in registers, K in
     steps of BK through shared memory (A's tile stored k-major with a padded
     row, so that a thread reads its TM values of a k as vectors)."""
-    a_i, a_k, b_k, b_j, c_i, c_j = strides
-    a_b, b_b, c_b = batch_strides
+    m, n, k, nb = geo.m, geo.n, geo.k, geo.nb
+    a_i, a_k, b_k, b_j, c_i, c_j = geo.steps
     BM, BN, BK, TM, TN = config
     SA_ROW = BM + PAD
     tx_n, ty_n = BN // TN, BM // TM
@@ -277,11 +281,7 @@ def _blocked(name, a, b, c, elt, it, m, n, k, batch, nb, strides, batch_strides,
     t_row, t_col, t_batch = _tile_of_block(kb, m, n, BM, BN)
     row0 = kb.mul(t_row, kb.i(BM))
     col0 = kb.mul(t_col, kb.i(BN))
-    if batch:
-        z = _digits(kb, t_batch, batch)
-        bases = [kb.dot([(d, s) for d, s in zip(z, st) if d is not None]) for st in (a_b, b_b, c_b)]
-    else:
-        bases = [kb.i(0)] * 3
+    bases = _batch_bases(kb, t_batch, geo)
     sa = kb.shared(elt, BK * SA_ROW)
     sb = kb.shared(elt, BK * BN)
     zero = kb.c(0.0, elt)
