@@ -38,7 +38,7 @@ from tfc.core.context import STATE, TAPES
 from tfc.core.registry import REGISTRY
 from tfc.core.tape import Guarded, both, either, negative_zeros
 from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor, wrap
-from tfc.core.variable import Variable
+from tfc.core.variable import GpuVariable, Variable
 
 
 CUSTOM_GRADIENT = REGISTRY["custom_gradient"]
@@ -811,8 +811,6 @@ def _fresh(t):
 
 
 def _on_gpu(x) -> bool:
-    from tfc.core.variable import GpuVariable
-
     return type(x) is GpuTensor or isinstance(x, GpuVariable)
 
 
