@@ -26,6 +26,7 @@ import tfc
 from tests.test_autograph_semantics import _Ctx as _NameScope  # tf.name_scope(''): changes nothing
 from tests.test_autograph_semantics import _plain, _same
 from tests.test_autograph_semantics import range_created_in_loop as while_creates_var_dynamic_shape_py_init_var
+from tests.test_autograph_semantics import return_in_loop_and_after as effectively_unconditional_return_in_single_for
 
 
 def _int_tensor(x):
@@ -1102,17 +1103,6 @@ def unconditional_return_in_single_for(l):
     for c in l:
         s += c
         return s
-    return s
-
-
-def effectively_unconditional_return_in_single_for(l):
-    s = 0
-    for c in l:
-        s += c
-        if c % 2 > 0:
-            return s
-        else:
-            return -s
     return s
 
 
