@@ -616,10 +616,12 @@ def _erf_scalar(b, x):
     return body_formula(_erf_formula, b, x)
 
 
+ERF_SLOPE_AT_0 = 1.1283791670955126  # 2 / sqrt(pi): d erf(x) / dx = 2 / sqrt(pi) exp(-x^2)
+
+
 def _erf_grad(e, g):
-    # d erf(x) / dx = 2 / sqrt(pi) exp(-x^2)
     x = e.inputs[0]
-    return [g * (exp(negative(square(x))) * 1.1283791670955126)]
+    return [g * (exp(negative(square(x))) * ERF_SLOPE_AT_0)]
 
 
 erf = _unary("erf", _erf_kernel, _erf_grad, quiet=True, doc="the error function, 2/sqrt(pi) times the "

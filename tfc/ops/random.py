@@ -492,14 +492,14 @@ _SQRT2 = 1.4142135623730951
 def _erfinv(y):
     """erf^-1(y) for |y| < 1 in float64: Winitzki's closed form (relative error
     about 2e-3), then three Newton steps on tfc's erf (each squares the error)."""
-    from tfc.ops.math import _erf_kernel
+    from tfc.ops.math import ERF_SLOPE_AT_0, _erf_kernel
 
     a = 0.147
     ln = np.log1p(-y * y)
     t = 2.0 / (np.pi * a) + ln / 2
     w = np.copysign(np.sqrt(np.sqrt(t * t - ln / a) - t), y)
     for _ in range(3):
-        w -= (_erf_kernel(w) - y) / (1.1283791670955126 * np.exp(-w * w))
+        w -= (_erf_kernel(w) - y) / (ERF_SLOPE_AT_0 * np.exp(-w * w))
     return w
 
 
