@@ -419,9 +419,8 @@ class _Normalization(Layer):
             raise ValueError(f"{kind}: the inputs' axes {param_axes} (those of gamma and beta) must be known, "
                              f"got shape {input_shape}")
         self.param_shape = tuple(input_shape[a] for a in param_axes)
-        self._rank = len(input_shape)
+        rank = self._rank = len(input_shape)
         # how a parameter lines up with the inputs (no reshape when its axes are the last ones)
-        rank = len(input_shape)
         trailing = param_axes == tuple(range(rank - len(param_axes), rank))
         self._broadcast_shape = None if trailing else tuple(
             input_shape[a] if a in param_axes else 1 for a in range(rank))
