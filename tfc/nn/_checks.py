@@ -12,10 +12,18 @@ def is_number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
-def positive_int(kind: str, value, what: str) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value <= 0:
-        raise ValueError(f"{kind}: {what} must be a positive int, got {value!r}")
+def _int_at_least(kind: str, value, what: str, low: int, described: str) -> int:
+    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < low:
+        raise ValueError(f"{kind}: {what} must be {described}, got {value!r}")
     return int(value)
+
+
+def positive_int(kind: str, value, what: str) -> int:
+    return _int_at_least(kind, value, what, 1, "a positive int")
+
+
+def non_negative_int(kind: str, value, what: str) -> int:
+    return _int_at_least(kind, value, what, 0, "an int >= 0")
 
 
 def positive_number(kind: str, value, what: str):

@@ -11,7 +11,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.tensor import convert_to_tensor
-from tfc.nn._checks import is_number, positive_number
+from tfc.nn._checks import is_number, non_negative_int, positive_number
 from tfc.ops.math import cast, cos, floor, less, less_equal, minimum, where
 
 
@@ -86,11 +86,9 @@ class CosineDecay(LearningRateSchedule):
         self.decay_steps = positive_number("CosineDecay", decay_steps, "decay_steps")
         self.alpha = float(alpha)
         self.warmup_target = None if warmup_target is None else float(warmup_target)
-        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, (int, np.integer)) or warmup_steps < 0:
-            raise ValueError(f"CosineDecay: warmup_steps must be an int >= 0, got {warmup_steps!r}")
-        if warmup_steps and warmup_target is None:
+        self.warmup_steps = non_negative_int("CosineDecay", warmup_steps, "warmup_steps")
+        if self.warmup_steps and warmup_target is None:
             raise ValueError("CosineDecay: warmup_steps needs a warmup_target (the rate the warmup rises to)")
-        self.warmup_steps = int(warmup_steps)
 
     def _decay(self, step, start_rate):
         fraction = minimum(step, float(self.decay_steps)) / float(self.decay_steps)
