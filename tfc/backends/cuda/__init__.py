@@ -14,13 +14,14 @@ import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType
 
-from tfc.backends.cuda.host import Buf, HostProgram, itemsize, kept_buffer, nbytes, np_dtype, param_scalar
+from tfc.backends.cuda.host import Buf, HostProgram, copied, itemsize, kept_buffer, nbytes, np_dtype, param_scalar
 from tfc.core.cell import Cell
 from tfc.core.tensor import GpuTensor
 from tfc.dialects.tensor import RefType, dtype_of
 
 
 _UNSET = object()  # a lazily made attribute not made yet
+
 
 class Device:
     """What the host program of one executable uses on one driver: the
@@ -198,7 +199,6 @@ class CudaExecutable:
             return self.program.run(rt, vals + [Buf(block.ptr, block)])
 
 
-
 def _straight_line(ex):
     """``run(bufs) -> result Bufs`` doing what ``ex.run_device`` does, for a
     host function that only allocates its results and launches kernels on
@@ -280,13 +280,7 @@ def aligned(rt, buf: Buf, t: MemRefType) -> Buf:
     or a copy where it does not (a GPU tensor that is a view at an odd offset,
     eager ``x[1:]``): kernels read arguments with 16-byte vector loads
     (tfc-lower-gpu's ARGUMENTS_ALIGNED)."""
-    if buf.addr % 16 == 0:
-        return buf
-    n = nbytes(t)
-    new = rt.alloc(n)
-    if n:
-        rt.driver.copy_dtod(new.addr, buf.addr, n)
-    return new
+    return copied(rt, buf, t) if buf.addr % 16 else buf
 
 
 def lower_to_gpu(loops):

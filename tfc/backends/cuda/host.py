@@ -403,12 +403,18 @@ def kept_buffer(rt, buf: Buf, t: MemRefType, arena):
     that (a loops.alloc), else a copy."""
     buf, spec = rt.contiguous(buf, t)
     if buf.owner is arena or buf.addr % 16:
-        n = nbytes(t)
-        new = rt.alloc(n)
-        if n:
-            rt.driver.copy_dtod(new.addr, buf.addr, n)
-        buf = new
+        buf = copied(rt, buf, t)
     return buf, spec
+
+
+def copied(rt, buf: Buf, t: MemRefType) -> Buf:
+    """A fresh allocation (16-byte aligned, its own) holding the ``nbytes(t)``
+    bytes at ``buf``'s address."""
+    n = nbytes(t)
+    new = rt.alloc(n)
+    if n:
+        rt.driver.copy_dtod(new.addr, buf.addr, n)
+    return new
 
 
 def _packer(t):
