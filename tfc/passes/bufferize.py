@@ -165,14 +165,11 @@ def lowers(op) -> str | None:
     return "write"
 
 
-def _view_capable(op) -> bool:
-    """May registry op ``op`` lower to a strided view of its operand
-    (``lower.view`` holds on static, non-0-d shapes), whoever reads it?"""
-    if not isinstance(op, RegistryOp) or op.OPDEF.lower is None or \
-            getattr(op.OPDEF.lower, "view", None) is None:
-        return False
-    k = lowers(op)
-    return k == "view" or (k == "write" and _view_holds(op))
+def _declares_view(op) -> bool:
+    """Is ``op`` a registry op whose lowering declares ``lower.view`` (it may
+    lower to a strided view of its operand)?"""
+    return isinstance(op, RegistryOp) and op.OPDEF.lower is not None and \
+        getattr(op.OPDEF.lower, "view", None) is not None
 
 
 def _view_holds(op) -> bool:
@@ -187,7 +184,7 @@ def _view_reader(use) -> bool:
     user = use.operation
     if isinstance(user, FusedOp):
         return user.iteration_shape != ()
-    return _view_capable(user) and (lowers(user) == "view" or read_in_place(user))
+    return _declares_view(user) and (lowers(user) == "view" or read_in_place(user))
 
 
 def read_in_place(op) -> bool:
@@ -197,8 +194,7 @@ def read_in_place(op) -> bool:
     holds and some reader is a kernel: the kernels read the view, as eager's
     ufuncs read a strided array (numpy's transcendental loops give other last
     bits on a contiguous copy), the other readers the copy."""
-    if not isinstance(op, RegistryOp) or op.OPDEF.lower is None or \
-            getattr(op.OPDEF.lower, "view", None) is None or lowers(op) != "write" or not _view_holds(op):
+    if not _declares_view(op) or lowers(op) != "write" or not _view_holds(op):
         return False
     return any(_view_reader(u) or alias_view_reader(u) for u in op.results[0].uses)
 
@@ -209,9 +205,8 @@ def alias_view_reader(use) -> bool:
     an alias of the copy for the other readers, a view of the view for the
     kernels (eager's getitem of a numpy view is a view of negative steps)."""
     user = use.operation
-    return isinstance(user, RegistryOp) and user.OPDEF.lower is not None and \
-        getattr(user.OPDEF.lower, "view", None) is not None and lowers(user) == "alias" and \
-        _view_holds(user) and any(_view_reader(u) or alias_view_reader(u) for u in user.results[0].uses)
+    return _declares_view(user) and lowers(user) == "alias" and _view_holds(user) and \
+        any(_view_reader(u) or alias_view_reader(u) for u in user.results[0].uses)
 
 
 def temp_types(op) -> list:
