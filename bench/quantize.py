@@ -31,7 +31,7 @@ from harness import Benchmark, detect_frameworks, header  # noqa: E402
 
 def torch_peer(model, x_test):
     """torch's float MLP with the same weights and its dynamic int8 version,
-    as (float fn, int8 fn, int8 weight bytes); None without torch."""
+    as (float fn, int8 fn); None without torch."""
     try:
         import torch
     except ImportError:
