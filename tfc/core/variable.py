@@ -110,12 +110,15 @@ class Variable(Tensor):
     def _assignable(self, value) -> Tensor:
         """``value`` as a tensor ``assign`` takes: its shape is the variable's."""
         t = self._convert(value, "assign")
-        if tuple(t.shape) != tuple(self.shape):
-            e = ValueError(f"{self.name}.assign: cannot assign a value of shape {tuple(t.shape)} to a variable of "
+        self._check_shape(t.shape, "assign")
+        return t
+
+    def _check_shape(self, shape, method: str) -> None:
+        if tuple(shape) != tuple(self.shape):
+            e = ValueError(f"{self.name}.{method}: cannot assign a value of shape {tuple(shape)} to a variable of "
                            f"shape {tuple(self.shape)}")
             note_user_line(e)
             raise e
-        return t
 
     def assign(self, value) -> "Variable":
         t = self._assignable(value)
@@ -314,11 +317,7 @@ class GpuVariable(Variable):
 
         with tapes_suspended(), placed(GPU):  # a host delta with dimensions is copied to the GPU
             value = self._t + delta if method == "assign_add" else self._t - delta
-        if tuple(value.shape) != tuple(self.shape):
-            e = ValueError(f"{self.name}.{method}: cannot assign a value of shape {tuple(value.shape)} to a "
-                           f"variable of shape {tuple(self.shape)}")
-            note_user_line(e)
-            raise e
+        self._check_shape(value.shape, method)
         self._t = self._own(value)
         return self
 
