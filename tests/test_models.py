@@ -7,6 +7,8 @@ import pytest
 
 import tfc
 
+from tests.optimizer_reference import grad_sequence, numpy_adam
+
 HAS_CONV = hasattr(tfc.ops, "conv")
 needs_conv = pytest.mark.skipif(not HAS_CONV, reason="tfc.ops.conv (conv2d, max_pool2d, dropout) is not in this build")
 
@@ -83,13 +85,9 @@ def test_sgd_training_learns_the_synthetic_task():
 
 # -- optimizers against numpy ------------------------------------------------------
 
-def _grad_sequence(rng, shape, steps=4):
-    return [rng.normal(size=shape).astype(np.float32) for _ in range(steps)]
-
-
 def test_sgd_plain_momentum_and_nesterov_match_numpy(rng):
     w0 = rng.normal(size=(3, 2)).astype(np.float32)
-    grads = _grad_sequence(rng, (3, 2))
+    grads = grad_sequence(rng, (3, 2))
     for momentum, nesterov in [(0.0, False), (0.9, False), (0.9, True)]:
         var = tfc.Variable(w0)
         opt = tfc.optimizers.SGD(learning_rate=0.1, momentum=momentum, nesterov=nesterov)
@@ -106,19 +104,13 @@ def test_sgd_plain_momentum_and_nesterov_match_numpy(rng):
 def test_adam_matches_numpy(rng):
     w0 = rng.normal(size=(4,)).astype(np.float32)
     b0 = rng.normal(size=(2, 2)).astype(np.float32)
-    gw, gb = _grad_sequence(rng, (4,), 5), _grad_sequence(rng, (2, 2), 5)
+    gw, gb = grad_sequence(rng, (4,), 5), grad_sequence(rng, (2, 2), 5)
     lr, b1, b2, eps = 0.01, 0.8, 0.95, 1e-7
     w, b = tfc.Variable(w0), tfc.Variable(b0)
     opt = tfc.optimizers.Adam(learning_rate=lr, beta_1=b1, beta_2=b2, epsilon=eps)
-    ref = {"w": [w0.astype(np.float64), 0.0, 0.0], "b": [b0.astype(np.float64), 0.0, 0.0]}
-    for t in range(1, 6):
-        opt.apply_gradients([(tfc.constant(gw[t - 1]), w), (tfc.constant(gb[t - 1]), b)])
-        for k, g in (("w", gw[t - 1]), ("b", gb[t - 1])):
-            p, m, v = ref[k]
-            m = b1 * m + (1 - b1) * g
-            v = b2 * v + (1 - b2) * g * g
-            lr_t = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
-            ref[k] = [p - lr_t * m / (np.sqrt(v) + eps), m, v]
+    for g_w, g_b in zip(gw, gb):
+        opt.apply_gradients([(tfc.constant(g_w), w), (tfc.constant(g_b), b)])
+    ref = {"w": numpy_adam(w0, gw, lr, b1, b2, eps), "b": numpy_adam(b0, gb, lr, b1, b2, eps)}
     np.testing.assert_allclose(w.numpy(), ref["w"][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(b.numpy(), ref["b"][0], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(opt.get_slot(w, "m").numpy(), ref["w"][1], rtol=1e-5, atol=1e-7)
