@@ -58,13 +58,17 @@ class _Call:
         a = self.dev.allocator.alloc(n)
         return Buf(a.ptr, a)
 
+    def _uploaded(self, host: np.ndarray) -> Buf:
+        """A fresh buffer holding the C-contiguous host array ``host``."""
+        buf = self.alloc(host.nbytes)
+        if host.nbytes:
+            self.driver.copy_htod(buf.addr, host)
+        return buf
+
     def constant(self, key, array) -> Buf:
         buf = self.dev.constants.get(key)
         if buf is None:
-            buf = self.alloc(array.nbytes)
-            if array.nbytes:
-                self.driver.copy_htod(buf.addr, array)
-            self.dev.constants[key] = buf
+            buf = self.dev.constants[key] = self._uploaded(array)
         return buf
 
     def launch(self, symbol, grid, block, args, shared):
@@ -78,10 +82,7 @@ class _Call:
         host = np.ascontiguousarray(array, np_dtype(t.element_type))
         if tuple(host.shape) != tuple(t.get_shape()):
             raise ValueError(f"argument of shape {list(host.shape)} for a {t}")
-        buf = self.alloc(host.nbytes)
-        if host.nbytes:
-            self.driver.copy_htod(buf.addr, host)
-        return buf
+        return self._uploaded(host)
 
     def contiguous(self, buf: Buf, t: MemRefType):
         """(a Buf whose data is ``t``'s elements, contiguous from its address,
@@ -93,11 +94,7 @@ class _Call:
         spec = Spec(tuple(t.get_shape()), dtype_of(t.element_type))
         if is_contiguous(t):
             return Buf(buf.addr + layout_of(t)[1] * itemsize(t), buf.owner), spec
-        host = self.to_host(buf, t)
-        out = self.alloc(host.nbytes)
-        if host.nbytes:
-            self.driver.copy_htod(out.addr, host)
-        return out, spec
+        return self._uploaded(self.to_host(buf, t)), spec
 
     def to_host(self, value, t):
         """A device value as a host array (a Buf of memref type ``t``: its
