@@ -191,11 +191,15 @@ def numerics(target: str | None = None):
     return backend(target or TARGET).numerics
 
 
+def documented_limit(got) -> bool:
+    """Is ``got`` an error naming a documented limit (DOCUMENTED_LIMITS)?"""
+    return isinstance(got, (NotImplementedError, ValueError)) and any(re.search(r, str(got)) for r in DOCUMENTED_LIMITS)
+
+
 def compare(p: Program, want, got, target: str | None = None) -> tuple | None:
     """(class, detail) for the first difference of ``got`` from eager's ``want``
     under ``target``'s numerics contract."""
-    limit = isinstance(got, (NotImplementedError, ValueError)) and any(re.search(r, str(got)) for r in DOCUMENTED_LIMITS)
-    if limit:
+    if documented_limit(got):
         return None
     if isinstance(want, BaseException):
         if not isinstance(got, BaseException):
@@ -270,8 +274,7 @@ def check(tfc, p: Program, variants, workdir: str, skipped: list | None = None):
     found = []
     for v in variants:
         got = attempt(v)
-        if target_of(v) == "cuda" and isinstance(got, NotImplementedError) and not any(
-                re.search(r, str(got)) for r in DOCUMENTED_LIMITS):
+        if target_of(v) == "cuda" and isinstance(got, NotImplementedError) and not documented_limit(got):
             if skipped is not None:
                 skipped.append((v, str(got).splitlines()[0] if str(got) else ""))
             continue
