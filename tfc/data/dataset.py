@@ -525,12 +525,8 @@ class _Take(_Transformation):
         self._count = count
 
     def _elements(self):
-        if self._count == 0:
-            return
-        for i, e in enumerate(self._source):
-            yield e
-            if i + 1 == self._count:
-                return
+        # (stops after the last one taken: the source is not asked for one more)
+        yield from self._source if self._count < 0 else itertools.islice(self._source, self._count)
 
     def cardinality(self) -> int:
         n = self._source.cardinality()
@@ -547,11 +543,8 @@ class _Skip(_Transformation):
         self._count = count
 
     def _elements(self):
-        if self._count < 0:
-            return
-        for i, e in enumerate(self._source):
-            if i >= self._count:
-                yield e
+        if self._count >= 0:
+            yield from itertools.islice(self._source, self._count, None)
 
     def cardinality(self) -> int:
         n = self._source.cardinality()
