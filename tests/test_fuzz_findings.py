@@ -161,11 +161,15 @@ CHAINS = {
 }
 
 
+def _check_on_a_row(fn, seed):
+    x = (np.random.default_rng(seed).standard_normal((1, 301)) * 2).astype(np.float32)
+    for sig in [(1, 301), (None, None)]:
+        check(fn, x, sig)
+
+
 @pytest.mark.parametrize("chain", sorted(CHAINS))
 def test_kernel_reads_chain_of_views(chain):
-    x = (np.random.default_rng(9).standard_normal((1, 301)) * 2).astype(np.float32)
-    for sig in [(1, 301), (None, None)]:
-        check(CHAINS[chain], x, sig)
+    _check_on_a_row(CHAINS[chain], seed=9)
 
 
 def _stopped_loop_variable(x0):
@@ -201,9 +205,7 @@ ALIAS_CHAINS = {
 
 @pytest.mark.parametrize("chain", sorted(ALIAS_CHAINS))
 def test_kernel_reads_alias_of_view(chain):
-    x = (np.random.default_rng(10).standard_normal((1, 301)) * 2).astype(np.float32)
-    for sig in [(1, 301), (None, None)]:
-        check(ALIAS_CHAINS[chain], x, sig)
+    _check_on_a_row(ALIAS_CHAINS[chain], seed=10)
 
 
 # -- the model ops' campaign (tests/fuzz: MODEL_OPS) ------------------------------------
