@@ -1,22 +1,12 @@
 """The two real models of examples/ (a char-level GPT, a digits CNN): eager against
 compiled training steps, the causal mask, sampling, TensorBoard logs (the
 examples' few-step runs from the command line are in test_examples.py)."""
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
 import tfc
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-
-
-def example(name):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.test_examples import example
 
 
 @pytest.fixture(scope="module")
