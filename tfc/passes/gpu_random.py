@@ -220,6 +220,7 @@ def random_launch(namer, op):
     None where the result has no elements."""
     from tfc.core.registry import REGISTRY
     from tfc.dialects.tensor import decode_attrs, dtype_of
+    from tfc.ops.random import _int_words, _unit_words
 
     name = op.callee.data
     attrs = decode_attrs(REGISTRY[name], dict(op.kernel_attrs.data))
@@ -237,14 +238,12 @@ def random_launch(namer, op):
     n = prod(shape)
     dtype = dtype_of(t)
     np_dt = np.dtype(dtype.as_numpy_dtype)
-    if name == "uniform":
-        if dtype.is_integer:
-            per = 2 if int(attrs["maxval"]) - int(attrs["minval"]) <= 1 << 32 else 4
-        else:
-            per = 2 if isinstance(t, Float64Type) else 1
-    elif name == "normal":
-        per = 2 if isinstance(t, Float64Type) else 1
-    else:
+    # the numpy kernel's words per element (tfc/ops/random.py's specs): the same words are drawn
+    if name == "uniform" and dtype.is_integer:
+        per = _int_words(int(attrs["maxval"]) - int(attrs["minval"]))
+    elif name in ("uniform", "normal"):
+        per = _unit_words(dtype)
+    else:  # dropout_mask: one word an element (dropout_spec)
         per = 1
     if isinstance(t, Float64Type) and name == "normal":
         raise unsupported("normal of float64 (no float64 log, cos and sin in GPU kernels)")
