@@ -141,8 +141,10 @@ def _integer_values(kb, words, t, lo: int, hi: int):
     of 32-bit limbs with 64-bit column sums, as the numpy kernel computes it."""
     if not isinstance(t, IntegerType) or t.width.data not in (8, 32, 64):
         raise unsupported(f"uniform of {t}")
+    from tfc.ops.random import _int_words
+
     span = hi - lo
-    k = 2 if span <= 1 << 32 else 4
+    k = _int_words(span)
     s_limbs = [(span >> (32 * j)) & 0xFFFFFFFF for j in range((span.bit_length() + 31) // 32)]
     m32, sh = kb.c(0xFFFFFFFF, i64), kb.c(32, i64)
     out = []
