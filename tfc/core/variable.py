@@ -8,6 +8,7 @@ an immutable GpuTensor, ``_t``; docs/gpu-eager.md)."""
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 
 import numpy as np
@@ -299,24 +300,23 @@ class GpuVariable(Variable):
                                     self.dtype.as_numpy_dtype))
 
     def assign_add(self, delta) -> "GpuVariable":
-        return self._update(delta, "assign_add")
+        return self._update(delta, "assign_add", operator.add)
 
     def assign_sub(self, delta) -> "GpuVariable":
-        return self._update(delta, "assign_sub")
+        return self._update(delta, "assign_sub", operator.sub)
 
-    def _update(self, delta, method):
+    def _update(self, delta, method, combine):
         """``assign(value ± delta)`` run on the GPU: a kernel writes a new buffer
         (never the current one, which snapshots may hold)."""
         delta = self._convert(delta, method)
         if STATE.builder is not None:
-            value = self.read_value() + delta if method == "assign_add" else self.read_value() - delta
-            return self.assign(value)
+            return self.assign(combine(self.read_value(), delta))
         if isinstance(delta, Variable):
             delta = delta._t if isinstance(delta, GpuVariable) else wrap(np.array(delta._value))
         from tfc.core.tape import tapes_suspended
 
         with tapes_suspended(), placed(GPU):  # a host delta with dimensions is copied to the GPU
-            value = self._t + delta if method == "assign_add" else self._t - delta
+            value = combine(self._t, delta)
         self._check_shape(value.shape, method)
         self._t = self._own(value)
         return self
