@@ -61,6 +61,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i32, i6
 from tfc.dialects import loops as L
 from tfc.dialects import gpu as G
 from tfc.dialects.gpu import PtrType
+from tfc.ops.conv import _geometry as _window_geometry
 from tfc.passes import gpu_builder as B
 
 BLOCK = 256
@@ -92,15 +93,6 @@ def _attrs(op) -> dict:
         else:
             out[k] = v
     return out
-
-
-def _geometry(n, k, s, d, padding):
-    """TensorFlow's window arithmetic (tfc/ops/conv.py): (output size, pad before)."""
-    k_eff = (k - 1) * d + 1
-    if padding == "VALID":
-        return (n - k_eff) // s + 1, 0
-    out = -(-n // s)
-    return out, max((out - 1) * s + k_eff - n, 0) // 2
 
 
 def _shape(v, what):
@@ -276,9 +268,11 @@ def _zero(kb, elt):
 
 
 def _conv_params(a, in_hw, k_hw):
+    """(strides, dilations, output (H, W), pads before (top, left)): the op's own
+    window arithmetic (tfc/ops/conv.py; the op's inference has checked it)."""
     strides, dil, padding = a["strides"], a["dilations"], a["padding"]
-    (ho, pt), (wo, pl) = (_geometry(in_hw[q], k_hw[q], strides[q], dil[q], padding) for q in range(2))
-    return strides, dil, (ho, wo), (pt, pl)
+    out_hw, ((pt, _), (pl, _)) = _window_geometry(None, in_hw, k_hw, strides, dil, padding, "")
+    return strides, dil, out_hw, (pt, pl)
 
 
 def conv2d(namer, op):
@@ -495,8 +489,8 @@ def conv2d_backprop_filter_like(namer, op):
 
 def _pool_params(a, in_hw):
     k, s, padding = a["ksize"], a["strides"], a["padding"]
-    (ho, pt), (wo, pl) = (_geometry(in_hw[q], k[q], s[q], 1, padding) for q in range(2))
-    return k, s, (ho, wo), (pt, pl)
+    out_hw, ((pt, _), (pl, _)) = _window_geometry(None, in_hw, k, s, (1, 1), padding, "")
+    return k, s, out_hw, (pt, pl)
 
 
 def _first_max(fr, kb, xk, n, oh, ow, c, k, s, pads, hw):
