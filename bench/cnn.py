@@ -138,7 +138,7 @@ def implementations(found, x, y):
 
 
 def main(argv=None) -> None:
-    from transformer import check_same_first_loss
+    from transformer import first_losses
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer repeats")
@@ -149,7 +149,7 @@ def main(argv=None) -> None:
     found, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax"))
     x, y = make_batch()
     impls = implementations(found, x, y)
-    losses = check_same_first_loss(impls)
+    losses = first_losses(impls)
     print(f"## CNN training step (digits 8x8: conv 16, max-pool, conv 32, dense; batch {BATCH}, Adam)\n")
     print(header(found, missing))
     print(f"- first-step loss, every implementation within 1e-4 of tfc eager's: {losses['tfc eager']:.6f}")

@@ -214,6 +214,17 @@ def no_disk_cache():
 FRAMEWORKS = ("torch", "tensorflow", "jax")
 
 
+def check_losses_agree(losses: dict, ref: str, rtol: float = 1e-4, what: str = "first-step losses") -> dict:
+    """``losses`` ({implementation: its loss from the same start}) unchanged; raises
+    if one is not within ``rtol`` of ``losses[ref]`` (the benchmarks time the same
+    computation in every row, so the rows must agree before they are compared)."""
+    want = losses[ref]
+    bad = {k: v for k, v in losses.items() if abs(v - want) > rtol * abs(want)}
+    if bad:
+        raise AssertionError(f"{what} differ from {ref}'s {want:.7g}: {bad}")
+    return losses
+
+
 def detect_frameworks(names=FRAMEWORKS) -> tuple[dict, dict]:
     """(installed modules by name, reason by name for those that are not)."""
     found, missing = {}, {}

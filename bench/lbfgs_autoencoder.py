@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(_HERE), "examples"))
 
 import tfc  # noqa: E402
 from autoencoder_lbfgs import cost as autoencoder_cost  # noqa: E402  (the loss, written once in examples/)
-from harness import FRAMEWORKS, Benchmark, detect_frameworks, header  # noqa: E402
+from harness import FRAMEWORKS, Benchmark, check_losses_agree, detect_frameworks, header  # noqa: E402
 
 VISIBLE, HIDDEN = 784, 196
 RHO, BETA, DECAY = 0.1, 3.0, 3e-3
@@ -299,14 +299,11 @@ def implementations(found, x, theta, S, Y, history):
     return impls
 
 
-def check_same_first_loss(impls, rtol=1e-4) -> dict:
+def check_same_first_loss(impls) -> dict:
     """{name: a fresh LBFGS}; raises if one's iteration-0 loss differs from numpy's."""
     runs = {name: make() for name, (make, _) in impls.items()}
-    losses = {name: float(np.asarray(r.loss)) for name, r in runs.items()}
-    ref = losses["numpy (by hand)"]
-    bad = {k: v for k, v in losses.items() if abs(v - ref) > rtol * abs(ref)}
-    if bad:
-        raise AssertionError(f"iteration-0 losses differ from numpy's {ref:.7g}: {bad}")
+    check_losses_agree({name: float(np.asarray(r.loss)) for name, r in runs.items()}, "numpy (by hand)",
+                       what="iteration-0 losses")
     return runs
 
 

@@ -31,7 +31,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import tfc  # noqa: E402
-from harness import FRAMEWORKS, Benchmark, detect_frameworks, header  # noqa: E402
+from harness import FRAMEWORKS, Benchmark, check_losses_agree, detect_frameworks, header  # noqa: E402
 
 SIZES = (784, 512, 10)
 BATCH = 256
@@ -222,14 +222,9 @@ def implementations(found, x, labels, params):
     return impls
 
 
-def check_same_first_loss(impls, rtol=1e-4) -> dict:
+def check_same_first_loss(impls) -> dict:
     """First-step loss of every implementation; raises if one differs from numpy's."""
-    losses = {name: _fresh_loss(make) for name, (make, _) in impls.items()}
-    ref = losses["numpy (by hand)"]
-    bad = {k: v for k, v in losses.items() if abs(v - ref) > rtol * abs(ref)}
-    if bad:
-        raise AssertionError(f"first-step losses differ from numpy's {ref:.7g}: {bad}")
-    return losses
+    return check_losses_agree({name: _fresh_loss(make) for name, (make, _) in impls.items()}, "numpy (by hand)")
 
 
 # -- memory -------------------------------------------------------------------------

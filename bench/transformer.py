@@ -29,7 +29,7 @@ if _HERE not in sys.path:
     sys.path.insert(0, _HERE)
 
 import tfc  # noqa: E402
-from harness import Benchmark, detect_frameworks, header  # noqa: E402
+from harness import Benchmark, check_losses_agree, detect_frameworks, header  # noqa: E402
 
 BATCH, CONTEXT, WIDTH, HEADS, LAYERS = 32, 64, 64, 2, 2
 LR, BETAS, EPS = 3e-3, (0.9, 0.999), 1e-7  # tfc.optimizers.Adam's (Keras') epsilon
@@ -247,15 +247,10 @@ def implementations(found, vocab_size, x, y):
     return impls
 
 
-def check_same_first_loss(impls, rtol=1e-4) -> dict:
-    losses = {}
-    for name, (make, _) in impls.items():
-        losses[name] = float(np.asarray(make()()))
-    ref = losses["tfc eager"]
-    bad = {k: v for k, v in losses.items() if abs(v - ref) > rtol * abs(ref)}
-    if bad:
-        raise AssertionError(f"first-step losses differ from tfc eager's {ref:.7g}: {bad}")
-    return losses
+def first_losses(impls) -> dict:
+    """Each implementation's first-step loss; raises unless they agree with tfc eager's."""
+    return check_losses_agree({name: float(np.asarray(make()())) for name, (make, _) in impls.items()},
+                              "tfc eager")
 
 
 def main(argv=None) -> None:
@@ -268,7 +263,7 @@ def main(argv=None) -> None:
     found, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax"))
     vocab_size, x, y = make_batch()
     impls = implementations(found, vocab_size, x, y)
-    losses = check_same_first_loss(impls)
+    losses = first_losses(impls)
     print(f"## GPT training step ({LAYERS} layers, width {WIDTH}, {HEADS} heads, context {CONTEXT}, "
           f"batch {BATCH}, Adam)\n")
     print(header(found, missing))
