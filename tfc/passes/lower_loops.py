@@ -519,16 +519,16 @@ class _Lowering:
         ins = [self.host(v, b3, op) for v in op.operands]  # 0-d operands as scalars (the interface)
         attrs = decode_attrs(op.OPDEF, dict(op.properties))
         kv = self.kernel_view
+        kernel_ins = [kv.get(x, i) for x, i in zip(op.operands, ins)]  # the views kernels read, where copied
         if kind in ("alias", "view"):
             (r,) = op.results
             # a view of a value copied for other readers is made from its view (a chain of views)
             if kind == "view":
-                ins = [kv.get(x, i) for x, i in zip(op.operands, ins)]
+                ins = kernel_ins
             elif any(x in kv for x in op.operands) and \
                     any(alias_view_reader(u) for u in op.operands[0].uses if u.operation is op):
                 # an alias of a value copied for other readers: its kernels read a view of the view
-                kv[op.results[0]] = op.OPDEF.lower(b, None, *[kv.get(x, i) for x, i in zip(op.operands, ins)],
-                                                   **attrs)
+                kv[r] = op.OPDEF.lower(b, None, *kernel_ins, **attrs)
             v = op.OPDEF.lower(b, None, *ins, **attrs)
             if L.shape_of(v.type) != spec_of(r.type).shape:
                 raise AssertionError(f"lowering {op.OPDEF.name}: an alias of shape {L.shape_of(v.type)} "
@@ -541,7 +541,7 @@ class _Lowering:
         for r, o in zip(op.results, outs):
             self.vm[r] = o  # a 0-d result: a 0-d buffer, as a kernel's
         if read_in_place(op):  # kernels read the strided view, the other readers the copy
-            kv[op.results[0]] = op.OPDEF.lower(b, None, *[kv.get(x, i) for x, i in zip(op.operands, ins)], **attrs)
+            kv[op.results[0]] = op.OPDEF.lower(b, None, *kernel_ins, **attrs)
         return True
 
     def library(self, op: RegistryOp, b3):
