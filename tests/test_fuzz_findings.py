@@ -226,8 +226,8 @@ def test_quantize_of_a_scalar(signature):
 
 
 def _l2_normalize_scalar(x0):
-    # a 0-d eager value may be a numpy scalar (here the cast's): the expansion's
-    # value_dtype took it for an SSA value ("'numpy.float32' object has no attribute 'type'")
+    # a 0-d eager value may be a numpy scalar (here the cast's): the expansion's dtype
+    # lookup took it for an SSA value ("'numpy.float32' object has no attribute 'type'")
     v1 = tfc.cast((tfc.cast(x0 * 2.0, tfc.int32) % 3), tfc.float32)
     return tfc.nn.l2_normalize(v1), tfc.nn.l2_normalize(-v1 - 1.0, epsilon=16.0)
 

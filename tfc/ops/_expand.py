@@ -16,7 +16,7 @@ from tfc.core.registry import REGISTRY, Spec
 class ArrayBuilder:
     """The builder an ``expand`` function gets in eager mode: ``b.<op>(*arrays,
     **attrs)`` runs registry op ``<op>`` now and returns its array (a list of
-    them for a multi-result op); ``b.shape(x)``
+    them for a multi-result op); ``b.shape(x)``, ``b.dtype(x)``
     and ``b.constant(value, dtype)`` as in the IR builder (tfc/passes/expand.py).
     Attribute values are given as the IR decodes them (int lists as tuples);
     absent ones are None. The composite op's own inference has checked the
@@ -26,6 +26,9 @@ class ArrayBuilder:
 
     def shape(self, x) -> tuple:
         return np.shape(x)
+
+    def dtype(self, x) -> dtypes.DType:
+        return dtypes.from_numpy(np.asarray(x).dtype)  # a 0-d value may be a numpy scalar
 
     def constant(self, value, dtype):
         return np.asarray(value, dtype.as_numpy_dtype)

@@ -24,7 +24,7 @@ from tfc.ops.math import (
     _erf_formula, body_formula, run_formula, _sigmoid_kernel, _sigmoid_scalar, _softplus_kernel, _softplus_scalar,
     cast, equal, erf, exp, maximum, rsqrt, sigmoid, sqrt, square, tanh, where,
 )
-from tfc.ops.reductions import reduce_mean, reduce_sum, value_dtype
+from tfc.ops.reductions import reduce_mean, reduce_sum
 from tfc.ops.shapes import check_flag_temps, expand_dims
 
 # -- softmax and log_softmax ------------------------------------------------------
@@ -436,7 +436,7 @@ def _normalize_infer(op, x: Spec, axes, epsilon):
 def _normalize_expand(b, x, axes, epsilon):
     # (x - mean) / sqrt(var + epsilon)
     _, d, v = _centered(b, x, axes)
-    return b.multiply(d, b.rsqrt(b.add(v, b.constant(epsilon, value_dtype(b, x)))))
+    return b.multiply(d, b.rsqrt(b.add(v, b.constant(epsilon, b.dtype(x)))))
 
 
 def _normalize_grad(e, g):
@@ -485,7 +485,7 @@ def _l2_normalize_expand(b, x, axes, epsilon):
     # x / sqrt(max(sum(x^2), epsilon)), as TensorFlow
     axes = tuple(range(len(b.shape(x)))) if axes is None else axes
     ss = b.reduce_sum(b.square(x), axis=axes, keepdims=True)
-    return b.multiply(x, b.rsqrt(b.maximum(ss, b.constant(epsilon, value_dtype(b, x)))))
+    return b.multiply(x, b.rsqrt(b.maximum(ss, b.constant(epsilon, b.dtype(x)))))
 
 
 def _l2_normalize_grad(e, g):

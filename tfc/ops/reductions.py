@@ -271,15 +271,6 @@ def _arg_args(x, axis, output_type):
 # any value leaves it (a column of -0.0 sums to -0.0, as numpy).
 
 
-def value_dtype(b, x) -> dtypes.DType:
-    """The dtype of ``x`` in an expansion: an array eagerly, an SSA value in the compiler."""
-    if isinstance(x, (np.ndarray, np.generic)):  # a 0-d eager value may be a numpy scalar
-        return dtypes.from_numpy(x.dtype)
-    from tfc.dialects.tensor import spec_of
-
-    return spec_of(x.type).dtype
-
-
 def _shifted(b, y, axis, k, reverse, fill):
     """``y`` moved ``k`` places along ``axis`` (toward the end, or the start
     when ``reverse``), ``fill`` shifted in."""
@@ -297,7 +288,7 @@ def _cumsum_expand(b, x, axis, exclusive, reverse):
     shape = b.shape(x)
     axis %= len(shape)
     n = shape[axis]
-    floating = value_dtype(b, x).is_floating
+    floating = b.dtype(x).is_floating
     if exclusive and n:
         x = _shifted(b, x, axis, 1, reverse, 0.0 if floating else 0)
     k = 1

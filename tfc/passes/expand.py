@@ -64,6 +64,9 @@ class IRBuilder:
     def shape(self, v) -> tuple:
         return spec_of(v.type).shape
 
+    def dtype(self, v):
+        return spec_of(v.type).dtype
+
     def constant(self, value, dtype):
         return self._insert(ConstantOp.from_numpy(np.asarray(value, dtype.as_numpy_dtype), dtype)).result
 
