@@ -112,6 +112,13 @@ def _im2col(xp, khw, out_hw, strides, dilations):
     return cols
 
 
+def _patches(x, khw, strides, padding, dilations, pad_value=0):
+    """The windows of ``x`` padded for ``padding`` with ``pad_value``, as (N, Ho, Wo,
+    KH, KW, C): what the conv2d family (the quantized one too) runs its GEMM on."""
+    out_hw, pads = _geometry(None, x.shape[1:3], khw, strides, dilations, padding, "")
+    return _im2col(_pad(x, pads, pad_value), khw, out_hw, strides, dilations)
+
+
 def _check_image(op, spec, what="input", allowed=FLOATS):
     inf.check_dtype(op, spec, allowed, what)
     if spec.ndim != 4:
@@ -141,8 +148,7 @@ _CONV_ATTRS = {"strides": "ints", "padding": "str", "dilations": "ints"}
 
 
 def _conv2d_kernel(x, w, strides, padding, dilations):
-    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
-    cols = _im2col(_pad(x, pads), w.shape[:2], out_hw, strides, dilations)
+    cols = _patches(x, w.shape[:2], strides, padding, dilations)
     out = cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]) @ w.reshape(-1, w.shape[3])
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
@@ -156,8 +162,7 @@ def _rows_of(out, n):
 
 def _conv2d_into(x, w, out, strides, padding, dilations):
     """conv2d written into ``out``: the GEMM writes it (eager's bits)."""
-    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
-    cols = _im2col(_pad(x, pads), w.shape[:2], out_hw, strides, dilations)
+    cols = _patches(x, w.shape[:2], strides, padding, dilations)
     np.matmul(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]),
               out=_rows_of(out, w.shape[3]))
 
@@ -176,11 +181,17 @@ def _conv2d_infer(op, x: Spec, w: Spec, strides, padding, dilations) -> Spec:
     _check_image(op, x)
     _check_filters(op, w)
     inf.check_same_dtype(op, x, w)
+    return Spec(conv_out_shape(op, x, w, strides, padding, dilations), x.dtype)
+
+
+def conv_out_shape(op, x: Spec, w: Spec, strides, padding, dilations) -> tuple:
+    """The NHWC result shape of a conv2d of rank-4 ``x`` and HWIO ``w`` (the channels
+    checked to match), for conv2d and its quantized forms."""
     shapes = f"input {inf.fmt_shape(x.shape)}, filters {inf.fmt_shape(w.shape)}"
     _match(op, x.shape[3], w.shape[2], f"input has {x.shape[3]} channels but filters expect "
                                        f"{w.shape[2]} (in_channels, axis 2): {shapes}")
     (ho, wo), _ = _geometry(op, x.shape[1:3], w.shape[:2], strides, dilations, padding, shapes)
-    return Spec((x.shape[0], ho, wo, w.shape[3]), x.dtype)
+    return (x.shape[0], ho, wo, w.shape[3])
 
 
 def _backprop_input(e, x, w, g):
@@ -303,16 +314,14 @@ def conv2d_backprop_input_like(like, filters, out_backprop, strides=1, padding="
 
 
 def _bp_filter_kernel(x, g, filter_hw, strides, padding, dilations):
-    out_hw, pads = _geometry(None, x.shape[1:3], filter_hw, strides, dilations, padding, "")
-    cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
+    cols = _patches(x, filter_hw, strides, padding, dilations)
     dw = cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T @ g.reshape(-1, g.shape[3])
     return dw.reshape(tuple(filter_hw) + (x.shape[3], g.shape[3]))
 
 
 def _bp_filter_into(x, g, out, filter_hw, strides, padding, dilations):
     """conv2d_backprop_filter written into ``out`` by its GEMM (eager's bits)."""
-    out_hw, pads = _geometry(None, x.shape[1:3], filter_hw, strides, dilations, padding, "")
-    cols = _im2col(_pad(x, pads), filter_hw, out_hw, strides, dilations)
+    cols = _patches(x, filter_hw, strides, padding, dilations)
     np.matmul(cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T, g.reshape(-1, g.shape[3]),
               out=_rows_of(out, g.shape[3]))
 

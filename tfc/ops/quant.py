@@ -31,7 +31,7 @@ from tfc.core import dtypes
 from tfc.core.registry import Spec, declare
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
-from tfc.ops.conv import _CONV_ATTRS, _conv_attrs, _geometry, _im2col, _pad
+from tfc.ops.conv import _CONV_ATTRS, _conv_attrs, _patches, conv_out_shape
 
 INT8_MIN, INT8_MAX = -128, 127
 # every partial sum of a float32 dot product of int8 codes is an integer of
@@ -283,8 +283,7 @@ def quantized_matmul(x, w, bias, multiplier, out_zero_point=0, relu=False, out_d
 
 def _qconv2d_kernel(x, w, bias, multiplier, strides, padding, dilations, pad_value, out_zero_point, relu,
                     out_dtype):
-    out_hw, pads = _geometry(None, x.shape[1:3], w.shape[:2], strides, dilations, padding, "")
-    cols = _im2col(_pad(x, pads, pad_value), w.shape[:2], out_hw, strides, dilations)
+    cols = _patches(x, w.shape[:2], strides, padding, dilations, pad_value)
     acc = accumulate(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]), bias)
     out = requantize(acc, multiplier, out_zero_point, relu, out_dtype)
     return out.reshape(cols.shape[:3] + (w.shape[3],))
@@ -308,11 +307,7 @@ def _conv_shape(op, x: Spec, w: Spec, strides, padding, dilations) -> tuple:
     if x.ndim != 4 or w.ndim != 4:
         raise ValueError(f"{op.name}: input (NHWC) and filters (HWIO) must have rank 4, got shapes "
                          f"{inf.fmt_shape(x.shape)} and {inf.fmt_shape(w.shape)}")
-    shapes = f"input {inf.fmt_shape(x.shape)}, filters {inf.fmt_shape(w.shape)}"
-    if x.shape[3] is not None and w.shape[2] is not None and x.shape[3] != w.shape[2]:
-        raise ValueError(f"{op.name}: input has {x.shape[3]} channels but filters expect {w.shape[2]}: {shapes}")
-    (ho, wo), _ = _geometry(op, x.shape[1:3], w.shape[:2], strides, dilations, padding, shapes)
-    return (x.shape[0], ho, wo, w.shape[3])
+    return conv_out_shape(op, x, w, strides, padding, dilations)
 
 
 @declare(kernel=_qconv2d_kernel, infer=_qconv2d_infer,
