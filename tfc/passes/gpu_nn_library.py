@@ -82,17 +82,15 @@ class _Attrs(dict):
 
 
 def _attrs(op) -> dict:
-    """The library call's attributes as Python values (int tuples, strings); a
-    missing one raises NotImplementedError naming it."""
-    out = _Attrs(op.callee.data, {})
-    for k, v in op.kernel_attrs.data.items():
-        if hasattr(v, "get_values"):
-            out[k] = tuple(int(x) for x in v.get_values())
-        elif hasattr(v, "data") and isinstance(v.data, str):
-            out[k] = v.data
-        else:
-            out[k] = v
-    return out
+    """The library call's attributes as Python values, decoded as its op
+    declares them (``decode_attrs``); a missing one raises NotImplementedError
+    naming it."""
+    from tfc.core.registry import REGISTRY
+    from tfc.dialects.tensor import decode_attrs
+
+    name = op.callee.data
+    decoded = decode_attrs(REGISTRY[name], dict(op.kernel_attrs.data))
+    return _Attrs(name, {k: v for k, v in decoded.items() if v is not None})
 
 
 def _shape(v, what):

@@ -70,7 +70,7 @@ def quantize(namer, op):
     (out,) = op.outs
     elt = _float_of("quantize", x)
     a = _attrs(op)
-    scale, zero_point = float(a["scale"].value.data), int(a["zero_point"].value.data)
+    scale, zero_point = float(a["scale"]), int(a["zero_point"])
     fr = _Frame(namer, "quantize", [x], out, "elementwise", elt)
 
     def body(kb, dg):
@@ -156,7 +156,7 @@ def _requantize(kb, fr, acc, n, op):
     """numpy's ``requantize`` of the int32 ``acc`` of output channel ``n``
     (the multiplier is input 3 of ``fr``), operation for operation."""
     a = _attrs(op)
-    out_zero_point, relu = int(a["out_zero_point"].value.data), bool(a["relu"].value.data)
+    out_zero_point, relu = int(a["out_zero_point"]), bool(a["relu"])
     f32 = Float32Type()
     one_for_all = fr.shapes[3][0] == 1
     real = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(acc, f32)), fr.load(3, [None if one_for_all else n])))
@@ -235,7 +235,7 @@ def quantized_conv2d(namer, op):
     _check_int8("quantized_conv2d", [x, w])
     fr, *geometry = _conv_frame(namer, "quantized_conv2d", op, Float32Type())
     C = geometry[0][2]
-    pad_value = int(_attrs(op)["pad_value"].value.data)
+    pad_value = int(_attrs(op)["pad_value"])
 
     def body(kb, dg):
         n, oh, ow, co = dg
