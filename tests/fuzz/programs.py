@@ -350,7 +350,7 @@ class _Gen:
         and indexing with None, negative steps, tensor (0-d) indices."""
         s = tuple(s)
         r = len(s)
-        dt = f"tfc.{self.dtype}"
+        dt = self._fdt()
         options = ["int", "pad", "index"] + (["int_input"] * 8 if self.ints else [])
         if r >= 1:
             options += ["argmax", "segment", "gather_t", "one_hot", "split", "index", "index"]
