@@ -39,6 +39,7 @@ SAMPLES = {
     # this session's ops whose arguments the heuristic cannot guess
     "categorical": lambda: tfc.random.categorical(F23, 2, seed=1),
     "truncated_normal": lambda: tfc.random.truncated_normal((2, 3), seed=1),
+    "shuffle_indices": lambda: tfc.ops.random.shuffle_indices(F23, seed=1),
     "moments": lambda: tfc.nn.moments(F23, axes=[1]),
     "normalize": lambda: _nn.normalize(F23, axes=[1], epsilon=1e-3),
     "permute_along_axis": lambda: _sorting.permute_along_axis(F23, tfc.argsort(F23, axis=1), axis=1),
