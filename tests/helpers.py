@@ -88,6 +88,18 @@ def random_array(rng, shape, dtype, low=-5.0, high=5.0):
     return rng.uniform(low, high, size=shape).astype(dt.as_numpy_dtype)
 
 
+def assert_bit_identical(got, want):
+    """``got`` equals ``want`` bit for bit (NaN where NaN): each a value or a list of
+    them, same shapes and dtypes (eager against compiled, for instance)."""
+    got = got if isinstance(got, (list, tuple)) else [got]
+    want = want if isinstance(want, (list, tuple)) else [want]
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = np.asarray(g), np.asarray(w)
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.dtype, w.dtype, g.shape, w.shape)
+        assert np.array_equal(g, w, equal_nan=True), (g, w)
+
+
 def assert_same(result, expected, dtype=None):
     """``result`` (a Tensor) equals ``expected`` (numpy): same shape and dtype,
     exact for ints and bools, within the dtype's tolerance for floats."""

@@ -5,16 +5,10 @@ import numpy as np
 import pytest
 
 import tfc
+from helpers import assert_bit_identical
 
 
-def same(got, want):
-    got = got if isinstance(got, (list, tuple)) else [got]
-    want = want if isinstance(want, (list, tuple)) else [want]
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.array_equal(g, w, equal_nan=True), (g, w)
+same = assert_bit_identical  # eager against compiled, bit for bit
 
 
 def check(fn, x, signature):

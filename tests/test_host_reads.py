@@ -10,6 +10,7 @@ import pytest
 from xdsl.dialects import arith, func
 
 import tfc
+from helpers import assert_bit_identical
 from tfc.dialects import loops as L
 
 _BENCH = str(pathlib.Path(__file__).resolve().parents[1] / "bench")
@@ -19,14 +20,7 @@ def f32(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def same(got, want):
-    got = got if isinstance(got, (list, tuple)) else [got]
-    want = want if isinstance(want, (list, tuple)) else [want]
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype, (g.dtype, w.dtype, g.shape, w.shape)
-        assert np.array_equal(g, w, equal_nan=True), (g, w)
+same = assert_bit_identical  # eager against compiled, bit for bit
 
 
 def check(fn, *args):

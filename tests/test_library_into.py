@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tfc
+from helpers import assert_bit_identical
 from tfc.core.registry import REGISTRY
 from tfc.dialects import loops as L
 
@@ -15,14 +16,7 @@ def arr(*shape, seed=0, dtype=np.float32):
     return np.random.default_rng(seed).standard_normal(shape).astype(dtype)
 
 
-def same(got, want):
-    got = got if isinstance(got, (list, tuple)) else [got]
-    want = want if isinstance(want, (list, tuple)) else [want]
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        g, w = np.asarray(g), np.asarray(w)
-        assert g.shape == w.shape and g.dtype == w.dtype
-        assert np.array_equal(g, w, equal_nan=True), np.max(np.abs(g.astype(np.float64) - w))
+same = assert_bit_identical  # eager against compiled, bit for bit
 
 
 def into_calls(cf):
