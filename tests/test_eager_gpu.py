@@ -13,7 +13,7 @@ import tfc
 from tfc.backends import backend
 from tfc.core.device import DeviceMismatchError
 from tfc.core.errors import UnavailableError
-from tfc.core.tensor import GpuTensor, OnDeviceError
+from tfc.core.tensor import GpuTensor
 from tfc.frontend import eager_gpu
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -748,7 +748,7 @@ def _print_gpu_module(self, printer: Printer) -> None:
 
 
 def _parse_gpu_module(cls, parser: Parser):
-    from xdsl.ir import Block, Region
+    from xdsl.ir import Block
 
     name = parser.parse_symbol_name()
     attrs = parser.parse_optional_attr_dict_with_keyword()
