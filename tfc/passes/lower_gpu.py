@@ -1058,30 +1058,25 @@ class _Lowering:
             b = kb.divu(rest, kb.i(tr))
             bdig = digits(kb, b, batch, dims, set(dims)) if batch else {}
             r0, c0 = kb.mul(r_t, kb.i(TILE_T)), kb.mul(c_t, kb.i(TILE_T))
-            for j in range(4):  # read: consecutive threads along the source's unit stride (rows)
-                yy = kb.add(ty, kb.i(8 * j)) if j else ty
-                r, c = kb.add(r0, tx), kb.add(c0, yy)
-                ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r, kb.i(rows)), kb.cmpi("slt", c, kb.i(cols))))
+            # read: consecutive threads along the source's unit stride (rows), into the tile;
+            # then write: consecutive threads along the destination's rows, out of it
+            for reading in (True, False):
+                for j in range(4):
+                    yy = kb.add(ty, kb.i(8 * j)) if j else ty
+                    r, c = (kb.add(r0, tx), kb.add(c0, yy)) if reading else (kb.add(r0, yy), kb.add(c0, tx))
+                    ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r, kb.i(rows)), kb.cmpi("slt", c, kb.i(cols))))
 
-                def load(r=r, c=c, yy=yy):
-                    dig = dict(bdig)
-                    dig[rank - 2], dig[rank - 1] = r, c
-                    v = kb.load(kb.args[src.param], _access_index(kb, src, dig), nc=src.nc)[0]
-                    kb.store([v], tile, kb.add(kb.mul(yy, kb.i(TILE_T + 1)), tx))
-                kb.if_(ok, load)
-            kb.emit(gpu.BarrierOp())
-            for j in range(4):  # write: consecutive threads along the destination's rows
-                yy = kb.add(ty, kb.i(8 * j)) if j else ty
-                r, c = kb.add(r0, yy), kb.add(c0, tx)
-                ok = kb.emit(arith.AndIOp(kb.cmpi("slt", r, kb.i(rows)), kb.cmpi("slt", c, kb.i(cols))))
-
-                def store(r=r, c=c, yy=yy):
-                    dig = dict(bdig)
-                    dig[rank - 2], dig[rank - 1] = r, c
-                    v = kb.load(tile, kb.add(kb.mul(tx, kb.i(TILE_T + 1)), yy))[0]
-                    kb.store([v], kb.args[dst.param], _access_index(kb, dst, dig))
-                kb.if_(ok, store)
-            kb.emit(gpu.BarrierOp())
+                    def move(r=r, c=c, yy=yy, reading=reading):
+                        dig = dict(bdig)
+                        dig[rank - 2], dig[rank - 1] = r, c
+                        if reading:
+                            v = kb.load(kb.args[src.param], _access_index(kb, src, dig), nc=src.nc)[0]
+                            kb.store([v], tile, kb.add(kb.mul(yy, kb.i(TILE_T + 1)), tx))
+                        else:
+                            v = kb.load(tile, kb.add(kb.mul(tx, kb.i(TILE_T + 1)), yy))[0]
+                            kb.store([v], kb.args[dst.param], _access_index(kb, dst, dig))
+                    kb.if_(ok, move)
+                kb.emit(gpu.BarrierOp())
 
         kb.for_(kb.bid(), kb.i(ntiles), kb.gdim(), one)
         kernel = kb.finish()
