@@ -77,10 +77,10 @@ class DriverRuntime:
     """GPU tensors of one driver: uploads, downloads and the op cache."""
 
     def __init__(self, driver):
-        allocator_for = _cuda().allocator
-
+        cuda = _cuda()
         self.driver = driver
-        self.allocator = allocator_for(driver)
+        self.allocator = cuda.allocator(driver)
+        self._Buf = cuda.Buf  # alloc runs at every upload and op: no backend look-up there
         self.cache: dict = {}   # (op, input kinds, attrs) -> _Entry
         self.compiles = 0       # single-op functions compiled (the cache's misses)
         self.on_host: set = set()  # keys of random ops with no GPU kernel (float64 normals): numpy's kernel
@@ -88,10 +88,8 @@ class DriverRuntime:
 
     # -- host <-> device -----------------------------------------------------------
     def alloc(self, nbytes: int):
-        Buf = _cuda().Buf
-
         a = self.allocator.alloc(nbytes)
-        return Buf(a.ptr, a)
+        return self._Buf(a.ptr, a)
 
     def upload(self, array) -> GpuTensor:
         host = np.asarray(array)
