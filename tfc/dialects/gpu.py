@@ -22,8 +22,12 @@ and these ops:
   width 32: CUDA's ``__shfl_*_sync(0xffffffff, ...)``);
 - ``tgpu.atomic add %p[%i], %v : !tgpu.ptr<f32, global>, i32`` (no result:
   PTX ``red``), ``%old = tgpu.atomic add ... -> f32`` (PTX ``atom``);
-- ``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(...) b(...) c(...) : f16 -> f32``:
-  a warp's tensor-core product (PTX ``mma.sync.aligned.m16n8k16``);
+- ``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(...) b(...) c(...) : f16 -> f32``
+  (and ``m16n8k32 ... : i8 -> i32``, int8 codes packed four to an i32):
+  a warp's tensor-core product (PTX ``mma.sync.aligned``);
+- ``%v0, ..., %v7 = tgpu.ldmatrix x4 %s[%i] {trans} : !tgpu.ptr<f16, shared>, i32``:
+  a warp's load of 8x8 float16 matrices from shared memory in mma's
+  fragment layout (PTX ``ldmatrix``);
 - ``%r = tgpu.dp4a %a, %b, %c : i32``: the four products of the signed bytes
   of ``%a`` and ``%b`` plus ``%c``, int32 wrapping (PTX ``dp4a.s32.s32``);
 - host side: ``%key, %base = tgpu.philox_take {blocks = 8}`` (reserves
@@ -453,47 +457,74 @@ class AtomicOp(IRDLOperation):
         return op
 
 
+# tgpu.mma's shapes: per shape the multiplicand type, the accumulator type, the number of
+# a, b and c values per thread, and PTX's instruction (a warp's D = A B + C)
+MMA_SHAPES = {
+    "m16n8k16": (Float16Type(), Float32Type(), (8, 4, 4), "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
+    "m16n8k32": (i32, i32, (4, 2, 4), "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"),
+}
+
+
 @irdl_op_definition
 class MmaOp(IRDLOperation):
-    """``%d0, %d1, %d2, %d3 = tgpu.mma m16n8k16 a(%a0, ..., %a7) b(%b0, ..., %b3)
-    c(%c0, ..., %c3) : f16 -> f32``: one warp's tensor-core product D = A B + C
-    of a 16x16 float16 A (row-major fragments), a 16x8 float16 B (column
-    fragments) and a 16x8 float32 C (PTX ``mma.sync.aligned.m16n8k16.row.col
-    .f32.f16.f16.f32``). Each thread passes its fragment elements as PTX's
-    "Matrix Fragments for mma.m16n8k16" place them (g = lane / 4, t = lane % 4):
-    a_i at row g + 8 ((i / 2) % 2), column 2t + i % 2 + 8 (i / 4); b_i at row
-    2t + i % 2 + 8 (i / 2), column g; c_i and d_i at row g + 8 (i / 2), column
-    2t + i % 2. Every thread of the warp must execute it (no divergence)."""
+    """One warp's tensor-core product D = A B + C (PTX ``mma.sync.aligned``,
+    row-major A, column-major B), each thread passing its fragment elements
+    as PTX's "Matrix Fragments for mma" tables place them (g = lane / 4,
+    t = lane % 4). Every thread of the warp must execute it (no divergence).
+
+    - ``%d0, ..., %d3 = tgpu.mma m16n8k16 a(%a0, ..., %a7) b(%b0, ..., %b3)
+      c(%c0, ..., %c3) : f16 -> f32``: 16x16 float16 A, 16x8 float16 B, 16x8
+      float32 C: a_i at row g + 8 ((i / 2) % 2), column 2t + i % 2 + 8 (i / 4);
+      b_i at row 2t + i % 2 + 8 (i / 2), column g; c_i and d_i at row
+      g + 8 (i / 2), column 2t + i % 2.
+    - ``%d0, ..., %d3 = tgpu.mma m16n8k32 a(%a0, ..., %a3) b(%b0, %b1)
+      c(%c0, ..., %c3) : i8 -> i32``: 16x32 int8 A and 32x8 int8 B, four
+      codes to an i32 (byte j = element 4i + j of the fragment, low byte
+      first), 16x8 int32 C, the sum wrapping in int32 (no ``.satfinite``):
+      a_j at row g + 8 (j % 2), columns 4t + 16 (j / 2) .. + 3; b_j at rows
+      4t + 16 j .. + 3, column g; c and d as m16n8k16's."""
 
     name = "tgpu.mma"
-    a = var_operand_def(Float16Type)
-    b = var_operand_def(Float16Type)
-    c = var_operand_def(Float32Type)
-    d = var_result_def(Float32Type)
+    a = var_operand_def()
+    b = var_operand_def()
+    c = var_operand_def()
+    d = var_result_def()
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     def __init__(self, a, b, c):
-        super().__init__(operands=[list(a), list(b), list(c)], result_types=[[Float32Type()] * 4])
+        a, c = list(a), list(c)
+        super().__init__(operands=[a, list(b), c], result_types=[[c[0].type if c else Float32Type()] * 4])
+
+    @property
+    def shape(self) -> str:
+        """The PTX shape, from the multiplicand type (f16: m16n8k16, i32: m16n8k32)."""
+        return "m16n8k32" if self.a and self.a[0].type == i32 else "m16n8k16"
 
     def verify_(self):
-        if (len(self.a), len(self.b), len(self.c), len(self.d)) != (8, 4, 4, 4):
-            _fail(self, "m16n8k16 takes 8 a, 4 b and 4 c values per thread and gives 4")
+        mult, acc, counts, _ = MMA_SHAPES[self.shape]
+        if (len(self.a), len(self.b), len(self.c), len(self.d)) != counts + (4,):
+            _fail(self, f"{self.shape} takes {counts[0]} a, {counts[1]} b and {counts[2]} c values per thread "
+                        "and gives 4")
+        if any(v.type != mult for v in (*self.a, *self.b)) or any(v.type != acc for v in (*self.c, *self.d)):
+            _fail(self, f"{self.shape}: a and b are {mult}, c and d {acc}")
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" m16n8k16")
+        printer.print_string(f" {self.shape}")
         for name, vals in (("a", self.a), ("b", self.b), ("c", self.c)):
             printer.print_string(f" {name}(")
             printer.print_list(vals, printer.print_operand)
             printer.print_string(")")
         printer.print_op_attributes(self.attributes)
-        printer.print_string(" : f16 -> f32")
+        printer.print_string(" : i8 -> i32" if self.shape == "m16n8k32" else " : f16 -> f32")
 
     @classmethod
     def parse(cls, parser: Parser):
-        if parser.parse_identifier() != "m16n8k16":
-            parser.raise_error("tgpu.mma: only the shape m16n8k16")
+        shape = parser.parse_identifier()
+        if shape not in MMA_SHAPES:
+            parser.raise_error(f"tgpu.mma: the shape is one of {', '.join(MMA_SHAPES)}, not {shape}")
+        mult, acc = MMA_SHAPES[shape][:2]
         groups = []
-        for name, t in (("a", Float16Type()), ("b", Float16Type()), ("c", Float32Type())):
+        for name, t in (("a", mult), ("b", mult), ("c", acc)):
             if parser.parse_identifier() != name:
                 parser.raise_error(f"tgpu.mma: expected {name}(...)")
             vals = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
@@ -504,6 +535,66 @@ class MmaOp(IRDLOperation):
         parser.parse_punctuation("->")
         parser.parse_type()
         op = cls(*groups)
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class LdMatrixOp(IRDLOperation):
+    """``%v0, ..., %v7 = tgpu.ldmatrix x4 %s[%i] {trans} : !tgpu.ptr<f16, shared>, i32``:
+    a warp loads ``num`` (1, 2 or 4) 8x8 float16 matrices from shared memory
+    (PTX ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16``). Lane
+    8 j + r gives the element index of row r of matrix j (8 contiguous
+    float16, 16-byte aligned; for x1 and x2 only lanes 0-7 and 0-15 are read);
+    each lane gets two values per matrix j (results 2j, 2j + 1): row lane / 4,
+    columns 2 (lane % 4) and + 1, or with ``trans`` rows 2 (lane % 4) and + 1
+    of column lane / 4 (the fragment layout of mma's A and B). Every thread of
+    the warp must execute it."""
+
+    name = "tgpu.ldmatrix"
+    ptr = operand_def(PtrType)
+    index = operand_def(IntegerType)
+    values = var_result_def(Float16Type)
+    trans = opt_prop_def(UnitAttr)
+    traits = traits_def(MemoryReadEffect())
+
+    def __init__(self, ptr, index, num: int, trans: bool = False):
+        super().__init__(operands=[ptr, index], result_types=[[Float16Type()] * (2 * num)],
+                         properties={"trans": UnitAttr()} if trans else {})
+
+    @property
+    def num(self) -> int:
+        return len(self.values) // 2
+
+    def verify_(self):
+        pt = self.ptr.type
+        _check_index(self, self.index)
+        if not pt.is_shared or pt.element_type != Float16Type():
+            _fail(self, f"reads a !tgpu.ptr<f16, shared>, not {pt}")
+        if len(self.values) not in (2, 4, 8):
+            _fail(self, f"gives 2, 4 or 8 values (x1, x2, x4), not {len(self.values)}")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" x{self.num}")
+        _print_access(printer, self.ptr, self.index)
+        if self.trans is not None:
+            printer.print_string(" {trans}")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.ptr.type)
+        printer.print_string(", ")
+        printer.print_attribute(self.index.type)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        num = parser.parse_identifier()
+        if num not in ("x1", "x2", "x4"):
+            parser.raise_error(f"tgpu.ldmatrix: x1, x2 or x4, not {num}")
+        ptr, index = _parse_access(parser)
+        attrs = dict(parser.parse_optional_attr_dict())
+        trans = attrs.pop("trans", None) is not None
+        pt, it = _parse_types(parser)
+        op = cls(parser.resolve_operand(ptr, pt), parser.resolve_operand(index, it), int(num[1]), trans)
         op.attributes.update(attrs)
         return op
 
@@ -722,7 +813,7 @@ class PhiloxTakeOp(IRDLOperation):
         return op
 
 
-TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, Dp4aOp, LaunchOp, PhiloxTakeOp], [PtrType])
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, LdMatrixOp, Dp4aOp, LaunchOp, PhiloxTakeOp], [PtrType])
 
 
 # -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------
