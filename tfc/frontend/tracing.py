@@ -127,6 +127,14 @@ class SymbolicTensor(Tensor):
     def _describe(self) -> str:
         return str(self.spec)
 
+    def constant_value(self):
+        """The value of a tensor the trace holds as a constant (a literal or an
+        eager tensor it captured), as a numpy array; None for any other."""
+        from tfc.dialects.tensor import ConstantOp
+
+        owner = getattr(self._ssa, "owner", None)
+        return owner.numpy() if isinstance(owner, ConstantOp) else None
+
     def numpy(self):
         self._no_value(".numpy()", "return the tensor from the function instead")
 
