@@ -61,6 +61,7 @@ from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
+from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
 
@@ -1683,9 +1684,9 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
-        if name in QUANT_LIBRARY and op.results and not op.outs:
+        if (name in QUANT_LIBRARY or name in SORT_LIBRARY) and op.results and not op.outs:
             return self.into_fresh(op)
-        table = NN_LIBRARY if name in NN_LIBRARY else QUANT_LIBRARY
+        table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY) if name in t), {})
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
             for kernel, grid, block, args in table[name](self.name, op):
