@@ -106,3 +106,12 @@ def test_passes_and_budgets():
     check_budgets(m)
     m = lower(l3_of(lambda x: tfc.argsort(tfc.cast(x, "int8"), axis=0), x))
     check_budgets(m)
+
+
+def test_run_time_length_raises():
+    text = """func.func @f(%x: memref<?xf32>, %arena: memref<0xi8>) -> memref<?xi32> {
+  %0 = loops.library "argsort"(%x : memref<?xf32>) {attrs = {axis = -1 : i64, direction = "ASCENDING"}} -> (memref<?xi32>)
+  func.return %0 : memref<?xi32>
+}"""
+    with pytest.raises(NotImplementedError, match="argsort of run-time shape"):
+        lower(text)

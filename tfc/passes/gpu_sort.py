@@ -98,24 +98,26 @@ def _merge_pass(namer, x, shape, axis, w: int, descending: bool, first: bool, it
 
         v = index_at(line, p)
         k = key_of(v)
+        one = kb.c(1, i1)  # xor with it: not
         run = kb.divu(p, kb.i(w)) if w > 1 else p
         start = kb.mul(run, kb.i(w))
         left = kb.cmpi("eq", kb.emit(arith.AndIOp(run, kb.i(1))), kb.i(0))
+        right = kb.emit(arith.XOrIOp(left, one))
         # the partner run: [start + w, min(n, start + 2w)) for a left run, [start - w, start) for a right one
         right_start = kb.add(start, kb.i(w))
         right_len = kb.sub(kb.emit(arith.MinSIOp(kb.i(n), kb.add(start, kb.i(2 * w)))), right_start)
         right_len = kb.emit(arith.MaxSIOp(right_len, kb.i(0)))
         pstart = kb.select(left, right_start, kb.sub(start, kb.i(w)))
         plen = kb.select(left, right_len, kb.i(w))
-        one = kb.c(1, i1)  # xor with it: not
 
         def step(_, lo, hi):
             active = kb.cmpi("slt", lo, hi)
             mid = kb.emit(arith.ShRUIOp(kb.add(lo, hi), kb.i(1)))
             at = kb.select(active, kb.add(pstart, mid), p)  # an inactive lane reads its own place
             b = key_of(index_at(line, at))
-            before = kb.select(left, _precedes(kb, b, k, descending),
-                               kb.emit(arith.XOrIOp(_precedes(kb, k, b, descending), one)))
+            # left run: does b go strictly before k; right run: not (k strictly before b)
+            c = _precedes(kb, kb.select(left, b, k), kb.select(left, k, b), descending)
+            before = kb.emit(arith.XOrIOp(c, right))
             go_right = kb.emit(arith.AndIOp(active, before))
             go_left = kb.emit(arith.AndIOp(active, kb.emit(arith.XOrIOp(before, one))))
             return [kb.select(go_right, kb.add(mid, kb.i(1)), lo), kb.select(go_left, mid, hi)]
