@@ -24,8 +24,8 @@ import numpy as np
 
 from tfc.core.progress import progress
 from tfc.ops import quant as _quant_ops  # noqa: F401  (registers the quantized ops: tfc.load parses them)
+from tfc.passes.quantize import MODES
 
-MODES = ("static", "weights")
 METHODS = ("minmax", "percentile")
 NAMED = {"int8": "static", "int8-weights": "weights"}  # quantize="..." shorthands
 
