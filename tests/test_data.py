@@ -403,15 +403,25 @@ def test_prefetch_stops_its_thread_when_the_consumer_stops():
 # -- with compiled functions --------------------------------------------------------------------------
 
 
-def test_iterating_inside_a_compiled_function_is_a_clear_error():
+def test_a_for_over_a_dataset_inside_a_compiled_function_is_a_tensor_loop():
+    # (tests/test_data_in_function.py tests every stage; this is the captured-dataset case)
     ds = Dataset.range(3)
 
-    @tfc.function
     def total():
         s = tfc.constant(0, tfc.int64)
         for x in ds:
             s = s + x
         return s
+
+    assert int(tfc.function(total)()) == int(total()) == 3
+
+
+def test_iterating_inside_a_compiled_function_without_a_for_statement_is_a_clear_error():
+    ds = Dataset.range(3)
+
+    @tfc.function
+    def total():
+        return tfc.stack(list(ds))
 
     with pytest.raises(NotImplementedError, match="iterate over the dataset outside and call the compiled step"):
         total()

@@ -94,14 +94,19 @@ def _kind(v) -> str:
     return f"a value of type {type(v).__name__}"
 
 
-def to_tensors(s, what: str):
+def to_tensors(s, what: str, symbolic: bool = False):
     """``s`` with every component a tfc tensor (a list is one component: a list
-    of tensors is stacked into one, as ``tf.convert_to_tensor`` does)."""
+    of tensors is stacked into one, as ``tf.convert_to_tensor`` does).
+    ``symbolic``: symbolic tensors of a function being traced are accepted (a
+    dataset built inside the function, iterated by its tensor loops)."""
     flat = flatten(s)
     out = []
     for p, c in zip(paths(s), flat):
         if c is None:
             raise TypeError(f"{what}: component {p} is None; an element holds tensors only")
+        if isinstance(c, Tensor) and c.symbolic and symbolic:
+            out.append(c)
+            continue
         if isinstance(c, Tensor) and c.symbolic:
             raise RuntimeError(f"{what}: component {p} is a symbolic tensor of a function being traced; "
                                f"a dataset's elements are computed eagerly")

@@ -73,11 +73,14 @@ class Dataset:
         they are iterated)."""
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
-        bounds = [_int("Dataset.range", a) for a in args]
-        if len(bounds) == 3 and bounds[2] == 0:
+        if any(isinstance(a, Tensor) and a.symbolic for a in args):  # inside a function being traced
+            bounds = [a if isinstance(a, Tensor) else _int("Dataset.range", a) for a in args]
+        else:
+            bounds = [_int("Dataset.range", a) for a in args]
+        start, stop, step = ([0] if len(bounds) == 1 else []) + bounds + ([1] if len(bounds) < 3 else [])
+        if isinstance(step, int) and step == 0:
             raise ValueError("Dataset.range: step must not be 0")
-        r = range(*bounds)
-        return _Range(r)
+        return _Range((start, stop, step))
 
     @staticmethod
     def zip(*datasets) -> "Dataset":
@@ -160,13 +163,23 @@ class Dataset:
         if STATE.builder is not None:
             from tfc.core.registry import note_user_line
 
+            # a `for` statement in converted code does not come here (tfc/data/traced.py)
             e = NotImplementedError(
-                "iterating a tfc.data.Dataset inside a compiled function (tfc.function / tfc.compile) is not "
-                "supported: iterate over the dataset outside and call the compiled step with each element "
-                "(for x, y in ds: loss = train_step(x, y))")
+                "iterating a tfc.data.Dataset with Python's iter() inside a compiled function (tfc.function / "
+                "tfc.compile) is not supported (list(ds), next(iter(ds)), or a `for` in code that AutoGraph does "
+                "not convert): loop over it with a `for` statement in converted code, or iterate over the dataset "
+                "outside and call the compiled step with each element (for x, y in ds: loss = train_step(x, y))")
             note_user_line(e)
             raise e
         return self._elements()
+
+    # (a compiled function's argument: its source tensors are traced inputs, its pipeline the cache key)
+    _tfc_dataset = True
+
+    def _trace_argument(self):
+        from tfc.data.traced import DatasetArgument
+
+        return DatasetArgument(self)
 
     def _elements(self):
         raise NotImplementedError(f"{type(self).__name__} does not define _elements")
@@ -211,30 +224,35 @@ class _TensorSlices(Dataset):
     def __init__(self, tensors):
         if isinstance(tensors, Dataset):
             raise TypeError("Dataset.from_tensor_slices: got a Dataset; it is already one")
-        structure = st.to_tensors(tensors, "Dataset.from_tensor_slices")
+        structure = st.to_tensors(tensors, "Dataset.from_tensor_slices", symbolic=STATE.builder is not None)
         names = st.paths(structure)
-        arrays = [np.asarray(c.numpy()) for c in st.flatten(structure)]
-        for p, a in zip(names, arrays):
-            if a.ndim == 0:
+        self._tensors = st.flatten(structure)  # the traced inputs of a compiled function it is passed to
+        for p, t in zip(names, self._tensors):
+            if t.ndim == 0:
                 raise ValueError(f"Dataset.from_tensor_slices: component {p} is a scalar; slicing needs at "
                                  f"least one dimension")
-        sizes = {a.shape[0] for a in arrays}
-        if len(sizes) > 1:
-            listed = ", ".join(f"{p}: {a.shape[0]}" for p, a in zip(names, arrays))
+        sizes = {t.shape[0] for t in self._tensors}
+        if len(sizes) > 1 and None not in sizes:
+            listed = ", ".join(f"{p}: {t.shape[0]}" for p, t in zip(names, self._tensors))
             raise ValueError(f"Dataset.from_tensor_slices: the components must have the same first "
                              f"dimension, got {listed}")
         self._structure = structure
-        self._arrays = arrays
-        self._n = arrays[0].shape[0]
+        self._n = self._tensors[0].shape[0]
+        # made from symbolic tensors (inside a function being traced), it has no arrays
+        self._arrays = None if any(t.symbolic for t in self._tensors) else \
+            [np.asarray(t.numpy()) for t in self._tensors]
 
     def _elements(self):
         return _rows(*self._index_plan())
 
     def _index_plan(self):
+        if self._arrays is None:
+            raise RuntimeError("this tfc.data.Dataset was made from symbolic tensors of a traced function: it can "
+                               "be iterated only inside that function")
         return self._structure, self._arrays, iter(range(self._n))
 
     def cardinality(self) -> int:
-        return self._n
+        return UNKNOWN_CARDINALITY if self._n is None else self._n
 
 
 def _rows(structure, arrays, indices):
@@ -244,15 +262,23 @@ def _rows(structure, arrays, indices):
 
 
 class _Range(Dataset):
-    def __init__(self, r: range):
-        self._range = r
+    def __init__(self, bounds):
+        self._bounds = bounds  # (start, stop, step): ints, or int64 tensors of a traced function
+
+    def _range(self) -> range:
+        if any(isinstance(b, Tensor) for b in self._bounds):
+            raise RuntimeError("this tfc.data.Dataset.range has bounds of a traced function: it can be iterated "
+                               "only inside that function")
+        return range(*self._bounds)
 
     def _elements(self):
-        for i in self._range:
+        for i in self._range():
             yield wrap(np.array(i, np.int64))
 
     def cardinality(self) -> int:
-        return len(self._range)
+        if any(isinstance(b, Tensor) for b in self._bounds):
+            return UNKNOWN_CARDINALITY
+        return len(self._range())
 
 
 class _FromGenerator(Dataset):

@@ -81,8 +81,24 @@ def _paths(value, path, out):
     elif isinstance(value, (list, tuple)):
         for i, x in enumerate(value):
             _paths(x, f"{path}[{i}]", out)
+    elif getattr(value, "_tfc_dataset", False):
+        # a tfc.data.Dataset: its pipeline (in the cache key), then its source tensors (traced inputs)
+        arg = value._trace_argument()
+        out.append((path, arg))
+        out.extend((f"{path}.source[{i}]", t) for i, t in enumerate(arg.sources))
     else:
         out.append((path, value))
+
+
+def _datasets_rebuilt(leaves) -> list:
+    """Leaves with each dataset's pipeline and source leaves (see _paths) made
+    one leaf again: the dataset over those (symbolic) sources."""
+    out, it = [], iter(leaves)
+    for x in it:
+        if getattr(x, "_tfc_dataset_argument", False):
+            x = x.rebuild([next(it) for _ in range(x.count)])
+        out.append(x)
+    return out
 
 
 # arguments that are tensors of a signature (numeric numpy scalars too, as in TensorFlow)
@@ -469,7 +485,7 @@ class Function:
                 new_leaves.append(builder.add_input(spec.shape, spec.dtype, path))
             else:
                 new_leaves.append(x)
-        it = iter(new_leaves)
+        it = iter(_datasets_rebuilt(new_leaves))
         for name, value in named.items():
             n = len(nest.flatten(value))
             named[name] = nest.pack_sequence_as(value, [next(it) for _ in range(n)]) if nest.is_nested(value) \

@@ -1,0 +1,451 @@
+"""Datasets inside compiled functions (docs/data.md, "Datasets inside tfc.function").
+
+Two parts, as TensorFlow's ``tf.function`` treats a ``tf.data.Dataset``:
+
+- **As an argument**, a dataset is a nest of tensors: its source tensors (the
+  arrays of ``from_tensor_slices``, the bounds of ``range``) are traced inputs,
+  and its pipeline (stage kinds, map and filter functions by identity, batch
+  sizes, counts, the element structure) is part of the trace's cache key
+  (``DatasetArgument``). Another dataset of the same pipeline and source specs
+  reuses the trace.
+- **A ``for`` over a dataset** in converted code is a tensor loop. Each stage
+  gives random access while tracing (``_Plan``): its ``length`` (a Python int,
+  an int32 scalar tensor, or None for an endless dataset) and ``element(i)``
+  (traced ops that compute element ``i``); stages that gather many rows at once
+  (slices, range, take, skip, enumerate, zip, repeat) also give ``gather(idx)``,
+  which ``batch`` uses. The loop's counter runs over ``[0, length)`` and the
+  body gets ``element(counter)``: the same elements, in the same order, as
+  eager iteration.
+
+Stages whose order or elements depend on host state cannot be traced:
+``shuffle`` (its order comes from numpy's generator and a per-pass counter),
+``filter`` (its element count is data dependent; not implemented) and
+``from_generator`` (Python code) raise a clear error.
+"""
+from __future__ import annotations
+
+from tfc.core import dtypes
+from tfc.core.tensor import Tensor, constant, convert_to_tensor
+from tfc.data import _structure as st
+from tfc.data import dataset as D
+
+# The most elements a loop over an endless dataset (``repeat()``) runs: its
+# int32 counter's range. Such a loop ends by ``break`` or ``return``.
+ENDLESS_LIMIT = 2**31 - 1
+
+
+def _iterate_outside(what: str) -> str:
+    return (f"{what} cannot run inside a compiled function (tfc.function / tfc.compile): iterate over the "
+            f"dataset outside and call the compiled step with each element (for x, y in ds: loss = train_step(x, y))")
+
+
+# -- the dataset as an argument ------------------------------------------------------------------
+
+
+class _Identity:
+    """A map or filter function in a cache key: by identity (a callable may be
+    unhashable, or equal to another that computes something else)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+    def __repr__(self):
+        return D._name(self.obj)
+
+
+def _skeleton(s):
+    """The nesting of structure ``s`` without its components (hashable)."""
+    if isinstance(s, dict):
+        return ("dict", type(s), tuple((k, _skeleton(v)) for k, v in s.items()))
+    if isinstance(s, tuple):
+        return (type(s), tuple(_skeleton(v) for v in s))
+    return None
+
+
+def signature(ds) -> tuple:
+    """The pipeline of ``ds`` as a hashable key: what a trace over it depends on
+    besides its source tensors' shapes and dtypes."""
+    t = type(ds)
+    if t is D._TensorSlices:
+        return ("from_tensor_slices", _skeleton(ds._structure))
+    if t is D._Range:
+        return ("range",)
+    if t is D._FromGenerator:
+        return ("from_generator", _Identity(ds._generator))
+    if t is D._Zip:
+        return ("zip", _skeleton(ds._structure), tuple(signature(p) for p in ds._parts))
+    if t is D._Prefetch:
+        return signature(ds._source)  # no effect on the elements
+    params = {D._Map: lambda: (_Identity(ds._fn),), D._Filter: lambda: (_Identity(ds._predicate),),
+              D._Shuffle: lambda: (ds._size, ds._seed, ds._reshuffle), D._Batch: lambda: (ds._size, ds._drop),
+              D._Repeat: lambda: (ds._count,), D._Take: lambda: (ds._count,), D._Skip: lambda: (ds._count,),
+              D._Enumerate: lambda: (ds._start,)}
+    if t not in params:
+        raise NotImplementedError(f"a {t.__name__} dataset as an argument of a compiled function is not supported")
+    return (t.__name__.lstrip("_").lower(), *params[t](), signature(ds._source))
+
+
+def sources(ds) -> list:
+    """The tensors ``ds`` is made from, in a fixed order (the traced inputs)."""
+    if isinstance(ds, D._TensorSlices):
+        return list(ds._tensors)
+    if isinstance(ds, D._Range):
+        return [convert_to_tensor(b, dtypes.int64) if not isinstance(b, Tensor) else b for b in ds._bounds]
+    if isinstance(ds, D._Zip):
+        return [t for p in ds._parts for t in sources(p)]
+    if isinstance(ds, D._Transformation):
+        return sources(ds._source)
+    return []  # from_generator: nothing to trace (iterating it in the function fails clearly)
+
+
+def rebuild(ds, tensors):
+    """``ds`` with its source tensors replaced, in ``sources`` order, by
+    ``tensors`` (an iterator): the same pipeline over the traced inputs."""
+    if isinstance(ds, D._TensorSlices):
+        new = object.__new__(D._TensorSlices)  # (not through __init__: its inputs are symbolic, outside the trace)
+        new._tensors = [next(tensors) for _ in ds._tensors]
+        new._structure = st.pack(ds._structure, new._tensors)
+        new._n = new._tensors[0].shape[0]
+        new._arrays = None
+        return new
+    if isinstance(ds, D._Range):
+        return D._Range(tuple(next(tensors) for _ in range(3)))
+    if isinstance(ds, D._Zip):
+        parts = [rebuild(p, tensors) for p in ds._parts]
+        return D._Zip(st.pack(ds._structure, parts), parts)
+    if isinstance(ds, D._Transformation):
+        new = object.__new__(type(ds))
+        new.__dict__.update(ds.__dict__)
+        new._source = rebuild(ds._source, tensors)
+        return new
+    return ds
+
+
+class DatasetArgument:
+    """What ``tfc.function`` keeps of a dataset argument in a trace's cache key
+    (equal pipelines are equal keys); ``rebuild`` makes the dataset the trace
+    sees from the symbolic inputs that replace its ``count`` source tensors."""
+
+    _tfc_dataset_argument = True
+
+    def __init__(self, ds):
+        self._dataset = ds
+        self.key = signature(ds)
+        self.sources = sources(ds)
+        self.count = len(self.sources)
+
+    def rebuild(self, tensors):
+        return rebuild(self._dataset, iter(tensors))
+
+    def __eq__(self, other):
+        return isinstance(other, DatasetArgument) and other.key == self.key
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __repr__(self):
+        return f"tfc.data.Dataset {_describe(self.key)}"
+
+
+def _describe(key) -> str:
+    """A pipeline key as text: ``from_tensor_slices -> map(f) -> batch(32, False)``."""
+    kind, *rest = key
+    if kind == "zip":
+        return f"zip({', '.join(_describe(k) for k in rest[1])})"
+    if kind in ("from_tensor_slices", "range", "from_generator"):
+        return kind
+    *params, source = rest
+    return f"{_describe(source)} -> {kind}({', '.join(map(repr, params))})"
+
+
+# -- random access while tracing -------------------------------------------------------------------
+
+
+class _Plan:
+    def __init__(self, length, element, gather=None):
+        self.length = length      # int, int32 scalar tensor, or None: endless
+        self.element = element    # i (int32 scalar tensor) -> the element's structure of tensors
+        self.gather = gather      # idx (int32 1-D tensor) -> the elements stacked, or None
+
+
+def _ops():
+    from tfc.ops import math, shapes
+
+    return math, shapes
+
+
+def _int32(x):
+    if isinstance(x, Tensor) and x.dtype != dtypes.int32:
+        return _ops()[0].cast(x, dtypes.int32)
+    return x
+
+
+def _min(a, b):
+    """The smaller length (None: endless)."""
+    if a is None or b is None:
+        return b if a is None else a
+    if isinstance(a, int) and isinstance(b, int):
+        return min(a, b)
+    return _ops()[0].minimum(_tensor(a), _tensor(b))
+
+
+def _clamp0(a):
+    if isinstance(a, int):
+        return max(a, 0)
+    return _ops()[0].maximum(a, _tensor(0))
+
+
+def _tensor(x):
+    return x if isinstance(x, Tensor) else constant(x, dtypes.int32)
+
+
+def _int64(i):
+    return _ops()[0].cast(i, dtypes.int64)
+
+
+def plan(ds) -> _Plan:
+    """Random access to the elements of ``ds`` while tracing."""
+    build = _PLANS.get(type(ds))
+    if build is None:
+        raise NotImplementedError(f"a {type(ds).__name__} dataset inside a compiled function is not supported")
+    return build(ds)
+
+
+def _slices(ds):
+    from tfc.frontend.autograph.operators import _run_time_length
+
+    tensors = ds._tensors
+    n = tensors[0].shape[0]
+    if n is None:
+        n = _run_time_length(tensors[0])
+    return _Plan(n, lambda i: st.pack(ds._structure, [t[i] for t in tensors]),
+                 lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]))
+
+
+def _range(ds):
+    math, _ = _ops()
+    start, stop, step = ds._bounds
+    if not any(isinstance(b, Tensor) for b in ds._bounds):
+        n = len(range(start, stop, step))
+    else:  # len(range(start, stop, step)), at run time
+        start, stop, step = (convert_to_tensor(b, dtypes.int64) if not isinstance(b, Tensor) else
+                             math.cast(b, dtypes.int64) for b in (start, stop, step))
+        toward = math.where(step > 0, constant(1, dtypes.int64), constant(-1, dtypes.int64))
+        n = _int32(_clamp0((stop - start + step - toward) // step))
+    return _Plan(n, lambda i: start + _int64(i) * step, lambda idx: start + _int64(idx) * step)
+
+
+def _generator(ds):
+    raise NotImplementedError(_iterate_outside("Dataset.from_generator (Python code that runs on the host)"))
+
+
+def _zip(ds):
+    plans = [plan(p) for p in ds._parts]
+    n = None
+    for p in plans:
+        n = _min(n, p.length)
+    gather = None
+    if all(p.gather is not None for p in plans):
+        gather = lambda idx: st.pack(ds._structure, [p.gather(idx) for p in plans])  # noqa: E731
+    return _Plan(n, lambda i: st.pack(ds._structure, [p.element(i) for p in plans]), gather)
+
+
+def _as_element(out, what):
+    """A map function's result as an element: tensors in tuples and dicts (a
+    list is a tuple, Python numbers become tensors), as eager ``map`` makes it."""
+    if isinstance(out, list):
+        out = tuple(out)
+    flat = []
+    for p, c in zip(st.paths(out), st.flatten(out)):
+        if c is None:
+            raise TypeError(f"{what}: component {p} is None; an element holds tensors only")
+        try:
+            flat.append(c if isinstance(c, Tensor) else convert_to_tensor(c))
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{what}: component {p}: {e}") from None
+    return st.pack(out, flat)
+
+
+def _map(ds):
+    from tfc.frontend.autograph.operators import call
+
+    src = plan(ds._source)
+    fn = ds._fn
+    what = f"Dataset.map: the result of {D._name(fn)}"
+
+    def element(i):
+        e = src.element(i)
+        # converted as the function's own calls are (tf.data converts map functions too)
+        return _as_element(call(fn, *e) if type(e) is tuple else call(fn, e), what)
+
+    return _Plan(src.length, element)
+
+
+def _filter(ds):
+    raise NotImplementedError(
+        "Dataset.filter inside a compiled function is not implemented (the number of elements it keeps is known "
+        "only at run time); " + _iterate_outside("a filtered dataset").split(": ", 1)[1]
+        + ", or test the condition in the loop body with `if ...: continue`")
+
+
+def _shuffle(ds):
+    raise NotImplementedError(
+        "Dataset.shuffle inside a compiled function is not supported: its order comes from numpy's generator "
+        "and a per-pass counter on the host, which compiled code cannot reproduce exactly; "
+        + _iterate_outside("a shuffled dataset").split(": ", 1)[1])
+
+
+def _batch(ds):
+    math, shapes = _ops()
+    from tfc.frontend.autograph.operators import _range_tensor
+
+    src = plan(ds._source)
+    n, drop = ds._size, ds._drop
+    total = src.length
+    if total is None:
+        length = None
+    elif isinstance(total, int):
+        length = total // n if drop else -(-total // n)
+    else:
+        length = total // n if drop else (total + (n - 1)) // n
+    # every batch is full where the drop or the length says so: its first dimension is n
+    full = drop or total is None or (isinstance(total, int) and total % n == 0)
+
+    def rows(j):
+        """Element indices of batch ``j`` (int32 1-D)."""
+        first = j * n
+        if full:
+            return first + _range_tensor(0, n)
+        return _range_tensor(first, math.minimum(first + n, _tensor(total)))
+
+    if src.gather is not None:
+        element = lambda j: src.gather(rows(j))  # noqa: E731
+    else:
+        def element(j):
+            # the source has no vectorized form (a map): its n elements, traced one by one
+            # (the last index repeated past the end), then the batch cut to its length
+            last = _tensor(total) - 1 if total is not None else None
+            items = [src.element(j * n + k if last is None else math.minimum(j * n + k, last)) for k in range(n)]
+            first = items[0]
+            flat = [st.flatten_as(first, e, "Dataset.batch: elements of one batch differ") for e in items]
+            stacked = [shapes.stack([row[c] for row in flat]) for c in range(len(flat[0]))]
+            if not full:
+                keep = _range_tensor(0, math.minimum(_tensor(n), _tensor(total) - j * n))
+                stacked = [shapes.gather(s, keep) for s in stacked]
+            return st.pack(first, stacked)
+
+    return _Plan(length, element)
+
+
+def _repeat(ds):
+    src = plan(ds._source)
+    count, total = ds._count, src.length
+    if count == 0 or (isinstance(total, int) and total == 0):
+        return _Plan(0, src.element, src.gather)
+    if total is None or count == 1:
+        return _Plan(total, src.element, src.gather)
+    if count < 0:
+        # endless, unless the source is empty (TensorFlow's rule, and eager's)
+        length = None if isinstance(total, int) else _endless_unless_empty(total)
+    else:
+        length = total * count
+    element = lambda i: src.element(i % total)  # noqa: E731
+    gather = None if src.gather is None else (lambda idx: src.gather(idx % total))
+    return _Plan(length, element, gather)
+
+
+def _endless_unless_empty(total):
+    math, _ = _ops()
+    return math.where(total > 0, _tensor(ENDLESS_LIMIT), _tensor(0))
+
+
+def _take(ds):
+    src = plan(ds._source)
+    if ds._count < 0:
+        return src
+    return _Plan(_min(src.length, ds._count), src.element, src.gather)
+
+
+def _skip(ds):
+    src = plan(ds._source)
+    k = ds._count
+    if k < 0:
+        return _Plan(0 if src.length is not None else None, src.element, src.gather)
+    if k == 0:
+        return src
+    length = None if src.length is None else _clamp0(src.length - k)
+    gather = None if src.gather is None else (lambda idx: src.gather(idx + k))
+    return _Plan(length, lambda i: src.element(i + k), gather)
+
+
+def _enumerate(ds):
+    src = plan(ds._source)
+    start = ds._start
+
+    def count(i):
+        return _int64(i) + constant(start, dtypes.int64)
+
+    gather = None if src.gather is None else (lambda idx: (count(idx), src.gather(idx)))
+    return _Plan(src.length, lambda i: (count(i), src.element(i)), gather)
+
+
+_PLANS = {D._TensorSlices: _slices, D._Range: _range, D._FromGenerator: _generator, D._Zip: _zip,
+          D._Map: _map, D._Filter: _filter, D._Shuffle: _shuffle, D._Batch: _batch, D._Repeat: _repeat,
+          D._Take: _take, D._Skip: _skip, D._Enumerate: _enumerate, D._Prefetch: lambda ds: plan(ds._source)}
+
+
+# -- the loop ----------------------------------------------------------------------------------------
+
+
+def for_stmt(ds, body, names, loop_vars, line, extra_test=None, orelse=False, composites=(), targets=()):
+    """``for x in ds:`` in converted code while tracing: a tensor loop whose
+    counter ``i`` runs over the dataset's length and whose body gets element ``i``
+    (break, continue, return and loop state as in any tensor loop)."""
+    if orelse:
+        raise NotImplementedError(f"for/else over a tfc.data.Dataset (line {line}) is not supported")
+    p = plan(ds)
+    return _loop(p, body, names, loop_vars, line, extra_test, composites, targets)
+
+
+def _make_loop():
+    from tfc.frontend.autograph import operators as ag
+
+    @ag._tensor_statement
+    def loop(p, body, names, loop_vars, line, extra_test, composites, targets):
+        limit = ENDLESS_LIMIT if p.length is None else p.length
+        state = {"i": constant(0)}
+        # the trip count where known while tracing and the loop cannot stop early (see _tensor_for)
+        trips = limit if isinstance(limit, int) and p.length is not None and extra_test is None else None
+
+        def test():
+            go = state["i"] < limit
+            if extra_test is not None:
+                go = ag.and_(lambda: go, extra_test)
+            return go
+
+        def step():
+            i = state["i"]
+            body(p.element(i))
+            state["i"] = i + 1
+
+        ag._tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
+                        counter=state, composites=composites, trips=trips, unchecked=targets)
+
+    return loop
+
+
+_LOOP = []
+
+
+def _loop(*args):
+    if not _LOOP:
+        _LOOP.append(_make_loop())  # (operators is imported on first use: it sits above tfc.data)
+    return _LOOP[0](*args)
