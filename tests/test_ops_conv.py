@@ -260,6 +260,54 @@ def test_max_pool_overlapping_windows_accumulate():
     np.testing.assert_array_equal(tape.gradient(y, tx).numpy().ravel(), [0, 2, 0, 1, 0])
 
 
+def ref_first_max_pool(x, g, ksize):
+    """Tiling windows (stride = window): the pool and its gradient by the strict
+    rule written out: the first tap, replaced only by a strictly greater later
+    one (so a NaN in the first tap stays and a later NaN never wins); each
+    window's g to that tap, added to +0."""
+    N, H, W, C = x.shape
+    kh, kw = ksize
+    out, dx = np.zeros((N, H // kh, W // kw, C), x.dtype), np.zeros_like(x)
+    for n, i, j, c in np.ndindex(*out.shape):
+        taps = [(i * kh + a, j * kw + b) for a in range(kh) for b in range(kw)]
+        win = taps[0]
+        for t in taps[1:]:
+            if x[n, t[0], t[1], c] > x[n, win[0], win[1], c]:
+                win = t
+        out[n, i, j, c] = x[n, win[0], win[1], c]
+        dx[n, win[0], win[1], c] += g[n, i, j, c]
+    return out, dx
+
+
+@pytest.mark.parametrize("data", ["normal", "relu", "rounded", "nan", "signed_zeros"])
+@pytest.mark.parametrize("ksize", [(2, 2), (1, 3), (3, 2)])
+def test_max_pool_tiling_windows_bit_for_bit(rng, data, ksize):
+    # Tiling windows take a faster path (np.maximum along rows then down; ties,
+    # NaN and signed zeros settled as the strict rule): its bits are the rule's.
+    x = rng.standard_normal((2, 2 * ksize[0], 3 * ksize[1], 3)).astype(np.float32)
+    if data == "relu":
+        x = np.maximum(x, 0)
+    elif data == "rounded":
+        x = np.round(x)
+    elif data == "nan":
+        x[rng.random(x.shape) < 0.2] = np.nan
+    elif data == "signed_zeros":
+        x = np.where(rng.random(x.shape) < 0.5, np.float32(-0.0), np.float32(0.0))
+    g = rng.standard_normal((2, 2, 3, 3)).astype(np.float32)
+    g[0, 0] = -0.0
+    want, want_dx = ref_first_max_pool(x, g, ksize)
+    for padding in ("VALID", "SAME"):
+        got = max_pool2d(x, ksize, ksize, padding).numpy()
+        got_dx = max_pool2d_grad(x, g, ksize, ksize, padding).numpy()
+        assert got.tobytes() == want.tobytes()
+        assert got_dx.tobytes() == want_dx.tobytes()
+        fn = tfc.function(lambda x, g: (max_pool2d(x, ksize, ksize, padding),
+                                        max_pool2d_grad(x, g, ksize, ksize, padding)))
+        c_out, c_dx = fn(tfc.constant(x), tfc.constant(g))
+        assert c_out.numpy().tobytes() == want.tobytes()
+        assert c_dx.numpy().tobytes() == want_dx.tobytes()
+
+
 # -- dropout ------------------------------------------------------------------------------------
 
 

@@ -410,7 +410,9 @@ def _max_pool_infer(op, x: Spec, ksize, strides, padding) -> Spec:
 
 def _argmax_taps(x, ksize, strides, padding):
     """Per output element: the max over its window and the index (i * KW + j) of
-    the first tap attaining it (TF's tie rule); padding never wins."""
+    the first tap attaining it (TF's tie rule); padding never wins. The exact
+    rule every path keeps: the first tap, replaced only by a strictly greater
+    later one (a NaN in the first tap stays, a later NaN never wins)."""
     out_hw, pads = _geometry(None, x.shape[1:3], ksize, strides, _ONES, padding, "")
     xp = _pad(x, pads, -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min)
     best = idx = None
@@ -425,8 +427,40 @@ def _argmax_taps(x, ksize, strides, padding):
     return best, idx, out_hw, pads
 
 
+def _tiles(x, ksize, strides, padding):
+    """``x`` as (N, Ho, KH, Wo, KW, C) where its windows tile it exactly (stride =
+    window, dividing the height and width: no padding, nothing left over); None
+    otherwise."""
+    (n, h, w, c), (kh, kw) = x.shape, ksize
+    if tuple(strides) != (kh, kw) or h % kh or w % kw:
+        return None
+    return x.reshape(n, h // kh, kh, w // kw, kw, c)
+
+
+def _tiled_max(t6):
+    """The max over each window of the tiles ``t6``, or None where a NaN makes
+    np.maximum differ from the strict first-tap rule of ``_argmax_taps``.
+    np.maximum(later, best) keeps ``best`` on ties (signed zeros included), and
+    reducing along each row first keeps TF's row-major first maximum."""
+    n, ho, kh, wo, kw, c = t6.shape
+    rows = t6.reshape(n * ho * kh * wo, kw, c)  # along each window row, then down the rows
+    best = rows[:, 0].copy()
+    for j in range(1, kw):
+        np.maximum(rows[:, j], best, out=best)
+    cols = best.reshape(n * ho, kh, wo * c)
+    out = cols[:, 0].copy()
+    for i in range(1, kh):
+        np.maximum(cols[:, i], out, out=out)
+    out = out.reshape(n, ho, wo, c)
+    if out.dtype.kind == "f" and np.isnan(out).any():
+        return None  # np.maximum propagated a NaN: the exact rule decides
+    return out
+
+
 def _max_pool_kernel(x, ksize, strides, padding):
-    return _argmax_taps(x, ksize, strides, padding)[0]
+    t6 = _tiles(x, ksize, strides, padding)
+    out = None if t6 is None else _tiled_max(t6)
+    return _argmax_taps(x, ksize, strides, padding)[0] if out is None else out
 
 
 def _max_pool_grad(e, g):
@@ -452,7 +486,33 @@ def _pool_grad_infer(op, x: Spec, g: Spec, ksize, strides, padding) -> Spec:
     return x
 
 
+def _tiled_first_max(t6, best):
+    """Bool (N, Ho, KH, Wo, KW, C): True at each window's first maximum (row-major),
+    for tiles without NaN. Ties (a ReLU's zeros) are settled tap by tap."""
+    hits = t6 == best[:, :, None, :, None, :]
+    if np.count_nonzero(hits) == best.size:  # one maximum per window: no tie to settle
+        return hits
+    kh, kw = t6.shape[2], t6.shape[4]
+    taken = hits[:, :, 0, :, 0, :].copy()
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                tap = hits[:, :, i, :, j, :]
+                tap &= ~taken
+                taken |= tap
+    return hits
+
+
 def _max_pool_grad_kernel(x, g, ksize, strides, padding):
+    t6 = _tiles(x, ksize, strides, padding)
+    best = None if t6 is None else _tiled_max(t6)
+    if best is not None:
+        # Each element is in at most one window: g at its first maximum, +0 elsewhere
+        # (+ 0 turns the -0 of g * False into the +0 the tap sums below give).
+        dx = np.empty(t6.shape, dtype=g.dtype)
+        np.multiply(g[:, :, None, :, None, :], _tiled_first_max(t6, best), out=dx)
+        dx += 0
+        return dx.reshape(x.shape)
     _, idx, out_hw, pads = _argmax_taps(x, ksize, strides, padding)
     (t, b), (l, r) = pads
     dxp = np.zeros((x.shape[0], x.shape[1] + t + b, x.shape[2] + l + r, x.shape[3]), dtype=g.dtype)
