@@ -2853,40 +2853,33 @@ def test_call_to_numpy_function():
 
 
 # -- datasets in the loops of loop_basic_test.py and loop_control_flow_test.py ---------------------
-
-_DATASET_XFAIL = pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                                   reason="iterating a tfc.data.Dataset inside tfc.function is not supported")
+# (a for over a tfc.data.Dataset is a tensor loop: tfc/data/traced.py, tests/test_data_in_function.py)
 
 def _int_dataset(l):
     return tfc.data.Dataset.from_tensor_slices(tfc.constant(l, dtype=tfc.int32))
 
 
-@_DATASET_XFAIL
 @pytest.mark.parametrize("l", _LISTS, ids=repr)
 @pytest.mark.parametrize("target", [for_one_var, for_two_vars, continue_in_single_for, break_in_single_for], ids=_ids)
 def test_dataset_single_for(target, l):
     assert_function_matches_eager(target, _int_dataset(l))
 
 
-@_DATASET_XFAIL
 @pytest.mark.parametrize("l", _LISTS, ids=repr)
 def test_dataset_for_no_vars(l):
     assert_function_matches_eager(for_no_vars, make_args=lambda: (_int_dataset(l), tfc.Variable(0)))
 
 
-@_DATASET_XFAIL
 @pytest.mark.parametrize("l1,l2", _product(_LISTS, _LISTS), ids=_ids)
 def test_dataset_successive_for_loops(l1, l2):
     assert_function_matches_eager(successive_for_loops, _int_dataset(l1), _int_dataset(l2))
 
 
-@_DATASET_XFAIL
 @pytest.mark.parametrize("m", ([[]], [[], []], [[1]], [[1], [2]], [[1, 2]], [[1, 2], [3, 4]]), ids=repr)
 def test_dataset_nested_for_loops_dense(m):
     assert_function_matches_eager(nested_for_loops, _int_dataset(m))
 
 
-@_DATASET_XFAIL
 @pytest.mark.parametrize("a,target", _product(([[], []], [[1], [2]], [[1, 2], [3, 4]], [[1, 2, 3], [4, 5, 6]]),
                                               (continue_in_inner_for, break_in_inner_for, break_continue_in_inner_for)),
                          ids=_ids)
