@@ -17,10 +17,11 @@ import time
 import numpy as np
 
 from tfc.core import dtypes
-from tfc.core.context import STATE
+from tfc.core.context import STATE, TAPES
 from tfc.core.tensor import Tensor, wrap
 from tfc.data import _structure as st
 from tfc.ops import random as random_ops
+from tfc.ops.shapes import gather, stack
 
 INFINITE_CARDINALITY = -1  # TensorFlow's tf.data.INFINITE_CARDINALITY
 UNKNOWN_CARDINALITY = -2  # TensorFlow's tf.data.UNKNOWN_CARDINALITY
@@ -249,16 +250,25 @@ class _TensorSlices(Dataset):
         if self._arrays is None:
             raise RuntimeError("this tfc.data.Dataset was made from symbolic tensors of a traced function: it can "
                                "be iterated only inside that function")
-        return self._structure, self._arrays, iter(range(self._n))
+        # under a tape that tracks a source tensor, elements are cut from it by recorded ops (same
+        # values): a gradient reaches the source, as through a compiled loop over the dataset
+        arrays = self._tensors if _taped(self._tensors) else self._arrays
+        return self._structure, arrays, iter(range(self._n))
 
     def cardinality(self) -> int:
         return UNKNOWN_CARDINALITY if self._n is None else self._n
 
 
 def _rows(structure, arrays, indices):
-    """The elements at ``indices`` of sliced ``arrays``."""
+    """The elements at ``indices`` of sliced ``arrays`` (numpy arrays, or tensors
+    a tape tracks)."""
     for i in indices:
-        yield st.pack(structure, [wrap(np.array(a[i])) for a in arrays])
+        yield st.pack(structure, [a[i] if isinstance(a, Tensor) else wrap(np.array(a[i])) for a in arrays])
+
+
+def _taped(tensors) -> bool:
+    """Whether a recording tape tracks one of ``tensors``."""
+    return any(id(t) in tape._tracked for tape in TAPES for t in tensors)
 
 
 class _Range(Dataset):
@@ -487,7 +497,7 @@ class _Batch(_Transformation):
                 idx = np.fromiter(itertools.islice(indices, self._size), np.intp)
                 if len(idx) == 0 or len(idx) < self._size and self._drop:
                     return
-                yield st.pack(structure, [wrap(a[idx]) for a in arrays])
+                yield st.pack(structure, [gather(a, idx) if isinstance(a, Tensor) else wrap(a[idx]) for a in arrays])
         batch = []
         for e in self._source:
             batch.append(e)
@@ -500,6 +510,8 @@ class _Batch(_Transformation):
     @staticmethod
     def _stack(batch):
         first = batch[0]
+        if _taped(c for e in batch for c in st.flatten(e)):  # recorded, for the gradient (as _rows)
+            return _Batch._stack_recorded(batch)
         rows = [[c.numpy() for c in st.flatten_as(first, e, "Dataset.batch: elements of one batch differ")]
                 for e in batch]
         out = []
@@ -511,6 +523,18 @@ class _Batch(_Transformation):
                                      f"shapes or dtypes: {parts[0].dtype}{list(parts[0].shape)} and "
                                      f"{a.dtype}{list(a.shape)}")
             out.append(wrap(np.stack(parts)))
+        return st.pack(first, out)
+
+    @staticmethod
+    def _stack_recorded(batch):
+        first = batch[0]
+        flat = [st.flatten_as(first, e, "Dataset.batch: elements of one batch differ") for e in batch]
+        out = []
+        for j, p in enumerate(st.paths(first)):
+            try:
+                out.append(stack([row[j] for row in flat]))
+            except ValueError as e:
+                raise ValueError(f"Dataset.batch: cannot batch component {p}: {e}") from None
         return st.pack(first, out)
 
     def cardinality(self) -> int:
