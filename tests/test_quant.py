@@ -233,12 +233,22 @@ def reference_static_mlp(model, batches, x, per_channel=True):
     return ref_requant(ref_acc(hq, q2, bias2), (s2 * sw2).astype(np.float32), 0, False, True)
 
 
+def static_int8(fn, config, calibration, codes):
+    """``fn`` quantized as tfc.compile does for the CPU (codes held in float32),
+    or with int8 codes (the GPU's form), both run by the numpy backend."""
+    if codes == "f32":
+        return tfc.compile(fn, quantize=config, calibration=calibration)
+    from tfc.quantization import quantize_concrete
+
+    return quantize_concrete(tfc.compile(fn), config, calibration, target="cuda")
+
+
+@pytest.mark.parametrize("codes", ["f32", "i8"])
 @pytest.mark.parametrize("per_channel", [True, False])
-def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel):
+def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel, codes):
     model, fn = make_mlp()
     batches = [RNG.standard_normal((8, 12)).astype(np.float32) for _ in range(3)]
-    conc = tfc.compile(fn, quantize=Config(per_channel=per_channel, quiet=True),
-                       calibration=[(b,) for b in batches])
+    conc = static_int8(fn, Config(per_channel=per_channel, quiet=True), [(b,) for b in batches], codes)
     x = RNG.standard_normal((10, 12)).astype(np.float32) * 1.5  # beyond the calibrated range too
     got = conc(x).numpy()
     assert np.array_equal(got, reference_static_mlp(model, batches, x, per_channel))
@@ -246,6 +256,8 @@ def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel):
     assert ir.count("tfc.quantized_matmul") == 2 and ir.count("tfc.quantize ") == 1
     assert "tfc.read_variable" not in ir and conc.variables == []
     assert "out_dtype = i8" in ir and "out_dtype = f32" in ir and "relu = true" in ir
+    assert ir.count("codes = f32") == (3 if codes == "f32" else 0)
+    assert f"-> tensor<?x16x{codes}>" in ir  # the hidden layer's codes
     assert conc.quantization.rewritten == {"quantized_matmul": 2} and conc.quantization.batches == 3
     # per-tensor weights store one multiplier per layer, not one per channel
     assert ir.count("tensor<1xf32>) ->") == (0 if per_channel else 2)
@@ -322,7 +334,8 @@ def test_max_pool_of_int8_codes(padding):
         tfc.nn.avg_pool2d(x, 2, 2)  # averaging codes is not exact: still refused
 
 
-def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference():
+@pytest.mark.parametrize("codes", ["f32", "i8"])
+def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference(codes):
     conv = tfc.layers.Conv2D(6, 3, padding="same", activation="relu",
                              kernel_initializer=tfc.layers.GlorotUniform(seed=5))
     dense = tfc.layers.Dense(4, kernel_initializer=tfc.layers.GlorotUniform(seed=6))
@@ -333,10 +346,10 @@ def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference():
     net(tfc.zeros((1, 7, 7, 2)))
     fn = tfc.function(net, input_signature=[tfc.TensorSpec((None, 7, 7, 2))], autograph=False)
     cal = [(RNG.uniform(-1, 1, (4, 7, 7, 2)).astype(np.float32),) for _ in range(2)]
-    static = tfc.compile(fn, quantize=Config(quiet=True), calibration=cal)
+    static = static_int8(fn, Config(quiet=True), cal, codes)
     ir = static.ir("tensor")
-    assert ir.count("tfc.quantize ") == 1 and "tfc.max_pool2d" in ir and "-> tensor<?x4x4x6xi8>" in ir
-    assert "-> tensor<?x96xi8>" in ir  # the reshape of the codes
+    assert ir.count("tfc.quantize ") == 1 and "tfc.max_pool2d" in ir and f"-> tensor<?x4x4x6x{codes}>" in ir
+    assert f"-> tensor<?x96x{codes}>" in ir  # the reshape of the codes
     # the integer pipeline in numpy, with the constants and attributes the pass chose
     ops = list(static.module.walk())
     qz, qc, qm = (next(op for op in ops if op.name == f"tfc.{n}")

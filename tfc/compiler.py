@@ -145,7 +145,7 @@ def compile(f, *example_args_or_specs, target="cpu", passes="default", quantize=
     if quantize is not None:
         from tfc.quantization import quantize_concrete
 
-        conc = quantize_concrete(conc, quantize, calibration, timings, print_ir_after_all)
+        conc = quantize_concrete(conc, quantize, calibration, timings, print_ir_after_all, target=target)
     elif calibration is not None:
         raise ValueError("tfc.compile: calibration= is for quantize='int8'; no quantize mode was given")
     conc.compile_times = [("trace", trace_s)] + timings

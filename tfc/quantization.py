@@ -244,9 +244,11 @@ class Report:
     rewritten: dict = field(default_factory=dict)
 
 
-def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_after_all=False):
+def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_after_all=False, target="cpu"):
     """The quantized copy of ConcreteFunction ``conc`` (its L1 module after its
-    passes): no variables, int8 weights as constants."""
+    passes): no variables, int8 weights as constants. For ``target="cpu"`` the
+    activations' int8 codes are held in float32 (what the numpy backend's float
+    BLAS reads), else in int8 (the GPU's dp4a kernels)."""
     import time
 
     from tfc.passes.pipeline import dump_ir, run_pipeline
@@ -266,7 +268,8 @@ def quantize_concrete(conc, quantize, calibration=None, timings=None, print_ir_a
         batches = calibrate(module, conc.input_specs, calibration, config)
     if timings is not None:
         timings.append(("calibrate" if batches else "freeze", time.perf_counter() - start))
-    rewrite = QuantizePass(mode=config.mode, per_channel=config.per_channel, exclude=",".join(config.exclude))
+    rewrite = QuantizePass(mode=config.mode, per_channel=config.per_channel, exclude=",".join(config.exclude),
+                           codes="f32" if target == "cpu" else "i8")
     _check_quantizable(module, config, rewrite)
     start = time.perf_counter()
     from tfc.dialects.tensor import context

@@ -22,6 +22,12 @@ float32 BLAS on the int8 codes, which is exact while every partial sum stays bel
 reductions are cut into chunks of EXACT_K, each converted to int32 and summed in
 int32 (``int8_matmul``). int32 holds any K <= 131072 (``MAX_K``); longer ones are
 refused. None of these ops is differentiable (post-training quantization).
+
+Codes held in float32 (attribute ``codes = f32``, set by ``tfc-quantize`` for the
+numpy backend): quantize gives, and the integer ops take and give, the same int8
+codes as float32 values (integers in [-128, 127]). float32 holds them exactly and
+BLAS reads them as they are, so a chain of layers converts nothing between int8
+and float32 and the bias is one added row (docs/quantization.md compares the two).
 """
 from __future__ import annotations
 
@@ -40,6 +46,16 @@ EXACT_K = (1 << 24) // (128 * 128)
 MAX_K = (1 << 31) // (128 * 128)  # int32 accumulation of K products of +-128 * +-128
 _INT8 = frozenset({dtypes.int8})
 _OUT_DTYPES = frozenset({dtypes.int8, dtypes.float32})
+CODES = frozenset({dtypes.int8, dtypes.float32})  # what the int8 codes may be held in
+
+
+def codes_dtype(op, codes):
+    """The dtype the ops' int8 codes are held in: ``codes`` (absent: int8)."""
+    if codes is None:
+        return dtypes.int8
+    if codes not in CODES:
+        raise TypeError(f"{op.name}: codes must be int8 or float32 (int8 codes held in float32), got {codes.name}")
+    return codes
 
 
 def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -92,6 +108,18 @@ def _float_weights(w: np.ndarray, bias: np.ndarray):
     return wf
 
 
+def accumulate_codes(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """``accumulate`` of int8 codes held in float32 ``x`` [M, K] (integers in
+    [-128, 127]): one BLAS product with ``w`` as float32, then the bias added
+    as a row (exact under the same bound, ``_float_weights``); else int32."""
+    wf = _float_weights(w, bias)
+    if wf is None:
+        return accumulate(x.astype(np.int8), w, bias)
+    k = w.shape[0]
+    acc = np.matmul(x, wf[:k])
+    return _rows(acc, wf[k], np.add)
+
+
 def accumulate(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """float32(x @ w + bias), the int32 accumulator of int8 ``x`` [M, K] and ``w``
     [K, N] plus int32 ``bias`` [N], as float32 (what requantization scales).
@@ -114,7 +142,7 @@ try:
     from numpy._core.umath import clip as _clip
 except ImportError:  # numpy 1
     _clip = np.clip
-_ROW_TILE = 2048  # elements of the repeated vector for a long [M, N] (see _scale_rows)
+_ROW_TILE = 2048  # elements of the repeated vector for a long [M, N] (see _rows)
 _FULL_TILE = 1 << 18  # elements of an [M, N] up to which the vector is repeated down all M rows
 _tiles: dict = {}  # a per-channel vector's bytes -> the vector repeated down some rows
 
@@ -132,36 +160,38 @@ def _repeated(vec: np.ndarray, rows: int) -> np.ndarray:
     return tile[:rows]
 
 
-def _scale_rows(a: np.ndarray, vec: np.ndarray) -> np.ndarray:
-    """``a *= vec`` for a C-contiguous [M, N] ``a`` and a per-channel ``vec`` [N],
+def _rows(a: np.ndarray, vec: np.ndarray, ufunc=np.multiply) -> np.ndarray:
+    """``a = ufunc(a, vec)`` (``a *= vec``, ``a += vec``) for a C-contiguous [M, N] ``a`` and a per-channel ``vec`` [N],
     the same products as numpy's broadcast, faster: numpy broadcasts a row with
     one short inner loop per row (2.5x the time of a flat product on [449, 64],
     also on [28736, 16]), so ``a`` is multiplied by the vector repeated down its
     rows, or for a long ``a`` in blocks of r rows by the vector repeated r times."""
     m, n = a.shape
     if vec.shape[0] == 1 or m == 1:  # one scale for all: a flat product already
-        return np.multiply(a, vec, out=a)
+        return ufunc(a, vec, out=a)
     if m * n <= _FULL_TILE:
-        return np.multiply(a, _repeated(vec, m), out=a)
+        return ufunc(a, _repeated(vec, m), out=a)
     r = max(1, _ROW_TILE // n)
     main = m - m % r
     block = a[:main].reshape(-1, r * n)
-    np.multiply(block, _repeated(vec, r).reshape(-1), out=block)
+    ufunc(block, _repeated(vec, r).reshape(-1), out=block)
     if main < m:
-        np.multiply(a[main:], vec, out=a[main:])
+        ufunc(a[main:], vec, out=a[main:])
     return a
 
 
-def requantize(acc: np.ndarray, multiplier: np.ndarray, out_zero_point: int, relu: bool, out_dtype):
+def requantize(acc: np.ndarray, multiplier: np.ndarray, out_zero_point: int, relu: bool, out_dtype,
+               codes=dtypes.int8):
     """The float32 accumulator [M, N] (``accumulate``, overwritten) as the op's
-    result (see the module docstring); float32 arithmetic, as ONNX's QLinearMatMul."""
-    real = _scale_rows(acc, multiplier)
+    result (see the module docstring); float32 arithmetic, as ONNX's QLinearMatMul.
+    int8 codes come out held in ``codes`` (float32: as they are, no cast)."""
+    real = _rows(acc, multiplier)
     if out_dtype == dtypes.float32:
         return np.maximum(real, np.float32(0), out=real) if relu else real
     real += np.float32(out_zero_point)
     np.rint(real, out=real)
     _clip(real, np.float32(out_zero_point if relu else INT8_MIN), np.float32(INT8_MAX), out=real)
-    return real.astype(np.int8)
+    return real if codes == dtypes.float32 else real.astype(np.int8)
 
 
 # -- quantize / dequantize ---------------------------------------------------------------
@@ -174,20 +204,20 @@ def _check_qparams(op, scale, zero_point):
         raise ValueError(f"{op.name}: zero_point must be in [{INT8_MIN}, {INT8_MAX}], got {zero_point}")
 
 
-def _quantize_kernel(x, scale, zero_point):
+def _quantize_kernel(x, scale, zero_point, codes=None):
     # a library kernel, not a scalar body: fused, the clip became a maximum and a
     # minimum pass, each three times the cost of the clip ufunc's one pass
     q = np.asarray(np.divide(x, x.dtype.type(scale)))  # an array for a 0-d x too (rint's out=)
     np.rint(q, out=q)
     q += x.dtype.type(zero_point)
     _clip(q, x.dtype.type(INT8_MIN), x.dtype.type(INT8_MAX), out=q)
-    return q.astype(np.int8)
+    return q.astype(np.int8 if codes is None or codes == dtypes.int8 else np.float32, copy=False)
 
 
-def _quantize_infer(op, x: Spec, scale, zero_point) -> Spec:
+def _quantize_infer(op, x: Spec, scale, zero_point, codes=None) -> Spec:
     inf.check_dtype(op, x, dtypes.FLOATS)
     _check_qparams(op, scale, zero_point)
-    return Spec(x.shape, dtypes.int8)
+    return Spec(x.shape, codes_dtype(op, codes))
 
 
 def _dequantize_scalar(b, q, scale, zero_point):
@@ -196,10 +226,12 @@ def _dequantize_scalar(b, q, scale, zero_point):
 
 
 @declare(kernel=_quantize_kernel, infer=_quantize_infer, quiet=True,
-         attrs={"scale": "float", "zero_point": "int"})
-def quantize(x, scale, zero_point=0):
-    """int8 codes of ``x``: clip(rint(x / scale) + zero_point, -128, 127)."""
-    return (x,), {"scale": float(scale), "zero_point": int(zero_point)}
+         attrs={"scale": "float", "zero_point": "int", "codes": "dtype"})
+def quantize(x, scale, zero_point=0, codes=None):
+    """int8 codes of ``x``: clip(rint(x / scale) + zero_point, -128, 127), held
+    in ``codes`` (int8, the default, or float32: the same integers)."""
+    return (x,), {"scale": float(scale), "zero_point": int(zero_point),
+                  "codes": None if codes is None else dtypes.as_dtype(codes)}
 
 
 def _dequantize_kernel(q, scale, zero_point):
@@ -251,15 +283,26 @@ def _check_k(op, k):
                          f"(at most {MAX_K})")
 
 
-_REQUANT_ATTRS = {"out_zero_point": "int", "relu": "bool", "out_dtype": "dtype"}
+_REQUANT_ATTRS = {"out_zero_point": "int", "relu": "bool", "out_dtype": "dtype", "codes": "dtype"}
 
 
-def _qmatmul_kernel(x, w, bias, multiplier, out_zero_point, relu, out_dtype):
-    return requantize(accumulate(x, w, bias), multiplier, out_zero_point, relu, out_dtype)
+def _accumulate_any(x, w, bias):
+    return accumulate_codes(x, w, bias) if x.dtype == np.float32 else accumulate(x, w, bias)
 
 
-def _qmatmul_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, out_zero_point, relu, out_dtype) -> Spec:
-    inf.check_dtype(op, x, _INT8, "x")
+def _qmatmul_kernel(x, w, bias, multiplier, out_zero_point, relu, out_dtype, codes=None):
+    return requantize(_accumulate_any(x, w, bias), multiplier, out_zero_point, relu, out_dtype,
+                      codes or dtypes.int8)
+
+
+def _result_dtype(op, out_dtype, codes):
+    """int8 codes held in ``codes``, or the real float32 values."""
+    return codes_dtype(op, codes) if out_dtype == dtypes.int8 else out_dtype
+
+
+def _qmatmul_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, out_zero_point, relu, out_dtype,
+                   codes=None) -> Spec:
+    inf.check_dtype(op, x, frozenset({codes_dtype(op, codes)}), "x")
     inf.check_dtype(op, w, _INT8, "w")
     if x.ndim != 2 or w.ndim != 2:
         raise ValueError(f"{op.name}: x and w must be matrices, got shapes {inf.fmt_shape(x.shape)} "
@@ -270,28 +313,30 @@ def _qmatmul_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, out_zero_
     _check_k(op, w.shape[0])
     _check_channel_vectors(op, w.shape[1], bias, multiplier)
     _check_requant_attrs(op, out_zero_point, out_dtype)
-    return Spec((x.shape[0], w.shape[1]), out_dtype)
+    return Spec((x.shape[0], w.shape[1]), _result_dtype(op, out_dtype, codes))
 
 
 @declare(kernel=_qmatmul_kernel, infer=_qmatmul_infer, attrs=_REQUANT_ATTRS)
-def quantized_matmul(x, w, bias, multiplier, out_zero_point=0, relu=False, out_dtype=dtypes.int8):
+def quantized_matmul(x, w, bias, multiplier, out_zero_point=0, relu=False, out_dtype=dtypes.int8, codes=None):
     """Integer matmul of int8 codes ``x`` [M, K] and ``w`` [K, N]: int32
-    ``acc = x @ w + bias`` (exact), requantized per output channel (see the module docstring)."""
+    ``acc = x @ w + bias`` (exact), requantized per output channel (see the module docstring).
+    ``codes=float32``: ``x`` and an int8 result are codes held in float32."""
     return (x, w, bias, multiplier), {"out_zero_point": int(out_zero_point), "relu": bool(relu),
-                                      "out_dtype": dtypes.as_dtype(out_dtype)}
+                                      "out_dtype": dtypes.as_dtype(out_dtype),
+                                      "codes": None if codes is None else dtypes.as_dtype(codes)}
 
 
 def _qconv2d_kernel(x, w, bias, multiplier, strides, padding, dilations, pad_value, out_zero_point, relu,
-                    out_dtype):
+                    out_dtype, codes=None):
     cols = _patches(x, w.shape[:2], strides, padding, dilations, pad_value)
-    acc = accumulate(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]), bias)
-    out = requantize(acc, multiplier, out_zero_point, relu, out_dtype)
+    acc = _accumulate_any(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]), bias)
+    out = requantize(acc, multiplier, out_zero_point, relu, out_dtype, codes or dtypes.int8)
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
 
 def _qconv2d_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, strides, padding, dilations, pad_value,
-                   out_zero_point, relu, out_dtype) -> Spec:
-    inf.check_dtype(op, x, _INT8, "x")
+                   out_zero_point, relu, out_dtype, codes=None) -> Spec:
+    inf.check_dtype(op, x, frozenset({codes_dtype(op, codes)}), "x")
     inf.check_dtype(op, w, _INT8, "filters")
     out = _conv_shape(op, x, w, strides, padding, dilations)
     if w.ndim == 4 and None not in w.shape[:3]:
@@ -300,7 +345,7 @@ def _qconv2d_infer(op, x: Spec, w: Spec, bias: Spec, multiplier: Spec, strides, 
         raise ValueError(f"{op.name}: pad_value must be in [{INT8_MIN}, {INT8_MAX}], got {pad_value}")
     _check_channel_vectors(op, w.shape[3], bias, multiplier)
     _check_requant_attrs(op, out_zero_point, out_dtype)
-    return Spec(out, out_dtype)
+    return Spec(out, _result_dtype(op, out_dtype, codes))
 
 
 def _conv_shape(op, x: Spec, w: Spec, strides, padding, dilations) -> tuple:
@@ -313,12 +358,14 @@ def _conv_shape(op, x: Spec, w: Spec, strides, padding, dilations) -> tuple:
 @declare(kernel=_qconv2d_kernel, infer=_qconv2d_infer,
          attrs={**_CONV_ATTRS, "pad_value": "int", **_REQUANT_ATTRS})
 def quantized_conv2d(input, filters, bias, multiplier, strides=1, padding="VALID", dilations=1,  # noqa: A002
-                     pad_value=0, out_zero_point=0, relu=False, out_dtype=dtypes.int8):
+                     pad_value=0, out_zero_point=0, relu=False, out_dtype=dtypes.int8, codes=None):
     """Integer conv2d (NHWC, HWIO) of int8 codes, padded with ``pad_value`` (the
-    input's zero point: a real 0), int32 accumulation plus ``bias``, requantized."""
+    input's zero point: a real 0), int32 accumulation plus ``bias``, requantized.
+    ``codes=float32``: the input and an int8 result are codes held in float32."""
     return (input, filters, bias, multiplier), {
         **_conv_attrs("quantized_conv2d", strides, padding, dilations), "pad_value": int(pad_value),
-        "out_zero_point": int(out_zero_point), "relu": bool(relu), "out_dtype": dtypes.as_dtype(out_dtype)}
+        "out_zero_point": int(out_zero_point), "relu": bool(relu), "out_dtype": dtypes.as_dtype(out_dtype),
+        "codes": None if codes is None else dtypes.as_dtype(codes)}
 
 
 # -- weight-only: int8 weights, float compute -------------------------------------------------

@@ -27,6 +27,12 @@ variables become constants) with the ops of tfc/ops/quant.py:
 to leave float. Ops inside control-flow regions are left float. Quantization
 parameters follow TFLite: int8 weights in [-127, 127], activations asymmetric
 int8 with 0.0 exactly representable.
+
+``codes=f32`` (what ``tfc.compile`` asks for the numpy backend) holds the int8
+codes of the activations in float32 (the same integers: quantize, the integer
+ops, the max pools and reshapes between them take and give float32), which float
+BLAS reads with no conversion; ``codes=i8`` (the default; the GPU's dp4a kernels)
+holds them in int8.
 """
 from __future__ import annotations
 
@@ -44,6 +50,7 @@ from tfc.ops import quant  # noqa: F401  (registers the quantized ops)
 from tfc.passes.pipeline import require_tensor_ir
 
 MODES = ("static", "weights")
+CODES = {"i8": dtypes.int8, "f32": dtypes.float32}  # codes=...: what the activations' int8 codes are held in
 KINDS = ("matmul", "conv2d")
 INPUT_RANGE, OUTPUT_RANGE = "tfc.quant_input", "tfc.quant_output"
 WEIGHT_NAME = "tfc.variable"  # the name of the variable a frozen weight constant was
@@ -215,17 +222,25 @@ def _registry_op(name, operands, attrs, before, loc):
 
 @dataclass(frozen=True)
 class QuantizePass(ModulePass):
-    """``tfc-quantize{mode=static|weights per_channel=true exclude="matmul,dense_kernel_1"}``."""
+    """``tfc-quantize{mode=static|weights per_channel=true exclude="matmul,dense_kernel_1" codes=i8|f32}``."""
 
     name = "tfc-quantize"
 
     mode: str = "static"
     per_channel: bool = True
     exclude: str = ""
+    codes: str = "i8"
 
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"tfc-quantize: mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.codes not in CODES:
+            raise ValueError(f"tfc-quantize: codes must be one of {', '.join(CODES)}, got {self.codes!r}")
+
+    @property
+    def _codes_attr(self) -> dict:
+        """The ops' ``codes`` attribute (absent for int8, the default)."""
+        return {} if self.codes == "i8" else {"codes": CODES[self.codes]}
 
     def excluded(self, chain: Chain) -> bool:
         names = {s.strip() for s in self.exclude.split(",") if s.strip()}
@@ -300,7 +315,7 @@ class QuantizePass(ModulePass):
             xq, sx, zx = int8_results[x]
         else:
             sx, zx = activation_qparams(*get_range(c.op, INPUT_RANGE))
-            xq = _registry_op("quantize", [x], {"scale": sx, "zero_point": zx}, at, loc)
+            xq = _registry_op("quantize", [x], {"scale": sx, "zero_point": zx, **self._codes_attr}, at, loc)
         codes, sw = weight_qparams(c.weight_matrix(), self.per_channel)
         acc_scale = sx * sw
         bias = np.zeros(codes.shape[1]) if c.bias is None else c.bias.astype(np.float64)
@@ -319,7 +334,7 @@ class QuantizePass(ModulePass):
         w = _constant(codes, dtypes.int8, at, loc)
         b = _constant(bias_q.astype(np.int32), dtypes.int32, at, loc)
         m = _constant(self._once_per_tensor(multiplier).astype(np.float32), dtypes.float32, at, loc)
-        attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype}
+        attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype, **self._codes_attr}
         if c.kind == "conv2d":
             attrs.update({k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")}, pad_value=zx)
         new = _registry_op(f"quantized_{c.kind}", [xq, w, b, m], attrs, at, loc)
