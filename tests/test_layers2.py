@@ -313,21 +313,41 @@ def test_multi_head_attention_gradients(rng):
 
 
 def test_multi_head_attention_none_batch_or_run_time_length():
-    """A None batch or a None sequence length (the causal mask then made at run
-    time) compiles and equals eager; both None raises, naming what is missing."""
-    layer = tfc.layers.MultiHeadAttention(num_heads=2, key_dim=2)
+    """A None batch, a None sequence length (the causal mask then made at run
+    time), or both, compiles and equals eager, self- and cross-attention alike."""
+    layer = tfc.layers.MultiHeadAttention(num_heads=2, key_dim=2, bias_initializer="random_normal")
 
     def attend(x):
         return layer(x, x, use_causal_mask=True)
 
-    for spec in ([None, 3, 4], [2, None, 4]):
+    def cross(x, y):
+        return layer(x, y)
+
+    for spec in ([None, 3, 4], [2, None, 4], [None, None, 4]):
         f = tfc.function(attend, input_signature=[tfc.TensorSpec(spec)])
-        for length in (3, 5) if spec[1] is None else (3,):
-            x = tfc.constant(np.arange(8 * length, dtype=np.float32).reshape(2, length, 4) / 10)
+        g = tfc.function(cross, input_signature=[tfc.TensorSpec(spec), tfc.TensorSpec([None, None, 4])])
+        for batch, length in [(b, t) for b, t in ((2, 3), (3, 3), (2, 5), (1, 1)) if spec[0] in (None, b)
+                              and spec[1] in (None, t)]:
+            x = tfc.constant(np.arange(batch * length * 4, dtype=np.float32).reshape(batch, length, 4) / 10)
+            y = tfc.constant(np.cos(np.arange(batch * 6 * 4, dtype=np.float32)).reshape(batch, 6, 4))
             np.testing.assert_array_equal(f(x).numpy(), attend(x).numpy())
-    g = tfc.function(attend, input_signature=[tfc.TensorSpec([None, None, 4])])
-    with pytest.raises(NotImplementedError, match="both the batch size and the sequence length"):
-        g(tfc.constant(np.zeros((2, 3, 4), np.float32)))
+            np.testing.assert_array_equal(g(x, y).numpy(), cross(x, y).numpy())
+
+
+def test_multi_head_attention_gradients_with_both_sizes_at_run_time_equal_eager(rng):
+    layer = tfc.layers.MultiHeadAttention(num_heads=2, key_dim=3, bias_initializer="random_normal")
+    x = tfc.constant(rng.normal(size=(2, 5, 4)).astype(np.float32))
+    layer(x, x)
+
+    def grads(t):
+        with tfc.GradientTape() as tape:
+            tape.watch(t)
+            loss = tfc.reduce_sum(tfc.square(layer(t, t, use_causal_mask=True)))
+        return tape.gradient(loss, [t, *layer.trainable_variables])
+
+    compiled = tfc.function(grads, input_signature=[tfc.TensorSpec([None, None, 4])])(x)
+    for c, e in zip(compiled, grads(x)):
+        np.testing.assert_array_equal(c.numpy(), e.numpy())
 
 
 def test_a_model_of_the_new_layers_round_trips_a_checkpoint(tmp_path, rng):

@@ -22,7 +22,7 @@ from tfc.ops.math import cast, greater_equal, logical_and, not_equal, relu, rsqr
 from tfc.ops.nn import embedding_lookup, gelu, layer_norm, log_softmax, moments, silu, softmax
 from tfc.ops.random import generator
 from tfc.ops.reductions import reduce_mean
-from tfc.ops.shapes import expand_dims, range_along, reshape, transpose
+from tfc.ops.shapes import concat, expand_dims, range_along, reshape, split, stack, transpose, unstack
 
 # -- initializers ---------------------------------------------------------------
 
@@ -539,17 +539,22 @@ class MultiHeadAttention(Layer):
         if self.use_bias:
             self.output_bias = self.add_weight("output_bias", (out,), self.bias_initializer, dtype)
 
-    def _heads(self, x, part):
-        """[batch, T, features] projected to [batch, heads, T, dim]."""
-        kernel = getattr(self, f"{part}_kernel")
-        features, h, dim = kernel.shape
-        y = matmul(x, reshape(kernel, (features, h * dim)))
+    def _projected(self, x, parts):
+        """x [batch, T, features] projected by each of ``parts``' kernels (and
+        biases), as [batch, heads, T, dim] each: one product for all of them
+        (self-attention's query, key and value: one GEMM, one weight gradient)."""
+        kernels = [getattr(self, f"{part}_kernel") for part in parts]
+        flat = [reshape(k, (k.shape[0], k.shape[1] * k.shape[2])) for k in kernels]
+        y = matmul(x, flat[0] if len(flat) == 1 else concat(flat, axis=1))
         if self.use_bias:
-            y = y + reshape(getattr(self, f"{part}_bias"), (h * dim,))
-        return transpose(reshape(y, _batch_and_length(x) + (h, dim)), (0, 2, 1, 3))
+            biases = [reshape(getattr(self, f"{part}_bias"), (-1,)) for part in parts]
+            y = y + (biases[0] if len(biases) == 1 else concat(biases, axis=0))
+        pieces = [y] if len(parts) == 1 else split(y, [f.shape[1] for f in flat], axis=-1)
+        return [_split_heads(t, k.shape[1]) for t, k in zip(pieces, kernels)]
 
     def __call__(self, query, value, key=None, attention_mask=None, return_attention_scores=False, training=False,
                  use_causal_mask=False):
+        self_attention = key is None and value is query  # one tensor: one product for q, k and v
         query, value = convert_to_tensor(query), convert_to_tensor(value)
         key = value if key is None else convert_to_tensor(key)
         self._build_once(tuple(query.shape), tuple(value.shape), tuple(key.shape), query.dtype)
@@ -557,17 +562,22 @@ class MultiHeadAttention(Layer):
             _check_input("MultiHeadAttention", part, x.shape, {-1: getattr(self, f"{part}_kernel").shape[0]}, rank=3)
         if None not in (key.shape[1], value.shape[1]) and key.shape[1] != value.shape[1]:
             raise ValueError(f"MultiHeadAttention: key and value lengths differ ({key.shape[1]} and {value.shape[1]})")
-        q = self._heads(query, "query") * (1.0 / math.sqrt(self.key_dim))
-        k, v = self._heads(key, "key"), self._heads(value, "value")
+        if self_attention:
+            q, k, v = self._projected(query, ("query", "key", "value"))
+        else:
+            (q,) = self._projected(query, ("query",))
+            k, v = (self._projected(value, ("key", "value")) if key is value
+                    else self._projected(key, ("key",)) + self._projected(value, ("value",)))
+        q = q * (1.0 / math.sqrt(self.key_dim))
         scores = matmul(q, k, transpose_b=True)  # [batch, heads, Tq, Tv]
         mask = self._mask(attention_mask, use_causal_mask, query, value)
         if mask is not None:
-            scores = where(mask, scores, _large_negative(scores.dtype))
+            # added, as Keras' softmax adds its mask: the gradient passes through unmasked
+            scores = scores + where(mask, cast(0, scores.dtype), _large_negative(scores.dtype))
         probs = softmax(scores, axis=-1)
         heads = matmul(self.dropout_layer(probs, training=training), v)  # [batch, heads, Tq, value_dim]
         h, vd, out_dim = self.output_kernel.shape
-        merged = reshape(transpose(heads, (0, 2, 1, 3)), _batch_and_length(query) + (h * vd,))
-        out = matmul(merged, reshape(self.output_kernel, (h * vd, out_dim)))
+        out = matmul(_merge_heads(heads), reshape(self.output_kernel, (h * vd, out_dim)))
         if self.use_bias:
             out = out + self.output_bias
         return (out, probs) if return_attention_scores else out
@@ -595,13 +605,24 @@ class MultiHeadAttention(Layer):
         return mask
 
 
-def _batch_and_length(x) -> tuple:
-    """x's [batch, length] as a reshape target (-1 for the one known only at run time)."""
-    batch, length = x.shape[0], x.shape[1]
+def _split_heads(y, heads):
+    """[batch, T, heads * dim] -> [batch, heads, T, dim]: a view where the batch
+    or the length is static (a reshape's -1 stands for the other); with both
+    known only at run time, the heads split off and stacked (the same values)."""
+    batch, length, features = y.shape
     if batch is None and length is None:
-        raise NotImplementedError("MultiHeadAttention: both the batch size and the sequence length known only at "
-                                  f"run time (shape {tuple(x.shape)}); give one of them in the signature")
-    return (-1 if batch is None else batch, -1 if length is None else length)
+        return stack(split(y, heads, axis=-1), axis=1)
+    return transpose(reshape(y, (-1 if batch is None else batch, -1 if length is None else length, heads,
+                                 features // heads)), (0, 2, 1, 3))
+
+
+def _merge_heads(x):
+    """[batch, heads, T, dim] -> [batch, T, heads * dim] (``_split_heads`` undone)."""
+    batch, heads, length, dim = x.shape
+    if batch is None and length is None:
+        return concat(unstack(x, axis=1), axis=-1)
+    return reshape(transpose(x, (0, 2, 1, 3)), (-1 if batch is None else batch, -1 if length is None else length,
+                                                heads * dim))
 
 
 def _large_negative(dtype):
