@@ -34,7 +34,7 @@ def _on_input_devices(e, in_grads):
 class Entry:
     """One recorded op application; gradient rules read its fields."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "needs", "prev", "totals", "missing")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "needs", "prev", "prev_exists", "totals", "missing")
 
     def __init__(self, op, inputs, outputs, attrs):
         self.op = op
@@ -43,6 +43,8 @@ class Entry:
         self.attrs = attrs
         self.needs = None  # per input: is its gradient wanted? (set by backprop)
         self.prev = None  # per input: its gradient so far (set by backprop)
+        # per input: does that exist? True, False or a bool tensor (a Guarded one's; set by backprop)
+        self.prev_exists = None
         self.totals = ()  # inputs whose gradient from the rule includes ``prev`` (set by the rule)
         self.missing = None  # per output: had it no gradient (zeros given instead)? (set by backprop)
 
@@ -431,7 +433,9 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         if len(preds) == 1 and all(g is None or isinstance(g, Guarded) for g in out_grads):
             guard = next(iter(preds.values()))
             out_grads = [None if g is None else g.g for g in out_grads]
-        elif preds:
+        elif preds and not getattr(e.op, "takes_guarded", False):
+            # (compiled control flow takes them as they are: a zero where an
+            # output has no gradient would make 0 * inf NaN through its regions)
             out_grads = [_settle(g) for g in out_grads]
         if len(e.outputs) == 1:
             g = out_grads[0]
@@ -443,6 +447,7 @@ def backprop(entries, targets, sources, output_gradients=None, tracked=None, see
         if seeded:
             prevs = [grads.get(id(x)) for x in e.inputs]
             e.prev = [_seed(p) for p in prevs]
+            e.prev_exists = [p.pred if isinstance(p, Guarded) else p is not None for p in prevs]
             e.totals = ()  # the rule says which (a persistent tape runs it again)
         # The rule runs where the op ran (its constants are made there); each
         # gradient it gives goes to its input's device

@@ -225,7 +225,9 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags
     results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``,
     added onto ``seeds`` (gradients so far, None for none) as eager adds them;
     zeros where none. With ``flags``, (gradient, did it flow) pairs: True,
-    False (zeros) or a bool tensor (nested control flow: see tape.Guarded)."""
+    False (zeros) or a bool tensor (nested control flow: see tape.Guarded).
+    A seed may be a ``Guarded`` (a gradient so far that exists only where its
+    predicate holds): that source's flag then says whether its total exists."""
     from tfc.core.tape import GradientTape, _settle
     from tfc.ops.creation import zeros_like
 
@@ -238,8 +240,10 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags
     grads = tape.gradient(targets, list(sources), output_gradients=list(out_grads), seeds=seeds, guarded=True)
     out = []
     for g, src, seed in zip(grads, sources, seeds or [None] * len(sources)):
-        if g is None or g is seed:  # nothing flowed to it
-            out.append((zeros_like(src) if g is None else g, False))
+        if g is None:  # nothing flowed to it
+            out.append((zeros_like(src), False))
+        elif g is seed:
+            out.append((g.g, g.pred) if isinstance(g, Guarded) else (g, False))
         elif isinstance(g, Guarded):
             out.append((_settle(g), g.pred))
         else:
@@ -462,6 +466,7 @@ class CondGrad:
 
     name = "tfc.cond"
     seeded = True
+    takes_guarded = True  # output gradients may be Guarded (see tape.backprop)
 
     def track(self, inputs, outputs, attrs):
         """Each tape tracks an output as eagerly: where the branch taken computes
@@ -568,6 +573,7 @@ class WhileGrad:
 
     name = "tfc.while_loop"
     seeded = True
+    takes_guarded = True  # output gradients may be Guarded (see tape.backprop)
 
     def track(self, inputs, outputs, attrs):
         """Each tape tracks an output as eagerly: if the loop runs, where the
@@ -709,62 +715,85 @@ class WhileGrad:
 
         # 2. Backwards over the stored states: each step is the VJP of one body iteration.
         sources_caps = [captured[k] for k in want]
-        nf = len(fs)
+        nf, nc = len(fs), len(want)
+        # each loop variable's output gradient and whether it has one: True, False (an
+        # output without one, zeros given) or a bool tensor (a later branch's, see Guarded)
+        first = [(gs[k].g, gs[k].pred) if isinstance(gs[k], Guarded) else (gs[k], not missing[k]) for k in fs]
+        # the captured values' accumulators start from their gradients so far
+        # (-0.0 where none: an exact identity for the first addition)
+        caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else negative_zeros(captured[k])
+                 for k in want]
 
         def bw_cond(j, *_):
             from tfc.ops.math import greater_equal
 
             return greater_equal(j, 0)
 
-        def bw_body(j, *acc):
-            from tfc.ops.math import less
-
+        def step(j, outs, seeds):
             state = states(j)
-            srcs = [state[k] for k in fs] + sources_caps
-            outs = list(acc[:nf])
-            if any(missing[k] for k in fs):
-                # the last trip's results that are outputs without a gradient get none
-                # (a zero would make 0 * inf NaN), the earlier trips' the next trip's
-                later = less(j, count - 1)
-                outs = [Guarded(a, later) if missing[k] else a for a, k in zip(outs, fs)]
-            res = _vjp(_region_replay(builder, captured), body, state, srcs, fs, outs,
-                       [None] * nf + list(acc[nf:]), flags=True)
+            return _vjp(_region_replay(builder, captured), body, state, [state[k] for k in fs] + sources_caps,
+                        fs, outs, [None] * nf + seeds, flags=True)
+
+        if (any(f is not True for _, f in first) or _has_regions(body)
+                or not all(_reaches(body, body.args[k], fs) for k in fs)):
+            # Some gradient may not exist on some trip (an output without one, a
+            # variable whose previous value the body stops, a branch in the body):
+            # each is carried with a flag saying whether it does, as eagerly, since a
+            # zero in its place would make 0 * inf NaN through the earlier trips.
+            def bw_body(j, *acc):
+                gr, fl, caps, capfl = acc[:nf], acc[nf:2 * nf], acc[2 * nf:2 * nf + nc], acc[2 * nf + nc:]
+                res = step(j, [Guarded(a, f) for a, f in zip(gr, fl)],
+                           [Guarded(c, f) for c, f in zip(caps, capfl)])
+                grads, flags = [g for g, _ in res], [_bool(f) for _, f in res]
+                return (j - 1, *grads[:nf], *flags[:nf], *grads[nf:], *flags[nf:])
+
+            exists = entry.prev_exists or [True] * len(entry.inputs)
+            res = builder.while_loop(bw_cond, bw_body, [count - 1, *[a for a, _ in first],
+                                                        *[_bool(f) for _, f in first], *caps0,
+                                                        *[_bool(exists[n + k]) for k in want]], limit)
+            for k, gk, fk in zip(fs, res[1:1 + nf], res[1 + nf:1 + 2 * nf]):
+                if entry.needs_grad(k):
+                    out[k] = Guarded(gk, fk)
+            for k, gk, fk in zip(want, res[1 + 2 * nf:1 + 2 * nf + nc], res[1 + 2 * nf + nc:]):
+                out[n + k] = Guarded(gk, fk)
+            entry.totals = [n + k for k in want]
+            return out
+
+        # Every gradient exists on every trip: the loop carries them alone.
+        flowed = {}  # a captured value no gradient reaches in the body gets none, as eagerly
+
+        def bw_body(j, *acc):
+            res = step(j, list(acc[:nf]), list(acc[nf:]))
             for k, (_, f) in zip(want, res[nf:]):
                 flowed[k] = f is not False
-            for k, (_, f) in zip(fs, res[:nf]):
-                carried[k] = f is not False
             return (j - 1, *[g for g, _ in res])
 
-        # a captured value no gradient reaches in the body (an operand without
-        # one, such as state_list_get's template) gets none, as eagerly
-        flowed = {}
-        # a loop variable whose body gives its previous value no gradient (a
-        # stop_gradient) gets one only where the loop did not run, as eagerly
-        carried = {}
-
-        # the captured values' accumulators start from their gradients so far
-        # (-0.0 where none: an exact identity for the first addition)
-        caps0 = [entry.prev[n + k] if entry.prev[n + k] is not None else negative_zeros(captured[k])
-                 for k in want]
-        res = builder.while_loop(bw_cond, bw_body, [count - 1, *[gs[k] for k in fs], *caps0], limit)
+        res = builder.while_loop(bw_cond, bw_body, [count - 1, *[a for a, _ in first], *caps0], limit)
         from tfc.ops.math import greater
 
-        ran = greater(count, 0)  # where not, the captured values and outputs without one get no gradient
+        ran = greater(count, 0)  # where not, the captured values get no gradient
         for k, gk in zip(fs, res[1:1 + nf]):
-            if not entry.needs_grad(k):
-                continue
-            if not carried[k]:
-                if not missing[k]:
-                    from tfc.ops.math import logical_not
-
-                    out[k] = Guarded(gk, logical_not(ran))
-            else:
-                out[k] = Guarded(gk, ran) if missing[k] else gk
+            if entry.needs_grad(k):
+                out[k] = gk
         for k, gk in zip(want, res[1 + nf:]):
             if flowed[k]:
                 out[n + k] = Guarded(gk, ran)
         entry.totals = [n + k for k in want if flowed[k]]
         return out
+
+
+def _bool(f):
+    """A bool scalar tensor for a flag: True, False or a bool tensor."""
+    from tfc.ops.shapes import reshape
+
+    return convert_to_tensor(np.bool_(f)) if isinstance(f, bool) else reshape(f, ())
+
+
+def _has_regions(block) -> bool:
+    """Does ``block`` hold a branch or loop (whose gradient may exist only on some paths)?"""
+    from tfc.dialects.tensor import CondOp, WhileOp
+
+    return any(isinstance(op, (CondOp, WhileOp)) for op in block.walk())
 
 
 # -- compiled calls under an eager tape ------------------------------------------------
@@ -838,18 +867,25 @@ class CallGrad:
         conc = self.conc
         gs = g if isinstance(g, list) else [g]
         n = len(conc.input_specs)
-        bwd, fo, fi, fv, connected = backward_function(conc)
+        bwd, fo, fi, fv, connected, flagged = backward_function(conc)
         snaps = [_fresh(value) for value in self.values]
         for j, k in enumerate(self.keep):  # outer tapes: a snapshot depends on its variable
             record(READ_VARIABLE, [entry.inputs[n + j]], snaps[k], {})
         # entry positions of the float inputs, then of the float variables the entry holds
         at = fi + [n + self.keep.index(k) if k in self.keep else None for k in fv]
         distinct = len({id(x) for x in entry.inputs}) == len(entry.inputs)
-        seeds = []
+        seeds, has = [], []
         for p, x in zip(at, [entry.inputs[k] for k in fi] + [snaps[k] for k in fv]):
             prev = entry.prev[p] if distinct and p is not None else None
             seeds.append(prev if prev is not None else negative_zeros(x))
-        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds))
+            has.append(convert_to_tensor(np.bool_(prev is not None)))
+        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds
+                                    + (has if flagged else [])))
+        if flagged:
+            # whether each total exists, known now: eager's None where no gradient
+            # flowed on the path the call took (not a zero that 0 * inf would make NaN)
+            flows = [bool(f.numpy()) for f in res[len(connected):]]
+            connected = [ok and f for ok, f in zip(connected, flows)]
         out = [None] * len(entry.inputs)
         for p, gp, ok in zip(at, res, connected):
             if p is not None and ok and entry.needs_grad(p):
@@ -862,17 +898,21 @@ class CallGrad:
 
 def backward_function(conc):
     """(backward ConcreteFunction, float output indices, float input indices,
-    float variable indices, connected) of ``conc``, built once. The backward
-    function takes the inputs, the variables' values, the float outputs'
-    gradients and the gradients so far of the float inputs then variables,
-    and returns those gradients with the call's contributions added (in
-    eager's order); ``connected`` says, per float input then variable, whether
-    any result depends on it (the others get no gradient, as eagerly)."""
+    float variable indices, connected, flagged) of ``conc``, built once. The
+    backward function takes the inputs, the variables' values, the float
+    outputs' gradients and the gradients so far of the float inputs then
+    variables, and returns those gradients with the call's contributions added
+    (in eager's order); ``connected`` says, per float input then variable,
+    whether any result depends on it (the others get no gradient, as eagerly).
+    ``flagged`` (a function with branches or loops, whose gradients may flow
+    only on some paths): it also takes, per gradient so far, whether there is
+    one (a bool scalar), and also returns, per gradient, whether it exists."""
     cached = getattr(conc, "_backward", None)
     if cached is not None:
         return cached
     from xdsl.dialects import func
 
+    from tfc.core.dtypes import bool_
     from tfc.core.registry import Spec
     from tfc.dialects.tensor import spec_of
     from tfc.frontend.function import ConcreteFunction
@@ -915,9 +955,13 @@ def backward_function(conc):
                                                                    conc.variables[k].dtype) for k in fv])]
         # the forward block's argument of each source (a variable's: its reference)
         connected = [_reaches(block, block.args[k], fo) for k in fi + [n + k for k in fv]]
-        grads = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
-                     fo, gs, seeds)
-    bwd = ConcreteFunction.from_trace(builder, specs, list(grads))
+        flagged = _has_regions(block)
+        if flagged:
+            seeds = [Guarded(s, arg(Spec((), bool_), f"has{k}")) for k, s in enumerate(seeds)]
+        res = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
+                   fo, gs, seeds, flags=True)
+        outs = [g for g, _ in res] + ([_bool(f) for _, f in res] if flagged else [])
+    bwd = ConcreteFunction.from_trace(builder, specs, outs)
     bwd.target = conc.target  # the backward runs where the call ran: a cuda call's on the GPU
-    conc._backward = (bwd, fo, fi, fv, connected)
+    conc._backward = (bwd, fo, fi, fv, connected, flagged)
     return conc._backward
