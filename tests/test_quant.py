@@ -60,16 +60,40 @@ def int8(shape, lo=-128, hi=127):
 # -- the ops ---------------------------------------------------------------------------------
 
 
+def held(codes_int8, codes):
+    """int8 codes as the ops take them with ``codes=``: as they are, or as float32."""
+    return codes_int8 if codes is None else codes_int8.astype(np.float32)
+
+
+def same_codes(got, want, codes):
+    """``got`` (an op's result with ``codes=``) holds exactly ``want``'s values."""
+    if codes is not None and want.dtype == np.int8:
+        want = want.astype(np.float32)
+    return got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("codes", [None, tfc.float32])
 @pytest.mark.parametrize("k", [1, 64, 1024, 1025, 3000])
 @pytest.mark.parametrize("relu,out_float", [(False, False), (True, False), (False, True), (True, True)])
-def test_quantized_matmul_matches_the_integer_reference(k, relu, out_float):
+def test_quantized_matmul_matches_the_integer_reference(k, relu, out_float, codes):
     x, w = int8((5, k)), int8((k, 7))
     bias = RNG.integers(-2 ** 20, 2 ** 20, 7).astype(np.int32)
     mult = RNG.uniform(1e-6, 1e-3, 7).astype(np.float32)
     out_dtype = tfc.float32 if out_float else tfc.int8
-    got = q.quantized_matmul(x, w, bias, mult, out_zero_point=-3, relu=relu, out_dtype=out_dtype).numpy()
+    got = q.quantized_matmul(held(x, codes), w, bias, mult, out_zero_point=-3, relu=relu, out_dtype=out_dtype,
+                             codes=codes).numpy()
     want = ref_requant(ref_acc(x, w, bias), mult, -3, relu, out_float)
-    assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert same_codes(got, want, codes)
+
+
+def test_codes_held_in_float32_are_checked():
+    x, w = int8((2, 3)), int8((3, 2))
+    bias, mult = np.zeros(2, np.int32), np.ones(2, np.float32)
+    with pytest.raises(TypeError, match="x has dtype int8; expected one of float32"):
+        q.quantized_matmul(x, w, bias, mult, codes=tfc.float32)  # int8 x, float32 codes declared
+    with pytest.raises(TypeError, match="codes must be int8 or float32"):
+        q.quantize(np.ones(3, np.float32), 1.0, codes=tfc.int32)
+    assert q.quantize(np.ones(3, np.float64), 0.5, 3, codes=tfc.float32).numpy().dtype == np.float32
 
 
 def test_int8_matmul_is_exact_at_the_extremes():
@@ -81,17 +105,18 @@ def test_int8_matmul_is_exact_at_the_extremes():
         assert np.array_equal(q.accumulate(x, w, big), ref_acc(x, w, big).astype(np.float32))
 
 
+@pytest.mark.parametrize("codes", [None, tfc.float32])
 @pytest.mark.parametrize("m,n", [(20001, 16), (4097, 10), (131, 32), (300, 64), (3, 2), (1, 5)])
 @pytest.mark.parametrize("out_float", [False, True])
-def test_requantization_of_many_rows_matches_the_reference(m, n, out_float):
-    # the per-channel product of _scale_rows: the vector repeated down every row, or for
-    # 20001 x 16 in blocks of 128 rows, a remainder row included
+def test_requantization_of_many_rows_matches_the_reference(m, n, out_float, codes):
+    # the per-channel product (and, codes in float32, the bias row) of _rows: the vector
+    # repeated down every row, or for 20001 x 16 in blocks of 128 rows, a remainder row included
     x, w = int8((m, 9)), int8((9, n))
     bias = RNG.integers(-50000, 50000, n).astype(np.int32)
     mult = RNG.uniform(1e-5, 1e-2, n).astype(np.float32)
-    got = q.quantized_matmul(x, w, bias, mult, out_zero_point=11, relu=True,
-                             out_dtype=tfc.float32 if out_float else tfc.int8).numpy()
-    assert np.array_equal(got, ref_requant(ref_acc(x, w, bias), mult, 11, True, out_float))
+    got = q.quantized_matmul(held(x, codes), w, bias, mult, out_zero_point=11, relu=True,
+                             out_dtype=tfc.float32 if out_float else tfc.int8, codes=codes).numpy()
+    assert same_codes(got, ref_requant(ref_acc(x, w, bias), mult, 11, True, out_float), codes)
 
 
 def test_the_product_weights_follow_the_values_not_the_arrays():
@@ -112,6 +137,7 @@ def test_quantize_and_dequantize():
     x[0, :3] = [1e9, -1e9, 0.0]
     got = q.quantize(x, 0.05, -7).numpy()
     assert np.array_equal(got, ref_quantize(x, 0.05, -7)) and got[0, 0] == 127 and got[0, 1] == -128
+    assert same_codes(q.quantize(x, 0.05, -7, codes=tfc.float32).numpy(), got, tfc.float32)
     back = q.dequantize(got, 0.05, -7).numpy()
     assert back.dtype == np.float32
     assert np.array_equal(back, (got.astype(np.float32) + 7) * np.float32(0.05))
@@ -123,16 +149,17 @@ def test_quantize_and_dequantize():
         q.dequantize(np.zeros(3, np.int32), 1.0)
 
 
-def test_quantized_conv2d_matches_im2col_reference():
+@pytest.mark.parametrize("codes", [None, tfc.float32])
+def test_quantized_conv2d_matches_im2col_reference(codes):
     x, w = int8((2, 7, 6, 3)), int8((3, 3, 3, 4), -127, 127)
     bias, mult = RNG.integers(-5000, 5000, 4).astype(np.int32), RNG.uniform(1e-4, 1e-2, 4).astype(np.float32)
-    got = q.quantized_conv2d(x, w, bias, mult, strides=2, padding="SAME", pad_value=-20, out_zero_point=5,
-                             relu=True).numpy()
+    got = q.quantized_conv2d(held(x, codes), w, bias, mult, strides=2, padding="SAME", pad_value=-20,
+                             out_zero_point=5, relu=True, codes=codes).numpy()
     # SAME, stride 2: 7x6 -> 4x3, pads (1, 1) rows and (0, 1) columns, filled with the zero point -20
     xp = np.pad(x, ((0, 0), (1, 1), (0, 1), (0, 0)), constant_values=-20)
     cols = np.stack([xp[:, i:i + 7:2, j:j + 5:2, :] for i in range(3) for j in range(3)], axis=3)
     want = ref_requant(ref_acc(cols.reshape(-1, 27), w.reshape(27, 4), bias), mult, 5, True, False)
-    assert np.array_equal(got, want.reshape(2, 4, 3, 4))
+    assert same_codes(got, want.reshape(2, 4, 3, 4), codes)
 
 
 def test_weight_only_ops():

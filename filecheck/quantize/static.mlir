@@ -1,5 +1,6 @@
 // RUN: %tfc-opt %s -p tfc-quantize | filecheck %s
 // RUN: %tfc-opt %s -p 'tfc-quantize{per_channel=false}' | filecheck %s --check-prefix=TENSOR
+// RUN: %tfc-opt %s -p 'tfc-quantize{codes=f32}' | filecheck %s --check-prefix=F32
 
 // A dense layer with relu feeding another: the first keeps its result int8 (no
 // dequantize / quantize between them), relu is the clamp at the output's zero
@@ -24,6 +25,16 @@
 // TENSOR-NEXT:    tfc.constant dense<0.0104986876> : tensor<1xf32>
 // TENSOR-NEXT:    tfc.quantized_matmul
 // TENSOR-SAME:      (tensor<2x3xi8>, tensor<3x2xi8>, tensor<2xi32>, tensor<1xf32>) -> tensor<2x2xi8>
+// The codes held in float32 (the numpy backend's form): the same constants and
+// attributes, the activations' codes typed f32; the weights stay int8.
+// F32-LABEL: func.func @two_dense
+// F32-NEXT:    %0 = tfc.quantize %x {scale = 0.0078431372549019607 : f64, zero_point = 0 : i64, codes = f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// F32-NEXT:    %1 = tfc.constant dense<{{\[\[}}127, -64], [64, 0], [-32, 127]]> : tensor<3x2xi8>
+// F32-NEXT:    %2 = tfc.constant dense<[3239, -1619]> : tensor<2xi32>
+// F32:         %4 = tfc.quantized_matmul %0, %1, %2, %3 {out_zero_point = -128 : i64, relu = true, out_dtype = i8, codes = f32}
+// F32-SAME:      (tensor<2x3xf32>, tensor<3x2xi8>, tensor<2xi32>, tensor<2xf32>) -> tensor<2x2xf32>
+// F32:         %8 = tfc.quantized_matmul %4, %5, %6, %7 {out_zero_point = 0 : i64, relu = false, out_dtype = f32, codes = f32}
+// F32-SAME:      -> tensor<2x1xf32>
 func.func @two_dense(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
   %w = tfc.constant dense<[[0.5, -1.0], [0.25, 0.0], [-0.125, 2.0]]> : tensor<3x2xf32>
   %b = tfc.constant dense<[0.1, -0.2]> : tensor<2xf32>
