@@ -134,10 +134,16 @@ def test_conv2d_backprop_ops_grad(rng, hw, khw, strides, dilations, padding):
     check_grad(lambda x, g: conv2d_backprop_filter(x, khw, g, strides, padding, dilations), x, g)
 
 
-def test_conv2d_backprop_values_match_reference_gradient(rng):
+@pytest.mark.parametrize("args", [
+    ((2, 1), "SAME", (1, 2)),
+    ((1, 1), "SAME", (1, 1)),  # stride 1: the input gradient is a conv2d of g (one GEMM)
+    ((1, 1), "VALID", (1, 1)),
+    ((1, 1), "SAME", (2, 1)),
+    ((1, 1), "VALID", (1, 2)),
+])
+def test_conv2d_backprop_values_match_reference_gradient(rng, args):
     # d sum(conv2d(x, w) * g) / dx and / dw, from the loop reference by linearity.
     x, w = rand(rng, 2, 6, 5, 2), rand(rng, 3, 2, 2, 3)
-    args = ((2, 1), "SAME", (1, 2))
     g = rand(rng, *conv2d(x, w, *args).shape)
     gx = np.zeros_like(x)
     for idx in np.ndindex(*x.shape):

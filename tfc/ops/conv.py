@@ -251,7 +251,30 @@ def conv2d(input, filters, strides=1, padding="VALID", dilations=1):  # noqa: A0
 # -- conv2d_backprop_input: the transpose of conv2d in its input -----------------------------
 
 
+def _transposed_gemm(w, g, input_hw, padding, dilations):
+    """For stride 1, conv2d_backprop_input is itself a conv2d: of ``g`` padded by
+    (window - 1 - pad) on each side, with ``w`` flipped in space and its channel
+    axes swapped. (im2col columns [N*H*W, KH*KW*O], weights [KH*KW*O, C]): one
+    GEMM and one copy, instead of a scatter-add per tap. Only for finite ``w``:
+    the padding's zeros times an infinite tap would put NaN where no output is."""
+    (kh, kw), (dh, dw) = w.shape[:2], dilations
+    _, ((t, b), (l, r)) = _geometry(None, input_hw, (kh, kw), _ONES, dilations, padding, "")
+    kh_eff, kw_eff = (kh - 1) * dh + 1, (kw - 1) * dw + 1
+    gp = _pad(g, ((kh_eff - 1 - t, kh_eff - 1 - b), (kw_eff - 1 - l, kw_eff - 1 - r)))
+    cols = _im2col(gp, (kh, kw), tuple(input_hw), _ONES, dilations)
+    flipped = np.ascontiguousarray(w[::-1, ::-1].transpose(0, 1, 3, 2))
+    return cols.reshape(-1, kh * kw * g.shape[3]), flipped.reshape(-1, w.shape[2])
+
+
+def _as_conv(w, strides):
+    """Whether conv2d_backprop_input runs as ``_transposed_gemm``."""
+    return tuple(strides) == _ONES and bool(np.isfinite(w).all())
+
+
 def _bp_input_kernel(w, g, input_hw, strides, padding, dilations):
+    if _as_conv(w, strides):
+        cols, flipped = _transposed_gemm(w, g, input_hw, padding, dilations)
+        return (cols @ flipped).reshape((g.shape[0],) + tuple(input_hw) + (w.shape[2],))
     out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
     (t, b), (l, r) = pads
     n = g.shape[0]
@@ -264,8 +287,13 @@ def _bp_input_kernel(w, g, input_hw, strides, padding, dilations):
 
 
 def _bp_input_into(w, g, out, input_hw, strides, padding, dilations):
-    """conv2d_backprop_input written into ``out``: without padding the taps are
-    added into it in eager's order (from zeros); with padding, cropped into it."""
+    """conv2d_backprop_input written into ``out``: for stride 1 by its GEMM; else
+    without padding the taps are added into it in eager's order (from zeros);
+    with padding, cropped into it."""
+    if out.dtype == np.result_type(w, g) and _as_conv(w, strides):
+        cols, flipped = _transposed_gemm(w, g, input_hw, padding, dilations)
+        np.matmul(cols, flipped, out=_rows_of(out, w.shape[2]))
+        return
     out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
     if any(any(p) for p in pads) or out.dtype != np.result_type(w, g):
         np.copyto(out, _bp_input_kernel(w, g, input_hw, strides, padding, dilations), casting="no")
