@@ -24,6 +24,9 @@ Stages whose order or elements depend on host state cannot be traced:
 """
 from __future__ import annotations
 
+import types
+import weakref
+
 from tfc.core import dtypes
 from tfc.core.tensor import Tensor, constant, convert_to_tensor
 from tfc.data import _structure as st
@@ -43,22 +46,46 @@ def _iterate_outside(what: str) -> str:
 
 
 class _Identity:
-    """A map or filter function in a cache key: by identity (a callable may be
-    unhashable, or equal to another that computes something else)."""
+    """A map or filter function in a cache key. A Python function is keyed by
+    what it computes with: its code, globals, and the objects its closure cells
+    and defaults hold, each by identity (so ``map(lambda x: x * 2)`` built anew
+    for each call reuses the trace); any other callable (a tfc.function, a
+    partial, an object) by its own identity (it may be unhashable, or equal to
+    another that computes something else)."""
 
-    __slots__ = ("obj",)
+    __slots__ = ("obj", "parts")
 
     def __init__(self, obj):
         self.obj = obj
+        if isinstance(obj, types.FunctionType):
+            cells = tuple(c.cell_contents if _filled(c) else _EMPTY_CELL for c in obj.__closure__ or ())
+            self.parts = (obj.__code__, obj.__globals__, *cells, *(obj.__defaults__ or ()),
+                          *(obj.__kwdefaults__ or {}).values())
+        else:
+            self.parts = (obj,)
 
     def __eq__(self, other):
-        return isinstance(other, _Identity) and other.obj is self.obj
+        return isinstance(other, _Identity) and len(other.parts) == len(self.parts) and all(
+            a is b for a, b in zip(self.parts, other.parts))
 
     def __hash__(self):
-        return id(self.obj)
+        return hash(tuple(id(p) for p in self.parts))
 
     def __repr__(self):
-        return D._name(self.obj)
+        code = getattr(self.obj, "__code__", None)
+        where = f" at {code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code is not None else ""
+        return D._name(self.obj) + where
+
+
+_EMPTY_CELL = object()
+
+
+def _filled(cell) -> bool:
+    try:
+        cell.cell_contents
+        return True
+    except ValueError:
+        return False
 
 
 def _skeleton(s):
@@ -137,13 +164,18 @@ class DatasetArgument:
     _tfc_dataset_argument = True
 
     def __init__(self, ds):
-        self._dataset = ds
+        # (weakly: the trace cache keeps this key, which must not keep a dataset's arrays alive;
+        # the dataset lives while its call traces)
+        self._dataset = weakref.ref(ds)
         self.key = signature(ds)
-        self.sources = sources(ds)
-        self.count = len(self.sources)
+        self.count = len(sources(ds))
+
+    @property
+    def sources(self) -> list:
+        return sources(self._dataset())
 
     def rebuild(self, tensors):
-        return rebuild(self._dataset, iter(tensors))
+        return rebuild(self._dataset(), iter(tensors))
 
     def __eq__(self, other):
         return isinstance(other, DatasetArgument) and other.key == self.key
@@ -226,6 +258,14 @@ def _slices(ds):
     n = tensors[0].shape[0]
     if n is None:
         n = _run_time_length(tensors[0])
+    if isinstance(n, int) and n == 0:
+        # no element to index: the body, which never runs, is traced on zeros (as a for over an empty tensor)
+        from tfc.frontend.autograph.operators import _zeros_unknown_as_0
+
+        def zeros(rows):
+            return st.pack(ds._structure, [_zeros_unknown_as_0(rows + tuple(t.shape[1:]), t.dtype) for t in tensors])
+
+        return _Plan(0, lambda i: zeros(()), lambda idx: zeros(tuple(idx.shape[:1])))
     return _Plan(n, lambda i: st.pack(ds._structure, [t[i] for t in tensors]),
                  lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]))
 
@@ -382,6 +422,8 @@ def _skip(ds):
     if k == 0:
         return src
     length = None if src.length is None else _clamp0(src.length - k)
+    if isinstance(length, int) and length == 0:
+        return _Plan(0, src.element, src.gather)  # (the body never runs: element k may not exist)
     gather = None if src.gather is None else (lambda idx: src.gather(idx + k))
     return _Plan(length, lambda i: src.element(i + k), gather)
 

@@ -1,0 +1,387 @@
+"""A tfc.data.Dataset inside tfc.function: ``for x in ds`` is a tensor loop over the
+dataset's elements, a dataset argument is a nest of traced tensors keyed by its
+pipeline (tfc/data/traced.py, docs/data.md). Every case runs eagerly and compiled
+and compares bit for bit."""
+import collections
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.core import nest
+from tests.helpers import assert_bit_identical, check_grad
+
+Dataset = tfc.data.Dataset
+
+_X = np.arange(24, dtype=np.float32).reshape(8, 3) - 5.0  # integer-valued: sums are exact
+_Y = np.arange(8, dtype=np.int64) * 3 - 7
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def fold(ds):
+    """Every element, in order, folded into numbers: each component's values and
+    size and the element's position, so a missing, repeated, reordered or
+    reshaped element changes the result."""
+    acc = tfc.constant(0.0, tfc.float64)
+    count = tfc.constant(0.0, tfc.float64)
+    for e in ds:
+        k = tfc.constant(1.0, tfc.float64)
+        for c in nest.flatten(e):
+            c = tfc.cast(c, tfc.float64)
+            acc = acc * 1.25 + tfc.reduce_sum(c * k) + tfc.reduce_sum(tfc.ones_like(c)) * 0.5
+            k = k + 1.0
+        count += 1.0
+    return acc, count
+
+
+def double(x):
+    return x * 2.0
+
+
+def double_first(x, y):
+    return x * 2.0, y
+
+
+def branchy(x, y):
+    # Python control flow on tensors: the map function is converted as TensorFlow's is
+    if tfc.reduce_sum(x) > 0:
+        x = x - 1.0
+    else:
+        x = -x
+    return [x, y + 1]  # a list result is a tuple
+
+
+compiled_double = tfc.function(double)
+
+PIPELINES = {
+    "slices": lambda: Dataset.from_tensor_slices(_X),
+    "slices_int": lambda: Dataset.from_tensor_slices(tfc.constant([3, 1, 2], tfc.int32)),
+    "slices_tuple": lambda: Dataset.from_tensor_slices((_X, _Y)),
+    "slices_dict": lambda: Dataset.from_tensor_slices({"y": _Y, "x": _X}),
+    "slices_namedtuple": lambda: Dataset.from_tensor_slices(Pair(_X, _Y)),
+    "slices_list": lambda: Dataset.from_tensor_slices([[1.0, 2.0], [3.0, 4.0]]),
+    "slices_empty": lambda: Dataset.from_tensor_slices(np.zeros((0, 2), np.float32)),
+    "range": lambda: Dataset.range(5),
+    "range_step": lambda: Dataset.range(2, 11, 3),
+    "range_down": lambda: Dataset.range(9, 2, -2),
+    "range_empty": lambda: Dataset.range(4, 1),
+    "map": lambda: Dataset.from_tensor_slices(_X).map(double),
+    "map_lambda_tuple": lambda: Dataset.from_tensor_slices((_X, _Y)).map(lambda x, y: (y, x + 1.0)),
+    "map_converted": lambda: Dataset.from_tensor_slices((_X, _Y)).map(branchy),
+    "map_compiled": lambda: Dataset.from_tensor_slices(_X).map(compiled_double),
+    "map_to_dict": lambda: Dataset.range(4).map(lambda i: {"i": i, "sq": i * i}),
+    "batch": lambda: Dataset.from_tensor_slices((_X, _Y)).batch(3),
+    "batch_drop": lambda: Dataset.from_tensor_slices((_X, _Y)).batch(3, drop_remainder=True),
+    "batch_exact": lambda: Dataset.from_tensor_slices(_X).batch(4),
+    "batch_bigger": lambda: Dataset.from_tensor_slices(_X).batch(20),
+    "batch_bigger_drop": lambda: Dataset.from_tensor_slices(_X).batch(20, drop_remainder=True),
+    "batch_range": lambda: Dataset.range(7).batch(2),
+    "map_batch": lambda: Dataset.from_tensor_slices(_X).map(double).batch(3),
+    "map_batch_drop": lambda: Dataset.from_tensor_slices(_X).map(double).batch(3, drop_remainder=True),
+    "batch_batch": lambda: Dataset.range(8).batch(2).batch(2),
+    "batch_drop_batch": lambda: Dataset.range(7).batch(2, drop_remainder=True).batch(2),
+    "map_empty_batch": lambda: Dataset.from_tensor_slices(_X[:0]).map(double).batch(3),
+    "skip_past_the_end_batch": lambda: Dataset.range(3).skip(5).batch(2, drop_remainder=True),
+    "batch_map": lambda: Dataset.from_tensor_slices(_X).batch(3).map(lambda b: tfc.reduce_sum(b, axis=0)),
+    "take": lambda: Dataset.from_tensor_slices(_X).take(3),
+    "take_all": lambda: Dataset.from_tensor_slices(_X).take(-1),
+    "take_more": lambda: Dataset.from_tensor_slices(_X).take(100),
+    "skip": lambda: Dataset.from_tensor_slices(_X).skip(5),
+    "skip_all": lambda: Dataset.from_tensor_slices(_X).skip(-1),
+    "skip_more": lambda: Dataset.from_tensor_slices(_X).skip(100),
+    "enumerate": lambda: Dataset.from_tensor_slices(_X).enumerate(),
+    "enumerate_start": lambda: Dataset.from_tensor_slices(_Y).enumerate(10).batch(3),
+    "zip": lambda: Dataset.zip(Dataset.from_tensor_slices(_X), Dataset.range(3, 100)),
+    "zip_dict": lambda: Dataset.zip({"r": Dataset.range(5), "x": Dataset.from_tensor_slices(_X)}),
+    "zip_one": lambda: Dataset.zip(Dataset.from_tensor_slices(_Y)),
+    "zip_batch": lambda: Dataset.zip((Dataset.from_tensor_slices(_Y), Dataset.range(6))).batch(4),
+    "repeat": lambda: Dataset.from_tensor_slices(_Y).take(3).repeat(3),
+    "repeat_zero": lambda: Dataset.from_tensor_slices(_Y).repeat(0),
+    "repeat_batch": lambda: Dataset.range(3).repeat(3).batch(4),
+    "repeat_endless_take": lambda: Dataset.range(3).repeat().take(7),
+    "repeat_endless_empty": lambda: Dataset.range(0).repeat(),
+    "skip_take_repeat": lambda: Dataset.from_tensor_slices(_X).skip(2).take(3).repeat(2).enumerate(),
+    "prefetch": lambda: Dataset.from_tensor_slices((_X, _Y)).batch(3).prefetch(2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_every_stage_compiled_equals_eager(name):
+    make = PIPELINES[name]
+    want = fold(make())
+    assert_bit_identical(list(tfc.function(fold)(make())), list(want))
+
+
+@pytest.mark.parametrize("name", ["slices_tuple", "slices_dict", "map_converted", "zip_dict", "enumerate"])
+def test_the_last_element_keeps_its_structure_dtypes_and_values(name):
+    def last(ds):
+        for e in ds:
+            out = e
+        return out
+
+    want, got = last(PIPELINES[name]()), tfc.function(last)(PIPELINES[name]())
+    assert type(got) is type(want) and nest.structure_signature(got) == nest.structure_signature(want)
+    assert_bit_identical(nest.flatten(got), nest.flatten(want))
+
+
+# -- loop control and state ----------------------------------------------------------------------
+
+
+def break_continue_return(ds, limit):
+    s = 0
+    for x in ds:
+        if x % 2 == 0:
+            continue
+        if x > limit:
+            break
+        if x == 7:
+            return -s
+        s = s * 10 + x
+    return s
+
+
+@pytest.mark.parametrize("values", [[], [1], [2, 4], [1, 2, 3, 4, 5], [3, 9, 1], [1, 7, 3]], ids=str)
+@pytest.mark.parametrize("limit", [4, 100])
+def test_break_continue_return(values, limit):
+    def ds():
+        return Dataset.from_tensor_slices(tfc.constant(values, tfc.int32).numpy().reshape(-1))
+
+    f = tfc.function(break_continue_return)
+    assert_bit_identical(f(ds(), tfc.constant(limit)), tfc.constant(break_continue_return(ds(), limit)))
+
+
+def variable_in_loop(ds, v):
+    for x, y in ds:
+        v.assign_add(tfc.reduce_sum(x) * tfc.cast(tfc.reduce_sum(y), tfc.float32))
+    return v.read_value()
+
+
+def test_a_variable_updated_in_the_loop():
+    def run(f):
+        return f(Dataset.from_tensor_slices((_X, _Y)).batch(3), tfc.Variable(np.float32(1.5)))
+
+    assert_bit_identical(run(tfc.function(variable_in_loop)), run(variable_in_loop))
+
+
+def nested(a, b):
+    s = tfc.constant(0, tfc.int64)
+    for x in a:
+        for y in b:
+            if y > x:
+                break
+            s = s * 3 + x * 10 + y
+    return s
+
+
+def test_nested_loops_over_two_dataset_arguments():
+    a, b = Dataset.range(1, 5), Dataset.from_tensor_slices(np.array([0, 2, 3, 1], np.int64))
+    assert_bit_identical(tfc.function(nested)(a, b), nested(a, b))
+
+
+def endless(ds, stop):
+    s = 0
+    for x in ds.repeat():
+        s += x
+        if s > stop:
+            break
+    return s
+
+
+def test_an_endless_dataset_ends_by_break():
+    ds = Dataset.from_tensor_slices(tfc.constant([1, 2, 3]))
+    assert_bit_identical(tfc.function(endless)(ds, tfc.constant(40)), endless(ds, tfc.constant(40)))
+
+
+def inside_a_tensor_loop(ds, n):
+    s = tfc.constant(0.0)
+    for i in tfc.range(n):
+        for x in ds:
+            s = s + tfc.reduce_sum(x) * tfc.cast(i, tfc.float32)
+    return s
+
+
+def test_a_dataset_loop_inside_a_tensor_loop():
+    ds = Dataset.from_tensor_slices(_X).batch(3)
+    assert_bit_identical(tfc.function(inside_a_tensor_loop)(ds, tfc.constant(3)),
+                         inside_a_tensor_loop(ds, tfc.constant(3)))
+
+
+# -- datasets built inside the function ------------------------------------------------------------
+
+
+def built_inside(x, y, n):
+    s = tfc.constant(0, tfc.int64)
+    for i in Dataset.range(n):  # a traced bound: the length is known at run time
+        s = s + i
+    for i in Dataset.range(1, 4):
+        s = s * 2 + i
+    for a, b in Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2, b)).batch(3):
+        s = s * 5 + tfc.cast(tfc.reduce_sum(a), tfc.int64) + tfc.reduce_sum(b)
+    for i, r in Dataset.zip(Dataset.range(n, 2 * n, 2), Dataset.from_tensor_slices(x)):
+        s = s + i * tfc.cast(tfc.reduce_sum(r), tfc.int64)
+    return s
+
+
+@pytest.mark.parametrize("n", [0, 1, 5])
+def test_datasets_built_from_traced_tensors(n):
+    x, y = tfc.constant(_X.astype(np.int32)), tfc.constant(_Y)
+    f = tfc.function(built_inside)
+    assert_bit_identical(f(x, y, tfc.constant(n, tfc.int64)), built_inside(x, y, tfc.constant(n, tfc.int64)))
+
+
+# -- tracing ----------------------------------------------------------------------------------------
+
+
+def test_the_same_pipeline_and_specs_reuse_the_trace():
+    f = tfc.function(fold)
+    for scale in (1.0, 2.0, -3.0):  # a lambda made anew each time: the same code and closure
+        ds = Dataset.from_tensor_slices((_X, _Y)).map(lambda x, y: (x * 2.0, y)).batch(3)
+        assert_bit_identical(list(f(ds)), list(fold(ds)))
+    assert f.trace_count == 1
+    for scale in (1.0, 2.0, -3.0):  # ... but another closure value: retraced, not reused
+        ds = Dataset.from_tensor_slices((_X, _Y)).map(lambda x, y: (x * scale, y)).batch(3)
+        assert_bit_identical(list(f(ds)), list(fold(ds)))
+    assert f.trace_count == 4
+    assert "map(<lambda> at test_data_in_function.py:" in f.explain()[0]
+
+    g = tfc.function(fold)
+    for scale in (1.0, 2.0, -3.0):
+        ds = Dataset.from_tensor_slices((_X * scale, _Y)).map(double_first).batch(3).prefetch(1)
+        assert_bit_identical(list(g(ds)), list(fold(ds)))
+    assert g.trace_count == 1
+    for stop in (3, 5, 0):  # range bounds are traced inputs
+        g(Dataset.range(stop))
+    assert g.trace_count == 2
+
+
+@pytest.mark.parametrize("change", [
+    lambda: Dataset.from_tensor_slices((_X, _Y)).map(double_first).batch(4),       # batch size
+    lambda: Dataset.from_tensor_slices((_X, _Y)).map(double_first).batch(3, True),  # drop_remainder
+    lambda: Dataset.from_tensor_slices((_X[:5], _Y[:5])).map(double_first).batch(3),  # source shape
+    lambda: Dataset.from_tensor_slices((_X, _Y.astype(np.int32))).map(double_first).batch(3),  # dtype
+    lambda: Dataset.from_tensor_slices((_X, _Y)).map(branchy).batch(3),      # map function
+    lambda: Dataset.from_tensor_slices({"x": _X, "y": _Y}).batch(3),          # element structure
+], ids=["batch_size", "drop_remainder", "shape", "dtype", "map_function", "structure"])
+def test_another_pipeline_retraces(change):
+    f = tfc.function(fold)
+    f(Dataset.from_tensor_slices((_X, _Y)).map(double_first).batch(3))
+    ds = change()
+    assert_bit_identical(list(f(ds)), list(fold(ds)))
+    assert f.trace_count == 2
+    assert "argument ds" in f.explain()[-1]
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+
+def _gen():
+    yield from range(3)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: Dataset.from_generator(_gen), "from_generator .*iterate over the dataset outside"),
+    (lambda: Dataset.range(5).map(lambda x: x).shuffle(5, seed=1), "shuffle .*iterate over the dataset outside"),
+    (lambda: Dataset.range(5).filter(lambda x: x > 2), "filter .*not implemented"),
+], ids=["from_generator", "shuffle", "filter"])
+def test_stages_that_cannot_run_compiled_are_clear_errors(make, match):
+    def total(ds):
+        s = tfc.constant(0, tfc.int64)
+        for x in ds:
+            s += tfc.cast(x, tfc.int64)
+        return s
+
+    total(make())  # eagerly they work
+    with pytest.raises(NotImplementedError, match=match):
+        tfc.function(total)(make())
+
+    captured = make()
+
+    @tfc.function
+    def closure():
+        return total(captured)
+
+    with pytest.raises(NotImplementedError, match=match):
+        closure()
+
+
+def test_an_element_whose_structure_differs_from_the_loop_variable_is_an_error():
+    def f(ds):
+        e = (tfc.constant(0.0), tfc.constant(0, tfc.int64))
+        for x in ds:
+            e = x
+        return e
+
+    f(Dataset.from_tensor_slices((_X[:, 0], _Y)))
+    with pytest.raises(ValueError, match="nested structure"):
+        tfc.function(f)(Dataset.from_tensor_slices({"x": _X[:, 0], "y": _Y}))
+
+
+def test_a_map_function_returning_none_is_an_error():
+    def f(ds):
+        s = tfc.constant(0.0)
+        for x in ds:
+            s += x
+        return s
+
+    with pytest.raises(TypeError, match="the result of <lambda>: component the element is None"):
+        tfc.function(f)(Dataset.from_tensor_slices(_X[:, 0]).map(lambda x: None))
+
+
+def test_for_else_over_a_dataset_is_not_supported():
+    def f(ds):
+        s = tfc.constant(0.0)
+        for x in ds:
+            s += x
+        else:
+            s += 1.0
+        return s
+
+    with pytest.raises(NotImplementedError, match="for/else over a tfc.data.Dataset"):
+        tfc.function(f)(Dataset.from_tensor_slices(_X[:, 0]))
+
+
+def test_the_cache_does_not_keep_a_dataset_alive():
+    import gc
+    import weakref
+
+    f = tfc.function(fold)
+    ds = Dataset.from_tensor_slices(np.ones((1000, 10), np.float32))
+    f(ds)
+    ref = weakref.ref(ds)
+    del ds
+    gc.collect()
+    assert ref() is None
+
+
+# -- gradients --------------------------------------------------------------------------------------
+
+
+def weighted(ds, w):
+    s = tfc.constant(0.0, tfc.float64)
+    for i, (x, y) in ds.enumerate():
+        s = s + tfc.reduce_sum(tfc.sin(x * w)) * tfc.cast(i + 1, tfc.float64) + tfc.reduce_sum(y * y)
+    return s
+
+
+@pytest.mark.parametrize("pipeline", [
+    lambda x, y: Dataset.from_tensor_slices((x, y)),
+    lambda x, y: Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b)).batch(2),
+    lambda x, y: Dataset.from_tensor_slices((x, y)).batch(2, drop_remainder=True).repeat(2),
+], ids=["slices", "map_batch", "batch_drop_repeat"])
+def test_gradients_through_the_loop_reach_the_source_tensors(pipeline):
+    x0 = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
+    y0 = np.linspace(0.5, 2.0, 5)
+    w0 = np.array(0.7)
+    compiled = tfc.function(weighted)
+
+    def grads(f):
+        x, y, w = tfc.constant(x0), tfc.constant(y0), tfc.constant(w0)
+        with tfc.GradientTape() as tape:
+            tape.watch([x, y, w])
+            out = f(pipeline(x, y), w)
+        return [out] + tape.gradient(out, [x, y, w])
+
+    assert_bit_identical(grads(compiled)[0], grads(weighted)[0])
+    for g, e in zip(grads(compiled)[1:], grads(weighted)[1:]):
+        np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
+    check_grad(lambda x, y, w: compiled(pipeline(x, y), w), x0, y0, w0)
