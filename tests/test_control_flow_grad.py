@@ -397,7 +397,8 @@ def test_training_loop_compiled_step_tape_outside_matches_eager():
 
 
 def test_stateful_op_in_differentiated_call_is_not_implemented():
-    f = tfc.function(lambda x: x * tfc.random.uniform((2,), seed=1))
+    # (unseeded: a seeded draw is replayed, tests/test_seeded_dropout.py)
+    f = tfc.function(lambda x: x * tfc.random.uniform((2,)))
     x = f64([1.0, 2.0])
     with tfc.GradientTape() as tape:
         tape.watch(x)

@@ -115,6 +115,7 @@ SAMPLES = {
     "conv2d_backprop_filter_like": lambda: _conv.conv2d_backprop_filter_like(IMG, OUT, FILT, padding="VALID"),
     "avg_pool2d_grad_like": lambda: _conv.avg_pool2d_grad_like(IMG, POOLED, 2, 2),
     "dropout_mask": lambda: _conv.dropout_mask(F23, 0.5, seed=1),
+    "seeded_dropout_mask": lambda: tfc.ops.random.seeded_dropout_mask(F23, tfc.constant(np.int64(3)), 0.5),
     "tensor_array_write": lambda: _cf.tensor_array_write(F23, tfc.constant(3), F23[0], grow=True),
     # state lists: flat values, then a table of shapes (_LIST_SHAPES: a 1x1 state, then a 1x2 one)
     "state_list_push": lambda: _cf.state_list_push(F23[0], tfc.constant(np.array([[3]], np.int64)), F23[1]),

@@ -399,12 +399,20 @@ def test_multi_head_attention_dropout_only_while_training(rng):
     assert not np.array_equal(layer(q, q, training=True).numpy(), inference)
 
 
-def test_seeded_dropout_in_a_compiled_function_is_refused_unseeded_draws_anew(rng):
-    # a seed fixed at trace time would repeat one mask on every compiled call, silently
+def test_seeded_dropout_in_a_compiled_function_draws_eagers_masks_unseeded_draws_anew(rng):
+    # call k draws with seed + k, eagerly and compiled alike (the layer's seed_calls variable)
     q = tfc.constant(rng.normal(size=(2, 3, 4)).astype(np.float32))
-    seeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5, seed=1)
-    with pytest.raises(NotImplementedError, match="same mask on every call"):
-        tfc.function(lambda t: seeded(t, t, training=True))(q)
+
+    def outputs(compiled):
+        seeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5, seed=1,
+                                               kernel_initializer=tfc.layers.GlorotUniform(seed=2))
+        f = tfc.function(lambda t: seeded(t, t, training=True)) if compiled else (lambda t: seeded(t, t, training=True))
+        return [f(q).numpy() for _ in range(3)]
+
+    eager, compiled = outputs(False), outputs(True)
+    assert not np.array_equal(eager[0], eager[1])
+    for e, c in zip(eager, compiled):
+        np.testing.assert_allclose(c, e, rtol=1e-5, atol=1e-6)
     unseeded = tfc.layers.MultiHeadAttention(2, 2, dropout=0.5)
     step = tfc.function(lambda t: unseeded(t, t, training=True))
     assert not np.array_equal(step(q).numpy(), step(q).numpy())

@@ -134,11 +134,12 @@ class Replay:
             opdef = op.OPDEF
             if opdef is CUSTOM_GRADIENT:
                 return self._custom_gradient(op)
-            if opdef.stateful:
+            if opdef.stateful and op.attr_values.get("seed") is None:
+                # (a seeded draw is a function of its seed: replayed, it gives the same values)
                 raise NotImplementedError(
                     f"the gradient of compiled code containing the stateful op {opdef.name} is not "
                     f"implemented (replaying it would not give the same values); compute it outside "
-                    f"the differentiated tfc.cond / tfc.while_loop / tfc.function")
+                    f"the differentiated tfc.cond / tfc.while_loop / tfc.function, or give the draw a seed")
             out = execute(opdef, [self.value(v) for v in op.operands], op.attr_values)
             outs = out if isinstance(out, list) else [out]
             for r, t in zip(op.results, outs):

@@ -11,7 +11,6 @@ import math
 import numpy as np
 
 from tfc.core import dtypes
-from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
 from tfc.nn._checks import fraction, positive_int
@@ -20,7 +19,7 @@ from tfc.ops import conv
 from tfc.ops.linalg import matmul
 from tfc.ops.math import cast, greater_equal, logical_and, not_equal, relu, rsqrt, sigmoid, softplus, tanh, where
 from tfc.ops.nn import embedding_lookup, gelu, layer_norm, log_softmax, moments, silu, softmax
-from tfc.ops.random import generator
+from tfc.ops.random import _seed_value, generator, seeded_dropout_mask
 from tfc.ops.reductions import reduce_mean
 from tfc.ops.shapes import concat, expand_dims, range_along, reshape, split, stack, transpose, unstack
 
@@ -255,27 +254,30 @@ class Flatten(Layer):
 
 class Dropout(Layer):
     """Zeroes a fraction ``rate`` of the inputs while training (scaling the rest
-    by 1 / (1 - rate)); the identity otherwise."""
+    by 1 / (1 - rate)); the identity otherwise. Unseeded, the masks come from
+    tfc.random's global stream; seeded, call k (from 0) draws with seed + k
+    (modulo 2^64), eagerly and compiled alike: k is the variable ``seed_calls``."""
 
     def __init__(self, rate, seed=None, name=None):
         super().__init__(name)
         self.rate = fraction("Dropout", "rate", rate, top_included=False)
-        self.seed = seed
-        self._calls = 0
+        self.seed = None if seed is None else _seed_value("Dropout", seed)
+
+    def build(self, input_shape, dtype):
+        if self.seed is not None:
+            # a variable, not a Python count: a compiled call reads and advances it when it runs
+            self.seed_calls = self.add_weight("seed_calls", (), "zeros", dtypes.int64, trainable=False)
 
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        if self.seed is not None and STATE.builder is not None:
-            # the seed would be fixed at trace time: every call of the compiled code, the same mask
-            raise NotImplementedError(
-                f"{self.name}: a seeded Dropout (seed={self.seed}) in a compiled function would draw the same mask "
-                "on every call (tfc has no op that advances a seed from call to call); give no seed: unseeded "
-                "masks come from tfc.random's global stream, which tfc.random.set_seed makes reproducible")
-        # A seeded layer still draws a new mask on each call (seed, seed+1, ...).
-        seed = None if self.seed is None else self.seed + self._calls
-        self._calls += 1
-        return conv.dropout(inputs, self.rate, seed=seed)
+        if self.seed is None:
+            return conv.dropout(inputs, self.rate)
+        if not inputs.dtype.is_floating:
+            raise TypeError(f"{self.name}: the inputs have dtype {inputs.dtype.name}; dropout needs floats")
+        seed = self.seed_calls + np.int64(self.seed - (1 << 64) if self.seed >= 1 << 63 else self.seed)
+        self.seed_calls.assign_add(np.int64(1))
+        return inputs * seeded_dropout_mask(inputs, seed, self.rate)
 
 
 class Conv2D(Layer):

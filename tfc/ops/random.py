@@ -25,7 +25,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.registry import Spec, declare
 from tfc.core.shape import as_int
-from tfc.core.tensor import Tensor
+from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops.creation import as_shape
 
 # -- Philox4x32-10 (Salmon et al., SC'11; the Random123 reference) ----------------------
@@ -618,6 +618,48 @@ def shuffle(value, seed=None, name=None):
     from tfc.ops.shapes import gather
 
     return gather(value, shuffle_indices(value, seed=seed), axis=0)
+
+
+# -- a dropout mask whose seed is a tensor -------------------------------------------------
+#
+# A seeded tfc.layers.Dropout draws a new mask on each call, from seed + (masks
+# drawn so far): a count held in a variable, so the seed of a compiled call is
+# known only when it runs. This op takes it as an operand; the mask is that of
+# dropout_mask with that seed (the same kernel, the same bits). Being a function
+# of its operands, it is not stateful: it may be folded, merged and replayed.
+
+
+def _seeded_mask_infer(op, x: Spec, seed: Spec, rate, noise_shape) -> Spec:
+    from tfc.ops.conv import _mask_infer
+
+    if seed.ndim != 0 or seed.dtype != dtypes.int64:
+        raise TypeError(f"{op.name}: the seed must be an int64 scalar, got {seed}")
+    return _mask_infer(op, x, rate, noise_shape, None)
+
+
+def _seed_of(seed) -> int:
+    """The seed an int64 scalar holds (two's complement: taken modulo 2^64)."""
+    return int(seed) & _MASK64
+
+
+def _seeded_mask_kernel(x, seed, rate, noise_shape):
+    shape = tuple(x.shape if noise_shape is None else noise_shape)
+    return draw(_seed_of(seed), shape, dropout_spec(rate, x.dtype))
+
+
+def _seeded_mask_into(x, seed, out, rate, noise_shape):
+    draw_into(out, _seed_of(seed), dropout_spec(rate, np.dtype(x.dtype)))
+
+
+@declare(kernel=_seeded_mask_kernel, infer=_seeded_mask_infer, kernel_into=_seeded_mask_into,
+         attrs={"rate": "float", "noise_shape": "ints?"})
+def seeded_dropout_mask(x, seed, rate, noise_shape=None):
+    """``dropout_mask(x, rate, noise_shape, seed=s)`` where ``seed`` is an int64
+    scalar tensor holding s (modulo 2^64), known perhaps only at run time."""
+    seed = convert_to_tensor(seed)
+    if seed.dtype != dtypes.int64:
+        raise TypeError(f"seeded_dropout_mask: the seed must be an int64 scalar tensor, got dtype {seed.dtype.name}")
+    return (x, seed), {"rate": float(rate), "noise_shape": None if noise_shape is None else tuple(noise_shape)}
 
 
 __all__ = ["uniform", "normal", "set_seed", "truncated_normal", "categorical", "shuffle"]

@@ -1,0 +1,113 @@
+"""Seeded random draws in compiled code: a seeded tfc.layers.Dropout draws call
+k's mask with seed + k eagerly and compiled alike (its count is a variable the
+compiled step reads and advances), and a seeded draw inside differentiated
+compiled control flow is replayed for the gradient (a function of its seed).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tfc
+from tfc.ops.conv import dropout_mask
+from tfc.ops.random import seeded_dropout_mask
+
+
+def _layer_masks(mode, calls=4, seed=7):
+    layer = tfc.layers.Dropout(0.5, seed=seed)
+
+    def step(x):
+        return layer(x, training=True)
+
+    compiled = tfc.function(step)
+    x = tfc.ones([3, 5])
+    out = []
+    for k in range(calls):
+        f = step if mode == "eager" else compiled if mode == "compiled" else (step, compiled)[k % 2]
+        out.append(f(x).numpy())
+    return out, layer
+
+
+@pytest.mark.parametrize("mode", ["compiled", "mixed"])
+def test_seeded_dropout_layer_compiled_draws_eagers_masks(mode):
+    want, _ = _layer_masks("eager")
+    got, layer = _layer_masks(mode)
+    for k, (w, g) in enumerate(zip(want, got)):
+        np.testing.assert_array_equal(g, w, err_msg=f"call {k}")
+    assert not np.array_equal(want[0], want[1])  # a new mask on each call
+    assert int(layer.seed_calls.numpy()) == 4
+    # call k is dropout with seed + k
+    x = tfc.ones([3, 5])
+    np.testing.assert_array_equal(want[2], (x * dropout_mask(x, 0.5, seed=9)).numpy())
+
+
+def test_seeded_dropout_layer_counter_is_a_non_trainable_variable():
+    layer = tfc.layers.Dropout(0.25, seed=3)
+    y = layer(tfc.ones([2, 2]))  # not training: no draw, the count stays
+    np.testing.assert_array_equal(y.numpy(), np.ones((2, 2), np.float32))
+    assert [p for p, _ in layer.variables_with_paths()] == ["seed_calls"]
+    assert layer.trainable_variables == () and int(layer.seed_calls.numpy()) == 0
+    assert tfc.layers.Dropout(0.25).variables == ()  # unseeded: none
+    with pytest.raises(TypeError, match="seed must be a non-negative int"):
+        tfc.layers.Dropout(0.5, seed=-1)
+
+
+def test_seeded_dropout_layer_in_a_compiled_training_step():
+    """The gradient goes through the call's own mask, eager and compiled alike."""
+    def run(compiled):
+        dense, drop = tfc.layers.Dense(4, kernel_initializer=tfc.layers.GlorotUniform(seed=1)), \
+            tfc.layers.Dropout(0.5, seed=5)
+
+        def step(x):
+            with tfc.GradientTape() as t:
+                loss = tfc.reduce_sum(drop(dense(x), training=True) ** 2)
+            return loss, t.gradient(loss, dense.kernel)
+
+        f = tfc.function(step) if compiled else step
+        x = tfc.constant(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+        return [[v.numpy() for v in f(x)] for _ in range(3)]
+    for e, c in zip(run(False), run(True)):
+        for a, b in zip(e, c):
+            np.testing.assert_array_equal(b, a)
+
+
+def test_seeded_dropout_mask_op():
+    x = tfc.ones([5, 7], tfc.float64)
+    want = dropout_mask(x, 0.3, seed=2**64 - 1).numpy()
+    np.testing.assert_array_equal(seeded_dropout_mask(x, tfc.constant(np.int64(-1)), 0.3).numpy(), want)
+    f = tfc.function(lambda x, s: seeded_dropout_mask(x, s, 0.3), autograph=False)
+    np.testing.assert_array_equal(f(x, tfc.constant(np.int64(-1))).numpy(), want)
+    with pytest.raises(TypeError, match="int64"):
+        seeded_dropout_mask(x, tfc.constant(np.int32(1)), 0.3)
+
+
+def _dropout_loop(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        y = x
+        i = tfc.constant(0)
+        while i < 3:
+            y = tfc.nn.dropout(y * 1.5, 0.5, seed=11) + tfc.random.uniform((4,), seed=3)
+            i += 1
+        if tfc.reduce_sum(y) > 0.0:
+            y = y * tfc.random.normal((4,), seed=4)
+        loss = tfc.reduce_sum(y * y)
+    return y, t.gradient(loss, x)
+
+
+def test_seeded_draws_in_differentiated_control_flow_are_replayed():
+    x = tfc.constant(np.arange(4, dtype=np.float32) + 1)
+    want = _dropout_loop(x)
+    got = tfc.function(_dropout_loop)(x)
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert np.count_nonzero(want[1].numpy()) not in (0, 4)  # some rows dropped, some kept
+
+
+def test_seeded_draw_in_a_differentiated_call():
+    f = tfc.function(lambda x: x * tfc.random.uniform((2,), seed=1), autograph=False)
+    x = tfc.constant(np.float32([1.0, 2.0]))
+    with tfc.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), tfc.random.uniform((2,), seed=1).numpy())
