@@ -51,6 +51,12 @@ def branchy(x, y):
     return [x, y + 1]  # a list result is a tuple
 
 
+def positive_sum(x):
+    if tfc.reduce_sum(x) > 0:  # converted: a tensor `if`
+        return True
+    return False
+
+
 compiled_double = tfc.function(double)
 
 PIPELINES = {
@@ -102,6 +108,14 @@ PIPELINES = {
     "repeat_endless_empty": lambda: Dataset.range(0).repeat(),
     "skip_take_repeat": lambda: Dataset.from_tensor_slices(_X).skip(2).take(3).repeat(2).enumerate(),
     "prefetch": lambda: Dataset.from_tensor_slices((_X, _Y)).batch(3).prefetch(2),
+    "filter": lambda: Dataset.from_tensor_slices((_X, _Y)).filter(lambda x, y: y % 2 == 0),
+    "filter_none": lambda: Dataset.range(6).filter(lambda x: x > 100),
+    "filter_all": lambda: Dataset.range(6).filter(lambda x: True),
+    "filter_empty": lambda: Dataset.range(0).filter(lambda x: x > 1),
+    "filter_converted": lambda: Dataset.from_tensor_slices(_X).filter(positive_sum),
+    "filter_map_filter_repeat": lambda: (Dataset.range(12).filter(lambda x: x % 2 == 0).map(lambda x: x + 1)
+                                         .filter(lambda x: x % 3 != 0).repeat(2)),
+    "batch_filter": lambda: Dataset.from_tensor_slices(_X).batch(3).filter(lambda b: tfc.reduce_sum(b) > 0),
 }
 
 
@@ -281,8 +295,10 @@ def _gen():
 @pytest.mark.parametrize("make,match", [
     (lambda: Dataset.from_generator(_gen), "from_generator .*iterate over the dataset outside"),
     (lambda: Dataset.range(5).map(lambda x: x).shuffle(5, seed=1), "shuffle .*iterate over the dataset outside"),
-    (lambda: Dataset.range(5).filter(lambda x: x > 2), "filter .*not implemented"),
-], ids=["from_generator", "shuffle", "filter"])
+    (lambda: Dataset.range(5).filter(lambda x: x > 2).batch(2), "batch after a filter .*not implemented"),
+    (lambda: Dataset.range(5).filter(lambda x: x > 2).take(2), "take after a filter .*not implemented"),
+    (lambda: Dataset.range(5).filter(lambda x: x > 2).enumerate(), "enumerate after a filter .*not implemented"),
+], ids=["from_generator", "shuffle", "batch_after_filter", "take_after_filter", "enumerate_after_filter"])
 def test_stages_that_cannot_run_compiled_are_clear_errors(make, match):
     def total(ds):
         s = tfc.constant(0, tfc.int64)
@@ -327,6 +343,12 @@ def test_a_map_function_returning_none_is_an_error():
         tfc.function(f)(Dataset.from_tensor_slices(_X[:, 0]).map(lambda x: None))
 
 
+def test_a_filter_predicate_that_is_no_bool_is_an_error():
+    with pytest.raises(TypeError, match="Dataset.filter: <lambda> must return a bool or a scalar bool tensor, got "
+                                        "float32\\[\\]"):
+        tfc.function(fold)(Dataset.from_tensor_slices(_X[:, 0]).filter(lambda x: x))
+
+
 def test_for_else_over_a_dataset_is_not_supported():
     def f(ds):
         s = tfc.constant(0.0)
@@ -358,8 +380,10 @@ def test_the_cache_does_not_keep_a_dataset_alive():
 
 def weighted(ds, w):
     s = tfc.constant(0.0, tfc.float64)
-    for i, (x, y) in ds.enumerate():
-        s = s + tfc.reduce_sum(tfc.sin(x * w)) * tfc.cast(i + 1, tfc.float64) + tfc.reduce_sum(y * y)
+    k = tfc.constant(1.0, tfc.float64)
+    for x, y in ds:
+        s = s + tfc.reduce_sum(tfc.sin(x * w)) * k + tfc.reduce_sum(y * y)
+        k += 1.0
     return s
 
 
@@ -367,7 +391,8 @@ def weighted(ds, w):
     lambda x, y: Dataset.from_tensor_slices((x, y)),
     lambda x, y: Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2.0, b)).batch(2),
     lambda x, y: Dataset.from_tensor_slices((x, y)).batch(2, drop_remainder=True).repeat(2),
-], ids=["slices", "map_batch", "batch_drop_repeat"])
+    lambda x, y: Dataset.from_tensor_slices((x, y)).filter(lambda a, b: b > 1.0),
+], ids=["slices", "map_batch", "batch_drop_repeat", "filter"])
 def test_gradients_through_the_loop_reach_the_source_tensors(pipeline):
     x0 = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
     y0 = np.linspace(0.5, 2.0, 5)

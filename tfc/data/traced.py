@@ -15,17 +15,21 @@ Two parts, as TensorFlow's ``tf.function`` treats a ``tf.data.Dataset``:
   (slices, range, take, skip, enumerate, zip, repeat) also give ``gather(idx)``,
   which ``batch`` uses. The loop's counter runs over ``[0, length)`` and the
   body gets ``element(counter)``: the same elements, in the same order, as
-  eager iteration.
+  eager iteration. A ``filter`` adds ``keep(i)``: the counter moves on to the
+  next index kept (an inner while loop on the counter alone), so the body runs
+  on the kept elements only; stages that count elements (batch, take, skip,
+  enumerate, zip) after a filter are not implemented (a clear error).
 
 Stages whose order or elements depend on host state cannot be traced:
-``shuffle`` (its order comes from numpy's generator and a per-pass counter),
-``filter`` (its element count is data dependent; not implemented) and
-``from_generator`` (Python code) raise a clear error.
+``shuffle`` (its order comes from numpy's generator and a per-pass counter)
+and ``from_generator`` (Python code) raise a clear error.
 """
 from __future__ import annotations
 
 import types
 import weakref
+
+import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.tensor import Tensor, constant, convert_to_tensor
@@ -202,10 +206,23 @@ def _describe(key) -> str:
 
 
 class _Plan:
-    def __init__(self, length, element, gather=None):
+    def __init__(self, length, element, gather=None, keep=None):
         self.length = length      # int, int32 scalar tensor, or None: endless
         self.element = element    # i (int32 scalar tensor) -> the element's structure of tensors
         self.gather = gather      # idx (int32 1-D tensor) -> the elements stacked, or None
+        # after a filter: i -> whether index i is an element (a bool scalar tensor); the
+        # loop then visits the indices it keeps, and length counts all of them
+        self.keep = keep
+
+
+def _unfiltered(p, stage):
+    """``p``, which must not come from a filter: ``stage`` needs to count elements."""
+    if p.keep is not None:
+        raise NotImplementedError(
+            f"Dataset.{stage} after a filter inside a compiled function is not implemented (it needs the count of "
+            f"the elements the filter keeps, known only at run time): apply the filter last (only map, repeat and "
+            f"prefetch may follow it), or " + _iterate_outside("the pipeline").split(": ", 1)[1])
+    return p
 
 
 def _ops():
@@ -288,7 +305,7 @@ def _generator(ds):
 
 
 def _zip(ds):
-    plans = [plan(p) for p in ds._parts]
+    plans = [_unfiltered(plan(p), "zip") for p in ds._parts]
     n = None
     for p in plans:
         n = _min(n, p.length)
@@ -326,14 +343,32 @@ def _map(ds):
         # converted as the function's own calls are (tf.data converts map functions too)
         return _as_element(call(fn, *e) if type(e) is tuple else call(fn, e), what)
 
-    return _Plan(src.length, element)
+    return _Plan(src.length, element, keep=src.keep)
 
 
 def _filter(ds):
-    raise NotImplementedError(
-        "Dataset.filter inside a compiled function is not implemented (the number of elements it keeps is known "
-        "only at run time); " + _iterate_outside("a filtered dataset").split(": ", 1)[1]
-        + ", or test the condition in the loop body with `if ...: continue`")
+    from tfc.frontend.autograph.operators import call
+    from tfc.ops.control_flow import cond
+
+    src = plan(ds._source)
+    predicate = ds._predicate
+    name = D._name(predicate)
+
+    def test(i):
+        e = src.element(i)
+        keep = call(predicate, *e) if type(e) is tuple else call(predicate, e)
+        if isinstance(keep, (bool, np.bool_)):
+            return constant(bool(keep))
+        if not (isinstance(keep, Tensor) and keep.dtype == dtypes.bool_ and keep.ndim == 0):
+            got = f"{keep.dtype.name}{list(keep.shape)}" if isinstance(keep, Tensor) else type(keep).__name__
+            raise TypeError(f"Dataset.filter: {name} must return a bool or a scalar bool tensor, got {got}")
+        return keep
+
+    if src.keep is None:
+        keep = test
+    else:  # the predicate sees only the elements the filters before it keep (as eagerly)
+        keep = lambda i: cond(src.keep(i), lambda: test(i), lambda: constant(False))  # noqa: E731
+    return _Plan(src.length, src.element, keep=keep)
 
 
 def _shuffle(ds):
@@ -347,7 +382,7 @@ def _batch(ds):
     math, shapes = _ops()
     from tfc.frontend.autograph.operators import _range_tensor
 
-    src = plan(ds._source)
+    src = _unfiltered(plan(ds._source), "batch")
     n, drop = ds._size, ds._drop
     total = src.length
     if total is None:
@@ -389,9 +424,9 @@ def _repeat(ds):
     src = plan(ds._source)
     count, total = ds._count, src.length
     if count == 0 or (isinstance(total, int) and total == 0):
-        return _Plan(0, src.element, src.gather)
+        return _Plan(0, src.element, src.gather, src.keep)
     if total is None or count == 1:
-        return _Plan(total, src.element, src.gather)
+        return src
     if count < 0:
         # endless, unless the source is empty (TensorFlow's rule, and eager's)
         length = None if isinstance(total, int) else _endless_unless_empty(total)
@@ -399,7 +434,8 @@ def _repeat(ds):
         length = total * count
     element = lambda i: src.element(i % total)  # noqa: E731
     gather = None if src.gather is None else (lambda idx: src.gather(idx % total))
-    return _Plan(length, element, gather)
+    keep = None if src.keep is None else (lambda i: src.keep(i % total))
+    return _Plan(length, element, gather, keep)
 
 
 def _endless_unless_empty(total):
@@ -408,14 +444,14 @@ def _endless_unless_empty(total):
 
 
 def _take(ds):
-    src = plan(ds._source)
+    src = _unfiltered(plan(ds._source), "take")
     if ds._count < 0:
         return src
     return _Plan(_min(src.length, ds._count), src.element, src.gather)
 
 
 def _skip(ds):
-    src = plan(ds._source)
+    src = _unfiltered(plan(ds._source), "skip")
     k = ds._count
     if k < 0:
         return _Plan(0 if src.length is not None else None, src.element, src.gather)
@@ -429,7 +465,7 @@ def _skip(ds):
 
 
 def _enumerate(ds):
-    src = plan(ds._source)
+    src = _unfiltered(plan(ds._source), "enumerate")
     start = ds._start
 
     def count(i):
@@ -463,9 +499,13 @@ def _make_loop():
     @ag._tensor_statement
     def loop(p, body, names, loop_vars, line, extra_test, composites, targets):
         limit = ENDLESS_LIMIT if p.length is None else p.length
-        state = {"i": constant(0)}
         # the trip count where known while tracing and the loop cannot stop early (see _tensor_for)
         trips = limit if isinstance(limit, int) and p.length is not None and extra_test is None else None
+        if p.keep is None:
+            advance = lambda i: i  # noqa: E731
+        else:  # a filter: the counter goes to the next index kept
+            advance, trips = _advance(p.keep, limit), None
+        state = {"i": advance(constant(0))}
 
         def test():
             go = state["i"] < limit
@@ -476,12 +516,24 @@ def _make_loop():
         def step():
             i = state["i"]
             body(p.element(i))
-            state["i"] = i + 1
+            state["i"] = advance(i + 1)
 
         ag._tensor_loop(test, step, names, loop_vars, line, [body] + ([extra_test] if extra_test else []), "for",
                         counter=state, composites=composites, trips=trips, unchecked=targets)
 
     return loop
+
+
+def _advance(keep, limit):
+    """j -> the first index from j on that ``keep`` keeps, or ``limit``."""
+    from tfc.ops.control_flow import cond, while_loop
+
+    math, _ = _ops()
+
+    def skipping(j):  # (keep is asked only below the limit: index j exists)
+        return cond(j < limit, lambda: math.logical_not(keep(j)), lambda: constant(False))
+
+    return lambda j: while_loop(skipping, lambda j: j + 1, j)
 
 
 _LOOP = []
