@@ -174,7 +174,11 @@ def declare(
 
         @functools.wraps(pack)
         def api(*args, name=None, **kwargs):
-            inputs, attr_values = pack(*args, **kwargs)
+            try:
+                inputs, attr_values = pack(*args, **kwargs)
+            except (ValueError, TypeError) as e:  # bad arguments: say where in the user's code
+                note_user_line(e)
+                raise
             return execute(op, inputs, attr_values)
 
         api.op = op
@@ -226,6 +230,22 @@ def note_user_line(e: BaseException) -> None:
     if f is not None:
         e.add_note(f"  at {f.f_code.co_filename}:{f.f_lineno} in {f.f_code.co_name}")
         e._tfc_noted = True
+
+
+def user_errors(f):
+    """For a public function written in Python over registry ops (einsum, top_k,
+    ...): a ValueError or TypeError it raises on bad arguments names the user's
+    line, as a registry op's does."""
+
+    @functools.wraps(f)
+    def checked(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except (ValueError, TypeError) as e:
+            note_user_line(e)
+            raise
+
+    return checked
 
 
 _tape_module = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfc.core.dtypes import FLOATS, int8
-from tfc.core.registry import Spec, declare, every_row
+from tfc.core.registry import Spec, declare, every_row, user_errors
 from tfc.core.shape import as_ints
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
@@ -744,6 +744,7 @@ def dropout_mask(x, rate, noise_shape=None, seed=None):
                   "seed": _seed_value("dropout_mask", seed)}
 
 
+@user_errors
 def dropout(x, rate, noise_shape=None, seed=None):
     """Zeroes elements of ``x`` with probability ``rate`` and scales the rest by
     1/(1 - rate) (TensorFlow's semantics); ``noise_shape`` shares one draw along

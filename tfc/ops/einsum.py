@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import string
 
+from tfc.core.registry import user_errors
 from tfc.core.tensor import convert_to_tensor
 from tfc.ops.linalg import matmul
 from tfc.ops.reductions import reduce_sum
@@ -139,6 +140,7 @@ def _reshape_to(x, target, equation):
     return reshape(x, [-1 if d is None else d for d in target])
 
 
+@user_errors
 def einsum(equation, *inputs, name=None):
     """Einstein summation (numpy's and TensorFlow's notation): ``einsum("bij,bjk->bik", a, b)``."""
     if not inputs:

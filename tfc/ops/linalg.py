@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from tfc.core.dtypes import NUMERIC
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, user_errors
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops._grad import unbroadcast
@@ -150,6 +150,7 @@ def _tensordot_axes(axes, ra: int, rb: int):
     return out[0], out[1]
 
 
+@user_errors
 def tensordot(a, b, axes):
     """Sum of products over ``axes`` (an int N: the last N axes of a with the first N
     of b; or two lists of axes). A composite of transpose, reshape and matmul, so

@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from tfc.core import dtypes
-from tfc.core.registry import Spec, declare
+from tfc.core.registry import Spec, declare, user_errors
 from tfc.core.shape import as_int
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.ops.creation import as_shape
@@ -330,6 +330,7 @@ def _np_shape(size):
 _GLOBAL = [Stream(seed_key(secrets.randbits(64)))]  # OS entropy until set_seed
 
 
+@user_errors
 def set_seed(seed) -> None:
     """Restart the global random stream: key from ``seed`` (None: fresh OS
     entropy), block counter 0."""

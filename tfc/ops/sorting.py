@@ -16,7 +16,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
-from tfc.core.registry import Spec, declare, rows_apart
+from tfc.core.registry import Spec, declare, rows_apart, user_errors
 from tfc.core.shape import as_int
 from tfc.core.tensor import convert_to_tensor
 from tfc.ops import _infer as inf
@@ -106,6 +106,7 @@ def sort(values, axis=-1, direction="ASCENDING", name=None):
     return permute_along_axis(values, argsort(values, axis, direction), axis)
 
 
+@user_errors
 def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa: A002 (TensorFlow's names)
     """The ``k`` largest entries of the last axis of ``input`` and their
     indices (``index_type``: int32 or int64), largest first, equal values in
