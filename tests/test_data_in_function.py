@@ -115,6 +115,11 @@ PIPELINES = {
     "filter_converted": lambda: Dataset.from_tensor_slices(_X).filter(positive_sum),
     "filter_map_filter_repeat": lambda: (Dataset.range(12).filter(lambda x: x % 2 == 0).map(lambda x: x + 1)
                                          .filter(lambda x: x % 3 != 0).repeat(2)),
+    "shuffle_fixed": lambda: Dataset.from_tensor_slices((_X, _Y)).shuffle(3, seed=5, reshuffle_each_iteration=False),
+    "shuffle_fixed_batch": lambda: (Dataset.from_tensor_slices(_X).map(double)
+                                    .shuffle(8, seed=2, reshuffle_each_iteration=False).batch(3)),
+    "shuffle_fixed_repeat": lambda: (Dataset.from_tensor_slices(_Y).shuffle(2, seed=0, reshuffle_each_iteration=False)
+                                     .repeat(2)),
     "batch_filter": lambda: Dataset.from_tensor_slices(_X).batch(3).filter(lambda b: tfc.reduce_sum(b) > 0),
 }
 
@@ -294,11 +299,13 @@ def _gen():
 
 @pytest.mark.parametrize("make,match", [
     (lambda: Dataset.from_generator(_gen), "from_generator .*iterate over the dataset outside"),
-    (lambda: Dataset.range(5).map(lambda x: x).shuffle(5, seed=1), "shuffle .*iterate over the dataset outside"),
+    (lambda: Dataset.range(5).map(lambda x: x).shuffle(5, seed=1), "shuffle .*each pass draws a new order"),
+    (lambda: Dataset.range(5).shuffle(5, reshuffle_each_iteration=False), "shuffle .*it has no seed"),
     (lambda: Dataset.range(5).filter(lambda x: x > 2).batch(2), "batch after a filter .*not implemented"),
     (lambda: Dataset.range(5).filter(lambda x: x > 2).take(2), "take after a filter .*not implemented"),
     (lambda: Dataset.range(5).filter(lambda x: x > 2).enumerate(), "enumerate after a filter .*not implemented"),
-], ids=["from_generator", "shuffle", "batch_after_filter", "take_after_filter", "enumerate_after_filter"])
+], ids=["from_generator", "shuffle", "shuffle_unseeded", "batch_after_filter", "take_after_filter",
+        "enumerate_after_filter"])
 def test_stages_that_cannot_run_compiled_are_clear_errors(make, match):
     def total(ds):
         s = tfc.constant(0, tfc.int64)

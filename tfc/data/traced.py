@@ -20,9 +20,11 @@ Two parts, as TensorFlow's ``tf.function`` treats a ``tf.data.Dataset``:
   on the kept elements only; stages that count elements (batch, take, skip,
   enumerate, zip) after a filter are not implemented (a clear error).
 
-Stages whose order or elements depend on host state cannot be traced:
-``shuffle`` (its order comes from numpy's generator and a per-pass counter)
-and ``from_generator`` (Python code) raise a clear error.
+Stages whose order or elements depend on host state cannot be traced: a
+``shuffle`` that draws a new order for each pass (numpy's generator and a
+per-pass counter on the host; a seeded shuffle without reshuffling is a fixed
+permutation, traced as a constant) and ``from_generator`` (Python code) raise a
+clear error.
 """
 from __future__ import annotations
 
@@ -372,10 +374,23 @@ def _filter(ds):
 
 
 def _shuffle(ds):
-    raise NotImplementedError(
-        "Dataset.shuffle inside a compiled function is not supported: its order comes from numpy's generator "
-        "and a per-pass counter on the host, which compiled code cannot reproduce exactly; "
-        + _iterate_outside("a shuffled dataset").split(": ", 1)[1])
+    """A fixed order (a seed, ``reshuffle_each_iteration=False``) over a source of
+    known length: eager's permutation, drawn while tracing, as a constant. Any
+    other shuffle draws a new order on the host for each pass, which compiled
+    code cannot reproduce exactly: a clear error."""
+    _, shapes = _ops()
+    src = _unfiltered(plan(ds._source), "shuffle")
+    if ds._seed is None or ds._reshuffle or not isinstance(src.length, int):
+        why = ("it has no seed" if ds._seed is None else "each pass draws a new order" if ds._reshuffle
+               else "its input's length is known only at run time")
+        raise NotImplementedError(
+            f"Dataset.shuffle inside a compiled function is supported only with a seed, "
+            f"reshuffle_each_iteration=False and an input of known length (a fixed order): {why}, and its orders "
+            f"come from numpy's generator on the host, which compiled code cannot reproduce exactly; "
+            + _iterate_outside("a shuffled dataset").split(": ", 1)[1])
+    order = constant(np.fromiter(ds._shuffled(range(src.length)), np.int32, src.length))
+    gather = None if src.gather is None else (lambda idx: src.gather(shapes.gather(order, idx)))
+    return _Plan(src.length, lambda i: src.element(order[i]), gather)
 
 
 def _batch(ds):
