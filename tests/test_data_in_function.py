@@ -417,3 +417,20 @@ def test_gradients_through_the_loop_reach_the_source_tensors(pipeline):
     for g, e in zip(grads(compiled)[1:], grads(weighted)[1:]):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-12)
     check_grad(lambda x, y, w: compiled(pipeline(x, y), w), x0, y0, w0)
+
+
+def run_time_rows(x):
+    s = tfc.constant(0.0)
+    for b in Dataset.from_tensor_slices(x).batch(2):
+        s = s * 2.0 + tfc.reduce_sum(b)
+    for r in Dataset.from_tensor_slices(x).skip(1).filter(lambda r: tfc.reduce_sum(r) > 10.0):
+        s = s + tfc.reduce_max(r)
+    return s
+
+
+def test_a_source_with_a_run_time_first_dimension():
+    f = tfc.function(run_time_rows, input_signature=[tfc.TensorSpec([None, 3], tfc.float32)])
+    for n in (0, 1, 4, 5):
+        x = tfc.constant(np.arange(n * 3, dtype=np.float32).reshape(n, 3))
+        assert_bit_identical(f(x), run_time_rows(x))
+    assert f.trace_count == 1
