@@ -3,9 +3,9 @@
 
 A dataset is a recipe: each ``iter(ds)`` starts a new pass over it (an epoch),
 and every transformation returns a new dataset. Elements are tfc tensors in
-tuples and dicts. Pipelines run eagerly, on the host, outside compiled code:
-iterating a dataset while a function is being traced is an error that says to
-iterate outside and call the compiled step with each element.
+tuples and dicts. Iterated in Python, pipelines run eagerly, on the host; a
+``for`` over a dataset in a function being traced is a tensor loop whose
+elements are traced ops (tfc/data/traced.py).
 """
 from __future__ import annotations
 
