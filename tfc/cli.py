@@ -320,6 +320,9 @@ def _opt_main(argv, prog) -> int:
     except PassPreconditionError as e:
         print(f"{name}: error: {e}", file=sys.stderr)
         return 1
+    except NotImplementedError as e:  # a pass that does not handle this input (a lowering's refusal)
+        print(f"{name}: error: not implemented: {e}", file=sys.stderr)
+        return 1
     except RecursionError:  # parsing reports its own, at the place; printing and passes recurse too
         print(f"{name}: error: nesting too deep", file=sys.stderr)
         return 1
