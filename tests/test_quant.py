@@ -361,8 +361,7 @@ def test_max_pool_of_int8_codes(padding):
         tfc.nn.avg_pool2d(x, 2, 2)  # averaging codes is not exact: still refused
 
 
-@pytest.mark.parametrize("codes", ["f32", "i8"])
-def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference(codes):
+def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference():
     conv = tfc.layers.Conv2D(6, 3, padding="same", activation="relu",
                              kernel_initializer=tfc.layers.GlorotUniform(seed=5))
     dense = tfc.layers.Dense(4, kernel_initializer=tfc.layers.GlorotUniform(seed=6))
@@ -373,10 +372,11 @@ def test_static_cnn_pools_the_int8_codes_and_matches_the_numpy_reference(codes):
     net(tfc.zeros((1, 7, 7, 2)))
     fn = tfc.function(net, input_signature=[tfc.TensorSpec((None, 7, 7, 2))], autograph=False)
     cal = [(RNG.uniform(-1, 1, (4, 7, 7, 2)).astype(np.float32),) for _ in range(2)]
-    static = static_int8(fn, Config(quiet=True), cal, codes)
+    static = tfc.compile(fn, quantize=Config(quiet=True), calibration=cal)
     ir = static.ir("tensor")
-    assert ir.count("tfc.quantize ") == 1 and "tfc.max_pool2d" in ir and f"-> tensor<?x4x4x6x{codes}>" in ir
-    assert f"-> tensor<?x96x{codes}>" in ir  # the reshape of the codes
+    assert ir.count("tfc.quantize ") == 1 and "tfc.max_pool2d" in ir and "-> tensor<?x4x4x6xi8>" in ir
+    assert "-> tensor<?x96xi8>" in ir  # the reshape of the codes
+    assert "codes = f32" not in ir  # a conv's codes stay int8 on the CPU too (fewer bytes to gather and pool)
     # the integer pipeline in numpy, with the constants and attributes the pass chose
     ops = list(static.module.walk())
     qz, qc, qm = (next(op for op in ops if op.name == f"tfc.{n}")

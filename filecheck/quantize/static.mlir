@@ -105,6 +105,13 @@ func.func @conv(%x: tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xf32> {
 // CHECK-NEXT:    %[[P:.*]] = tfc.max_pool2d {{.*}} -> tensor<1x2x2x2xf32>
 // CHECK-NEXT:    %[[R:.*]] = tfc.reshape %[[P]]
 // CHECK-NEXT:    tfc.quantize %[[R]]
+// With codes=f32 the codes a quantize makes for a conv2d stay int8 all the way
+// (the pool and reshape on int8, the matmul after them reading int8).
+// F32-LABEL: func.func @conv_pool_dense
+// F32:         tfc.quantize %x {scale = 0.0039215686274509803 : f64, zero_point = -128 : i64} : (tensor<1x4x4x2xf32>) -> tensor<1x4x4x2xi8>
+// F32:         tfc.max_pool2d {{.*}} : (tensor<1x4x4x2xi8>) -> tensor<1x2x2x2xi8>
+// F32:         tfc.quantized_matmul {{.*}}out_dtype = f32}
+// F32-SAME:      (tensor<1x8xi8>,
 func.func @conv_pool_dense(%x: tensor<1x4x4x2xf32>) -> tensor<1x1xf32> {
   %w = tfc.constant dense<[[[[1.0, -3.0], [0.5, 1.5]]]]> : tensor<1x1x2x2xf32>
   %0 = tfc.conv2d %x, %w {strides = array<i64: 1, 1>, padding = "SAME", dilations = array<i64: 1, 1>, tfc.quant_input = [0.0 : f64, 1.0 : f64], tfc.quant_output = [0.0 : f64, 2.0 : f64]} : (tensor<1x4x4x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x4x4x2xf32>

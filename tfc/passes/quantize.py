@@ -28,11 +28,13 @@ to leave float. Ops inside control-flow regions are left float. Quantization
 parameters follow TFLite: int8 weights in [-127, 127], activations asymmetric
 int8 with 0.0 exactly representable.
 
-``codes=f32`` (what ``tfc.compile`` asks for the numpy backend) holds the int8
-codes of the activations in float32 (the same integers: quantize, the integer
-ops, the max pools and reshapes between them take and give float32), which float
-BLAS reads with no conversion; ``codes=i8`` (the default; the GPU's dp4a kernels)
-holds them in int8.
+``codes=f32`` (what ``tfc.compile`` asks for the numpy backend) holds in float32
+the int8 codes that a quantize makes for a matmul, and those the quantized ops
+after it pass on (the same integers, typed f32), which float BLAS reads with no
+conversion; the codes a quantize makes for a conv2d stay int8 (its patches and
+the max pools after it move a quarter of the bytes: faster on the CPU, measured in
+docs/quantization.md). ``codes=i8`` (the default; the GPU's dp4a kernels) holds
+all codes in int8.
 """
 from __future__ import annotations
 
@@ -237,10 +239,14 @@ class QuantizePass(ModulePass):
         if self.codes not in CODES:
             raise ValueError(f"tfc-quantize: codes must be one of {', '.join(CODES)}, got {self.codes!r}")
 
-    @property
-    def _codes_attr(self) -> dict:
+    def _codes_for(self, kind: str) -> str:
+        """What the codes a quantize makes for an op of ``kind`` are held in."""
+        return "f32" if self.codes == "f32" and kind == "matmul" else "i8"
+
+    @staticmethod
+    def _codes_attr(codes: str) -> dict:
         """The ops' ``codes`` attribute (absent for int8, the default)."""
-        return {} if self.codes == "i8" else {"codes": CODES[self.codes]}
+        return {} if codes == "i8" else {"codes": CODES[codes]}
 
     def excluded(self, chain: Chain) -> bool:
         names = {s.strip() for s in self.exclude.split(",") if s.strip()}
@@ -262,7 +268,7 @@ class QuantizePass(ModulePass):
         consumers = {}
         for c in chains:
             consumers.setdefault(c.x, []).append(c)
-        int8_results = {}  # a value kept int8 -> (its int8 value, scale, zero point)
+        int8_results = {}  # a value kept int8 -> (its int8 codes' value, scale, zero point, held in)
         passed = []  # the float max pools / reshapes now run on int8 codes
         for c in chains:
             path, value = _through_code_preserving_ops(c.end)
@@ -312,10 +318,11 @@ class QuantizePass(ModulePass):
         loc, at = c.op.location, c.end.owner
         x = c.op.operands[0]  # (c.x may have been replaced by an earlier rewrite's float result)
         if x in int8_results:  # the producer's int8 result: no dequantize / quantize between
-            xq, sx, zx = int8_results[x]
+            xq, sx, zx, codes_in = int8_results[x]
         else:
             sx, zx = activation_qparams(*get_range(c.op, INPUT_RANGE))
-            xq = _registry_op("quantize", [x], {"scale": sx, "zero_point": zx, **self._codes_attr}, at, loc)
+            codes_in = self._codes_for(c.kind)
+            xq = _registry_op("quantize", [x], {"scale": sx, "zero_point": zx, **self._codes_attr(codes_in)}, at, loc)
         codes, sw = weight_qparams(c.weight_matrix(), self.per_channel)
         acc_scale = sx * sw
         bias = np.zeros(codes.shape[1]) if c.bias is None else c.bias.astype(np.float64)
@@ -334,7 +341,7 @@ class QuantizePass(ModulePass):
         w = _constant(codes, dtypes.int8, at, loc)
         b = _constant(bias_q.astype(np.int32), dtypes.int32, at, loc)
         m = _constant(self._once_per_tensor(multiplier).astype(np.float32), dtypes.float32, at, loc)
-        attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype, **self._codes_attr}
+        attrs = {"out_zero_point": zo, "relu": c.relu, "out_dtype": out_dtype, **self._codes_attr(codes_in)}
         if c.kind == "conv2d":
             attrs.update({k: c.op.attr_values[k] for k in ("strides", "padding", "dilations")}, pad_value=zx)
         new = _registry_op(f"quantized_{c.kind}", [xq, w, b, m], attrs, at, loc)
@@ -343,6 +350,6 @@ class QuantizePass(ModulePass):
             for op in path:  # the same max pools and reshapes, on the codes
                 new = _registry_op(op.name[len("tfc."):], [new], _attrs_of(op), op, op.location)
                 end = op.results[0]
-            int8_results[end] = (new, so, zo)
+            int8_results[end] = (new, so, zo, codes_in)
         else:
             c.end.replace_all_uses_with(new)
