@@ -66,6 +66,7 @@ from tfc.ops import _infer as inf
 CHUNK_BYTES = 1 << 20
 BIG_ALLOC = 1 << 20  # results at least this large come from the runtime's buffer cache
 LIBRARY_TEMPS = 3  # arrays of its result's size that a row-wise library kernel makes (see _library_rows)
+HEAVY_PASSES = 4  # a chunked kernel of k times this many array ops counts k times its elements toward the pool
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
 _UFUNC = {name: f.__name__ for name, f in UFUNCS.items()}  # op -> np.<name>
@@ -1036,8 +1037,11 @@ class Emitter:
         if 0 < shape[0] <= rows:  # one chunk: called straight, without the chunk loop (a small kernel)
             out.append(pad + f"kernel{k}({''.join(a + ', ' for a in args)}0, {shape[0]}, R.scratch({k}, spec{k}))")
             return
+        # the pool's threshold counts elements; a kernel of many passes (GELU and its
+        # gradient: 9 and 16) does that much more work per element, worth a thread sooner
+        work = row_elems * max(1, len(slot_of) // HEAVY_PASSES)
         out.append(pad + f"R.run_chunks(kernel{k}, ({', '.join(args)}{',' if len(args) == 1 else ''}), "
-                   f"{shape[0]}, {rows}, {row_elems}, {k}, spec{k})")
+                   f"{shape[0]}, {rows}, {work}, {k}, spec{k})")
 
     def scatter(self, op, out, pad):
         """A scatter kernel (its body adds into buffers with ``loops.add_at``):

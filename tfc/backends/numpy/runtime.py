@@ -103,7 +103,9 @@ class Runtime:
         return views
 
     def run_chunks(self, kernel, args, n: int, rows: int, row_elems: int, key, spec):
-        """kernel(*args, lo, hi, T) over rows [0, n) in chunks of ``rows``."""
+        """kernel(*args, lo, hi, T) over rows [0, n) in chunks of ``rows``; on the
+        pool from PARALLEL_MIN elements (``row_elems`` per row, weighted by the
+        emitter for a kernel of many passes)."""
         self._each(kernel, args, [(lo, min(lo + rows, n)) for lo in range(0, n, rows)],
                    n * row_elems >= PARALLEL_MIN, key, spec)
 
