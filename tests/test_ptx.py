@@ -138,7 +138,7 @@ def _kernel_with(line, args="%x: f32, %y: f32", ret="f32"):
 
 
 @pytest.mark.parametrize("line, args, ret, msg", [
-    ("%r = math.sin %x : f64", "%x: f64", "f64", "math.sin on f64"),
+    ("%r = math.log1p %x : f64", "%x: f64", "f64", "math.log1p on f64"),
     ("%r = math.sinh %x : f32", "%x: f32", "f32", "math.sinh"),
     ("%r = math.powf %x, %y : f64", "%x: f64, %y: f64", "f64", "math.powf on f64"),
     ("%r = math.ctpop %x : i32", "%x: i32", "i32", "math.ctpop is not supported"),

@@ -24,7 +24,11 @@ kernel does.
   ``sqrt`` correctly rounded, cos/sin of the same float32 angle as numpy's.
   Within 8 float32 ulps of the numpy kernel's standard normal (measured: see
   tests/test_gpu_random.py); then ``z * stddev + mean`` in float64 and one
-  rounding, as there. float64 normals raise NotImplementedError.
+  rounding, as there.
+- normal float64: the numpy kernel's formula in float64 throughout (``log``
+  within 1 ulp, ``sqrt`` correctly rounded, ``cos``/``sin`` within 1 ulp of
+  the same float64 angle: tfc/backends/cuda/ptx_math.py): within a few float64
+  ulps of the numpy kernel's values (measured: tests/test_gpu_random.py).
 """
 from __future__ import annotations
 
@@ -186,10 +190,30 @@ def _dropout_values(kb, words, t, np_dt, rate: float):
     return [kb.select(kb.cmpi("uge", w, th), sc, zero) for w in words]
 
 
+def _affine(kb, z, mean: float, std: float):
+    """z * stddev + mean in float64 (a product and a sum, each rounded, as numpy's)."""
+    if std != 1 or mean != 0:
+        z = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(_f64(kb, z), kb.c(std, f64))), kb.c(mean, f64)))
+    return z
+
+
+def _normal64_values(kb, words, mean: float, std: float):
+    """One Box-Muller pair from the block's two 53-bit integers x0, x1 (as
+    ``_unit53``): u1 = (x0 + 1) 2^-53, theta = x1 (2^-53 2 pi), all float64."""
+    def int53(w0, w1):
+        return kb.emit(arith.UIToFPOp(kb.emit(arith.ShRUIOp(_pair64(kb, w0, w1), kb.c(11, i64))), f64))
+    x0, x1 = int53(words[0], words[1]), int53(words[2], words[3])
+    u1 = kb.emit(arith.MulfOp(kb.emit(arith.AddfOp(x0, kb.c(1.0, f64))), kb.c(2.0 ** -53, f64)))  # exact
+    r = kb.emit(xmath.SqrtOp(kb.emit(arith.MulfOp(kb.c(-2.0, f64), kb.emit(xmath.LogOp(u1))))))
+    theta = kb.emit(arith.MulfOp(x1, kb.c(2.0 ** -53 * 2 * np.pi, f64)))
+    return [_affine(kb, kb.emit(arith.MulfOp(r, kb.emit(trig(theta)))), mean, std)
+            for trig in (xmath.CosOp, xmath.SinOp)]
+
+
 def _normal_values(kb, words, t, dtype, attrs):
-    if isinstance(t, Float64Type):
-        raise unsupported("normal of float64 (no float64 log, cos and sin in GPU kernels)")
     mean, std = float(attrs["mean"]), float(attrs["stddev"])
+    if isinstance(t, Float64Type):
+        return _normal64_values(kb, words, mean, std)
     out = []
     angle = float(np.float32(2.0 ** -24 * 2 * np.pi))
     for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
@@ -205,9 +229,7 @@ def _normal_values(kb, words, t, dtype, attrs):
         theta = kb.emit(arith.MulfOp(_unit24_raw(kb, w1), kb.c(angle, f32)))
         for z in (kb.emit(arith.MulfOp(r, kb.emit(xmath.CosOp(theta)))),
                   kb.emit(arith.MulfOp(r, kb.emit(xmath.SinOp(theta))))):
-            if std != 1 or mean != 0:
-                z = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(_f64(kb, z), kb.c(std, f64))), kb.c(mean, f64)))
-            out.append(_round_to(kb, z, t))
+            out.append(_round_to(kb, _affine(kb, z, mean, std), t))
     return out
 
 
@@ -247,8 +269,6 @@ def random_launch(namer, op):
         per = _unit_words(dtype)
     else:  # dropout_mask: one word an element (dropout_spec)
         per = 1
-    if isinstance(t, Float64Type) and name == "normal":
-        raise unsupported("normal of float64 (no float64 log, cos and sin in GPU kernels)")
     if n == 0:
         return None
     epb = 4 // per  # elements per Philox block

@@ -8,8 +8,12 @@ Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
 the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
+float64 (``EMITTERS_F64``): exp, log, expm1, tanh, and sin/cos (a Cody-Waite or
+Payne-Hanek reduction to a double-double, FreeBSD's kernels: within 1 ulp of
+the correctly rounded result for every argument; docs/gpu.md).
+
 Not implemented (NotImplementedError naming the op): the hyperbolic functions other than tanh, the inverse trigonometric
-functions, cbrt.
+functions, cbrt; float64 log1p and pow.
 """
 from __future__ import annotations
 
@@ -316,13 +320,11 @@ def emit_erf(k, dst, x):
 # table lookup: ten 24-bit chunks of 2/pi, each product with x's 24-bit significand exact in float64)
 
 
-def _two_over_pi_chunks(n=10):
-    """The first 24n bits of 2/pi after the binary point, as n 24-bit integers
-    (pi by Machin's formula in fixed point, 64 guard bits)."""
-    bits = 24 * n + 64
-    one = 1 << bits
+def _pi_fixed(bits: int) -> int:
+    """floor(pi 2^bits) within one unit (Machin's formula in fixed point, 64 guard bits)."""
+    one = 1 << (bits + 64)
 
-    def atan_inv(k):  # atan(1/k) * 2^bits
+    def atan_inv(k):  # atan(1/k) * 2^(bits + 64)
         total, term, i, sign = 0, one // k, 1, 1
         while term:
             total += sign * term // i
@@ -331,9 +333,15 @@ def _two_over_pi_chunks(n=10):
             sign = -sign
         return total
 
-    pi = 16 * atan_inv(5) - 4 * atan_inv(239)
-    frac = (2 * one * one // pi) % one            # 2/pi's fraction (2/pi < 1) in `bits` bits
-    top = frac >> 64                               # 24n bits
+    return (16 * atan_inv(5) - 4 * atan_inv(239)) >> 64
+
+
+def _two_over_pi_chunks(n=10):
+    """The first 24n bits of 2/pi after the binary point, as n 24-bit integers."""
+    bits = 24 * n + 64
+    one = 1 << bits
+    frac = (2 * one * one // _pi_fixed(bits)) % one   # 2/pi's fraction (2/pi < 1) in `bits` bits
+    top = frac >> 64                                  # 24n bits
     return tuple((top >> (24 * (n - 1 - k))) & 0xFFFFFF for k in range(n))
 
 
@@ -721,8 +729,182 @@ def emit_log64(k, dst, x):
     k.i("mov.f64", dst, d(np.nan), pred=F.op("setp.ltu.f64", x, d(0.0), cls="p"))  # below 0 or NaN
 
 
+
+# float64 sin and cos (FreeBSD's msun method): x = n pi/2 + (yh + yl), |yh| <= ~pi/4, then __kernel_sin and
+# __kernel_cos of the double-double (yh, yl) by quadrant. The reduction: Cody-Waite with pi/2 in three
+# float64 parts and fma (x - n P1 exact) for |x| < 2^20 pi/2; above, Payne-Hanek over 2/pi's bits in
+# 24-bit chunks (each product with a 26- or 27-bit part of x's significand exact in float64, taken mod 4
+# exactly; the fractions summed in double-double), a branch that only such lanes take.
+def _pi_over_2_parts(n=3, bits=400):
+    """pi/2 as ``n`` float64 parts, each the rounded rest of the ones before."""
+    from fractions import Fraction
+
+    rest = Fraction(_pi_fixed(bits), 1 << (bits + 1))
+    parts = []
+    for _ in range(n):
+        parts.append(float(rest))
+        rest -= Fraction(parts[-1])
+    return tuple(parts)
+
+
+TWO_OVER_PI_CHUNKS64 = _two_over_pi_chunks(49)   # 1176 bits: 2/pi as far as any float64 exponent needs
+PIO2_1, PIO2_2, PIO2_3 = _pi_over_2_parts()
+INV_PIO2 = 0.6366197723675814
+CODY_WAITE_MAX = 2.0 ** 20 * PIO2_1               # below: the three-part reduction (|n| <= 2^20)
+_PH_LOWEST = -200                                 # products whose last bit weighs less: left out (< 2^-148)
+_S64 = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+        2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_C64 = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+        -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+
+
+def _two_sum(D, a, b):
+    """(s, e): s = a + b rounded, e its exact error."""
+    s = D("add.rn.f64", a, b)
+    bb = D("sub.rn.f64", s, a)
+    e = D("add.rn.f64", D("sub.rn.f64", a, D("sub.rn.f64", s, bb)), D("sub.rn.f64", b, bb))
+    return s, e
+
+
+def _fast_two_sum(D, a, b):
+    """(s, e) for |a| >= |b|."""
+    s = D("add.rn.f64", a, b)
+    return s, D("sub.rn.f64", b, D("sub.rn.f64", s, a))
+
+
+def _cody_waite_pio2(F, D, x):
+    """(q, yh, yl) for x = q pi/2 + yh + yl, |x| < CODY_WAITE_MAX (q an s32 register)."""
+    n = D("cvt.rni.f64.f64", D("mul.rn.f64", x, d(INV_PIO2)))
+    t = D("fma.rn.f64", D("neg.f64", n), d(PIO2_1), x)             # exact: its bits lie on 2^-52's grid below 1
+    ph = D("mul.rn.f64", n, d(PIO2_2))
+    pl = D("fma.rn.f64", n, d(PIO2_2), D("neg.f64", ph))           # n P2 = ph + pl exactly
+    s, e = _two_sum(D, t, D("neg.f64", ph))
+    lo = D("sub.rn.f64", D("sub.rn.f64", e, pl), D("mul.rn.f64", n, d(PIO2_3)))
+    yh, yl = _fast_two_sum(D, s, lo)
+    return F.op("cvt.rzi.s32.f64", n, cls="r"), yh, yl
+
+
+def _payne_hanek_pio2(F, D, a):
+    """(q, yh, yl) for a finite a = |x| >= 2^20 pi/2: a = m 2^e with m < 2^53 in
+    two parts m1 2^26 + m0; each part times each 24-bit chunk of 2/pi scaled
+    by its power of two (exact), taken mod 4 (exact); the integer parts summed
+    apart, the fractions in double-double. Products at or above 4 (E >= 2) are
+    0 mod 4 and products below 2^-120 do not matter: their scale is 0."""
+    k = F.k
+    bits = F.op("mov.b64", a, cls="rd")
+    ex = F.op("cvt.u32.u64", F.op("shr.u64", bits, "52", cls="rd"), cls="r")
+    e = F.op("sub.s32", ex, "1075", cls="r")
+    m = F.op("or.b64", F.op("and.b64", bits, "4503599627370495", cls="rd"), "4503599627370496", cls="rd")
+    parts = [(D("cvt.rn.f64.u64", F.op("and.b64", m, "67108863", cls="rd")), 0),
+             (D("cvt.rn.f64.u64", F.op("shr.u64", m, "26", cls="rd")), 26)]
+    isum, hi, lo, lo2 = (D("mov.f64", d(0.0)) for _ in range(4))
+    for j, c in enumerate(TWO_OVER_PI_CHUNKS64):
+        for mf, shift in parts:
+            if 971 + shift - 24 * (j + 1) < _PH_LOWEST:   # below the lowest for every exponent (971 the largest)
+                continue
+            E = F.op("add.s32", e, str(shift - 24 * (j + 1)), cls="r")
+            sb = F.op("shl.b64", F.op("cvt.s64.s32", F.op("add.s32", E, "1023", cls="r"), cls="rd"), "52", cls="rd")
+            scale = D("mov.b64", sb)
+            k.i("mov.f64", scale, d(0.0), pred=F.op("setp.gt.s32", E, "1", cls="p"))
+            k.i("mov.f64", scale, d(0.0), pred=F.op("setp.lt.s32", E, str(_PH_LOWEST), cls="p"))
+            t = D("mul.rn.f64", D("mul.rn.f64", mf, d(c)), scale)          # exact
+            q4 = D("cvt.rmi.f64.f64", D("mul.rn.f64", t, d(0.25)))
+            r = D("fma.rn.f64", q4, d(-4.0), t)                            # t mod 4, exact
+            # hi + r, its integer part moved to isum (hi stays in [-1/2, 1/2]); the rounding errors
+            # summed in (lo, lo2): the fraction keeps ~150 bits whatever cancels later
+            s_, err = _two_sum(D, hi, r)
+            ih = D("cvt.rni.f64.f64", s_)
+            k.i("sub.rn.f64", hi, s_, ih)
+            k.i("add.rn.f64", isum, isum, ih)
+            l_, e2 = _two_sum(D, lo, err)
+            k.i("mov.f64", lo, l_)
+            k.i("add.rn.f64", lo2, lo2, e2)
+    jn = D("cvt.rni.f64.f64", D("add.rn.f64", isum, hi))
+    rh, rl = _two_sum(D, D("sub.rn.f64", isum, jn), hi)
+    rh, e3 = _two_sum(D, rh, lo)                     # exact: lo (up to ~2^-44) may cancel most of rh
+    rh, rl = _fast_two_sum(D, rh, D("add.rn.f64", D("add.rn.f64", rl, e3), lo2))  # the fraction, |.| <= ~1/2
+    yh = D("mul.rn.f64", rh, d(PIO2_1))
+    yl = D("fma.rn.f64", rh, d(PIO2_1), D("neg.f64", yh))
+    yl = D("add.rn.f64", yl, D("fma.rn.f64", rh, d(PIO2_2), D("mul.rn.f64", rl, d(PIO2_1))))
+    yh, yl = _fast_two_sum(D, yh, yl)
+    return F.op("cvt.rzi.s32.f64", jn, cls="r"), yh, yl
+
+
+def _reduce_pio2_64(F, D, x):
+    """(q, yh, yl): x = q pi/2 + yh + yl for every finite float64 x (inf and
+    NaN: garbage, which the callers replace by NaN)."""
+    k = F.k
+    q, yh, yl = _cody_waite_pio2(F, D, x)
+    a = D("min.f64", D("abs.f64", x), d(1.7976931348623157e308))     # inf: a finite stand-in
+    skip = k.label()
+    k.i("bra", skip, pred=F.op("setp.lt.f64", a, d(CODY_WAITE_MAX), cls="p"))
+    qb, hb, lb = _payne_hanek_pio2(F, D, a)
+    neg = F.op("setp.lt.f64", x, d(0.0), cls="p")                      # x = -(q pi/2 + y)
+    k.i("sub.s32", qb, "0", qb, pred=neg)
+    k.i("neg.f64", hb, hb, pred=neg)
+    k.i("neg.f64", lb, lb, pred=neg)
+    k.i("mov.u32", q, qb)
+    k.i("mov.f64", yh, hb)
+    k.i("mov.f64", yl, lb)
+    k.put(skip)
+    return q, yh, yl
+
+
+def _kernel_sin64(D, x, y):
+    """FreeBSD's __kernel_sin(x, y, 1): sin(x + y) for |x| <= ~pi/4, |y| <= ulp(x) / 2."""
+    z = D("mul.rn.f64", x, x)
+    w = D("mul.rn.f64", z, z)
+    S1, S2, S3, S4, S5, S6 = (d(c) for c in _S64)
+    r = D("add.rn.f64", D("add.rn.f64", S2, D("mul.rn.f64", z, D("add.rn.f64", S3, D("mul.rn.f64", z, S4)))),
+          D("mul.rn.f64", D("mul.rn.f64", z, w), D("add.rn.f64", S5, D("mul.rn.f64", z, S6))))
+    v = D("mul.rn.f64", z, x)
+    inner = D("sub.rn.f64", D("mul.rn.f64", d(0.5), y), D("mul.rn.f64", v, r))      # y/2 - v r
+    t = D("sub.rn.f64", D("sub.rn.f64", D("mul.rn.f64", z, inner), y), D("mul.rn.f64", v, S1))
+    return D("sub.rn.f64", x, t)
+
+
+def _kernel_cos64(D, x, y):
+    """FreeBSD's __kernel_cos(x, y): cos(x + y) for |x| <= ~pi/4."""
+    z = D("mul.rn.f64", x, x)
+    w = D("mul.rn.f64", z, z)
+    C1, C2, C3, C4, C5, C6 = (d(c) for c in _C64)
+    r = D("add.rn.f64",
+          D("mul.rn.f64", z, D("add.rn.f64", C1, D("mul.rn.f64", z, D("add.rn.f64", C2, D("mul.rn.f64", z, C3))))),
+          D("mul.rn.f64", D("mul.rn.f64", w, w), D("add.rn.f64", C4, D("mul.rn.f64", z,
+                                                                            D("add.rn.f64", C5, D("mul.rn.f64", z, C6))))))
+    hz = D("mul.rn.f64", d(0.5), z)
+    w = D("sub.rn.f64", d(1.0), hz)
+    tail = D("add.rn.f64", D("sub.rn.f64", D("sub.rn.f64", d(1.0), w), hz),
+             D("sub.rn.f64", D("mul.rn.f64", z, r), D("mul.rn.f64", x, y)))
+    return D("add.rn.f64", w, tail)
+
+
+def _sincos64(k, dst, x, cos: bool):
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    q, yh, yl = _reduce_pio2_64(F, D, x)
+    if cos:  # cos x = sin(x + pi/2)
+        k.i("add.s32", q, q, "1")
+    sn, cs = _kernel_sin64(D, yh, yl), _kernel_cos64(D, yh, yl)
+    v = D("selp.f64", cs, sn, F.op("setp.ne.s32", F.op("and.b32", q, "1", cls="r"), "0", cls="p"))
+    k.i("neg.f64", v, v, pred=F.op("setp.ne.s32", F.op("and.b32", q, "2", cls="r"), "0", cls="p"))
+    tiny = F.op("setp.lt.f64", D("abs.f64", x), d(2.0 ** -27), cls="p")
+    k.i("mov.f64", v, d(1.0) if cos else x, pred=tiny)                 # sin keeps x (and -0), cos is 1
+    k.i("mov.f64", v, d(np.nan), pred=F.op("setp.gtu.f64", D("abs.f64", x), d(1.7976931348623157e308), cls="p"))
+    k.i("mov.f64", dst, v)
+
+
+def emit_sin64(k, dst, x):
+    """sin of a float64 ``x``: ``_reduce_pio2_64`` then FreeBSD's kernels by quadrant."""
+    _sincos64(k, dst, x, cos=False)
+
+
+def emit_cos64(k, dst, x):
+    _sincos64(k, dst, x, cos=True)
+
+
 EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64, "math.expm1": emit_expm1_64,
-                "math.tanh": emit_tanh64}
+                "math.tanh": emit_tanh64, "math.sin": emit_sin64, "math.cos": emit_cos64}
 
 
 def emit(k, name, dst, *args):
