@@ -114,16 +114,18 @@ def _taps(khw, out_hw, strides, dilations):
 
 def _im2col(xp, khw, out_hw, strides, dilations):
     """The windows of the padded input as (N, Ho, Wo, KH, KW, C): each conv kernel is
-    then one GEMM (a single BLAS call is also steadier than one per tap). One copy
-    from a strided view of every window, except for a single channel, where that
-    copy moves one element at a time and a copy per tap is faster."""
+    then one GEMM (a single BLAS call is also steadier than one per tap); its
+    reshape to (N*Ho*Wo, KH*KW*C) is a view. One copy from a strided view of every
+    window; for a single channel, where that copy would move one element at a
+    time, a copy per tap into a tap-major array (the GEMM reads it transposed)."""
     (kh, kw), (ho, wo), (sh, sw), (dh, dw) = khw, out_hw, strides, dilations
     n, _, _, c = xp.shape
-    cols = np.empty((n, ho, wo, kh, kw, c), dtype=xp.dtype)
     if c == 1:
+        by_tap = np.empty((kh, kw, n, ho, wo, 1), dtype=xp.dtype)
         for i, j, sl in _taps(khw, out_hw, strides, dilations):
-            cols[:, :, :, i, j, :] = xp[sl]
-        return cols
+            by_tap[i, j] = xp[sl]
+        return by_tap.transpose(2, 3, 4, 0, 1, 5)
+    cols = np.empty((n, ho, wo, kh, kw, c), dtype=xp.dtype)
     s0, s1, s2, s3 = xp.strides
     np.copyto(cols, np.lib.stride_tricks.as_strided(
         xp, cols.shape, (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False))
