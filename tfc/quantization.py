@@ -58,8 +58,18 @@ class Config:
         if self.method not in METHODS:
             raise ValueError(f"tfc.quantization.Config: method must be one of {', '.join(METHODS)}, "
                              f"got {self.method!r}")
-        if not 50.0 < float(self.percentile) <= 100.0:
-            raise ValueError(f"tfc.quantization.Config: percentile must be in (50, 100], got {self.percentile!r}")
+        number = isinstance(self.percentile, (int, float, np.integer, np.floating)) and not isinstance(
+            self.percentile, (bool, np.bool_))
+        if not number or not 50.0 < float(self.percentile) <= 100.0:
+            raise ValueError(f"tfc.quantization.Config: percentile must be a number in (50, 100], "
+                             f"got {self.percentile!r}")
+        for what in ("per_channel", "quiet"):
+            if not isinstance(getattr(self, what), (bool, np.bool_)):
+                raise TypeError(f"tfc.quantization.Config: {what} must be True or False, "
+                                f"got {getattr(self, what)!r}")
+        if not isinstance(self.exclude, (str, tuple, list, set, frozenset)):
+            raise TypeError(f"tfc.quantization.Config: exclude must be a name or a list of op kinds and weight "
+                            f"names, got {type(self.exclude).__name__} {self.exclude!r}")
         exclude = (self.exclude,) if isinstance(self.exclude, str) else tuple(self.exclude)
         for name in exclude:
             if not isinstance(name, str) or not name or "," in name or '"' in name:

@@ -18,6 +18,8 @@ Launch with ``tfc run -n 4 train.py`` or ``mpirun -n 4 python train.py``.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tfc.core.world import DistributedError, install_fault_handler, world
 from tfc.ops.collective import all_gather, all_reduce, broadcast, reduce_scatter, reduce_to_root  # noqa: F401
 from tfc.distribute.tape import DEFAULT_BUCKET_BYTES, DistributedGradientTape, average_gradients  # noqa: F401
@@ -59,6 +61,8 @@ def broadcast_variables(variables, root: int = 0) -> None:
     from tfc.core.variable import Variable
 
     w = world()
+    if isinstance(root, (bool, np.bool_)) or not isinstance(root, (int, np.integer)) or not 0 <= root < w.size:
+        raise ValueError(f"broadcast_variables: root must be a rank, 0 .. {w.size - 1}, got {root!r}")
     variables = list(variables)
     for i, v in enumerate(variables):
         if not isinstance(v, Variable):
@@ -74,9 +78,14 @@ def rank_seed(seed: int) -> int:
     ``seed`` itself on rank 0 (a 1-rank job draws what a plain
     ``tfc.random.set_seed(seed)`` draws), a SplitMix64 mix of (seed, rank)
     elsewhere, so the ranks' Philox keys differ and their streams are independent."""
+    from tfc.ops.random import _seed_value
+
+    if seed is None:
+        raise TypeError("rank_seed: seed must be a non-negative int below 2**64, got None")
+    seed = _seed_value("rank_seed", seed)
     r = world().rank
     if r == 0:
-        return int(seed)
+        return seed
     z = (int(seed) + 0x9E3779B97F4A7C15 * (r + 1)) & (2**64 - 1)
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)

@@ -13,7 +13,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
-from tfc.nn._checks import fraction, positive_int
+from tfc.nn._checks import fraction, is_number, positive_int
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
@@ -409,6 +409,13 @@ class _Normalization(Layer):
 
     def __init__(self, axis, epsilon, center, scale, beta_initializer, gamma_initializer, name):
         super().__init__(name)
+        kind = type(self).__name__
+        listed = [axis] if isinstance(axis, (int, np.integer)) else axis
+        if not isinstance(listed, (list, tuple)) or not all(
+                isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in listed):
+            raise TypeError(f"{kind}: axis must be an int or a list of ints, got {axis!r}")
+        if not is_number(epsilon) or not epsilon >= 0:
+            raise ValueError(f"{kind}: epsilon must be a number >= 0, got {epsilon!r}")
         self.axis = axis
         self.epsilon = float(epsilon)
         self.center, self.scale = bool(center), bool(scale)
@@ -638,9 +645,14 @@ class Sequential(Layer):
 
     def __init__(self, layers=None, name=None):
         super().__init__(name)
-        self.layers = list(layers or [])
+        self.layers = []
+        for layer in layers or []:
+            self.add(layer)
 
     def add(self, layer) -> None:
+        if not callable(layer):
+            raise TypeError(f"Sequential: item {len(self.layers)} is a {type(layer).__name__} ({layer!r}), "
+                            "not a layer or a callable")
         self.layers.append(layer)
 
     def call(self, inputs, training=False):

@@ -33,10 +33,28 @@ def render(compiled) -> str:
 
 def write_report(compiled, path) -> str:
     """Write ``render(compiled)`` to ``path`` whole or not at all; returns the path."""
+    path = _path(path)
+    return _write(path, render(compiled))
+
+
+def _path(path) -> str:
+    """``path`` as a str, or a TypeError naming what was given instead."""
+    try:
+        return os.fspath(path)
+    except TypeError:
+        raise TypeError(f"report: the path must be a str or an os.PathLike, got {type(path).__name__} "
+                        f"{path!r}") from None
+
+
+def _write(path: str, text: str) -> str:
+    """``text`` written to ``path`` whole or not at all; an OSError names ``path``
+    (not the temporary file written first)."""
     from tfc.core.files import write_atomically
 
-    path = os.fspath(path)
-    write_atomically(path, render(compiled))
+    try:
+        write_atomically(path, text)
+    except OSError as e:
+        raise type(e)(e.errno, e.strerror, path) from None
     return path
 
 
@@ -70,8 +88,5 @@ def render_many(named) -> str:
 
 def write_reports(named, path) -> str:
     """Write ``render_many(named)`` to ``path`` whole or not at all; returns the path."""
-    from tfc.core.files import write_atomically
-
-    path = os.fspath(path)
-    write_atomically(path, render_many(named))
-    return path
+    path = _path(path)
+    return _write(path, render_many(named))

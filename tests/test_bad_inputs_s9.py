@@ -1,0 +1,84 @@
+"""Bad arguments to the APIs of session 9 (tfc.quantization.Config,
+tfc.distribute outside a launcher, layers' constructors, a compile report's
+path) are refused at once with an error naming the argument, and leave nothing
+half-made behind."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import tfc
+
+
+@pytest.mark.parametrize("kwargs, cls, match", [
+    ({"percentile": "a"}, ValueError, "percentile must be a number in"),
+    ({"percentile": True}, ValueError, "percentile must be a number in"),
+    ({"exclude": 3}, TypeError, "exclude must be a name or a list"),
+    ({"per_channel": "no"}, TypeError, "per_channel must be True or False"),
+    ({"quiet": 1}, TypeError, "quiet must be True or False"),
+])
+def test_quantization_config(kwargs, cls, match):
+    with pytest.raises(cls, match=match):
+        tfc.quantization.Config(**kwargs)
+    config = tfc.quantization.Config(exclude=["matmul"], per_channel=np.bool_(False))
+    assert config.exclude == ("matmul",) and not config.per_channel
+
+
+def test_distribute_outside_a_launcher():
+    v = tfc.Variable(np.float32([1.0, 2.0]))
+    with pytest.raises(ValueError, match=r"root must be a rank, 0 \.\. 0, got 5"):
+        tfc.distribute.broadcast_variables([v], root=5)
+    with pytest.raises(ValueError, match="root must be a rank"):
+        tfc.distribute.broadcast_variables([v], root=True)
+    tfc.distribute.broadcast_variables([v], root=0)  # one rank: nothing to do
+    np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
+    for seed in ("a", -1, None, 2**64):
+        with pytest.raises(TypeError, match="rank_seed: seed must be a non-negative int"):
+            tfc.distribute.rank_seed(seed)
+    assert tfc.distribute.rank_seed(np.int64(7)) == 7
+
+
+@pytest.mark.parametrize("make, cls, match", [
+    (lambda: tfc.layers.LayerNormalization(epsilon=-1), ValueError, "LayerNormalization: epsilon must be a number"),
+    (lambda: tfc.layers.LayerNormalization(epsilon="a"), ValueError, "epsilon must be a number >= 0"),
+    (lambda: tfc.layers.LayerNormalization(axis="a"), TypeError, "LayerNormalization: axis must be an int or"),
+    (lambda: tfc.layers.BatchNormalization(axis=[1, 1.5]), TypeError, "BatchNormalization: axis must be an int"),
+    (lambda: tfc.layers.BatchNormalization(epsilon=-1e-3), ValueError, "BatchNormalization: epsilon"),
+    (lambda: tfc.layers.Sequential([tfc.layers.Dense(2), 3]), TypeError, r"Sequential: item 1 is a int \(3\)"),
+    (lambda: tfc.layers.Dropout(0.5, seed=1.5), TypeError, "Dropout: seed must be a non-negative int"),
+])
+def test_layer_constructors(make, cls, match):
+    with pytest.raises(cls, match=match):
+        make()
+
+
+def test_layer_constructors_accept_what_keras_does():
+    assert tfc.layers.LayerNormalization(axis=[1, 2], epsilon=0).epsilon == 0.0
+    assert tfc.layers.BatchNormalization(axis=np.int64(1)).axis == 1
+    model = tfc.layers.Sequential([tfc.layers.Dense(2), tfc.nn.relu])
+    model.add(tfc.layers.Dense(1))
+    assert model(tfc.ones([3, 4])).shape == (3, 1)
+    with pytest.raises(TypeError, match="Sequential: item 3"):
+        model.add("relu")
+    assert len(model.layers) == 3
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return tfc.compile(lambda x: x * 2.0, tfc.TensorSpec((2,), tfc.float32))
+
+
+def test_report_path_errors(compiled, tmp_path):
+    pytest.importorskip("tfc.frontend.report.graph").dot_program()
+    with pytest.raises(TypeError, match="report: the path must be a str or an os.PathLike, got int 3"):
+        compiled.report(3)
+    missing = str(tmp_path / "no" / "r.html")
+    with pytest.raises(FileNotFoundError) as info:
+        compiled.report(missing)
+    assert info.value.filename == missing  # the user's path, not the temporary file
+    with pytest.raises(IsADirectoryError) as info:
+        compiled.report(str(tmp_path))
+    assert info.value.filename == str(tmp_path)
+    assert os.listdir(tmp_path) == []  # no temporary file left behind
