@@ -208,13 +208,16 @@ def _describe(key) -> str:
 
 
 class _Plan:
-    def __init__(self, length, element, gather=None, keep=None):
+    def __init__(self, length, element, gather=None, keep=None, rows=None):
         self.length = length      # int, int32 scalar tensor, or None: endless
         self.element = element    # i (int32 scalar tensor) -> the element's structure of tensors
         self.gather = gather      # idx (int32 1-D tensor) -> the elements stacked, or None
         # after a filter: i -> whether index i is an element (a bool scalar tensor); the
         # loop then visits the indices it keeps, and length counts all of them
         self.keep = keep
+        # elements that are the rows of tensors of static length: (structure, tensors), which
+        # batch reshapes into whole batches once, before the loop
+        self.rows = rows
 
 
 def _unfiltered(p, stage):
@@ -286,7 +289,8 @@ def _slices(ds):
 
         return _Plan(0, lambda i: zeros(()), lambda idx: zeros(tuple(idx.shape[:1])))
     return _Plan(n, lambda i: st.pack(ds._structure, [t[i] for t in tensors]),
-                 lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]))
+                 lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]),
+                 rows=(ds._structure, tensors) if isinstance(n, int) else None)
 
 
 def _range(ds):
@@ -395,8 +399,6 @@ def _shuffle(ds):
 
 def _batch(ds):
     math, shapes = _ops()
-    from tfc.frontend.autograph.operators import _range_tensor
-
     src = _unfiltered(plan(ds._source), "batch")
     n, drop = ds._size, ds._drop
     total = src.length
@@ -408,13 +410,19 @@ def _batch(ds):
         length = total // n if drop else (total + (n - 1)) // n
     # every batch is full where the drop or the length says so: its first dimension is n
     full = drop or total is None or (isinstance(total, int) and total % n == 0)
+    if full and src.rows is not None:
+        # rows of tensors: reshaped once into [batches, n, ...], and batch j is one index (no gather)
+        structure, tensors = src.rows
+        batches = [shapes.reshape(t[:length * n], (length, n) + tuple(t.shape[1:])) for t in tensors]
+        return _Plan(length, lambda j: st.pack(structure, [b[j] for b in batches]),
+                     lambda idx: st.pack(structure, [shapes.gather(b, idx) for b in batches]))
 
     def rows(j):
         """Element indices of batch ``j`` (int32 1-D)."""
         first = j * n
         if full:
-            return first + _range_tensor(0, n)
-        return _range_tensor(first, math.minimum(first + n, _tensor(total)))
+            return first + constant(np.arange(n, dtype=np.int32))
+        return first + _counting(math.minimum(_tensor(n), _tensor(total) - first))
 
     if src.gather is not None:
         element = lambda j: src.gather(rows(j))  # noqa: E731
@@ -428,11 +436,20 @@ def _batch(ds):
             flat = [st.flatten_as(first, e, "Dataset.batch: elements of one batch differ") for e in items]
             stacked = [shapes.stack([row[c] for row in flat]) for c in range(len(flat[0]))]
             if not full:
-                keep = _range_tensor(0, math.minimum(_tensor(n), _tensor(total) - j * n))
+                keep = _counting(math.minimum(_tensor(n), _tensor(total) - j * n))
                 stacked = [shapes.gather(s, keep) for s in stacked]
             return st.pack(first, stacked)
 
     return _Plan(length, element)
+
+
+def _counting(count):
+    """``[0, 1, ..., count - 1]`` (int32) for a count known at run time: one
+    vectorized op (an exclusive cumulative sum of ones), not a loop."""
+    from tfc.ops.creation import ones
+    from tfc.ops.reductions import cumsum
+
+    return cumsum(ones([count], dtypes.int32), exclusive=True)
 
 
 def _repeat(ds):
