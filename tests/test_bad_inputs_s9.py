@@ -82,3 +82,35 @@ def test_report_path_errors(compiled, tmp_path):
         compiled.report(str(tmp_path))
     assert info.value.filename == str(tmp_path)
     assert os.listdir(tmp_path) == []  # no temporary file left behind
+
+
+def test_dataset_flags_are_bools():
+    ds = tfc.data.Dataset.range(5)
+    with pytest.raises(TypeError, match="Dataset.batch: drop_remainder must be True or False, got str 'yes'"):
+        ds.batch(2, drop_remainder="yes")
+    with pytest.raises(TypeError, match="reshuffle_each_iteration must be True or False"):
+        ds.shuffle(2, reshuffle_each_iteration=1)
+    assert len(ds.batch(2, drop_remainder=np.bool_(True))) == 2
+    assert len(ds.batch(2, drop_remainder=tfc.constant(False))) == 3
+
+
+def test_summary_arguments(tmp_path):
+    with pytest.raises(TypeError, match="create_file_writer: logdir must be a str or an os.PathLike, got int 3"):
+        tfc.summary.create_file_writer(3)
+    with pytest.raises(TypeError, match="filename_suffix must be a str"):
+        tfc.summary.create_file_writer(str(tmp_path / "a"), filename_suffix=3)
+    assert not (tmp_path / "a").exists()  # refused before the directory is made
+    writer = tfc.summary.create_file_writer(str(tmp_path / "b"))
+    with pytest.raises(TypeError, match="as_default: step must be an int"):
+        with writer.as_default(step="a"):
+            pass
+    with pytest.raises(TypeError, match="as_default: step must be an int"):
+        with writer.as_default(step=tfc.constant(1.5)):
+            pass
+    with writer.as_default(step=np.int64(3)):
+        with pytest.raises(TypeError, match="summary.scalar 'a': data must be numbers: cannot convert 'x'"):
+            tfc.summary.scalar("a", "x")
+        with pytest.raises(TypeError, match="summary.text 't': description must be a str, got 3"):
+            tfc.summary.text("t", "x", description=3)
+        assert bool(tfc.summary.scalar("ok", 1.0))
+    writer.close()

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from tfc.core.context import STATE
-from tfc.core.tensor import constant
+from tfc.core.tensor import Tensor, constant, convert_to_tensor
 from tfc.ops.summary import default_writer, pop_default, push_default, write_summary
 
 __all__ = ["SummaryWriter", "create_file_writer", "flush", "histogram", "image", "scalar", "text"]
@@ -40,7 +40,13 @@ class SummaryWriter:
     def __init__(self, logdir, max_queue: int = 10, flush_millis: int = 120_000, filename_suffix: str = ""):
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-        logdir = os.fspath(logdir)
+        try:
+            logdir = os.fspath(logdir)
+        except TypeError:
+            raise TypeError(f"create_file_writer: logdir must be a str or an os.PathLike, got "
+                            f"{type(logdir).__name__} {logdir!r}") from None
+        if not isinstance(filename_suffix, str):
+            raise TypeError(f"create_file_writer: filename_suffix must be a str, got {filename_suffix!r}")
         if not logdir:
             raise ValueError("create_file_writer: logdir must not be empty")
         if isinstance(max_queue, bool) or not isinstance(max_queue, (int, np.integer)) or max_queue < 1:
@@ -74,6 +80,8 @@ class SummaryWriter:
         compiled functions called there). ``step``, when given, is the step of the
         summaries in the block that give none (an int, or a variable whose value
         when each summary runs is its step). The writer stays open afterwards."""
+        if step is not None and not _is_step(step):
+            raise TypeError(f"as_default: step must be an int, or an integer scalar tensor or variable, got {step!r}")
         push_default(self)
         if step is not None:
             _STEPS.append(step)
@@ -142,9 +150,22 @@ def flush(writer=None) -> None:
 # -- the public summaries ---------------------------------------------------------------------
 
 
+def _is_step(step) -> bool:
+    """An int (not a bool), or an integer scalar tensor or variable."""
+    if isinstance(step, Tensor):
+        return step.dtype.is_integer and step.ndim == 0
+    return isinstance(step, (int, np.integer)) and not isinstance(step, (bool, np.bool_))
+
+
 def _summary(kind: str, name, step, values, **details):
     if not isinstance(name, str):
         raise TypeError(f"summary.{kind}: name must be a str, got {type(name).__name__}")
+    if not isinstance(details["description"], str):
+        raise TypeError(f"summary.{kind} {name!r}: description must be a str, got {details['description']!r}")
+    try:
+        values = tuple(convert_to_tensor(v) for v in values)
+    except TypeError as e:  # (it would name write_summary's operand)
+        raise TypeError(f"summary.{kind} {name!r}: data must be numbers: {e}") from None
     if step is None and _STEPS:
         step = _STEPS[-1]
     if step is None:

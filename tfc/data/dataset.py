@@ -41,6 +41,18 @@ def _int(what: str, n) -> int:
     return int(n)
 
 
+def _flag(what: str, b) -> bool:
+    """``b`` (a Python or numpy bool, or a bool scalar tensor) as a bool: a truthy
+    string or number is a mistake, not True."""
+    if isinstance(b, Tensor):
+        b = b.numpy()
+    if isinstance(b, np.ndarray) and b.ndim == 0:
+        b = b[()]
+    if not isinstance(b, (bool, np.bool_)):
+        raise TypeError(f"{what} must be True or False, got {type(b).__name__} {b!r}")
+    return bool(b)
+
+
 def _count(what: str, n, minus_one_is_all: bool = False) -> int:
     """A count >= 0 (or -1 where it means all, or forever)."""
     n = _int(what, n)
@@ -125,7 +137,7 @@ class Dataset:
             raise ValueError("Dataset.shuffle: buffer_size must be >= 1, got 0")
         if seed is not None:
             seed = _count("Dataset.shuffle: seed", seed)
-        return _Shuffle(self, n, seed, bool(reshuffle_each_iteration))
+        return _Shuffle(self, n, seed, _flag("Dataset.shuffle: reshuffle_each_iteration", reshuffle_each_iteration))
 
     def batch(self, batch_size, drop_remainder=False) -> "Dataset":
         """Consecutive elements stacked along a new first dimension; the last
@@ -133,7 +145,7 @@ class Dataset:
         n = _count("Dataset.batch: batch_size", batch_size)
         if n == 0:
             raise ValueError("Dataset.batch: batch_size must be >= 1, got 0")
-        return _Batch(self, n, bool(drop_remainder))
+        return _Batch(self, n, _flag("Dataset.batch: drop_remainder", drop_remainder))
 
     def repeat(self, count=None) -> "Dataset":
         """The dataset ``count`` times over (``None`` or -1: forever)."""
