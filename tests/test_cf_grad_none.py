@@ -127,3 +127,73 @@ def test_compiled_call_none_and_seeded_totals():
         a, pred = c(0.3, 1.7), tfc.constant(np.float32(p))
         np.testing.assert_array_equal(outer(tfc.function(_stops_where))(a, pred).numpy(),
                                       outer(_stops_where)(a, pred).numpy())
+
+
+def second_order_through_flagged_loop(x):
+    with tfc.GradientTape() as t2:
+        t2.watch(x)
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            a, b = x * 1.0, x * 1.0
+            i = tfc.constant(0)
+            while i < 2:
+                a, b = tfc.stop_gradient(a) + tfc.sqrt(b), b * b
+                i += 1
+            loss = tfc.reduce_sum(a) + tfc.reduce_sum(b)
+        g = t.gradient(loss, x)
+        loss2 = tfc.reduce_sum(g * g)
+    return g, t2.gradient(loss2, x)
+
+
+def nested_loops_with_a_branch(x):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        a = x * 1.0
+        i = tfc.constant(0)
+        while i < 2:
+            j = tfc.constant(0)
+            b = a
+            while j < 2:
+                if tfc.reduce_sum(b) > 100.0:
+                    b = tfc.sqrt(b) + b
+                else:
+                    b = b * 0.5
+                j += 1
+            a = tfc.stop_gradient(a) + b
+            i += 1
+        loss = tfc.reduce_sum(a)
+    return t.gradient(loss, x)
+
+
+def test_second_order_through_a_flagged_loop():
+    check(second_order_through_flagged_loop, c(0.5, 2.0))
+
+
+def test_nested_loops_with_a_branch():
+    check(nested_loops_with_a_branch, c(0.0, -1.0))
+
+
+def test_compiled_call_with_a_variable_and_a_branch():
+    """A variable read by a compiled call whose branch taken stops its gradient:
+    None, as eagerly (the tape's own None, not a zero)."""
+    v = tfc.Variable(np.float32([-1.0, 4.0]))
+
+    def fn(x, p):
+        if p > 0.0:
+            return tfc.stop_gradient(v) * x
+        return v * x
+
+    compiled = tfc.function(fn)
+    for p in (1.0, -1.0):
+        x, pred = c(2.0, 3.0), tfc.constant(np.float32(p))
+        grads = []
+        for f in (fn, compiled):
+            with tfc.GradientTape() as t:
+                t.watch(x)
+                y = tfc.reduce_sum(f(x, pred))
+            grads.append(t.gradient(y, [x, v]))
+        (ex, ev), (cx, cv) = grads
+        np.testing.assert_array_equal(cx.numpy(), ex.numpy())
+        assert (ev is None) == (cv is None) == (p > 0)
+        if ev is not None:
+            np.testing.assert_array_equal(cv.numpy(), ev.numpy())
