@@ -434,3 +434,11 @@ def test_a_source_with_a_run_time_first_dimension():
         x = tfc.constant(np.arange(n * 3, dtype=np.float32).reshape(n, 3))
         assert_bit_identical(f(x), run_time_rows(x))
     assert f.trace_count == 1
+
+
+def test_a_concrete_function_runs_only_the_pipeline_it_was_traced_for():
+    conc = tfc.function(fold).get_concrete_function(Dataset.from_tensor_slices(_X).batch(2))
+    other = Dataset.from_tensor_slices(_X * 2.0).batch(2)
+    assert_bit_identical(list(conc(other)), list(fold(other)))
+    with pytest.raises(TypeError, match="a dataset argument's pipeline .* differs from the one this concrete"):
+        conc(Dataset.from_tensor_slices(_X).batch(4))

@@ -136,14 +136,24 @@ def _is_tensor_leaf(x) -> bool:
     return isinstance(x, (*_ARRAYS, TensorSpec)) and not isinstance(x, Variable)
 
 
-def _tensor_leaves(args, kwargs) -> list:
-    """The tensor arguments of a ConcreteFunction's call, in its order (keywords by name)."""
+def _argument_leaves(args, kwargs) -> list:
+    """(path, leaf) pairs of a ConcreteFunction's call, in its order (keywords by name)."""
     leaves = []
     for i, a in enumerate(args):
         _paths(a, f"arg{i}", leaves)
     for k in sorted(kwargs):
         _paths(kwargs[k], k, leaves)
-    return [x for _, x in leaves if _is_tensor_leaf(x)]
+    return leaves
+
+
+def _tensor_leaves(args, kwargs) -> list:
+    """The tensor arguments of a ConcreteFunction's call, in its order (keywords by name)."""
+    return [x for _, x in _argument_leaves(args, kwargs) if _is_tensor_leaf(x)]
+
+
+def _pipelines(leaves) -> tuple:
+    """The pipelines (cache keys) of the dataset arguments among (path, leaf) pairs."""
+    return tuple(x.key for _, x in leaves if getattr(x, "_tfc_dataset_argument", False))
 
 
 _FAST_SCALARS = (int, float, bool, str, type(None))
@@ -501,7 +511,9 @@ class Function:
             raise builder.conversion_error
         if builder.created_variables:  # trace again, as TensorFlow does: no variable may be made anew
             return self._trace(bound, named, leaves, may_create_variables=False)
-        return ConcreteFunction.from_trace(builder, specs, out, self)
+        conc = ConcreteFunction.from_trace(builder, specs, out, self)
+        conc.dataset_pipelines = _pipelines(leaves)
+        return conc
 
 
 # How many shape specializations a compiled function with run-time dimensions
@@ -990,8 +1002,17 @@ class ConcreteFunction:
         return self.ir("ptx")
 
     # -- calls ----------------------------------------------------------------------
+    # the pipelines of the dataset arguments it was traced for: the compiled code
+    # runs only those (tfc/data/traced.py)
+    dataset_pipelines = ()
+
     def __call__(self, *args, **kwargs):
-        return self._call_leaves(_tensor_leaves(args, kwargs))
+        leaves = _argument_leaves(args, kwargs)
+        if _pipelines(leaves) != self.dataset_pipelines:
+            raise TypeError(f"{self.name}: a dataset argument's pipeline (its stages, functions, batch sizes or "
+                            f"element structure) differs from the one this concrete function was traced for; "
+                            f"call the tfc.function instead, which traces each pipeline")
+        return self._call_leaves([x for _, x in leaves if _is_tensor_leaf(x)])
 
     def profile(self, *args, n: int = 10, quiet: bool = False, **kwargs):
         """Profile ``n`` calls on these arguments (see Function.profile): the
