@@ -179,3 +179,36 @@ def test_eager_gpu_random_runs_the_kernel(cuda_driver):
     assert (_ulps64(want[-1], np.asarray(got[-1])) <= 4).all()  # the float64 normal
     assert not np.array_equal(np.asarray(got[0]), np.asarray(again[0]))
     assert np.array_equal(np.asarray(got[3]), np.asarray(again[3]))  # seeded: the same values
+
+
+@pytest.mark.parametrize("rows", [1, 2, 5, 300])
+def test_shuffle_bit_exact(cuda_driver, rows):
+    """shuffle_indices: the numpy kernel's 64-bit keys (a draw kernel) sorted
+    unsigned by the GPU merge sort: the same permutation; shuffle gathers with it."""
+    x = tfc.constant(np.arange(rows * 3, dtype=np.float32).reshape(rows, 3))
+    _exact(lambda x: (tfc.random.shuffle(x, seed=7), tfc.random.shuffle(x[:, 0], seed=2**64 - 1)), x)
+
+
+def test_shuffle_global_stream_and_empty(cuda_driver):
+    x = tfc.constant(np.arange(40.0).reshape(20, 2))
+
+    def f(x):
+        return tfc.random.shuffle(x), tfc.random.uniform([3]), tfc.random.shuffle(x[:0])
+
+    tfc.random.set_seed(9)
+    want = [np.asarray(v) for v in tfc.function(f)(x)]
+    tfc.random.set_seed(9)
+    got = [np.asarray(v) for v in tfc.function(f, target="cuda")(x)]
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
+
+
+def test_shuffle_lowering_and_budgets():
+    x = np.zeros((37, 2), np.float32)
+    m = lower(l3_of(lambda x: tfc.random.shuffle(x), x))
+    from test_lower_gpu import kernels
+
+    names = [k.sym_name.data.split("_", 1)[1] for k in kernels(m)]
+    # the keys, ceil(log2 37) merge passes, then gather's bounds check and the gather itself
+    assert names[:7] == ["shuffle_keys"] + [f"argsort_w{1 << k}" for k in range(6)], names
+    check_budgets(m)

@@ -239,8 +239,8 @@ def _unit24_raw(kb, w):
 
 
 def random_launch(namer, op):
-    """(kernel, grid, key, base, out) of a random library call ``op`` (key and
-    base: ``None`` for the global stream, else the seeded key as an int), or
+    """(kernel, grid, Philox blocks, key, out) of a random library call ``op``
+    (key: ``None`` for the global stream, else the seeded key as an int), or
     None where the result has no elements."""
     from tfc.core.registry import REGISTRY
     from tfc.dialects.tensor import decode_attrs, dtype_of
@@ -271,25 +271,39 @@ def random_launch(namer, op):
         per = 1
     if n == 0:
         return None
+    seed = attrs["seed"]
+    tname = {"f16": "f16", "f32": "f32", "f64": "f64"}.get(str(t), str(t))
+
+    def values(kb, words):
+        if name == "uniform":
+            return _uniform_values(kb, words, t, dtype, attrs)
+        if name == "normal":
+            return _normal_values(kb, words, t, dtype, attrs)
+        return _dropout_values(kb, words, t, np_dt, float(attrs["rate"]))
+    kernel, grid, nblocks = _draw_kernel(namer(f"{name}_{tname}"), t, n, per, seed is None, values)
+    return kernel, grid, nblocks, _seed_key(seed), out
+
+
+def _seed_key(seed):
+    from tfc.ops.random import seed_key
+
+    return None if seed is None else seed_key(seed)
+
+
+def _draw_kernel(name, t, n: int, per: int, global_stream: bool, values):
+    """(kernel, grid, Philox blocks) of a draw of ``n`` elements of ``t``, ``per``
+    words an element: parameters (key, base, out); ``values(kb, words)`` gives
+    the ``4 / per`` elements of a block's four words."""
     epb = 4 // per  # elements per Philox block
     nblocks = -(-n * per // 4)
     grid = min(-(-nblocks // BLOCK), MAX_BLOCKS)
     it = i32 if n + grid * BLOCK * epb <= I32_MAX else i64
-    tname = {"f16": "f16", "f32": "f32", "f64": "f64"}.get(str(t), str(t))
-    kb = KernelBuilder(namer(f"{name}_{tname}"), [i64, i64, G.PtrType(t, "global")], "elementwise", it)
+    kb = KernelBuilder(name, [i64, i64, G.PtrType(t, "global")], "elementwise", it)
     key, base, ptr = kb.args
-    seed = attrs["seed"]
-    c3 = 1 if seed is None else 0
 
     def block(j):
         ctr = kb.emit(arith.AddiOp(base, kb.cast_int(j, i64, signed=False)))
-        words = _philox(kb, key, ctr, c3)
-        if name == "uniform":
-            vals = _uniform_values(kb, words, t, dtype, attrs)
-        elif name == "normal":
-            vals = _normal_values(kb, words, t, dtype, attrs)
-        else:
-            vals = _dropout_values(kb, words, t, np_dt, float(attrs["rate"]))
+        vals = values(kb, _philox(kb, key, ctr, 1 if global_stream else 0))
         first = kb.mul(j, kb.i(epb))
         for e, v in enumerate(vals):
             idx = kb.add(first, kb.i(e))
@@ -301,11 +315,33 @@ def random_launch(namer, op):
 
     gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
     kb.for_(gid, kb.i(nblocks), kb.mul(kb.gdim(), kb.i(BLOCK)), block)
-    kernel = kb.finish()
-    from tfc.ops.random import seed_key
+    return kb.finish(), (grid, 1, 1), nblocks
 
-    skey = None if seed is None else seed_key(seed)
-    return kernel, (grid, 1, 1), nblocks, skey, out
+
+def shuffle_indices(namer, op):
+    """The launches of ``shuffle_indices`` into its result (int64 [n]): the
+    numpy kernel's 64-bit key per row (words 2i, 2i+1 of the draw, first word
+    low) into a scratch buffer, then the stable merge sort of the keys
+    (unsigned): the same permutation, bit for bit."""
+    from tfc.passes.gpu_nn_library import _attrs
+    from tfc.passes.gpu_sort import merge_sort
+
+    attrs = _attrs(op)
+    (value,) = op.ins
+    (out,) = op.outs
+    n = value.type.get_shape()[0]
+    if n < 0:
+        raise unsupported("shuffle_indices of run-time shape")
+    if out.type != MemRefType(i64, [n]):
+        raise unsupported(f"shuffle_indices into the buffer {out.type}")
+    if n == 0:
+        return []
+    seed = attrs.get("seed")
+    kernel, grid, nblocks = _draw_kernel(namer("shuffle_keys"), i64, n, 2, seed is None,
+                                         lambda kb, w: [_pair64(kb, w[0], w[1]), _pair64(kb, w[2], w[3])])
+    keys = L.AllocOp(MemRefType(i64, [n])).result
+    _, key, base = host_key_base(nblocks, _seed_key(seed))
+    return [(kernel, grid, (BLOCK, 1, 1), [key, base, keys])] + merge_sort(namer, keys, out, 0, False, unsigned=True)
 
 
 def host_key_base(nblocks: int, skey):
@@ -321,4 +357,4 @@ def host_key_base(nblocks: int, skey):
     return [key, base], key.result, base.result
 
 
-__all__ = ["RANDOM_OPS", "random_launch", "host_key_base"]
+__all__ = ["RANDOM_OPS", "random_launch", "host_key_base", "shuffle_indices"]

@@ -38,12 +38,12 @@ from tfc.passes import gpu_builder as B
 BLOCK = B.BLOCK
 
 
-def _precedes(kb, a, b, descending: bool):
+def _precedes(kb, a, b, descending: bool, unsigned: bool):
     """i1: key ``a`` goes strictly before key ``b`` in the sort's order."""
     if descending:
         a, b = b, a
     if isinstance(a.type, IntegerType):
-        return kb.cmpi("slt", a, b)
+        return kb.cmpi("ult" if unsigned else "slt", a, b)
     less = kb.emit(arith.CmpfOp(a, b, "olt"))
     b_nan = kb.emit(arith.CmpfOp(b, b, "uno"))
     a_num = kb.emit(arith.CmpfOp(a, a, "ord"))
@@ -59,16 +59,17 @@ def _key(kb, v):
     return v
 
 
-def _merge_pass(namer, x, shape, axis, w: int, descending: bool, first: bool, it):
+def _merge_pass(namer, x, shape, axis, w: int, order, first: bool, it, idx_t):
     """The kernel of the pass merging runs of ``w`` (``first``: the runs are
-    the single indices 0..n-1, no source buffer); parameters (x, [src,] dst)."""
+    the single indices 0..n-1, no source buffer); parameters (x, [src,] dst),
+    indices of type ``idx_t``; ``order``: (descending, unsigned)."""
     rank = len(shape)
     n = shape[axis]
     inner = B.prod(shape[axis + 1:])
     total = B.prod(shape)
     xstrides, _ = L.layout_of(x.type)
     elt = x.type.element_type
-    params = [PtrType(elt, "global")] + ([] if first else [PtrType(i32, "global")]) + [PtrType(i32, "global")]
+    params = [PtrType(elt, "global")] + ([] if first else [PtrType(idx_t, "global")]) + [PtrType(idx_t, "global")]
     kb = B.KernelBuilder(namer(f"argsort_w{w}"), params, "elementwise", it)
     xp, dst = kb.args[0], kb.args[-1]
     src = None if first else kb.args[1]
@@ -116,7 +117,7 @@ def _merge_pass(namer, x, shape, axis, w: int, descending: bool, first: bool, it
             at = kb.select(active, kb.add(pstart, mid), p)  # an inactive lane reads its own place
             b = key_of(index_at(line, at))
             # left run: does b go strictly before k; right run: not (k strictly before b)
-            c = _precedes(kb, kb.select(left, b, k), kb.select(left, k, b), descending)
+            c = _precedes(kb, kb.select(left, b, k), kb.select(left, k, b), *order)
             before = kb.emit(arith.XOrIOp(c, right))
             go_right = kb.emit(arith.AndIOp(active, before))
             go_left = kb.emit(arith.AndIOp(active, kb.emit(arith.XOrIOp(before, one))))
@@ -124,7 +125,7 @@ def _merge_pass(namer, x, shape, axis, w: int, descending: bool, first: bool, it
 
         count, _ = kb.for_(kb.i(0), kb.i(w.bit_length()), kb.i(1), step, [kb.i(0), plen])
         place = kb.add(kb.add(kb.emit(arith.MinSIOp(start, pstart)), kb.sub(p, start)), count)
-        kb.store([kb.cast_int(v, i32)], dst, kb.add(line, kb.mul(place, kb.i(inner))))
+        kb.store([kb.cast_int(v, idx_t)], dst, kb.add(line, kb.mul(place, kb.i(inner))))
         return []
 
     gid = kb.add(kb.mul(kb.bid(), kb.i(BLOCK)), kb.tid())
@@ -132,39 +133,55 @@ def _merge_pass(namer, x, shape, axis, w: int, descending: bool, first: bool, it
     return kb.finish()
 
 
-def argsort(namer, op):
-    """The merge passes of an argsort into its result (int32, contiguous)."""
-    from tfc.passes.gpu_nn_library import _attrs, _shape, _span
+def merge_sort(namer, keys, out, axis: int, descending: bool, unsigned: bool = False):
+    """The launches that write into ``out`` (int32 or int64, contiguous, of
+    ``keys``' static shape) the stable order of ``keys`` along ``axis``."""
+    from tfc.passes.gpu_nn_library import _shape, _span
 
-    attrs = _attrs(op)
-    (x,) = op.ins
-    (out,) = op.outs
-    shape = _shape(x, "argsort")
-    elt = x.type.element_type
+    shape = _shape(keys, "argsort")
+    elt = keys.type.element_type
     if not isinstance(elt, (Float16Type, Float32Type, Float64Type, IntegerType)) or \
             (isinstance(elt, IntegerType) and elt.width.data not in (8, 32, 64)):
         raise B.unsupported(f"argsort of {elt}")
-    if out.type != MemRefType(i32, shape):
+    idx_t = out.type.element_type
+    if idx_t not in (i32, i64) or out.type != MemRefType(idx_t, shape):
         raise B.unsupported(f"argsort into the buffer {out.type}")
     total = B.prod(shape)
     if total == 0:
         return []
-    axis = attrs["axis"] % len(shape)
-    descending = attrs["direction"] == "DESCENDING"
+    axis %= len(shape)
     n = shape[axis]
     grid = (min(-(-total // BLOCK), B.MAX_BLOCKS), 1, 1)
-    it = i32 if max(_span([x], [shape]), total + grid[0] * BLOCK) <= B.I32_MAX else i64
+    it = i32 if max(_span([keys], [shape]), total + grid[0] * BLOCK) <= B.I32_MAX else i64
     passes = max(1, (n - 1).bit_length())
-    scratch = L.AllocOp(MemRefType(i32, shape)).result if passes > 1 else None
+    scratch = L.AllocOp(MemRefType(idx_t, shape)).result if passes > 1 else None
     launches, src = [], None
     for k in range(passes):
         dst = out if (passes - 1 - k) % 2 == 0 else scratch
-        kernel = _merge_pass(namer, x, shape, axis, 1 << k, descending, src is None, it)
-        launches.append((kernel, grid, (BLOCK, 1, 1), [x] + ([] if src is None else [src]) + [dst]))
+        kernel = _merge_pass(namer, keys, shape, axis, 1 << k, (descending, unsigned), src is None, it, idx_t)
+        launches.append((kernel, grid, (BLOCK, 1, 1), [keys] + ([] if src is None else [src]) + [dst]))
         src = dst
     return launches
 
 
-LIBRARY = {"argsort": argsort}
+def argsort(namer, op):
+    """The merge passes of an argsort into its result (int32, contiguous)."""
+    from tfc.passes.gpu_nn_library import _attrs
 
-__all__ = ["LIBRARY"]
+    attrs = _attrs(op)
+    (x,) = op.ins
+    (out,) = op.outs
+    if out.type.element_type != i32:
+        raise B.unsupported(f"argsort into the buffer {out.type}")
+    return merge_sort(namer, x, out, attrs["axis"], attrs["direction"] == "DESCENDING")
+
+
+def shuffle_indices(namer, op):
+    from tfc.passes.gpu_random import shuffle_indices as launches  # (it sorts with merge_sort)
+
+    return launches(namer, op)
+
+
+LIBRARY = {"argsort": argsort, "shuffle_indices": shuffle_indices}
+
+__all__ = ["LIBRARY", "merge_sort"]

@@ -1690,9 +1690,11 @@ class _Lowering:
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
             for kernel, grid, block, args in table[name](self.name, op):
-                # a library's scratch buffer (the quantized matmul's packed words) goes on the host first
-                ops += [a.owner for a in args if isinstance(a.owner, L.AllocOp) and a.owner.parent is None
-                        and a.owner not in ops]
+                # a library's host ops (scratch buffers: the quantized matmul's packed words; a draw's
+                # key and counter base) go on the host first
+                for a in args:
+                    if not isinstance(a, BlockArgument) and a.owner.parent is None and a.owner not in ops:
+                        ops.append(a.owner)
                 self.kernels.append(kernel)
                 ops += self.launch(kernel, grid, args, block)
             return ops
