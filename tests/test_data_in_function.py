@@ -452,3 +452,23 @@ def test_the_traced_loop_is_the_minimum():
     assert "max_iterations = 4" in ir and "tensor_array" not in ir
     partial = tfc.function(fold).get_concrete_function(Dataset.range(7).batch(2)).ir()
     assert "tfc.cumsum" in partial and "tensor_array" not in partial
+
+
+def datasets_in_nests(pair, scale, extra=None):
+    s = tfc.constant(0.0)
+    for ds in pair:  # a Python loop over a list of datasets: each a tensor loop
+        for x in ds:
+            s = s + tfc.reduce_sum(x) * scale
+    for x in extra["d"]:
+        s = s - tfc.reduce_sum(x)
+    return s
+
+
+def test_datasets_nested_in_arguments_and_keywords():
+    a = Dataset.from_tensor_slices(_X)
+    b = Dataset.from_tensor_slices(_X[:, 0]).batch(3)
+    f = tfc.function(datasets_in_nests)
+    for pair, d in (([a, b], a), ((a, a), b), ([a, b], Dataset.from_tensor_slices(_X * 3.0))):
+        assert_bit_identical(f(pair, tfc.constant(2.0), extra={"d": d}),
+                             datasets_in_nests(pair, tfc.constant(2.0), extra={"d": d}))
+    assert f.trace_count == 2
