@@ -1043,6 +1043,8 @@ def _float(x=0.0):
 def _enumerate(x, start=0):
     if is_symbolic(x):
         raise NotImplementedError("enumerate() over a symbolic tensor; loop over tfc.range(len) instead")
+    if getattr(x, "_tfc_dataset", False) and STATE.builder is not None:
+        return x.enumerate(start)  # as TensorFlow: the count is an int64 tensor of the dataset loop
     return builtins.enumerate(x, start)
 
 
