@@ -472,3 +472,15 @@ def test_datasets_nested_in_arguments_and_keywords():
         assert_bit_identical(f(pair, tfc.constant(2.0), extra={"d": d}),
                              datasets_in_nests(pair, tfc.constant(2.0), extra={"d": d}))
     assert f.trace_count == 2
+
+
+def enumerate_builtin(ds):
+    s = tfc.constant(0, tfc.int64)
+    for step, (x, y) in enumerate(ds, 1):  # as TensorFlow: ds.enumerate(1), an int64 count
+        s = s + step * (tfc.cast(tfc.reduce_sum(x), tfc.int64) + y)
+    return s
+
+
+def test_python_enumerate_over_a_dataset():
+    ds = Dataset.from_tensor_slices((_X, _Y))
+    assert_bit_identical(tfc.function(enumerate_builtin)(ds), enumerate_builtin(ds))
