@@ -1329,20 +1329,32 @@ def while_creates_nested_var_dynamic_rank(n):
 _CREATING_WHILES = (while_creates_var_static_shape, while_creates_var_dynamic_shape, while_creates_var_dynamic_rank,
                     while_creates_var_dynamic_shape_py_init_var, while_creates_nested_var_static_shape,
                     while_creates_nested_var_dynamic_shape, while_creates_nested_var_dynamic_rank)
-# tfc.zeros/ones take a static shape: a dimension given by a traced tensor (here
-# tf.random.uniform's, unknown while tracing) and a run-time rank (zeros(range(k)))
-# have no tfc op yet (tfc's ranks are static)
-_RUNTIME_SHAPE = (while_creates_var_dynamic_shape, while_creates_var_dynamic_rank,
-                  while_creates_nested_var_dynamic_shape, while_creates_nested_var_dynamic_rank)
+# zeros(range(k)) with k a traced tensor has a rank known only at run time, which tfc
+# cannot represent (every rank is known while tracing): a clear ValueError at trace time
+_RUNTIME_RANK = (while_creates_var_dynamic_rank, while_creates_nested_var_dynamic_rank)
 
 
-def _runtime_shape_xfail(target):
-    return [pytest.mark.xfail(strict=True, raises=TypeError,
-                              reason="tfc.zeros/tfc.ones with a dimension from a traced tensor: shapes are static")
-            ] if target in _RUNTIME_SHAPE else []
+_RUNTIME_DIMS = (while_creates_var_dynamic_shape, while_creates_nested_var_dynamic_shape)
 
 
-@pytest.mark.parametrize("target", [pytest.param(f, marks=_runtime_shape_xfail(f)) for f in _CREATING_WHILES],
+def _runtime_shape_xfail(target, tensor_loop):
+    if target in _RUNTIME_DIMS + _RUNTIME_RANK and tensor_loop:
+        # in a tensor loop, _rand_int's bounds are the traced counter
+        return [pytest.mark.xfail(strict=True, raises=TypeError,
+                                  reason="tfc.random.uniform takes minval/maxval known while tracing only")]
+    if target in _RUNTIME_RANK:
+        return [pytest.mark.xfail(strict=True, raises=ValueError,
+                                  reason="tfc.zeros/tfc.ones of a shape of run-time length: tfc's ranks are static")]
+    return []
+
+
+def test_loop_created_variables_run_time_rank_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"zeros: the shape is a 1-d tensor of length known only at run time "
+                                         r"\(int32\[\?\]\), so the result's rank would be known only then"):
+        tfc.function(while_creates_var_dynamic_rank)(1)
+
+
+@pytest.mark.parametrize("target", [pytest.param(f, marks=_runtime_shape_xfail(f, True)) for f in _CREATING_WHILES],
                          ids=_ids)
 def test_loop_created_variables_illegal_tf(target):
     assert_function_raises(target, (tfc.constant(0),), tfc.errors.InvalidArgumentError,
@@ -1355,7 +1367,7 @@ def test_loop_created_variables_illegal_py(target):
 
 
 @pytest.mark.parametrize("n,type_,target", [
-    pytest.param(n, t, f, marks=_runtime_shape_xfail(f))
+    pytest.param(n, t, f, marks=_runtime_shape_xfail(f, t is tfc.constant))
     for n, t, f in _product((1, 2), (int, tfc.constant), _CREATING_WHILES)], ids=_ids)
 def test_loop_created_variables(n, type_, target):
     assert_function_matches_eager(target, type_(n))
@@ -1498,21 +1510,11 @@ def test_variable_type_for_with_variable_shape(type_):
                            r"'t' has shape \(1,\) before the loop, but shape \(2,\) after", trace_only=True)
 
 
-# tfc lets a loop variable's known dimension become unknown (its dimension is then
-# None; tests/test_cf_grad_defects.py::test_a_known_dimension_may_become_unknown
-# relies on it), where TensorFlow requires the shape after an iteration to be a
-# subshape of the shape before
-_ERASURE_XFAIL = pytest.mark.xfail(strict=True, reason="tfc allows a known dimension of a loop variable to become "
-                                                      "unknown; TensorFlow refuses it")
-
-
-@_ERASURE_XFAIL
 def test_variable_type_while_with_shape_erasure():
     assert_function_raises(while_with_shape_erasure, (), ValueError,
                            r"'t' has shape \(1,\) before the loop, but shape \(None,\) after", trace_only=True)
 
 
-@_ERASURE_XFAIL
 @pytest.mark.parametrize("type_", _ITERABLES, ids=_ids)
 def test_variable_type_for_with_shape_erasure(type_):
     assert_function_raises(for_with_shape_erasure, (type_([1, 2, 3]),), ValueError,

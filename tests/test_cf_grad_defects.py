@@ -640,19 +640,33 @@ def test_loops_with_unknown_dimensions():
     check(loop_second_order, c(0.5, -1.5, 2.0))
 
 
-def test_a_known_dimension_may_become_unknown():
+def _known_dimension_becomes_unknown(declared):
     def f(x, y):
         with tfc.GradientTape() as t:
             t.watch(y)
             v = tfc.reduce_min(x, keepdims=True)  # (1,) before the loop; (None,) with y's
             i = tfc.constant(0)
             while i < 2:
+                if declared:  # (a Python condition: the loop body's first statement is the call)
+                    tfc.autograph.set_loop_options(shape_invariants=[(v, (None,))])
                 v = tfc.where(v > 0.25, v, y) * y
                 i += 1
             loss = tfc.reduce_sum(v)
         return t.gradient(loss, y)
+    return f
 
-    check(f, c(0.5, -1.0), c(0.3, 0.7, 2.0), only="none")
+
+def test_a_known_dimension_may_become_unknown_where_declared():
+    check(_known_dimension_becomes_unknown(True), c(0.5, -1.0), c(0.3, 0.7, 2.0), only="none")
+
+
+def test_a_known_dimension_that_becomes_unknown_undeclared_is_an_error():
+    # TensorFlow's rule: the shape after an iteration is a subshape of the one before
+    f = tfc.function(_known_dimension_becomes_unknown(False), input_signature=[
+        tfc.TensorSpec((2,), tfc.float32), tfc.TensorSpec((None,), tfc.float32)])
+    with pytest.raises(ValueError, match=r"'v' has shape \(1,\) before the loop, but shape \(None,\) after one "
+                                         r"iteration.*set_loop_options\(shape_invariants=\[\(v, \(None,\)\)\]\)"):
+        f(c(0.5, -1.0), c(0.3, 0.7, 2.0))
 
 
 def test_a_known_dimension_that_changes_is_still_an_error():

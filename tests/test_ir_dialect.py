@@ -79,6 +79,7 @@ SAMPLES = {
     "zeros_like": lambda: tfc.zeros_like(F23, dtype=tfc.int64),
     "ones_like": lambda: tfc.ones_like(F23),
     "fill": lambda: tfc.fill((2, 2), 3.5),
+    "dynamic_fill": lambda: tfc.ops.creation.dynamic_fill(tfc.constant([2, 3], tfc.int64), 3.5, (-1, 3)),
     "range": lambda: tfc.range(1, 7, 2),
     "linspace": lambda: tfc.linspace(0.0, 1.0, 5),
     "eye": lambda: tfc.eye(3, 2, dtype=tfc.float64),

@@ -621,10 +621,10 @@ def _check_same(name, before, after, line, invariant=None):
                         raise ValueError(f"{_describe(name)} has shape {tuple(shape)} {when}, which does not conform "
                                          f"to the shape invariant {tuple(invariant)} (the tensor loop at line {line})")
                 continue
-            # a known dimension may not become another (an unknown one may become known,
-            # as in TensorFlow, and a known one unknown, unlike TensorFlow: the loop
-            # variable's is then None; tests/test_cf_grad_defects.py relies on it)
-            if len(b.shape) != len(a.shape) or any(None not in (x, y) and x != y for x, y in zip(b.shape, a.shape)):
+            # TensorFlow's rule: the shape after an iteration is a subshape of the one
+            # before (an unknown dimension may become known; a known one may neither
+            # become another nor unknown)
+            if not _is_subshape(a.shape, b.shape):
                 shape = tuple(None if x != y else x for x, y in zip(b.shape, a.shape)) \
                     if len(b.shape) == len(a.shape) else "(...)"
                 raise ValueError(
