@@ -330,3 +330,36 @@ def test_training_step_of_the_new_ops_compiled_bitwise(rng):
     for sig in (None, [tfc.TensorSpec([None, 16]), tfc.TensorSpec([None], tfc.int64)]):
         for g, e in zip(tfc.function(step, input_signature=sig)(x, ids), want):
             assert np.array_equal(g.numpy(), e.numpy())
+
+
+def test_gelu_kernels_of_many_passes_run_on_the_pool_below_its_element_threshold(rng, monkeypatch):
+    """GELU and its gradient (one fused kernel here; the GPT's are 9 and 16 passes
+    over 2^19 elements, half of PARALLEL_MIN) are worth a thread: the emitter
+    weights their elements by their passes; a kernel of few passes on as many
+    elements stays on the calling thread. Same bits as eager."""
+    from tfc.backends.numpy import runtime
+
+    decisions = []
+    each = runtime.Runtime._each
+
+    def spy(self, kernel, args, ranges, parallel, key, spec):
+        decisions.append(parallel)
+        return each(self, kernel, args, ranges, parallel, key, spec)
+
+    monkeypatch.setattr(runtime.Runtime, "_each", spy)
+    x = rng.normal(size=(32, 64, 256)).astype(np.float32)
+    assert x.size * 2 == runtime.PARALLEL_MIN
+
+    def gelu_and_grad(t):
+        with tfc.GradientTape() as tape:
+            tape.watch(t)
+            y = tfc.nn.gelu(t, approximate=True)
+        return y, tape.gradient(y, t)
+
+    y, dy = tfc.function(gelu_and_grad)(tfc.constant(x))
+    assert decisions == [True]
+    want_y, want_dy = gelu_and_grad(tfc.constant(x))
+    assert np.array_equal(y.numpy(), want_y.numpy()) and np.array_equal(dy.numpy(), want_dy.numpy())
+    decisions.clear()
+    tfc.function(lambda t: t * 2 + 1)(tfc.constant(x))
+    assert decisions == [False]
