@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from tfc.core import dtypes
+from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
 from tfc.nn._checks import fraction, is_number, positive_int
@@ -273,6 +274,11 @@ class Dropout(Layer):
             return inputs
         if self.seed is None:
             return conv.dropout(inputs, self.rate)
+        if STATE.builder is None:
+            # eagerly the count is known now: dropout_mask's draw with that seed (which has a GPU kernel)
+            seed = (self.seed + int(self.seed_calls.numpy())) % (1 << 64)
+            self.seed_calls.assign_add(np.int64(1))
+            return conv.dropout(inputs, self.rate, seed=seed)
         if not inputs.dtype.is_floating:
             raise TypeError(f"{self.name}: the inputs have dtype {inputs.dtype.name}; dropout needs floats")
         seed = self.seed_calls + np.int64(self.seed - (1 << 64) if self.seed >= 1 << 63 else self.seed)
