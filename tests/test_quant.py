@@ -132,6 +132,23 @@ def test_the_product_weights_follow_the_values_not_the_arrays():
     assert np.array_equal(q.accumulate(x, w.copy(), other), ref_acc(x, w, other).astype(np.float32))
 
 
+def test_read_only_constants_are_found_by_identity_and_still_by_value():
+    # a compiled function's constants are read-only and the same arrays each call: the
+    # caches find them by identity; two layers alternating, then other read-only values
+    def frozen(a):
+        a.flags.writeable = False
+        return a
+
+    x = int8((4, 6)).astype(np.float32)
+    layers = [(frozen(int8((6, 3))), frozen(np.array([5, -7, 9], np.int32)),
+               frozen(RNG.uniform(0.01, 0.1, 3).astype(np.float32))) for _ in range(3)]
+    for _ in range(2):
+        for w, bias, mult in layers:
+            got = q.quantized_matmul(x, w, bias, mult, out_zero_point=2, relu=False, codes=tfc.float32).numpy()
+            want = ref_requant(ref_acc(x.astype(np.int8), w, bias), mult, 2, False, False)
+            assert same_codes(got, want, tfc.float32)
+
+
 def test_quantize_and_dequantize():
     x = (RNG.standard_normal((4, 9)) * 3).astype(np.float32)
     x[0, :3] = [1e9, -1e9, 0.0]

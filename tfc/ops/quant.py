@@ -71,53 +71,53 @@ def int8_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-_products: dict = {}  # (w, bias) by value -> float32 [w; bias], or None where it is not exact
-# the last (w, bias, product weights) looked up: one tuple, replaced whole, so that a
-# thread reading it never pairs one call's arrays with another's weights
-_last_product = (None, None, None)
-
-
-def _remember(w, bias, wf) -> None:
-    global _last_product
-    _last_product = (w, bias, wf)
+_products: dict = {}  # (w, bias) by value -> (float32 [w; bias], its bias row), or None where not exact
+# (id(w), id(bias)) -> (w, bias, _products' entry) for read-only constants: a compiled
+# function passes the same arrays on every call, so no key is built from their bytes (the
+# entry holds w and bias, so their ids are not reused while it lives)
+_by_identity: dict = {}
 
 
 def _float_weights(w: np.ndarray, bias: np.ndarray):
-    """float32 ``[w; bias]`` [K + 1, N] where a float32 product with it is exact
-    (every partial sum, the bias included, within 2**24), else None. Cached by
-    value: a compiled function passes the same constants on every call."""
-    last = _last_product
-    if last[0] is w and last[1] is bias and not (w.flags.writeable or bias.flags.writeable):
-        return last[2]  # the same read-only constants as the last call: no key to build
+    """(float32 ``[w; bias]`` [K + 1, N], its last row: the bias as float32) where a
+    float32 product with it is exact (every partial sum, the bias included, within
+    2**24), else None. Cached by value, and by identity for read-only arrays."""
+    frozen = not (w.flags.writeable or bias.flags.writeable)
+    if frozen:
+        hit = _by_identity.get((id(w), id(bias)))
+        if hit is not None and hit[0] is w and hit[1] is bias:
+            return hit[2]
     key = (w.shape, w.tobytes(), bias.tobytes())
-    wf = _products.get(key, _products)  # (the dict itself: not cached; None is a cached "not exact")
-    if wf is not _products:
-        _remember(w, bias, wf)
-        return wf
-    k, n = w.shape
-    wf = None
-    if k <= EXACT_K and (not bias.size or int(np.abs(bias.astype(np.int64)).max()) + k * 128 * 128 <= 1 << 24):
-        wf = np.empty((k + 1, n), np.float32)
-        wf[:k] = w
-        wf[k] = bias
-        wf.flags.writeable = False
-    if len(_products) >= 64:
-        _products.clear()
-    _products[key] = wf
-    _remember(w, bias, wf)
-    return wf
+    entry = _products.get(key, _products)  # (the dict itself: not cached; None is a cached "not exact")
+    if entry is _products:
+        k, n = w.shape
+        entry = None
+        if k <= EXACT_K and (not bias.size or int(np.abs(bias.astype(np.int64)).max()) + k * 128 * 128 <= 1 << 24):
+            wf = np.empty((k + 1, n), np.float32)
+            wf[:k] = w
+            wf[k] = bias
+            wf.flags.writeable = False
+            entry = (wf, wf[k])
+        if len(_products) >= 64:
+            _products.clear()
+        _products[key] = entry
+    if frozen:
+        if len(_by_identity) >= 64:
+            _by_identity.clear()
+        _by_identity[(id(w), id(bias))] = (w, bias, entry)
+    return entry
 
 
 def accumulate_codes(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """``accumulate`` of int8 codes held in float32 ``x`` [M, K] (integers in
     [-128, 127]): one BLAS product with ``w`` as float32, then the bias added
     as a row (exact under the same bound, ``_float_weights``); else int32."""
-    wf = _float_weights(w, bias)
-    if wf is None:
+    entry = _float_weights(w, bias)
+    if entry is None:
         return accumulate(x.astype(np.int8), w, bias)
-    k = w.shape[0]
-    acc = np.matmul(x, wf[:k])
-    return _rows(acc, wf[k], np.add)
+    wf, bias_row = entry
+    acc = np.matmul(x, wf[:w.shape[0]])
+    return _rows(acc, bias_row, np.add)
 
 
 def accumulate(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -126,10 +126,10 @@ def accumulate(x: np.ndarray, w: np.ndarray, bias: np.ndarray) -> np.ndarray:
     Where every partial sum, the bias included, stays within 2**24, one float32
     BLAS product of ``[x, 1]`` and ``[w; bias]`` is that value exactly (the
     bias rides in the product: no pass of its own); otherwise int32 arithmetic."""
-    wf = _float_weights(w, bias)
-    if wf is None:
+    entry = _float_weights(w, bias)
+    if entry is None:
         return (int8_matmul(x, w) + bias).astype(np.float32)
-    k = x.shape[-1]
+    wf, k = entry[0], x.shape[-1]
     xf = np.empty(x.shape[:-1] + (k + 1,), np.float32)
     xf[..., :k] = x
     xf[..., k] = 1
@@ -145,11 +145,18 @@ except ImportError:  # numpy 1
 _ROW_TILE = 2048  # elements of the repeated vector for a long [M, N] (see _rows)
 _FULL_TILE = 1 << 18  # elements of an [M, N] up to which the vector is repeated down all M rows
 _tiles: dict = {}  # a per-channel vector's bytes -> the vector repeated down some rows
+_tiles_by_identity: dict = {}  # id(read-only vector) -> (the vector, its tile): no bytes key per call
 
 
 def _repeated(vec: np.ndarray, rows: int) -> np.ndarray:
     """``vec`` [N] repeated as a C-contiguous [rows, N], cached by value (an eager
-    call's vectors are fresh arrays; a compiled function's are the same each call)."""
+    call's vectors are fresh arrays; a compiled function's are the same each call,
+    also found by identity while read-only)."""
+    frozen = not vec.flags.writeable
+    if frozen:
+        hit = _tiles_by_identity.get(id(vec))
+        if hit is not None and hit[0] is vec and hit[1].shape[0] >= rows:
+            return hit[1][:rows]
     key = (vec.dtype.str, vec.tobytes())
     tile = _tiles.get(key)
     if tile is None or tile.shape[0] < rows:
@@ -157,6 +164,10 @@ def _repeated(vec: np.ndarray, rows: int) -> np.ndarray:
             _tiles.clear()
         tile = _tiles[key] = np.tile(vec, (rows, 1))
         tile.flags.writeable = False
+    if frozen:
+        if len(_tiles_by_identity) >= 16:
+            _tiles_by_identity.clear()
+        _tiles_by_identity[id(vec)] = (vec, tile)
     return tile[:rows]
 
 
