@@ -8,12 +8,13 @@ Each ``emit_*`` takes the printer's kernel state ``k`` (``k.reg``, ``k.i``),
 the destination register and the argument registers. ``model_*`` in
 tests/test_ptx.py re-implements the same sequences in numpy.
 
-float64 (``EMITTERS_F64``): exp, log, expm1, tanh, and sin/cos (a Cody-Waite or
+float64 (``EMITTERS_F64``): exp, log, expm1, tanh, sin/cos (a Cody-Waite or
 Payne-Hanek reduction to a double-double, FreeBSD's kernels: within 1 ulp of
-the correctly rounded result for every argument; docs/gpu.md).
+the correctly rounded result for every argument) and pow (ln|x| and y ln|x|
+in double-double, then exp: within 1 ulp of numpy's); docs/gpu.md.
 
 Not implemented (NotImplementedError naming the op): the hyperbolic functions other than tanh, the inverse trigonometric
-functions, cbrt; float64 log1p and pow.
+functions, cbrt; float64 log1p.
 """
 from __future__ import annotations
 
@@ -554,35 +555,49 @@ def emit_powf(k, dst, x, y):
     v = D("mul.rn.f64", acc, D("mov.b64", sb))
     k.i("neg.f64", v, v, pred=negate)
     r = F.op("cvt.rn.f32.f64", v)
+    _pow_specials(F, "f32", r, x, y, ax, ay, is_int, negate)
+    k.i("mov.f32", dst, r)
+
+
+def _pow_specials(F, t, r, x, y, ax, ay, is_int, negate):
+    """C99's special cases of pow into ``r`` (registers of type ``t``, f32 or
+    f64): NaN for a negative finite x and a non-integer y; x = +-0 or +-inf;
+    y = +-inf; NaN operands; x^0 = 1 and 1^y = 1 last."""
+    k = F.k
+    c = h if t == "f32" else d
+
+    def setp(cmp, a, b):
+        return F.op(f"setp.{cmp}.{t}", a, b, cls="p")
+
+    def sel(value, p):
+        k.i(f"mov.{t}", r, value, pred=p)
     # a negative finite x with a non-integer y
-    bad = F.setp("lt", x, h(0.0))
+    bad = setp("lt", x, c(0.0))
     nint = F.op("not.pred", is_int, cls="p")
     k.i("and.pred", bad, bad, nint)
-    F.sel(r, h(np.nan), bad)
+    sel(c(np.nan), bad)
     # x = +-0 or +-inf: 0 or inf by y's sign, negative for a negative x and an odd y
-    zero_x = F.setp("eq", ax, h(0.0))
-    inf_x = F.setp("eq", ax, h(np.inf))
-    yneg = F.setp("lt", y, h(0.0))
+    zero_x = setp("eq", ax, c(0.0))
+    inf_x = setp("eq", ax, c(np.inf))
+    yneg = setp("lt", y, c(0.0))
     small_e = F.op("xor.pred", zero_x, yneg, cls="p")        # 0^pos, inf^neg: 0; 0^neg, inf^pos: inf
-    e = F.op("selp.f32", h(0.0), h(np.inf), small_e)
-    eneg = F.op("neg.f32", e)
-    k.i("mov.f32", e, eneg, pred=negate)
+    e = F.op(f"selp.{t}", c(0.0), c(np.inf), small_e, cls="f" if t == "f32" else "fd")
+    eneg = F.op(f"neg.{t}", e, cls="f" if t == "f32" else "fd")
+    k.i(f"mov.{t}", e, eneg, pred=negate)
     edge = F.op("or.pred", zero_x, inf_x, cls="p")
-    F.sel(r, e, edge)
+    sel(e, edge)
     # y = +-inf: 1 for |x| = 1, else 0 or inf by |x| < 1 and y's sign
-    inf_y = F.setp("eq", ay, h(np.inf))
-    lt1 = F.setp("lt", ax, h(1.0))
+    inf_y = setp("eq", ay, c(np.inf))
+    lt1 = setp("lt", ax, c(1.0))
     shrink = F.op("xor.pred", lt1, yneg, cls="p")            # |x| < 1 with +inf, |x| > 1 with -inf: 0
-    g = F.op("selp.f32", h(0.0), h(np.inf), shrink)
-    one_x = F.setp("eq", ax, h(1.0))
-    k.i("mov.f32", g, h(1.0), pred=one_x)
-    F.sel(r, g, inf_y)
+    g = F.op(f"selp.{t}", c(0.0), c(np.inf), shrink, cls="f" if t == "f32" else "fd")
+    one_x = setp("eq", ax, c(1.0))
+    k.i(f"mov.{t}", g, c(1.0), pred=one_x)
+    sel(g, inf_y)
     # NaN in, NaN out; but x^0 = 1 and 1^y = 1 for every x, y
-    nan = F.setp("nan", x, y)
-    F.sel(r, h(np.nan), nan)
-    F.sel(r, h(1.0), F.setp("eq", ay, h(0.0)))
-    F.sel(r, h(1.0), F.setp("eq", x, h(1.0)))
-    k.i("mov.f32", dst, r)
+    sel(c(np.nan), setp("nan", x, y))
+    sel(c(1.0), setp("eq", ay, c(0.0)))
+    sel(c(1.0), setp("eq", x, c(1.0)))
 
 
 # float64 exp: x = k ln2 + r (Cody-Waite: ln2 in two parts, k ln2_hi exact for |k| < 2^11), exp(r) by
@@ -903,8 +918,125 @@ def emit_cos64(k, dst, x):
     _sincos64(k, dst, x, cos=True)
 
 
+# float64 pow: |x|^y = e^(y ln|x|) with ln|x| and the product in double-double (about 2^-100
+# relative), then exp of the double-double as exp's: t = n ln2 + r, its Taylor series, 2^n.
+def _dd_mul(D, a, b):
+    """Double-double product (ah + al)(bh + bl)."""
+    p = D("mul.rn.f64", a[0], b[0])
+    e = D("fma.rn.f64", a[0], b[0], D("neg.f64", p))
+    e = D("fma.rn.f64", a[0], b[1], D("fma.rn.f64", a[1], b[0], e))
+    return _fast_two_sum(D, p, e)
+
+
+def _dd_add(D, a, b):
+    s_, e = _two_sum(D, a[0], b[0])
+    return _fast_two_sum(D, s_, D("add.rn.f64", e, D("add.rn.f64", a[1], b[1])))
+
+
+def _dd_const(x) -> tuple:
+    """A rational constant (a Fraction) as two float64 literals."""
+    from fractions import Fraction
+
+    hi = float(x)
+    return d(hi), d(float(Fraction(x) - Fraction(hi)))
+
+
+def _ln_dd(F, D, a):
+    """ln a for a positive finite float64 a (subnormals scaled by 2^54) as a
+    double-double: a = 2^e m, m in [sqrt(2)/2, sqrt(2)); s = (m - 1)/(m + 1)
+    in double-double; ln m = 2s (1 + u Q(u)), u = s^2, Q = sum u^k / (2k + 3):
+    its first four coefficients in double-double, the rest (below 2^-20) in
+    float64; then e ln2 added."""
+    from fractions import Fraction
+
+    k = F.k
+    tiny = F.op("setp.lt.f64", a, d(2.0 ** -1022), cls="p")
+    xs = D("mov.f64", a)
+    k.i("mul.rn.f64", xs, a, d(2.0 ** 54), pred=tiny)
+    bits = F.op("mov.b64", xs, cls="rd")
+    e = F.op("cvt.u32.u64", F.op("shr.u64", bits, "52", cls="rd"), cls="r")
+    k.i("sub.s32", e, e, "1023")
+    k.i("sub.s32", e, e, "54", pred=tiny)
+    m = D("mov.b64", F.op("or.b64", F.op("and.b64", bits, "0x000FFFFFFFFFFFFF", cls="rd"), "0x3FF0000000000000",
+                          cls="rd"))
+    big = F.op("setp.gt.f64", m, d(math.sqrt(2.0)), cls="p")
+    k.i("mul.rn.f64", m, m, d(0.5), pred=big)
+    k.i("add.s32", e, e, "1", pred=big)
+    f = D("sub.rn.f64", m, d(1.0))                                   # exact
+    dh, dl = _two_sum(D, m, d(1.0))
+    sh = D("div.rn.f64", f, dh)
+    rem = D("fma.rn.f64", D("neg.f64", sh), dh, f)                   # f - sh dh, exact
+    sl = D("div.rn.f64", D("fma.rn.f64", D("neg.f64", sh), dl, rem), dh)
+    s_ = _fast_two_sum(D, sh, sl)
+    u = _dd_mul(D, s_, s_)
+    coeffs = [Fraction(1, 2 * j + 3) for j in range(16)]
+    q = D("mov.f64", d(float(coeffs[-1])))
+    for c in reversed(coeffs[4:-1]):
+        q = D("fma.rn.f64", q, u[0], d(float(c)))
+    Q = (q, d(0.0))
+    for c in reversed(coeffs[:4]):
+        Q = _dd_add(D, _dd_mul(D, Q, u), _dd_const(c))
+    W = _dd_add(D, _dd_mul(D, u, Q), (d(1.0), d(0.0)))
+    lnm = _dd_mul(D, (D("add.rn.f64", s_[0], s_[0]), D("add.rn.f64", s_[1], s_[1])), W)
+    ef = D("cvt.rn.f64.s32", e)
+    ln2 = _dd_const(_LN2_FRACTION)
+    return _dd_add(D, _dd_mul(D, (ef, d(0.0)), ln2), lnm)
+
+
+def _ln2_fraction(bits=200):
+    """ln 2 to ``bits`` bits as a Fraction (2 atanh(1/3) in fixed point)."""
+    from fractions import Fraction
+
+    one = 1 << (bits + 64)
+    total, term, i = 0, one // 3, 1
+    while term:
+        total += term // i
+        term //= 9
+        i += 2
+    return Fraction(2 * total, one)
+
+
+_LN2_FRACTION = _ln2_fraction()
+
+
+def emit_pow64(k, dst, x, y):
+    """x^y as C's pow (numpy's float64 power): |x|^y = exp(t), t = y ln|x|
+    in double-double (``_ln_dd``), exp as ``emit_exp64``'s with t's low part
+    added to the reduced argument; negated for a negative x and an odd integer
+    y; the special cases of ``_pow_specials``."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    ax, ay = D("abs.f64", x), D("abs.f64", y)
+    yt = D("cvt.rzi.f64.f64", y)
+    is_int = F.op("setp.eq.f64", yt, y, cls="p")
+    half = D("mul.rn.f64", y, d(0.5))
+    odd = F.op("setp.ne.f64", D("cvt.rzi.f64.f64", half), half, cls="p")   # (integers of 2^53 and more are even)
+    k.i("and.pred", odd, odd, is_int)
+    sg = F.op("and.b64", F.op("mov.b64", x, cls="rd"), "0x8000000000000000", cls="rd")
+    negate = F.op("and.pred", odd, F.op("setp.ne.u64", sg, "0", cls="p"), cls="p")
+    a = D("min.f64", ax, d(1.7976931348623157e308))                      # inf: a finite stand-in (special)
+    k.i("max.f64", a, a, d(5e-324))                                      # 0: likewise
+    ln = _ln_dd(F, D, a)
+    th, tl = _dd_mul(D, ln, (y, d(0.0)))
+    plain = D("mul.rn.f64", ln[0], y)
+    far = F.op("setp.geu.f64", D("abs.f64", plain), d(1100.0), cls="p")  # over- or underflows (or NaN)
+    k.i("mov.f64", th, plain, pred=far)                                   # (the double-double: inf - inf)
+    k.i("mov.f64", tl, d(0.0), pred=far)
+    k.i("max.f64", th, th, d(-1100.0))                                   # (NaN: -1100; specials decide)
+    k.i("min.f64", th, th, d(1100.0))
+    n = D("cvt.rni.f64.f64", D("mul.rn.f64", th, d(1.4426950408889634)))
+    nn = D("neg.f64", n)
+    r = D("fma.rn.f64", nn, d(_LN2_HI), th)                              # exact
+    r = D("add.rn.f64", D("fma.rn.f64", nn, d(_LN2_LO), r), tl)
+    v = _pow2_64(F, D, n, _series(F, D, r, _EXP64_TAYLOR))
+    k.i("neg.f64", v, v, pred=negate)
+    _pow_specials(F, "f64", v, x, y, ax, ay, is_int, negate)
+    k.i("mov.f64", dst, v)
+
+
 EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64, "math.expm1": emit_expm1_64,
-                "math.tanh": emit_tanh64, "math.sin": emit_sin64, "math.cos": emit_cos64}
+                "math.tanh": emit_tanh64, "math.sin": emit_sin64, "math.cos": emit_cos64,
+                "math.powf": emit_pow64}
 
 
 def emit(k, name, dst, *args):
