@@ -485,24 +485,44 @@ def _tiles(x, ksize, strides, padding):
     return x.reshape(n, h // kh, kh, w // kw, kw, c)
 
 
-def _tiled_max(t6):
-    """The max over each window of the tiles ``t6``, or None where a NaN makes
-    np.maximum differ from the strict first-tap rule of ``_argmax_taps``.
-    np.maximum(later, best) keeps ``best`` on ties (signed zeros included), and
-    reducing along each row first keeps TF's row-major first maximum."""
+def _first_max_along(a, masks):
+    """Max over axis 1 of (M, K, L) ``a`` by the strict rule (a later element wins
+    only if greater): np.maximum(later, best) keeps ``best`` on ties, signed
+    zeros included. With ``masks``, also, per k, where element k is that max
+    (bool (M, L)); None for the masks otherwise."""
+    best = a[:, 0].copy()
+    idx = None
+    for k in range(1, a.shape[1]):
+        v = a[:, k]
+        if masks:
+            later = np.greater(v, best)
+            if idx is None:
+                idx = later.view(np.uint8)  # 0 or 1 so far
+            else:
+                np.copyto(idx, k, where=later)
+        np.maximum(v, best, out=best)
+    if not masks:
+        return best, None
+    if a.shape[1] == 1:
+        return best, [np.ones(best.shape, bool)]
+    if a.shape[1] == 2:
+        return best, [~idx.view(bool), idx.view(bool)]
+    return best, [idx == k for k in range(a.shape[1])]
+
+
+def _tiled_max(t6, masks=False):
+    """The max over each window of the tiles ``t6`` (N, Ho, Wo, C) by the strict
+    first-tap rule of ``_argmax_taps``, along each window row then down the rows
+    (so ties go to the row-major first); with ``masks``, also where each window's
+    max is: (per row i, bool (N*Ho, Wo*C)), (per column j, bool (N*Ho*KH, Wo*C)).
+    None where a NaN made np.maximum differ from the rule."""
     n, ho, kh, wo, kw, c = t6.shape
-    rows = t6.reshape(n * ho * kh * wo, kw, c)  # along each window row, then down the rows
-    best = rows[:, 0].copy()
-    for j in range(1, kw):
-        np.maximum(rows[:, j], best, out=best)
-    cols = best.reshape(n * ho, kh, wo * c)
-    out = cols[:, 0].copy()
-    for i in range(1, kh):
-        np.maximum(cols[:, i], out, out=out)
-    out = out.reshape(n, ho, wo, c)
+    best, col_masks = _first_max_along(t6.reshape(n * ho * kh * wo, kw, c), masks)
+    out, row_masks = _first_max_along(best.reshape(n * ho, kh, wo * c), masks)
     if out.dtype.kind == "f" and np.isnan(out).any():
         return None  # np.maximum propagated a NaN: the exact rule decides
-    return out
+    out = out.reshape(n, ho, wo, c)
+    return (out, row_masks, col_masks) if masks else out
 
 
 def _max_pool_kernel(x, ksize, strides, padding):
@@ -534,31 +554,21 @@ def _pool_grad_infer(op, x: Spec, g: Spec, ksize, strides, padding) -> Spec:
     return x
 
 
-def _tiled_first_max(t6, best):
-    """Bool (N, Ho, KH, Wo, KW, C): True at each window's first maximum (row-major),
-    for tiles without NaN. Ties (a ReLU's zeros) are settled tap by tap."""
-    hits = t6 == best[:, :, None, :, None, :]
-    if np.count_nonzero(hits) == best.size:  # one maximum per window: no tie to settle
-        return hits
-    kh, kw = t6.shape[2], t6.shape[4]
-    taken = hits[:, :, 0, :, 0, :].copy()
-    for i in range(kh):
-        for j in range(kw):
-            if i or j:
-                tap = hits[:, :, i, :, j, :]
-                tap &= ~taken
-                taken |= tap
-    return hits
-
-
 def _max_pool_grad_kernel(x, g, ksize, strides, padding):
     t6 = _tiles(x, ksize, strides, padding)
-    best = None if t6 is None else _tiled_max(t6)
-    if best is not None:
-        # Each element is in at most one window: g at its first maximum, +0 elsewhere
-        # (+ 0 turns the -0 of g * False into the +0 the tap sums below give).
-        dx = np.empty(t6.shape, dtype=g.dtype)
-        np.multiply(g[:, :, None, :, None, :], _tiled_first_max(t6, best), out=dx)
+    found = None if t6 is None else _tiled_max(t6, masks=True)
+    if found is not None:
+        # Each element is in one window: g routed down to the window's max row, then
+        # along it to the max column; + 0 turns the -0 of g * False into the +0
+        # that the tap sums below give.
+        _, row_masks, col_masks = found
+        n, ho, kh, wo, kw, c = t6.shape
+        dx = np.empty((n * ho, kh, wo, kw, c), dtype=g.dtype)
+        rows = g.reshape(n * ho, wo * c)
+        for i, at_row in enumerate(row_masks):
+            g_row = np.multiply(rows, at_row).reshape(n * ho, wo, c)
+            for j, at_col in enumerate(col_masks):
+                np.multiply(g_row, at_col.reshape(n * ho, kh, wo, c)[:, i], out=dx[:, i, :, j, :])
         dx += 0
         return dx.reshape(x.shape)
     _, idx, out_hw, pads = _argmax_taps(x, ksize, strides, padding)
