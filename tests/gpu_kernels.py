@@ -822,7 +822,101 @@ def mma_kernel() -> GpuCase:
                    budget_registers=128, notes={"tolerance": "float32 accumulation of 16 exact products"})
 
 
+def _built_case(kb, block, args, outputs, reference, **kw):
+    """A GpuCase of a kernel made with tfc's KernelBuilder (its L4 printed as the case's text)."""
+    from xdsl.dialects import gpu
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+    from xdsl.ir import Block, Region
+
+    from tfc.dialects.tensor import print_ir
+
+    name = kb.func.sym_name.data
+    text = print_ir(ModuleOp([gpu.ModuleOp(StringAttr("kernels"), Region(Block([kb.finish()])))]))
+    return GpuCase(name, text, block, lambda *ins: (1, 1, 1), args, outputs, reference, **kw)
+
+
+def ldmatrix_kernel(num: int, trans: bool) -> GpuCase:
+    """One warp: x (num * 64 float16) copied to shared memory, then ``tgpu.ldmatrix x{num}``
+    with row r of matrix j at shared row 8 j + 7 - r (rows reversed: the rows come from the
+    addresses the lanes give); lane l stores its 2 num values to out[2 num l ...]. numpy's
+    answer from the PTX ISA's ldmatrix layout (lane l: row l / 4, columns 2 (l % 4), + 1 of
+    each matrix; transposed: rows 2 (l % 4), + 1 of column l / 4)."""
+    from xdsl.dialects import gpu as xgpu
+    from xdsl.dialects.builtin import Float16Type, i32
+
+    from tfc.dialects import gpu as G
+    from tfc.passes.gpu_builder import KernelBuilder
+
+    f16 = Float16Type()
+    kb = KernelBuilder(f"ldmatrix_x{num}" + ("_trans" if trans else ""), [G.PtrType(f16, "global")] * 2, "copy",
+                       i32, (32, 1, 1))
+    px, po = kb.args
+    lane = kb.tid()
+    sm = kb.shared(f16, 64 * num)
+    for e in range(2 * num):
+        at = kb.add(lane, kb.i(32 * e))
+        kb.store(kb.load(px, at), sm, at)
+    kb.emit(xgpu.BarrierOp())
+    mine = kb.remu(lane, kb.i(8 * num))  # lanes past 8 num give a valid row too (not read)
+    j, r = kb.divu(mine, kb.i(8)), kb.remu(mine, kb.i(8))
+    row = kb.sub(kb.add(kb.mul(j, kb.i(8)), kb.i(7)), r)
+    vals = kb.emit(G.LdMatrixOp(sm, kb.mul(row, kb.i(8)), num, trans)).results
+    for e, v in enumerate(vals):
+        kb.store([v], po, kb.add(kb.mul(lane, kb.i(2 * num)), kb.i(e)))
+
+    def reference(x):
+        m = x.reshape(num, 8, 8)[:, ::-1]
+        out = np.zeros((32, 2 * num), np.float16)
+        for ln in range(32):
+            g, t = ln // 4, ln % 4
+            for jj in range(num):
+                for h in (0, 1):
+                    out[ln, 2 * jj + h] = m[jj, 2 * t + h, g] if trans else m[jj, g, 2 * t + h]
+        return [out.ravel()]
+    return _built_case(kb, (32, 1, 1), lambda x: [x, np.zeros(64 * num, np.float16)], (1,), reference,
+                       budget_shared=1024)
+
+
+def mma_s8_kernel() -> GpuCase:
+    """One warp: ``tgpu.mma m16n8k32`` (int8, int32 accumulation) of per-lane registers
+    a (4 words), b (2 words), c (4) read from the inputs, d stored per lane; numpy's answer
+    from the PTX ISA's "Matrix Fragments for mma.m16n8k32" table, int32 wrapping."""
+    from xdsl.dialects.builtin import i32
+
+    from tfc.dialects import gpu as G
+    from tfc.passes.gpu_builder import KernelBuilder
+
+    kb = KernelBuilder("mma_m16n8k32_s8", [G.PtrType(i32, "global")] * 4, "matmul", i32, (32, 1, 1))
+    pa, pb, pc, pd = kb.args
+    lane = kb.tid()
+
+    def regs(ptr, n):
+        return [kb.load(ptr, kb.add(kb.mul(lane, kb.i(n)), kb.i(e)))[0] for e in range(n)]
+    for e, v in enumerate(kb.emit(G.MmaOp(regs(pa, 4), regs(pb, 2), regs(pc, 4))).results):
+        kb.store([v], pd, kb.add(kb.mul(lane, kb.i(4)), kb.i(e)))
+
+    def reference(a, b, c):
+        ab, bb = a.view(np.int8).reshape(32, 4, 4), b.view(np.int8).reshape(32, 2, 4)
+        A, B, C = np.zeros((16, 32), np.int64), np.zeros((32, 8), np.int64), np.zeros((16, 8), np.int64)
+        for ln in range(32):
+            g, t = ln // 4, ln % 4
+            for e in range(4):
+                A[g + 8 * (e & 1), 4 * t + 16 * (e >> 1):4 * t + 16 * (e >> 1) + 4] = ab[ln, e]
+                C[g + 8 * (e >> 1), 2 * t + (e & 1)] = c[4 * ln + e]
+            for e in range(2):
+                B[4 * t + 16 * e:4 * t + 16 * e + 4, g] = bb[ln, e]
+        D = (A @ B + C).astype(np.int32)
+        return [np.array([D[ln // 4 + 8 * (e >> 1), 2 * (ln % 4) + (e & 1)] for ln in range(32) for e in range(4)],
+                         np.int32)]
+    return _built_case(kb, (32, 1, 1), lambda a, b, c: [a, b, c, np.zeros(128, np.int32)], (3,), reference,
+                       budget_registers=64)
+
+
+def tensor_core_kernels():
+    return [mma_kernel(), mma_s8_kernel()] + [ldmatrix_kernel(n, t) for n in (1, 2, 4) for t in (False, True)]
+
+
 def misc_kernels():
     return ([*copy_kernels()] + [shuffle_kernel(m, t) for m in ("down", "up", "xor", "idx") for t in ("f32", "i32")]
             + [atomic_kernel(t, o) for t in ("f32", "f64", "i32", "i64") for o in (False, True)]
-            + [scale_kernel(t) for t in ("f32", "f64")] + [mma_kernel()])
+            + [scale_kernel(t) for t in ("f32", "f64")] + tensor_core_kernels())

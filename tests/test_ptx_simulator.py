@@ -604,8 +604,13 @@ def _subset_line(entry):
         return "bar.sync 0;"
     if op == "shfl":
         return f"{entry} %r1, %r2, 1, 0x1f, 0xffffffff;"
+    if op == "mma" and "s8" in parts:
+        return f"{entry} {{%r1, %r1, %r1, %r1}}, {{%r1, %r1, %r1, %r1}}, {{%r1, %r1}}, {{%r1, %r1, %r1, %r1}};"
     if op == "mma":
         return f"{entry} {{%f1, %f1, %f1, %f1}}, {{%hh1, %hh1, %hh1, %hh1}}, {{%hh1, %hh1}}, {{%f1, %f1, %f1, %f1}};"
+    if op == "ldmatrix":
+        n = int(next(p for p in parts if p in ("x1", "x2", "x4"))[1])
+        return f"{entry} {{{', '.join(['%hh1'] * n)}}}, [%r2];"
     if op in ("red", "atom"):
         return f"{entry} [%rd2], {r};" if op == "red" else f"{entry} {r}, [%rd2], {r};"
     if op == "cvta":

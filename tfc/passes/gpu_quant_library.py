@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, MemRefType, i32
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, MemRefType, i32, i64
 
 from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
@@ -134,9 +134,12 @@ def quantized_matmul(namer, op):
         return []
     if K == 0:  # nothing to pack: the bias alone, requantized
         fr = _Frame(namer, "quantized_matmul", [x, w, bias, mult], out, "matmul", Float32Type())
-        return _finish(fr, lambda kb, dg: _requantize(kb, fr, fr.load(2, [dg[1]]), dg[1], op))
+        return _finish(fr, lambda kb, dg: _requantize(kb, fr.load(2, [dg[1]]), _multiplier(kb, fr, dg[1]),
+                                                      out.type.element_type, op))
     xp, x_launches = _pack_rows(namer, x, True)
     wp, w_launches = _pack_rows(namer, w, False)
+    if M >= MMA_MIN_ROWS:
+        return x_launches + w_launches + [_mma_matmul(namer, op, xp, wp)]
     fr = _Frame(namer, "quantized_matmul", [xp, wp, bias, mult], out, "matmul", Float32Type())
     words = fr.shapes[0][1]
 
@@ -148,19 +151,111 @@ def quantized_matmul(namer, op):
             ww = kb.load(fr.ptrs[1], fr.at(1, [n, k4]), nc=True)[0]
             return [kb.emit(G.Dp4aOp(xw, ww, acc))]
         acc = kb.for_(kb.i(0), _opaque(kb, words), kb.i(1), step, [fr.load(2, [n])])[0]
-        return _requantize(kb, fr, acc, n, op)
+        return _requantize(kb, acc, _multiplier(kb, fr, n), out.type.element_type, op)
     return x_launches + w_launches + _finish(fr, body)
 
 
-def _requantize(kb, fr, acc, n, op):
-    """numpy's ``requantize`` of the int32 ``acc`` of output channel ``n``
-    (the multiplier is input 3 of ``fr``), operation for operation."""
+def _multiplier(kb, fr, n):
+    """A loader of the float32 multiplier of output channel ``n`` (input 3 of ``fr``: one per channel
+    or one for all)."""
+    return lambda: fr.load(3, [None if fr.shapes[3][0] == 1 else n])
+
+
+# quantized_matmul on tensor cores (mma.sync m16n8k32 .s8): from MMA_MIN_ROWS rows of x (below, a
+# 16-row tile would be mostly padding, and dp4a's thread per result reads each w word once per
+# row anyway); a warp computes a 16 x (8 MMA_NTILES) block of results, its A fragment (four words
+# of x) loaded once per 32 codes of K for the MMA_NTILES products; MMA_WARPS warps per block
+MMA_MIN_ROWS, MMA_NTILES, MMA_WARPS = 16, 4, 4
+
+
+def _mma_matmul(namer, op, xp, wp):
+    """The launch of the integer matmul on tensor cores over x's rows and w's
+    columns packed four codes to a word (``_pack_rows``: xp [M, W], wp [N, W],
+    the last word zero-padded): per k step of 32 codes, a lane's A register j
+    is word t + 4 (j >> 1) of row g + 8 (j & 1) of the step, its B register j
+    word t + 4 j of column g (tgpu.mma m16n8k32's layout: ``G.MmaOp``); words
+    past W and rows or columns past M or N read as 0. The accumulators start
+    at ``bias`` (int32 wrapping: any order is numpy's sum), then numpy's
+    requantize per result: bit-identical."""
+    x, w, bias, mult = op.ins
+    (out,) = op.outs
+    (M, W), (N, _) = (tuple(int(d) for d in v.type.get_shape()) for v in (xp, wp))
+    ntiles = min(MMA_NTILES, -(-N // 8))
+    tn = -(-N // (8 * ntiles))
+    tiles = -(-M // 16) * tn
+    grid = (-(-tiles // MMA_WARPS), 1, 1)
+    block = (32 * MMA_WARPS, 1, 1)
+    bufs = [xp, wp, bias, mult, out]
+    (xs, ws, bs, ms, os_) = (L.layout_of(v.type)[0] for v in bufs)
+    span = (M + 16) * abs(xs[0]) + (N + 32) * abs(ws[0]) + W + 8 + (M + 16) * abs(os_[0]) + (N + 32) * (
+        abs(os_[1]) + abs(bs[0]) + abs(ms[0]))
+    it = i32 if span <= B.I32_MAX else i64
+    kb = B.KernelBuilder(namer("quantized_matmul_s8_mma"), [G.PtrType(v.type.element_type, "global") for v in bufs], "matmul", it, block)
+    px, pw, pb, pm, po = kb.args
+    tid = kb.tid()
+    lane, tile = kb.remu(tid, kb.i(32)), kb.add(kb.mul(kb.bid(), kb.i(MMA_WARPS)), kb.divu(tid, kb.i(32)))
+
+    def warp_tile():  # every lane of a warp takes this branch or none: mma's whole warp
+        g, t = kb.divu(lane, kb.i(4)), kb.remu(lane, kb.i(4))
+        row0 = kb.mul(kb.divu(tile, kb.i(tn)), kb.i(16))
+        col0 = kb.mul(kb.remu(tile, kb.i(tn)), kb.i(8 * ntiles))
+        rows = [kb.add(row0, g), kb.add(row0, kb.add(g, kb.i(8)))]
+        rows_ok = [kb.cmpi("slt", r, kb.i(M)) for r in rows]
+        bcols = [kb.add(col0, kb.add(g, kb.i(8 * j))) for j in range(ntiles)]  # B's column g per tile
+        bcols_ok = [kb.cmpi("slt", c, kb.i(N)) for c in bcols]
+        ccols = [kb.add(col0, kb.add(kb.mul(t, kb.i(2)), kb.i(8 * j + i))) for j in range(ntiles) for i in (0, 1)]
+        ccols_ok = [kb.cmpi("slt", c, kb.i(N)) for c in ccols]
+        zero = kb.c(0, i32)
+
+        x_rows = [kb.mul(r, kb.i(xs[0])) for r in rows]  # each row's (column's) first word, made once
+        w_cols = [kb.mul(c, kb.i(ws[0])) for c in bcols]
+
+        def word(ptr, strides, base, ok, wd):
+            ok = kb.emit(arith.AndIOp(ok, kb.cmpi("slt", wd, kb.i(W))))
+            idx = kb.select(ok, kb.add(base, kb.mul(wd, kb.i(strides[1]))), kb.i(0))
+            return kb.select(ok, kb.load(ptr, idx, nc=True)[0], zero)
+
+        biases = [kb.select(ok, kb.load(pb, kb.select(ok, kb.mul(c, kb.i(bs[0])), kb.i(0)), nc=True)[0], zero)
+                  for c, ok in zip(ccols, ccols_ok)]
+        # c_i: row g + 8 (i >> 1), column 2t + (i & 1): the bias of its column
+        inits = [biases[2 * j + (i & 1)] for j in range(ntiles) for i in range(4)]
+
+        def step(w0, *acc):
+            wt = kb.add(w0, t)
+            wds = [wt, kb.add(wt, kb.i(4))]
+            a = [word(px, xs, x_rows[j & 1], rows_ok[j & 1], wds[j >> 1]) for j in range(4)]
+            out = []
+            for j in range(ntiles):
+                b = [word(pw, ws, w_cols[j], bcols_ok[j], wds[h]) for h in (0, 1)]
+                out += list(kb.emit(G.MmaOp(a, b, list(acc[4 * j:4 * j + 4]))).results)
+            return out
+        acc = kb.for_(kb.i(0), _opaque(kb, W), kb.i(8), step, inits)
+        one_for_all = tuple(mult.type.get_shape())[0] == 1
+        for j in range(ntiles):
+            for i in range(4):
+                r, ok_r = rows[i >> 1], rows_ok[i >> 1]
+                c, ok_c = ccols[2 * j + (i & 1)], ccols_ok[2 * j + (i & 1)]
+
+                def store(v=acc[4 * j + i], r=r, c=c):
+                    def m(c=c):
+                        return kb.load(pm, kb.i(0) if one_for_all else kb.mul(c, kb.i(ms[0])), nc=True)[0]
+                    y = _requantize(kb, v, m, out.type.element_type, op)
+                    kb.store([y], po, kb.add(kb.mul(r, kb.i(os_[0])), kb.mul(c, kb.i(os_[1]))))
+                kb.if_(kb.emit(arith.AndIOp(ok_r, ok_c)), store)
+    kb.if_(kb.cmpi("slt", tile, kb.i(tiles)), warp_tile)
+    return kb.finish(), grid, block, bufs
+
+
+def _requantize(kb, acc, mult, out_elt, op):
+    """numpy's ``requantize`` of the int32 ``acc`` into ``out_elt`` (int8 or
+    float32), operation for operation; ``mult()`` loads its channel's float32
+    multiplier (after the conversion of ``acc``: the kernels' op order as before)."""
     a = _attrs(op)
     out_zero_point, relu = int(a["out_zero_point"]), bool(a["relu"])
     f32 = Float32Type()
-    one_for_all = fr.shapes[3][0] == 1
-    real = kb.emit(arith.MulfOp(kb.emit(arith.SIToFPOp(acc, f32)), fr.load(3, [None if one_for_all else n])))
-    if fr.out.type.element_type != _I8:
+    real = kb.emit(arith.SIToFPOp(acc, f32))
+    real = kb.emit(arith.MulfOp(real, mult()))
+    if out_elt != _I8:
         return kb.emit(arith.MaximumfOp(real, kb.c(0.0, f32))) if relu else real
     real = kb.emit(xmath.RoundEvenOp(kb.emit(arith.AddfOp(real, kb.c(out_zero_point, f32)))))
     return _to_int8(kb, _clip(kb, real, out_zero_point if relu else INT8_MIN, INT8_MAX))
@@ -252,7 +347,7 @@ def quantized_conv2d(namer, op):
                 return kb.load(fr.ptrs[1], kb.add(wb, kb.mul(c, kb.i(fr.strides[1][2]))), nc=True)[0]
             return [_dp4a_sum(kb, xc, wc, C, acc)]
         acc = _taps(kb, fr, geometry, n, oh, ow, tap, [fr.load(2, [co])])[0]
-        return _requantize(kb, fr, acc, co, op)
+        return _requantize(kb, acc, _multiplier(kb, fr, co), fr.out.type.element_type, op)
     return _finish(fr, body)
 
 

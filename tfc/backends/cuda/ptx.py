@@ -98,8 +98,10 @@ PTX_SUBSET = frozenset([
     "red.global.add.f32", "red.global.add.u32", "red.global.add.u64", "red.global.add.f64",
     "atom.global.add.f32", "atom.global.add.u32", "atom.global.add.u64", "atom.global.add.f64",
     "abs.s32", "abs.s64",
-    # tensor cores (tgpu.mma: float16 fragments packed in pairs by mov.b32 {lo, hi})
-    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+    # tensor cores (tgpu.mma: float16 fragments packed in pairs by mov.b32 {lo, hi}; int8 codes
+    # four to a .u32), tgpu.ldmatrix (its .b32 registers unpacked by mov.b32 {lo, hi}, %r)
+    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+    *(f"ldmatrix.sync.aligned.m8n8.x{n}{t}.shared.b16" for n in (1, 2, 4) for t in ("", ".trans")),
     # int8 dot products (tgpu.dp4a: four signed bytes per .u32 operand)
     "dp4a.s32.s32",
 ])
@@ -130,6 +132,7 @@ class _Kernel:
         self.lines: list[str] = []
         self.vals = {}       # SSAValue -> register
         self.u32_of = {}     # index SSAValue of a gpu id -> its 32-bit register
+        self.pairs = {}      # (lo, hi) float16 SSAValues an ldmatrix unpacked -> their .b32 register
         self.shared: list[str] = []
         self.labels = 0
 
@@ -333,20 +336,40 @@ class _Kernel:
                "0xffffffff")
 
     def mma(self, op):
-        """tgpu.mma: the float16 fragments packed two to a .b32 register (the
-        first element low), then one mma.sync for the warp."""
-        def packed(vals):
-            regs = []
-            for lo, hi in zip(vals[0::2], vals[1::2]):
-                r = self.reg("hh")
-                self.i("mov.b32", r, "{%s, %s}" % (self.get(lo), self.get(hi)))
-                regs.append(r)
-            return "{" + ", ".join(regs) + "}"
+        """tgpu.mma: float16 fragments packed two to a .b32 register (the first
+        element low; a pair an ldmatrix unpacked is its register again), int8
+        fragments already packed four to an i32; then one mma.sync for the warp."""
+        from tfc.dialects.gpu import MMA_SHAPES
+        if op.shape != "m16n8k16":
+            def packed(vals):
+                return "{" + ", ".join(self.get(v) for v in vals) + "}"
+        else:
+            def packed(vals):
+                regs = []
+                for lo, hi in zip(vals[0::2], vals[1::2]):
+                    r = self.pairs.get((lo, hi))
+                    if r is None:
+                        r = self.reg("hh")
+                        self.i("mov.b32", r, "{%s, %s}" % (self.get(lo), self.get(hi)))
+                    regs.append(r)
+                return "{" + ", ".join(regs) + "}"
 
         a, b = packed(list(op.a)), packed(list(op.b))
         c = "{" + ", ".join(self.get(v) for v in op.c) + "}"
         d = "{" + ", ".join(self.new(v) for v in op.d) + "}"
-        self.i("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", d, a, b, c)
+        self.i(MMA_SHAPES[op.shape][3], d, a, b, c)
+
+    def ldmatrix(self, op):
+        """tgpu.ldmatrix: one .b32 register per matrix, unpacked into its two
+        float16 values (mma packs the same pair back into that register)."""
+        _, a = self.address(op.ptr, op.index)
+        regs = [self.reg("hh") for _ in range(op.num)]
+        trans = ".trans" if op.trans is not None else ""
+        self.i(f"ldmatrix.sync.aligned.m8n8.x{op.num}{trans}.shared.b16", "{" + ", ".join(regs) + "}", f"[{a}]")
+        vals = list(op.values)
+        for r, lo, hi in zip(regs, vals[0::2], vals[1::2]):
+            self.i("mov.b32", "{%s, %s}" % (self.new(lo), self.new(hi)), r)
+            self.pairs[(lo, hi)] = r
 
     def dp4a(self, op):
         self.i("dp4a.s32.s32", self.new(op.result), self.get(op.a), self.get(op.b), self.get(op.c))
@@ -817,6 +840,7 @@ _HANDLERS = {
     "tgpu.shuffle": _Kernel.shuffle,
     "tgpu.atomic": _Kernel.atomic,
     "tgpu.mma": _Kernel.mma,
+    "tgpu.ldmatrix": _Kernel.ldmatrix,
     "tgpu.dp4a": _Kernel.dp4a,
     "scf.for": _Kernel.for_,
     "scf.if": _Kernel.if_,

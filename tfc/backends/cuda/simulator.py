@@ -60,6 +60,8 @@ SUPPORTED = {
     "and": ".pred .b16 .b32 .b64", "or": "as and", "xor": "as and", "not": "as and",
     "shl": ".b16 .b32 .b64", "shr": ".b/.u/.s 16-64",
     "dp4a": ".s32.s32 (four signed-byte products plus c, int32 wrapping)",
+    "mma": ".sync.aligned .m16n8k16.row.col.f32.f16.f16.f32, .m16n8k32.row.col.s32.s8.s8.s32 (full warps)",
+    "ldmatrix": ".sync.aligned.m8n8 .x1/.x2/.x4 [.trans] .shared.b16 (full warps)",
     "popc": ".b32 .b64", "clz": ".b32 .b64", "brev": ".b32 .b64",
     "setp": "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan [.and/.or/.xor], d[|q]",
     "selp": "all types", "testp": "finite infinite number notanumber normal subnormal",
@@ -822,6 +824,8 @@ class _Decoder:
         self._nops(ops, 2, opcode)
         if ops[1].startswith("{") and t == "b32" and not ops[0].startswith("{"):
             return self._pack16(ops, opcode)
+        if ops[0].startswith("{") and t == "b32" and not ops[1].startswith("{"):
+            return self._unpack16(ops, opcode)
         if ops[1].startswith("{") or ops[0].startswith("{"):
             self._unsupported(opcode, "vector pack/unpack (only mov.b32 of two .b16)")
         src, dst = self.src(ops[1], t), self.dst(ops[0], t)
@@ -838,6 +842,107 @@ class _Decoder:
             dst(ctx, sel, a | (b << np.uint32(16)))
         return _OP, pack, None
 
+    def _unpack16(self, ops, opcode):
+        """``mov.b32 {%h0, %h1}, %r``: the low half to the first register."""
+        lo, hi = (self.dst(x, "b16") for x in _vector_regs(ops[0], 2))
+        src = self.src(ops[1], "b32")
+
+        def unpack(ctx, sel):
+            v = np.asarray(src(ctx, sel)).astype(np.uint32)
+            lo(ctx, sel, (v & np.uint32(0xFFFF)).astype(np.uint16))
+            hi(ctx, sel, (v >> np.uint32(16)).astype(np.uint16))
+        return _OP, unpack, None
+
+    def _i_ldmatrix(self, mods, ops, opcode):
+        """ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: per warp,
+        lane 8 j + r gives the address of row r of matrix j (16 bytes, 16-byte
+        aligned; x1/x2 read lanes 0-7/0-15 only); lane l receives in register
+        j the two elements of matrix j at row l >> 2, columns 2 (l & 3) and + 1,
+        or with .trans at rows 2 (l & 3) and + 1 of column l >> 2 (the first
+        in the low half): PTX's "Warp-level matrix load instruction: ldmatrix".
+        The rows are read as 16-byte shared loads of their address lanes (the
+        bounds, alignment and race checks of ld.shared.v4)."""
+        forms = {f"sync.aligned.m8n8.x{n}{t}.shared.b16": (n, bool(t)) for n in (1, 2, 4) for t in ("", ".trans")}
+        form = forms.get(".".join(mods))
+        if form is None:
+            self._unsupported(opcode, "only ldmatrix.sync.aligned.m8n8.x1/.x2/.x4[.trans].shared.b16")
+        num, trans = form
+        self._nops(ops, 2, opcode)
+        self._strict = False  # fragment registers are .b32 (ptxas: any 32-bit register)
+        regs = [x.strip() for x in ops[0][1:-1].split(",")] if ops[0].startswith("{") else [ops[0]]
+        if len(regs) != num:
+            raise PTXSyntaxError(f"{opcode} needs {num} destination registers, got {ops[0]}")
+        dsts = [self.dst(x, "b32") for x in regs]
+        fetch, off, _ = self.addr(ops[1], "shared")
+        self.k.min_shared_access = min(self.k.min_shared_access, 4)
+
+        def ldmatrix(ctx, sel):
+            pos = ctx.check_full_warps(sel, "ldmatrix (a warp-wide instruction)")
+            lane = ctx.special_all("%laneid")
+            lane = (lane if sel is None else lane[sel]).astype(np.int64)
+            a = fetch(ctx, sel)
+            if off:
+                a = a + np.uint64(off & 0xFFFFFFFFFFFFFFFF)
+            a = np.broadcast_to(_lanes(a, ctx, sel), lane.shape)
+            w = pos // 32
+            nw = int(w.max()) + 1 if len(w) else 0
+            readers = np.flatnonzero(lane < 8 * num)     # the address lanes
+            rsel = readers if sel is None else sel[readers]
+            rows = ctx.shared_access(np.ascontiguousarray(a[readers]), rsel, np.dtype(np.uint16), 8, 16, None)
+            M = np.zeros((nw, num, 8, 8), np.uint16)     # per warp, matrix, row, column
+            M[w[readers], lane[readers] >> 3, lane[readers] & 7] = rows
+            g, t = lane >> 2, lane & 3
+            for j, st in enumerate(dsts):
+                if trans:
+                    lo, hi = M[w, j, 2 * t, g], M[w, j, 2 * t + 1, g]
+                else:
+                    lo, hi = M[w, j, g, 2 * t], M[w, j, g, 2 * t + 1]
+                st(ctx, sel, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
+        return _OP, ldmatrix, None
+
+    def _i_mma_s8(self, ops, opcode):
+        """mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32: per warp, D = A B + C
+        in int32 with wraparound (no .satfinite), with PTX's "Matrix Fragments
+        for mma.m16n8k32" (g = laneid >> 2, t = laneid % 4; register j of A
+        holds bytes k = 4t + 16 (j >> 1) + 0..3 of row g + 8 (j & 1), low byte
+        first; register j of B bytes k = 4t + 16 j + 0..3 of column g; c_i, d_i
+        at row g + 8 (i >> 1), column 2t + (i & 1)). Computed exactly in int64
+        (|sum| <= 32 * 2^14 + 2^31), then wrapped to int32."""
+        self._nops(ops, 4, opcode)
+        self._strict = False
+        d = [self.dst(x, "s32") for x in _vector_regs(ops[0], 4)]
+        a = [self.src(x, "b32") for x in _vector_regs(ops[1], 4)]
+        b = [self.src(x, "b32") for x in _vector_regs(ops[2], 2)]
+        c = [self.src(x, "s32") for x in _vector_regs(ops[3], 4)]
+
+        def codes(r, ctx, sel, shape):
+            v = np.broadcast_to(np.asarray(r(ctx, sel), np.uint32), shape)
+            return [((v >> np.uint32(8 * i)) & np.uint32(0xFF)).astype(np.uint8).view(np.int8).astype(np.int64)
+                    for i in range(4)]
+
+        def mma(ctx, sel):
+            pos = ctx.check_full_warps(sel, "mma.sync (a warp-wide instruction)")
+            lane = ctx.special_all("%laneid")
+            lane = (lane if sel is None else lane[sel]).astype(np.int64)
+            shape = lane.shape
+            w = pos // 32
+            nw = int(w.max()) + 1 if len(w) else 0
+            g, t = lane >> 2, lane & 3
+            A, B, C = (np.zeros((nw, 16, 32), np.int64), np.zeros((nw, 32, 8), np.int64),
+                       np.zeros((nw, 16, 8), np.int64))
+            for j, r in enumerate(a):
+                for i, v in enumerate(codes(r, ctx, sel, shape)):
+                    A[w, g + 8 * (j & 1), 4 * t + 16 * (j >> 1) + i] = v
+            for j, r in enumerate(b):
+                for i, v in enumerate(codes(r, ctx, sel, shape)):
+                    B[w, 4 * t + 16 * j + i, g] = v
+            for i, r in enumerate(c):
+                C[w, g + 8 * (i >> 1), 2 * t + (i & 1)] = np.broadcast_to(np.asarray(r(ctx, sel), np.int32), shape)
+            D = (np.matmul(A, B) + C).astype(np.int32)  # int64 -> int32 keeps the low 32 bits: the wrap
+            for i, st in enumerate(d):
+                st(ctx, sel, D[w, g + 8 * (i >> 1), 2 * t + (i & 1)])
+        return _OP, mma, None
+
     def _i_mma(self, mods, ops, opcode):
         """mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: per warp, D = A B + C
         with the fragment layouts of PTX's "Matrix Fragments for mma.m16n8k16
@@ -849,8 +954,11 @@ class _Decoder:
         16 of them and c nearly so: each d is that sum rounded once to float32.
         A tensor core accumulates with its own (unspecified) roundings, within
         the float32 accumulation bound of the same sum."""
+        if ".".join(mods) == "sync.aligned.m16n8k32.row.col.s32.s8.s8.s32":
+            return self._i_mma_s8(ops, opcode)
         if ".".join(mods) != "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32":
-            self._unsupported(opcode, "only mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+            self._unsupported(opcode, "only mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 and "
+                                      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32")
         self._nops(ops, 4, opcode)
         self._strict = False  # fragment registers are .b32 (ptxas: any 32-bit register)
         d = [self.dst(x, "f32") for x in _vector_regs(ops[0], 4)]
