@@ -135,6 +135,34 @@ def test_normal_float64_within_ulps(cuda_driver):
     assert (want[0] == got[0]).mean() > 0.5  # most draws are bit-identical
 
 
+def test_truncated_normal_within_ulps(cuda_driver):
+    """truncated_normal: the numpy kernel's inverse transform in float64 (its erf
+    formula, three Newton steps): float64 within 8 ulps (5 measured over 2^15
+    draws: exp's last bit inside erf, amplified by Newton near |z| = 2), float32
+    and float16 within one ulp (bit-identical in every draw measured)."""
+    want, got = _both(lambda: (tfc.random.truncated_normal([4097], dtype="float64", seed=77),
+                               tfc.random.truncated_normal([1031], mean=3.0, stddev=0.5, seed=2),
+                               tfc.random.truncated_normal([33], dtype="float16", seed=5),
+                               tfc.random.truncated_normal([0], seed=1)))
+    for w, g in zip(want, got):
+        assert g.dtype == w.dtype and g.shape == w.shape
+    assert (_ulps64(want[0], got[0]) <= 8).all() and (np.abs(got[0]) <= 2).all()
+    assert (_ulps(want[1], got[1]) <= 1).all() and (np.abs(got[1] - 3.0) <= 1.0).all()
+    assert (np.abs(got[2].astype(np.float32) - want[2]) <= np.spacing(np.abs(want[2]))).all()
+
+
+def test_truncated_normal_global_stream(cuda_driver):
+    def f():
+        return tfc.random.truncated_normal([9]), tfc.random.uniform([5])
+
+    tfc.random.set_seed(21)
+    want = [np.asarray(v) for v in tfc.function(f)()]
+    tfc.random.set_seed(21)
+    got = [np.asarray(v) for v in tfc.function(f, target="cuda")()]
+    assert (_ulps(want[0], got[0]) <= 1).all()
+    assert np.array_equal(want[1], got[1])  # the uniform after it took the next blocks of the stream
+
+
 def test_ptxas_budgets():
     x = np.ones((5, 7), np.float32)
     m = lower(l3_of(lambda x: (tfc.random.uniform([1031], seed=1), tfc.random.normal([1031]),
@@ -143,7 +171,8 @@ def test_ptxas_budgets():
                                tfc.random.uniform([1031], minval=-2**63, maxval=2**63, dtype="int64"),
                                tfc.random.uniform([17], minval=-1.0, maxval=3.0, dtype="float64"),
                                tfc.random.uniform([17], dtype="float16"),
-                               tfc.random.normal([17], mean=1.0, dtype="float64")), x))
+                               tfc.random.normal([17], mean=1.0, dtype="float64"),
+                               tfc.random.truncated_normal([17], stddev=2.0)), x))
     check_budgets(m)
 
 

@@ -1684,7 +1684,7 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
-        if (name in QUANT_LIBRARY or name in SORT_LIBRARY) and op.results and not op.outs:
+        if (name in QUANT_LIBRARY or name in SORT_LIBRARY or name in RANDOM_OPS) and op.results and not op.outs:
             return self.into_fresh(op)
         table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY) if name in t), {})
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
