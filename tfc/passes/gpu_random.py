@@ -412,11 +412,10 @@ def shuffle_indices(namer, op):
     low) into a scratch buffer, then the stable merge sort of the keys
     (unsigned): the same permutation, bit for bit."""
     from tfc.passes.gpu_nn_library import _attrs
-    from tfc.passes.gpu_sort import merge_sort
+    from tfc.passes.gpu_sort import merge_sort, one_in_one_out
 
     attrs = _attrs(op)
-    (value,) = op.ins
-    (out,) = op.outs
+    value, out = one_in_one_out(op)
     n = value.type.get_shape()[0]
     if n < 0:
         raise unsupported("shuffle_indices of run-time shape")

@@ -164,13 +164,20 @@ def merge_sort(namer, keys, out, axis: int, descending: bool, unsigned: bool = F
     return launches
 
 
+def one_in_one_out(op):
+    """(operand, result buffer) of a library call of one each, else NotImplementedError."""
+    name = op.callee.data
+    if len(op.ins) != 1 or len(op.outs) != 1:
+        raise B.unsupported(f"{name} of {len(op.ins)} operands and {len(op.outs)} results")
+    return op.ins[0], op.outs[0]
+
+
 def argsort(namer, op):
     """The merge passes of an argsort into its result (int32, contiguous)."""
     from tfc.passes.gpu_nn_library import _attrs
 
     attrs = _attrs(op)
-    (x,) = op.ins
-    (out,) = op.outs
+    x, out = one_in_one_out(op)
     if out.type.element_type != i32:
         raise B.unsupported(f"argsort into the buffer {out.type}")
     return merge_sort(namer, x, out, attrs["axis"], attrs["direction"] == "DESCENDING")
@@ -184,4 +191,4 @@ def shuffle_indices(namer, op):
 
 LIBRARY = {"argsort": argsort, "shuffle_indices": shuffle_indices}
 
-__all__ = ["LIBRARY", "merge_sort"]
+__all__ = ["LIBRARY", "merge_sort", "one_in_one_out"]
