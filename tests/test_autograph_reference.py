@@ -2456,8 +2456,6 @@ def test_basic_list_tensor_mutation():
     assert tfc.autograph.to_graph(mutation)([0] * 10, 10) == mutation([0] * 10, 10)
 
 
-_POP_XFAIL = pytest.mark.xfail(strict=True, raises=NotImplementedError,
-                               reason="pop() of a tensor list inside a tensor loop: tfc's tensor lists grow only")
 _NESTED_LIST_XFAIL = pytest.mark.xfail(
     strict=True, raises=TypeError,
     reason="a tensor list of tensor lists' stacks (elements of run-time length): zeros of an unknown dimension")
@@ -2467,8 +2465,7 @@ _NESTED_LIST_XFAIL = pytest.mark.xfail(
 @pytest.mark.parametrize("target,args", [
     (element_access, ()), (element_update, ()), (simple_fill, (5,)),
     pytest.param(nested_fill, (5, 3), marks=_NESTED_LIST_XFAIL), (read_write_loop, (4,)),
-    pytest.param(simple_empty, (0,), marks=_POP_XFAIL), pytest.param(simple_empty, (2,), marks=_POP_XFAIL),
-    pytest.param(simple_empty, (4,), marks=_POP_XFAIL)], ids=_ids)
+    (simple_empty, (0,)), (simple_empty, (2,)), (simple_empty, (4,))], ids=_ids)
 def test_basic_list(target, args):
     assert_function_matches_eager(target, *(tfc.constant(a) for a in args))
 
@@ -2489,10 +2486,9 @@ def test_basic_list_stack_of_a_list_that_may_be_empty(target, args):
 
 @pytest.mark.parametrize("n", (0, 2, 4))
 def test_basic_list_pop(n):
-    # a Python loop pops as Python does; a tensor loop refuses (traced once, it would pop once)
+    # a Python loop pops as Python does; a tensor loop pops the tensor list's last element
     assert_function_matches_eager(simple_empty, n)
-    assert_function_raises(simple_empty, (tfc.constant(n),), NotImplementedError,
-                           r"pop\(\) of a list with a declared element type inside a tensor loop")
+    assert_function_matches_eager(simple_empty, tfc.constant(n))
 
 
 # -- type_annotations_test.py and assertion_test.py ------------------------------------------------

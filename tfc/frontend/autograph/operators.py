@@ -898,6 +898,51 @@ def list_append(lst, x, name, line):
     return lst
 
 
+_POPPED: dict = {}  # id(list) -> (list, value): what list_pop took, until popped() reads it
+
+
+def list_pop(lst, name, line):
+    """``lst.pop()`` in converted code, first part: the list without its last
+    element (a tensor list: a new one; a Python list: the same, popped). The
+    element is ``popped(lst)``, which the statement reads next."""
+    if _is_tensor_array(lst):
+        lst, value = _tensor_list_pop(lst, name, line)
+    else:
+        if isinstance(lst, list) and _LOOP_DEPTH[0] and STATE.builder is not None:
+            # traced once, it would pop once whatever the trips or the branch taken
+            raise NotImplementedError(
+                f"list {name!r} is popped inside a tensor loop or `if` at line {line}, but it is a Python list "
+                f"there: declare its element type first with tfc.autograph.set_element_type({name}, dtype), "
+                f"so that it is a tensor list")
+        value = lst.pop()
+    _POPPED[id(lst)] = (lst, value)
+    return lst
+
+
+def popped(lst):
+    """The element that ``list_pop`` just took from ``lst``."""
+    return _POPPED.pop(id(lst))[1]
+
+
+def _tensor_list_pop(ta, name, line):
+    """TensorFlow's pop_back of a tensor list: (the list of its first size - 1
+    elements, its last element); popping an empty list fails when it runs."""
+    from tfc.core import dtypes
+    from tfc.ops import math, shapes
+    from tfc.ops.creation import zeros
+
+    buf = ta._as_buffer()
+    if buf is None:  # no element and no element shape: it is empty
+        raise IndexError(f"pop from empty list ({name!r}, line {line})")
+    size = buf.size()
+    _cf().Assert(math.greater(size, 0), [f"pop from empty list ({name!r}, line {line})"])
+    last = size - 1
+    value = buf.read(last)
+    # rows 0 .. size - 2 (a growing array's buffer has size rows)
+    rows = shapes.range_along(zeros([last], dtypes.int8), 0, dtypes.int32)
+    return buf._with_buffer(shapes.gather(buf._buffer, rows, axis=0), last), value
+
+
 def get_item(target, key):
     """``target[key]`` in converted code, for a list the function appends to: a
     tensor list's element, or Python's item."""
@@ -927,14 +972,15 @@ def stack(lst, dtype=None, strict=True):
         return lst
     if not isinstance(lst, (list, tuple)):
         raise TypeError(f"stack expects a list, a tensor list or a tensor, got {type(lst).__name__}")
-    if dtype is None and id(lst) in _ELEMENT_TYPES:
-        dtype = _ELEMENT_TYPES[id(lst)][1]
+    _, declared, shape = _ELEMENT_TYPES.get(id(lst), (None, None, None))
+    dtype = dtype or declared
     if not lst:
         if dtype is None:
             raise ValueError("stack of an empty list needs an element type (set_element_type)")
         import numpy as np
 
-        return constant(np.zeros((0,), dtype.as_numpy_dtype))
+        # as the tensor list's stack: its declared element shape (a scalar's if none)
+        return constant(np.zeros((0,) + (shape or ()), dtype.as_numpy_dtype))
     from tfc.ops.shapes import stack
 
     return stack([constant(x, dtype) if not isinstance(x, Tensor) else x for x in lst])
@@ -1048,8 +1094,15 @@ def _enumerate(x, start=0):
     return builtins.enumerate(x, start)
 
 
+def _zip(*iterables, **kwargs):
+    if iterables and not kwargs and STATE.builder is not None and all(
+            getattr(x, "_tfc_dataset", False) for x in iterables):
+        return iterables[0].zip(*iterables)  # as TensorFlow: Dataset.zip, a dataset loop
+    return builtins.zip(*iterables, **kwargs)
+
+
 BUILTINS = {builtins.print: print_, builtins.range: _range, builtins.int: _int,
-            builtins.float: _float, builtins.enumerate: _enumerate}
+            builtins.float: _float, builtins.enumerate: _enumerate, builtins.zip: _zip}
 
 
 def call(f, *args, **kwargs):
@@ -1058,10 +1111,12 @@ def call(f, *args, **kwargs):
     owner = getattr(f, "__self__", None)
     if (isinstance(owner, list) and id(owner) in _ELEMENT_TYPES and getattr(f, "__name__", None) == "pop"
             and _LOOP_DEPTH[0] and STATE.builder is not None):
-        # traced once, it would pop once whatever the loop's trips or the branch taken
+        # a pop the conversion does not rewrite (list_pop), traced once, would pop once
+        # whatever the loop's trips or the branch taken
         raise NotImplementedError(
-            "pop() of a list with a declared element type inside a tensor loop or `if` is not supported: "
-            "tfc's tensor lists grow only (append, item writes); keep a count of the elements in use instead")
+            "pop() of a list with a declared element type inside a tensor loop or `if` is supported only as "
+            "`lst.pop()` with no argument, once in a statement that uses the list nowhere else and not under "
+            "a condition (`and`, `or`, `x if c else y`) or in a lambda or comprehension")
     try:
         override = BUILTINS.get(f)
     except TypeError:  # unhashable callable

@@ -98,11 +98,49 @@ def assigned_names(stmts) -> set:
             out.add(n.target.id)
         elif _is_list_append(n):
             out.add(n.value.func.value.id)  # becomes `lst = ag__.list_append(lst, x)`
+        elif _list_pop_of(n):
+            out.add(_list_pop_of(n))  # its statement starts with `lst = ag__.list_pop(lst)`
     return out
 
 
 def _is_list_append(n) -> bool:
     return getattr(n, "_ag_append", False)
+
+
+def _list_pop_of(n):
+    """The list whose ``lst.pop()`` call ``n`` is, where the conversion rewrites it
+    (``_mark_list_pops``); else None."""
+    return getattr(n, "_ag_pop", None)
+
+
+# statements whose one pop of a list may run first: they hold no other statement
+_SIMPLE_STMTS = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return)
+# where a call may run zero times or later than the statement's other parts
+_DEFERRING = (ast.BoolOp, ast.IfExp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _mark_list_pops(fn, lists):
+    """``lst.pop()`` of a list the function appends to (maybe a tensor list) in a
+    simple statement becomes ``lst = ag__.list_pop(lst)`` before the statement and
+    ``ag__.popped(lst)`` in it (as TensorFlow converts it): the list is then
+    loop and branch state, and a tensor list pops its last element. Only where
+    that runs the pop in Python's order: one pop in the statement, not under a
+    condition or a lambda, and no other use of the list in it."""
+    for stmt in _walk_scope(fn):
+        if not isinstance(stmt, _SIMPLE_STMTS):
+            continue
+        nodes = list(ast.walk(stmt))
+        pops = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "pop" and isinstance(n.func.value, ast.Name) and n.func.value.id in lists
+                and not n.args and not n.keywords]
+        if len(pops) != 1:
+            continue
+        (call,) = pops
+        name = call.func.value.id
+        deferred = {id(x) for d in nodes if isinstance(d, _DEFERRING) for x in ast.walk(d)}
+        uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
+        if id(call) not in deferred and uses == [call.func.value]:
+            call._ag_pop = name
 
 
 def _looks_like_append(n) -> bool:
@@ -498,6 +536,19 @@ class _ControlFlow(ast.NodeTransformer):
         self.locals = locals_  # the function's own variables (and nonlocal ones)
         self.lists = lists  # local lists appended to (maybe tensor lists)
 
+    def visit(self, node):
+        if isinstance(node, ast.stmt) and not any(isinstance(c, ast.stmt) for c in ast.iter_child_nodes(node)):
+            call = next((n for n in ast.walk(node) if _list_pop_of(n)), None)
+            if call is not None:
+                # lst.pop() → lst = ag__.list_pop(lst) first, then ag__.popped(lst) in its place
+                name = call._ag_pop
+                del call._ag_pop
+                pop = _located([_assign(name, ast.Call(func=_ag("list_pop"), args=[
+                    _name(name), _const(name), _const(node.lineno)], keywords=[]))], node)
+                call.func, call.args, call.keywords = _ag("popped"), [_name(name)], []
+                return pop + _as_list(super().visit(node))
+        return super().visit(node)
+
     def _list_item(self, node) -> bool:
         return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and \
             node.value.id in self.lists and not isinstance(node.slice, ast.Slice)
@@ -750,6 +801,7 @@ def convert_function_body(fn: ast.FunctionDef, names: _Names | None = None) -> a
     for n in _walk_scope(fn):
         if _looks_like_append(n) and n.value.func.value.id in local - globals_ - nonlocals:
             n._ag_append = True
+    _mark_list_pops(fn, {n.value.func.value.id for n in _walk_scope(fn) if _is_list_append(n)})
     _ReturnLowering().run(fn)
     fn.body = [s for stmt in fn.body for s in _as_list(_JumpLowering(names).visit(stmt))]
     _live_block(fn.body, set())

@@ -1,0 +1,138 @@
+"""``lst.pop()`` of a list with a declared element type in converted code: in a
+tensor loop or `if` it pops the tensor list's last element (TensorFlow's
+pop_back), with Python's result on the same values; the forms the conversion
+leaves alone keep their clear error."""
+import numpy as np
+import pytest
+
+import tfc
+from tfc.core import nest
+from helpers import assert_bit_identical
+
+ag = tfc.autograph
+
+
+def _same_as_python(f, *args):
+    """tfc.function(f) on tensors gives what f gives on Python ints."""
+    want = f(*(a if not isinstance(a, tfc.Tensor) else int(a.numpy()) for a in args))
+    got = tfc.function(f)(*args)
+    for g, w in zip(nest.flatten(got), nest.flatten(want)):
+        g = g.numpy() if isinstance(g, tfc.Tensor) else np.asarray(g)
+        w = w.numpy() if isinstance(w, tfc.Tensor) else np.asarray(w)
+        assert_bit_identical(g, w.astype(g.dtype) if w.size else w.reshape(g.shape).astype(g.dtype))
+
+
+def pop_in_while(n):
+    l = []
+    for i in range(5):
+        l.append(10 * i)
+    ag.set_element_type(l, tfc.int32, ())
+    total, i = 0, 0
+    while i < n:
+        total = total * 2 + l.pop()
+        i += 1
+    return ag.stack(l, strict=False), total
+
+
+def pop_and_append(n):
+    l = []
+    l.append(1)
+    ag.set_element_type(l, tfc.int32, ())
+    for i in range(n):
+        if i % 2 == 0:
+            l.append(i + 5)
+            l.append(i + 7)
+        else:
+            x = l.pop()
+            l.append(x * 3)
+    return ag.stack(l, strict=False)
+
+
+def pop_vectors(n):
+    rows = []
+    for i in range(4):
+        rows.append(tfc.constant([float(i), -float(i)]))
+    ag.set_element_type(rows, tfc.float32, (2,))
+    acc = tfc.constant([0.0, 0.0])
+    for _ in range(n):
+        acc = acc + rows.pop() * 0.5
+    return ag.stack(rows, strict=False), acc
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 5])
+def test_pop_in_a_tensor_while(n):
+    _same_as_python(pop_in_while, tfc.constant(n))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 5])
+def test_pop_and_append_in_a_tensor_for_and_if(n):
+    _same_as_python(pop_and_append, tfc.constant(n))
+
+
+@pytest.mark.parametrize("n", [0, 2, 4])
+def test_pop_of_vectors(n):
+    want = pop_vectors(n)
+    got = tfc.function(pop_vectors)(tfc.constant(n))
+    for g, w in zip(got, want):
+        assert_bit_identical(g.numpy(), w.numpy())
+
+
+def test_pop_of_an_empty_tensor_list_fails_when_it_runs():
+    f = tfc.function(pop_in_while)
+    with pytest.raises(Exception, match=r"pop from empty list \('l', line \d+\)"):
+        f(tfc.constant(6))
+
+
+def test_pop_in_a_python_loop_is_pythons():
+    got, want = tfc.function(pop_in_while)(3), pop_in_while(3)
+    assert_bit_identical(got[0].numpy(), want[0].numpy())
+    assert got[1] == want[1] == 40 * 4 + 30 * 2 + 20
+
+
+def test_an_undeclared_list_popped_in_a_tensor_loop_is_a_clear_error():
+    def f(n):
+        l = [1, 2, 3]
+        l.append(4)
+        s = 0
+        for _ in range(n):
+            s += l.pop()
+        return s
+
+    with pytest.raises(NotImplementedError, match=r"list 'l' is popped inside a tensor loop or `if` at line \d+, "
+                                                  r"but it is a Python list there.*set_element_type\(l, dtype\)"):
+        tfc.function(f)(tfc.constant(2))
+
+
+def _pop_in_condition(n):
+    l = []
+    l.append(1)
+    l.append(2)
+    ag.set_element_type(l, tfc.int32, ())
+    s = 0
+    for _ in range(n):
+        s = s + (l.pop() if s >= 0 else 0)  # under a condition: Python might not pop
+    return s
+
+
+def _pop_with_another_use(n):
+    l = []
+    l.append(1)
+    l.append(2)
+    ag.set_element_type(l, tfc.int32, ())
+    s = 0
+    for _ in range(n):
+        s = s + l.pop() + len(l)  # the order of the pop and len() matters
+    return s
+
+
+@pytest.mark.parametrize("f", [_pop_in_condition, _pop_with_another_use])
+def test_forms_not_rewritten_keep_the_clear_error(f):
+    with pytest.raises(NotImplementedError, match=r"pop\(\) of a list with a declared element type inside a "
+                                                  r"tensor loop or `if` is supported only as `lst.pop\(\)`"):
+        tfc.function(f)(tfc.constant(1))
+    assert tfc.function(f)(1) == f(1)  # a Python loop: Python's pop
+
+
+def test_converted_code_shows_the_pop():
+    code = ag.to_code(pop_in_while)
+    assert "l = ag__.list_pop(l, 'l'," in code and "total * 2 + ag__.popped(l)" in code
