@@ -221,14 +221,15 @@ def _region_replay(builder, captured, nested=True):
     return Replay(builder, env, read, assign, nested)
 
 
-def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags=False):
+def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None):
     """``replay`` of ``block`` on ``args`` under a fresh tape; the gradients of its
-    results ``targets_idx`` (weighted by ``out_grads``) w.r.t. ``sources``,
-    added onto ``seeds`` (gradients so far, None for none) as eager adds them;
-    zeros where none. With ``flags``, (gradient, did it flow) pairs: True,
-    False (zeros) or a bool tensor (nested control flow: see tape.Guarded).
-    A seed may be a ``Guarded`` (a gradient so far that exists only where its
-    predicate holds): that source's flag then says whether its total exists."""
+    results ``targets_idx`` (weighted by ``out_grads``, which may be Guarded)
+    w.r.t. ``sources``, added onto ``seeds`` (gradients so far, None for none)
+    as eager adds them: (gradient, did it flow) pairs, the flag True, False (the
+    gradient is then zeros, or the seed) or a bool tensor (nested control flow:
+    see tape.Guarded). A seed may be a ``Guarded`` (a gradient so far that exists
+    only where its predicate holds): that source's flag then says whether its
+    total exists."""
     from tfc.core.tape import GradientTape, _settle
     from tfc.ops.creation import zeros_like
 
@@ -249,7 +250,7 @@ def _vjp(replay, block, args, sources, targets_idx, out_grads, seeds=None, flags
             out.append((_settle(g), g.pred))
         else:
             out.append((g, True))
-    return out if flags else [g for g, _ in out]
+    return out
 
 
 def _float_ssa(v) -> bool:
@@ -543,15 +544,11 @@ class CondGrad:
 
         def branch(b):
             def run():
-                from tfc.ops.shapes import reshape
-
                 res = _vjp(_region_replay(builder, captured), blocks[b], [], sources, fo, [gs[k] for k in fo],
-                           seeds, flags=True)
-                fl = []
+                           seeds)
                 for j, (_, f) in enumerate(res):
                     known[b][j] = f if isinstance(f, bool) else None
-                    fl.append(convert_to_tensor(np.bool_(f)) if isinstance(f, bool) else reshape(f, ()))
-                return (*[g for g, _ in res], *fl)
+                return (*[g for g, _ in res], *[_bool(f) for _, f in res])
             return run
 
         res = nest.flatten(builder.cond(pred, branch(0), branch(1)))
@@ -733,7 +730,7 @@ class WhileGrad:
         def step(j, outs, seeds):
             state = states(j)
             return _vjp(_region_replay(builder, captured), body, state, [state[k] for k in fs] + sources_caps,
-                        fs, outs, [None] * nf + seeds, flags=True)
+                        fs, outs, [None] * nf + seeds)
 
         if (any(f is not True for _, f in first) or _has_regions(body)
                 or not all(_reaches(body, body.args[k], fs) for k in fs)):
@@ -960,7 +957,7 @@ def backward_function(conc):
         if flagged:
             seeds = [Guarded(s, arg(Spec((), bool_), f"has{k}")) for k, s in enumerate(seeds)]
         res = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
-                   fo, gs, seeds, flags=True)
+                   fo, gs, seeds)
         outs = [g for g, _ in res] + ([_bool(f) for _, f in res] if flagged else [])
     bwd = ConcreteFunction.from_trace(builder, specs, outs)
     bwd.target = conc.target  # the backward runs where the call ran: a cuda call's on the GPU
