@@ -111,3 +111,27 @@ def test_seeded_draw_in_a_differentiated_call():
         tape.watch(x)
         y = f(x)
     np.testing.assert_array_equal(tape.gradient(y, x).numpy(), tfc.random.uniform((2,), seed=1).numpy())
+
+
+def test_seeded_dropout_layer_in_a_call_under_an_eager_tape():
+    """The backward function replays the call with the count it read: the
+    gradient goes through that call's mask, as eagerly."""
+    def grads(compiled):
+        layer = tfc.layers.Dropout(0.5, seed=3)
+
+        def f(x):
+            return layer(x, training=True) * x
+
+        g = tfc.function(f) if compiled else f
+        out = []
+        for _ in range(3):
+            x = tfc.constant(np.arange(8, dtype=np.float32))
+            with tfc.GradientTape() as t:
+                t.watch(x)
+                y = tfc.reduce_sum(g(x))
+            out.append(t.gradient(y, x).numpy())
+        return out
+    want = grads(False)
+    assert not np.array_equal(want[0], want[1])
+    for w, g in zip(want, grads(True)):
+        np.testing.assert_array_equal(g, w)
