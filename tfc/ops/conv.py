@@ -485,12 +485,15 @@ def _tiles(x, ksize, strides, padding):
     return x.reshape(n, h // kh, kh, w // kw, kw, c)
 
 
-def _first_max_along(a, masks):
+def _first_max_along(a, masks, out=None):
     """Max over axis 1 of (M, K, L) ``a`` by the strict rule (a later element wins
     only if greater): np.maximum(later, best) keeps ``best`` on ties, signed
     zeros included. With ``masks``, also, per k, where element k is that max
-    (bool (M, L)); None for the masks otherwise."""
-    best = a[:, 0].copy()
+    (bool (M, L)); None for the masks otherwise. The max is written into ``out``
+    when given."""
+    best = a[:, 0].copy() if out is None else out
+    if out is not None:
+        np.copyto(best, a[:, 0])
     idx = None
     for k in range(1, a.shape[1]):
         v = a[:, k]
@@ -510,15 +513,17 @@ def _first_max_along(a, masks):
     return best, [idx == k for k in range(a.shape[1])]
 
 
-def _tiled_max(t6, masks=False):
+def _tiled_max(t6, masks=False, out=None):
     """The max over each window of the tiles ``t6`` (N, Ho, Wo, C) by the strict
     first-tap rule of ``_argmax_taps``, along each window row then down the rows
     (so ties go to the row-major first); with ``masks``, also where each window's
     max is: (per row i, bool (N*Ho, Wo*C)), (per column j, bool (N*Ho*KH, Wo*C)).
-    None where a NaN made np.maximum differ from the rule."""
+    None where a NaN made np.maximum differ from the rule. ``out``: a
+    C-contiguous (N, Ho, Wo, C) buffer to write the max into."""
     n, ho, kh, wo, kw, c = t6.shape
     best, col_masks = _first_max_along(t6.reshape(n * ho * kh * wo, kw, c), masks)
-    out, row_masks = _first_max_along(best.reshape(n * ho, kh, wo * c), masks)
+    rows_out = None if out is None else _rows_of(out, wo * c)
+    out, row_masks = _first_max_along(best.reshape(n * ho, kh, wo * c), masks, rows_out)
     if out.dtype.kind == "f" and np.isnan(out).any():
         return None  # np.maximum propagated a NaN: the exact rule decides
     out = out.reshape(n, ho, wo, c)
@@ -531,12 +536,20 @@ def _max_pool_kernel(x, ksize, strides, padding):
     return _argmax_taps(x, ksize, strides, padding)[0] if out is None else out
 
 
+def _max_pool_into(x, out, ksize, strides, padding):
+    """max_pool2d written into ``out``: tiling windows by the last np.maximum (eager's
+    bits); others (and a NaN) copied from the exact rule's result."""
+    t6 = _tiles(x, ksize, strides, padding)
+    if t6 is None or out.dtype != x.dtype or _tiled_max(t6, out=out) is None:
+        np.copyto(out, _argmax_taps(x, ksize, strides, padding)[0], casting="no")
+
+
 def _max_pool_grad(e, g):
     return [max_pool2d_grad(e.inputs[0], g, **e.attrs)]
 
 
 @declare(kernel=_max_pool_kernel, infer=_max_pool_infer, grad=_max_pool_grad, attrs=_POOL_ATTRS,
-         kernel_into=copy_into(_max_pool_kernel),
+         kernel_into=_max_pool_into,
          rows=every_row)
 def max_pool2d(input, ksize, strides, padding="VALID"):  # noqa: A002
     """Maximum over ksize windows of an NHWC ``input``; SAME padding never wins."""
@@ -554,23 +567,38 @@ def _pool_grad_infer(op, x: Spec, g: Spec, ksize, strides, padding) -> Spec:
     return x
 
 
-def _max_pool_grad_kernel(x, g, ksize, strides, padding):
+def _tiled_max_grad(x, g, ksize, strides, padding, out=None):
+    """max_pool2d_grad for tiling windows without NaN (None otherwise), into ``out``
+    (C-contiguous, x's shape) when given. Each element is in one window: g routed
+    down to the window's max row, then along it to the max column; + 0 turns the
+    -0 of g * False into the +0 that the tap sums of the exact path give."""
     t6 = _tiles(x, ksize, strides, padding)
     found = None if t6 is None else _tiled_max(t6, masks=True)
-    if found is not None:
-        # Each element is in one window: g routed down to the window's max row, then
-        # along it to the max column; + 0 turns the -0 of g * False into the +0
-        # that the tap sums below give.
-        _, row_masks, col_masks = found
-        n, ho, kh, wo, kw, c = t6.shape
-        dx = np.empty((n * ho, kh, wo, kw, c), dtype=g.dtype)
-        rows = g.reshape(n * ho, wo * c)
-        for i, at_row in enumerate(row_masks):
-            g_row = np.multiply(rows, at_row).reshape(n * ho, wo, c)
-            for j, at_col in enumerate(col_masks):
-                np.multiply(g_row, at_col.reshape(n * ho, kh, wo, c)[:, i], out=dx[:, i, :, j, :])
-        dx += 0
-        return dx.reshape(x.shape)
+    if found is None:
+        return None
+    _, row_masks, col_masks = found
+    n, ho, kh, wo, kw, c = t6.shape
+    dx = np.empty(x.shape, dtype=g.dtype) if out is None else out
+    tiles = dx.view()
+    tiles.shape = (n * ho, kh, wo, kw, c)  # a view, never a copy (numpy raises)
+    rows = g.reshape(n * ho, wo * c)
+    for i, at_row in enumerate(row_masks):
+        g_row = np.multiply(rows, at_row).reshape(n * ho, wo, c)
+        for j, at_col in enumerate(col_masks):
+            np.multiply(g_row, at_col.reshape(n * ho, kh, wo, c)[:, i], out=tiles[:, i, :, j, :])
+    tiles += 0
+    return dx
+
+
+def _max_pool_grad_into(x, g, out, ksize, strides, padding):
+    if out.dtype != g.dtype or _tiled_max_grad(x, g, ksize, strides, padding, out) is None:
+        np.copyto(out, _max_pool_grad_kernel(x, g, ksize, strides, padding), casting="no")
+
+
+def _max_pool_grad_kernel(x, g, ksize, strides, padding):
+    dx = _tiled_max_grad(x, g, ksize, strides, padding)
+    if dx is not None:
+        return dx
     _, idx, out_hw, pads = _argmax_taps(x, ksize, strides, padding)
     (t, b), (l, r) = pads
     dxp = np.zeros((x.shape[0], x.shape[1] + t + b, x.shape[2] + l + r, x.shape[3]), dtype=g.dtype)
@@ -587,7 +615,7 @@ def _max_pool_grad_grad(e, gg):
 
 
 @declare(kernel=_max_pool_grad_kernel, infer=_pool_grad_infer, grad=_max_pool_grad_grad, attrs=_POOL_ATTRS,
-         kernel_into=copy_into(_max_pool_grad_kernel),
+         kernel_into=_max_pool_grad_into,
          rows=every_row)
 def max_pool2d_grad(input, grad, ksize, strides, padding="VALID"):  # noqa: A002
     """Gradient of max_pool2d: each window's ``grad`` goes to the first maximum of
