@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfc.core.progress import progress
-from tfc.ops import quant as _quant_ops  # noqa: F401  (registers the quantized ops: tfc.load parses them)
-from tfc.passes.quantize import MODES
+from tfc.ops import quant as _quant_ops  # (registers the quantized ops: tfc.load parses them)
+
+MODES = _quant_ops.MODES
 
 METHODS = ("minmax", "percentile")
 NAMED = {"int8": "static", "int8-weights": "weights"}  # quantize="..." shorthands

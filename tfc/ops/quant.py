@@ -40,6 +40,10 @@ from tfc.ops import _scalar as S
 from tfc.ops.conv import _CONV_ATTRS, _conv_attrs, _patches, conv_out_shape
 
 INT8_MIN, INT8_MAX = -128, 127
+# the quantization modes these ops serve: static (the integer ops) and weight-only (the
+# weight_quantized_* ops); defined here, the lowest layer both tfc-quantize and
+# tfc.quantization.Config read (tfc.quantization is imported by ``import tfc``, without xDSL)
+MODES = ("static", "weights")
 # every partial sum of a float32 dot product of int8 codes is an integer of
 # magnitude <= K * 128 * 128, exact in float32 up to 2**24
 EXACT_K = (1 << 24) // (128 * 128)

@@ -51,7 +51,7 @@ from tfc.dialects.tensor import ConstantOp, OpVerifyError, build_op, spec_of
 from tfc.ops import quant  # noqa: F401  (registers the quantized ops)
 from tfc.passes.pipeline import require_tensor_ir
 
-MODES = ("static", "weights")
+MODES = quant.MODES
 CODES = {"i8": dtypes.int8, "f32": dtypes.float32}  # codes=...: what the activations' int8 codes are held in
 KINDS = ("matmul", "conv2d")
 INPUT_RANGE, OUTPUT_RANGE = "tfc.quant_input", "tfc.quant_output"
