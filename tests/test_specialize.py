@@ -373,6 +373,7 @@ def test_while_grows_from_a_static_init_in_the_body_only(rng):
         i = tfc.constant(0)
         acc = tfc.zeros([2])
         while i < 3:
+            tfc.autograph.set_loop_options(shape_invariants=[(acc, (None,))])  # (2,) grows
             acc = tfc.concat([acc, x[:1]], axis=0)
             i += 1
         return acc * 2.0
