@@ -2,8 +2,13 @@
 
 Each backward pass is its own primitive op (conv2d_backprop_input, ...) with its
 own gradient rule, so second derivatives are built from the same few kernels.
-Conv kernels gather the windows (im2col) and do one GEMM; pooling kernels do one
-elementwise update per window tap on a strided view.
+Conv kernels gather the windows (im2col: one copy from a strided view of all of
+them) and do one GEMM; at stride 1 the input gradient is itself such a conv (of the
+padded gradient with the flipped filters). Max pooling over windows that tile the
+image (the CNN's 2x2, stride 2) reduces along each window row and then down the
+rows with np.maximum, and its gradient routes g by the masks of those same passes;
+other pooling does one elementwise update per window tap on a strided view. At
+this size the step's cost is the number of numpy calls, so each path counts them.
 """
 from __future__ import annotations
 
