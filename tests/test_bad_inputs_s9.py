@@ -114,3 +114,22 @@ def test_summary_arguments(tmp_path):
             tfc.summary.text("t", "x", description=3)
         assert bool(tfc.summary.scalar("ok", 1.0))
     writer.close()
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: tfc.layers.Dense(2, use_bias="False"), "Dense: use_bias must be True or False, got 'False'"),
+    (lambda: tfc.layers.Conv2D(2, 3, use_bias=0), "Conv2D: use_bias must be True or False"),
+    (lambda: tfc.layers.GlobalAveragePooling2D(keepdims="no"), "GlobalAveragePooling2D: keepdims"),
+    (lambda: tfc.layers.LayerNormalization(center="no"), "LayerNormalization: center must be True or False"),
+    (lambda: tfc.layers.BatchNormalization(scale=None), "BatchNormalization: scale must be True or False"),
+    (lambda: tfc.layers.MultiHeadAttention(2, 2, use_bias="yes"), "MultiHeadAttention: use_bias"),
+    (lambda: tfc.optimizers.SGD(0.1, nesterov="False"), "SGD: nesterov must be True or False"),
+    (lambda: tfc.optimizers.RMSprop(0.1, centered=1), "RMSprop: centered must be True or False"),
+    (lambda: tfc.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5, staircase="yes"),
+     "ExponentialDecay: staircase must be True or False"),
+])
+def test_flags_are_bools(make, match):
+    """A truthy string or number (use_bias="False") is refused, not taken for True."""
+    with pytest.raises(TypeError, match=match):
+        make()
+    assert tfc.layers.Dense(2, use_bias=np.bool_(False)).use_bias is False

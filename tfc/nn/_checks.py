@@ -37,3 +37,11 @@ def fraction(kind: str, what: str, value, top_included: bool) -> float:
     if not is_number(value) or not (0 <= value <= 1 if top_included else 0 <= value < 1):
         raise ValueError(f"{kind}: {what} must be in [0, 1{']' if top_included else ')'} (a number), got {value!r}")
     return float(value)
+
+
+def flag(kind: str, what: str, value) -> bool:
+    """``value``, a Python or numpy bool, as a bool: a truthy string ("False") or
+    number is a mistake, not True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{kind}: {what} must be True or False, got {value!r}")
+    return bool(value)

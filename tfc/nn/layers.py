@@ -14,7 +14,7 @@ from tfc.core import dtypes
 from tfc.core.context import STATE
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
-from tfc.nn._checks import fraction, is_number, positive_int
+from tfc.nn._checks import flag, fraction, is_number, positive_int
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
@@ -220,7 +220,7 @@ class Dense(Layer):
         super().__init__(name)
         self.units = positive_int("Dense", units, "units")
         self.activation = get_activation(activation)
-        self.use_bias = bool(use_bias)
+        self.use_bias = flag("Dense", "use_bias", use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = get_initializer(bias_initializer)
 
@@ -297,7 +297,7 @@ class Conv2D(Layer):
         self.strides = conv.hw_pair("Conv2D", strides, "strides")
         self.padding = conv.padding_mode("Conv2D", padding)
         self.activation = get_activation(activation)
-        self.use_bias = bool(use_bias)
+        self.use_bias = flag("Conv2D", "use_bias", use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = get_initializer(bias_initializer)
 
@@ -355,7 +355,7 @@ class GlobalAveragePooling2D(Layer):
 
     def __init__(self, keepdims=False, name=None):
         super().__init__(name)
-        self.keepdims = bool(keepdims)
+        self.keepdims = flag("GlobalAveragePooling2D", "keepdims", keepdims)
 
     def call(self, inputs, training=False):
         if len(inputs.shape) != 4:
@@ -424,7 +424,7 @@ class _Normalization(Layer):
             raise ValueError(f"{kind}: epsilon must be a number >= 0, got {epsilon!r}")
         self.axis = axis
         self.epsilon = float(epsilon)
-        self.center, self.scale = bool(center), bool(scale)
+        self.center, self.scale = flag(kind, "center", center), flag(kind, "scale", scale)
         self.beta_initializer = get_initializer(beta_initializer)
         self.gamma_initializer = get_initializer(gamma_initializer)
 
@@ -531,7 +531,7 @@ class MultiHeadAttention(Layer):
             "MultiHeadAttention", value_dim, "value_dim")
         self.output_dim = None if output_shape is None else positive_int(
             "MultiHeadAttention", output_shape, "output_shape")
-        self.use_bias = bool(use_bias)
+        self.use_bias = flag("MultiHeadAttention", "use_bias", use_bias)
         self.kernel_initializer = get_initializer(kernel_initializer)
         self.bias_initializer = get_initializer(bias_initializer)
         self.dropout_layer = Dropout(dropout, seed=seed, name=f"{self.name}/dropout")

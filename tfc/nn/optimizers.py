@@ -20,7 +20,7 @@ from tfc.core.tape import GradientTape
 from tfc.core.tensor import Tensor, convert_to_tensor, wrap
 from tfc.core.variable import Variable
 from tfc.nn import schedules
-from tfc.nn._checks import fraction, is_number
+from tfc.nn._checks import flag, fraction, is_number
 from tfc.ops.math import cast, maximum, sqrt, square
 from tfc.ops.reductions import reduce_sum
 
@@ -166,7 +166,7 @@ class SGD(Optimizer):
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name=None, weight_decay=None):
         super().__init__(learning_rate, name, weight_decay)
         self.momentum = fraction("SGD", "momentum", momentum, top_included=True)
-        self.nesterov = bool(nesterov)
+        self.nesterov = flag("SGD", "nesterov", nesterov)
         self.slot_names = ("momentum",) if self.momentum else ()
 
     def _update(self, grad, var, lr):
@@ -194,7 +194,7 @@ class RMSprop(Optimizer):
         self.rho = fraction("RMSprop", "rho", rho, top_included=False)
         self.momentum = fraction("RMSprop", "momentum", momentum, top_included=False)
         self.epsilon = float(epsilon)
-        self.centered = bool(centered)
+        self.centered = flag("RMSprop", "centered", centered)
         self.slot_names = ("velocity",) + (("momentum",) if self.momentum else ()) + (
             ("average_gradient",) if self.centered else ())
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.tensor import convert_to_tensor
-from tfc.nn._checks import is_number, non_negative_int, positive_number
+from tfc.nn._checks import flag, is_number, non_negative_int, positive_number
 from tfc.ops.math import cast, cos, floor, less, less_equal, minimum, where
 
 
@@ -39,7 +39,7 @@ class ExponentialDecay(LearningRateSchedule):
         self.initial_learning_rate = float(initial_learning_rate)
         self.decay_steps = positive_number("ExponentialDecay", decay_steps, "decay_steps")
         self.decay_rate = float(decay_rate)
-        self.staircase = bool(staircase)
+        self.staircase = flag("ExponentialDecay", "staircase", staircase)
 
     def __call__(self, step):
         p = _step(step) / float(self.decay_steps)
