@@ -176,11 +176,12 @@ def _repeated(vec: np.ndarray, rows: int) -> np.ndarray:
 
 
 def _rows(a: np.ndarray, vec: np.ndarray, ufunc=np.multiply) -> np.ndarray:
-    """``a = ufunc(a, vec)`` (``a *= vec``, ``a += vec``) for a C-contiguous [M, N] ``a`` and a per-channel ``vec`` [N],
-    the same products as numpy's broadcast, faster: numpy broadcasts a row with
-    one short inner loop per row (2.5x the time of a flat product on [449, 64],
-    also on [28736, 16]), so ``a`` is multiplied by the vector repeated down its
-    rows, or for a long ``a`` in blocks of r rows by the vector repeated r times."""
+    """``a = ufunc(a, vec)`` (``a *= vec``, ``a += vec``) for a C-contiguous [M, N]
+    ``a`` and a per-channel ``vec`` [N], the same values as numpy's broadcast, faster:
+    numpy broadcasts a row with one short inner loop per row (2.5x the time of a
+    flat product on [449, 64], also on [28736, 16]), so ``a`` meets the vector
+    repeated down its rows, or for a long ``a`` in blocks of r rows the vector
+    repeated r times."""
     m, n = a.shape
     if vec.shape[0] == 1 or m == 1:  # one scale for all: a flat product already
         return ufunc(a, vec, out=a)
