@@ -1,5 +1,7 @@
-"""float16 matmul on tensor cores (tfc/passes/gpu_library.py ``_mma_kernel``:
-``tgpu.mma``, PTX ``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``),
+"""float16 matmul on tensor cores (tfc/passes/gpu_mma.py; below 32 rows or
+columns the simple kernel, one warp per 16x8 tile; from there the tiled one,
+tests/test_gpu_mma_tiled.py: ``tgpu.mma``, PTX
+``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``),
 compiled for cuda and run on the PTX simulator (and a GPU where there is
 one: the ``gpu`` variants), against numpy's float32 matmul of the float16
 inputs: within half a float16 ulp of the result (its rounding) plus the

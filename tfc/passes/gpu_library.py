@@ -24,7 +24,6 @@ from xdsl.dialects import arith, gpu
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, i32, i64
 
-from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import I32_MAX, KernelBuilder, prod, unsupported
 
@@ -68,7 +67,8 @@ def matmul_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
     ``a``, ``b``, ``c`` (static shapes), or None where ``c`` has no elements."""
     elt = c.type.element_type
     if elt == Float16Type() and a.type.element_type == elt and b.type.element_type == elt:
-        return _mma_kernel(namer, a, b, c, transpose_a, transpose_b)
+        from tfc.passes.gpu_mma import matmul_f16  # (it builds on this module's geometry)
+        return matmul_f16(namer, a, b, c, transpose_a, transpose_b)
     if elt not in (Float32Type(), Float64Type(), i32, i64) or a.type.element_type != elt \
             or b.type.element_type != elt:
         raise unsupported(f"matmul of {a.type.element_type} and {b.type.element_type} into {elt}")
@@ -172,72 +172,6 @@ def _batch_bases(kb, t_batch, geo: _Geometry):
         return [kb.i(0)] * 3
     z = _digits(kb, t_batch, geo.batch)
     return [kb.dot([(d, x) for d, x in zip(z, st) if d is not None]) for st in geo.batch_strides]
-
-
-MMA_M, MMA_N, MMA_K = 16, 8, 16  # mma.sync.aligned.m16n8k16
-
-
-def _mma_kernel(namer, a, b, c, transpose_a: bool, transpose_b: bool):
-    """float16 matmul on tensor cores: one warp (a block of 32 threads) per
-    16 x 8 tile of ``c``, K in steps of 16 through ``tgpu.mma`` (float16
-    products, float32 accumulation), the result rounded once to float16.
-    Each lane loads its fragment elements straight from global memory (PTX's
-    fragment layout: docs/ir-gpu-dialect.md), zero past the edges of A and B
-    (both: a zero times a NaN of the other would poison the sum); any strides,
-    both transpose flags, batches as the 16x16 kernel's."""
-    f16 = Float16Type()
-    geo = _geometry(a, b, c, transpose_a, transpose_b)
-    if geo is None:
-        return None
-    m, n, k, nb = geo.m, geo.n, geo.k, geo.nb
-    a_i, a_k, b_k, b_j, c_i, c_j = geo.steps
-    span = sum(geo.extents) + 32 * (sum(abs(x) for x in geo.steps) + 1)
-    it = i32 if span <= I32_MAX else i64
-    grid = _grid(m, n, nb, MMA_M, MMA_N)
-    ta, tb = "t" if transpose_a else "n", "t" if transpose_b else "n"
-    kb = KernelBuilder(namer(f"matmul_{ta}{tb}_f16_mma"), [_ptr(a), _ptr(b), _ptr(c)], "matmul", it, (32, 1, 1))
-    pa, pb, pc = kb.args
-    lane = kb.tid()
-    g, t2 = kb.divu(lane, kb.i(4)), kb.mul(kb.remu(lane, kb.i(4)), kb.i(2))
-    t_row, t_col, t_batch = _tile_of_block(kb, m, n, MMA_M, MMA_N)
-    bases = _batch_bases(kb, t_batch, geo)
-    row0 = kb.add(kb.mul(t_row, kb.i(MMA_M)), g)     # rows g and g + 8 of the tile
-    col0 = kb.add(kb.mul(t_col, kb.i(MMA_N)), g)     # B's column g
-    zero16, zero32 = kb.c(0.0, f16), kb.c(0.0, Float32Type())
-    rows = [row0, kb.add(row0, kb.i(8))]
-    rows_ok = [kb.cmpi("slt", r, kb.i(m)) for r in rows]
-    col_ok = kb.cmpi("slt", col0, kb.i(n))
-
-    def fetch(ptr, ok, idx):
-        x = kb.load(ptr, kb.select(ok, idx, kb.i(0)), nc=True)[0]
-        return kb.select(ok, x, zero16)
-
-    def step(k0, *acc):
-        ks = [kb.add(k0, kb.add(t2, kb.i(dk))) for dk in (0, 1, 8, 9)]  # columns 2t, 2t+1, 2t+8, 2t+9
-        ks_ok = [kb.cmpi("slt", x, kb.i(k)) for x in ks]
-        av = []
-        for i in range(8):  # a_i: row g + 8((i >> 1) & 1), column 2t + (i & 1) + 8(i >> 2)
-            r, kk = (i >> 1) & 1, (i & 1) + 2 * (i >> 2)
-            ok = kb.emit(arith.AndIOp(rows_ok[r], ks_ok[kk]))
-            av.append(fetch(pa, ok, kb.add(bases[0], kb.add(kb.mul(rows[r], kb.i(a_i)), kb.mul(ks[kk], kb.i(a_k))))))
-        bv = []
-        for i in range(4):  # b_i: row 2t + (i & 1) + 8(i >> 1), column g
-            kk = (i & 1) + 2 * (i >> 1)
-            ok = kb.emit(arith.AndIOp(col_ok, ks_ok[kk]))
-            bv.append(fetch(pb, ok, kb.add(bases[1], kb.add(kb.mul(ks[kk], kb.i(b_k)), kb.mul(col0, kb.i(b_j))))))
-        return list(kb.emit(G.MmaOp(av, bv, list(acc))).results)
-
-    acc = kb.for_(kb.i(0), kb.i(k), kb.i(MMA_K), step, [zero32] * 4)
-    c_col = kb.add(kb.mul(t_col, kb.i(MMA_N)), t2)
-    for i, v in enumerate(acc):  # c_i: row g + 8(i >> 1), column 2t + (i & 1)
-        r, col = rows[i >> 1], kb.add(c_col, kb.i(i & 1))
-        ok = kb.emit(arith.AndIOp(rows_ok[i >> 1], kb.cmpi("slt", col, kb.i(n))))
-
-        def store(v=v, r=r, col=col):
-            idx = kb.add(bases[2], kb.add(kb.mul(r, kb.i(c_i)), kb.mul(col, kb.i(c_j))))
-            kb.store([kb.emit(arith.TruncFOp(v, f16))], pc, idx)
-        kb.if_(ok, store)
-    return kb.finish(), grid, (32, 1, 1)
 
 
 def _grid(m, n, nb, bm, bn):

@@ -1,0 +1,77 @@
+"""The tiled float16 tensor-core matmul (tfc/passes/gpu_mma.py ``_tiled``: 64 x 64
+tiles staged in shared memory, fragments loaded with ``tgpu.ldmatrix``,
+``mma.sync.aligned.m16n8k16``), compiled for cuda and run on the PTX simulator
+(which also checks every shared access's bounds and alignment, ldmatrix's
+16-byte rows, the barriers and shared-memory races), against numpy's float32
+matmul of the float16 inputs within test_gpu_mma's bound: sizes that are not
+multiples of the tile or of K's step, K = 0 and 1, both transpose flags,
+batches with broadcasting, views with strides; the switch to the simple kernel
+below 32 rows or columns; ptxas for sm_80 and sm_90 within the matmul budget
+(128 registers: the 32 accumulators, the fragments and the addresses)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tfc
+
+pytest.importorskip("tfc.backends.cuda.simulator", reason="the PTX simulator has not landed")
+from test_gpu_mma import _check  # noqa: E402
+from test_lower_gpu import check_budgets, kernels, l3_of, lower  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
+
+CASES = [((64, 32), (32, 64), False, False), ((70, 45), (45, 67), False, False),
+         ((2, 40, 33), (40, 130), True, False), ((3, 65, 17), (3, 33, 17), False, True),
+         ((33, 1), (1, 32), False, False), ((97, 50), (33, 50), False, True), ((2, 1, 32, 0), (3, 0, 40), False, False)]
+
+
+def _compiled(fn, *args):
+    conc = tfc.function(fn, target="cuda").get_concrete_function(*(tfc.constant(a) for a in args))
+    return conc, conc(*(tfc.constant(a) for a in args))
+
+
+@pytest.mark.parametrize("ash,bsh,ta,tb", CASES)
+def test_tiled_f16_matmul(cuda_driver, ash, bsh, ta, tb):
+    rng = np.random.default_rng(sum(ash) + sum(bsh))
+    a = rng.standard_normal(ash).astype(np.float16)
+    b = rng.standard_normal(bsh).astype(np.float16)
+    conc, got = _compiled(lambda x, y: tfc.matmul(x, y, transpose_a=ta, transpose_b=tb), a, b)
+    _check(got, a, b, ta, tb)
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in conc.ptx
+
+
+def test_strided_views(cuda_driver):
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((90, 80)).astype(np.float16)
+    b = rng.standard_normal((80, 100)).astype(np.float16)
+    conc, got = _compiled(lambda x, y: tfc.matmul(x[::2, 1::2], y[::2, 3:]), a, b)
+    _check(got, a[::2, 1::2], b[::2, 3:], False, False)
+    assert "ldmatrix" in conc.ptx
+
+
+def test_large_values_accumulate_in_float32(cuda_driver):
+    a = np.full((40, 48), 300.0, np.float16)
+    b = np.full((48, 36), 300.0, np.float16)
+    b[::2] = -300.0  # products past float16's range cancel in the float32 accumulator
+    conc, got = _compiled(lambda x, y: tfc.matmul(x, y), a, b)
+    assert np.array_equal(np.asarray(got), np.zeros((40, 36), np.float16))
+
+
+def test_small_results_keep_the_simple_kernel():
+    a, b = np.ones((31, 40), np.float16), np.ones((40, 64), np.float16)
+    (k,) = kernels(lower(l3_of(lambda x, y: tfc.matmul(x, y), a, b)))
+    assert k.sym_name.data.endswith("f16_mma")
+    (k,) = kernels(lower(l3_of(lambda x, y: tfc.matmul(x, y), np.ones((32, 40), np.float16), b)))
+    assert k.sym_name.data.endswith("f16_mma_64x64")
+
+
+def test_tiled_kernel_ptxas_budgets():
+    a = np.ones((2, 70, 45), np.float16)
+    b = np.ones((45, 67), np.float16)
+    m = lower(l3_of(lambda x, y: tfc.matmul(x, y, transpose_b=False), a, b))
+    (k,) = kernels(m)
+    text = str(m)
+    assert k.sym_name.data.endswith("f16_mma_64x64")
+    assert text.count("tgpu.ldmatrix x4") == 2 * (2 + 2) and text.count("tgpu.mma m16n8k16") == 2 * 8
+    check_budgets(m)
