@@ -95,10 +95,19 @@ def from_ir_name(name: str) -> DType:
         raise TypeError(f"no tfc dtype for IR element type {name!r}") from None
 
 
+# what bfloat16 needs before it can be a dtype (docs/dtypes.md, "bfloat16")
+BFLOAT16_MISSING = ("bfloat16 is not a tfc dtype yet: it needs a DType stored as uint16 bits (numpy has "
+                    "no bfloat16) with round-to-nearest-even conversions from float32, eager kernels that "
+                    "compute in float32 and round each result, the IR element type bf16 through every stage, "
+                    "and the GPU's .bf16 mma; see docs/dtypes.md")
+
+
 def as_dtype(value) -> DType:
     """Accepts a DType, its name, a numpy dtype or a numpy scalar type."""
     if isinstance(value, DType):
         return value
+    if isinstance(value, str) and value in ("bfloat16", "bf16"):
+        raise NotImplementedError(BFLOAT16_MISSING)
     if isinstance(value, str) and value in _BY_NAME:
         return _BY_NAME[value]
     if value is bool:
