@@ -75,3 +75,10 @@ def test_tiled_kernel_ptxas_budgets():
     assert k.sym_name.data.endswith("f16_mma_64x64")
     assert text.count("tgpu.ldmatrix x4") == 2 * (2 + 2) and text.count("tgpu.mma m16n8k16") == 2 * 8
     check_budgets(m)
+
+
+def test_bfloat16_is_refused_with_what_it_needs():
+    """No bfloat16 dtype yet (so no .bf16 mma): the name is refused with what is missing."""
+    for name in ("bfloat16", "bf16"):
+        with pytest.raises(NotImplementedError, match="uint16 bits .* round-to-nearest-even .* .bf16 mma"):
+            tfc.constant([1.0], name)
