@@ -127,10 +127,29 @@ def _pop_with_another_use(n):
 
 @pytest.mark.parametrize("f", [_pop_in_condition, _pop_with_another_use])
 def test_forms_not_rewritten_keep_the_clear_error(f):
-    with pytest.raises(NotImplementedError, match=r"pop\(\) of a list with a declared element type inside a "
-                                                  r"tensor loop or `if` is supported only as `lst.pop\(\)`"):
+    with pytest.raises(NotImplementedError, match=r"pop\(\) of list 'l' \(a list with a declared element type\) "
+                                                  r"at line \d+ inside a tensor loop or `if` is supported only as "
+                                                  r"`lst.pop\(\)`"):
         tfc.function(f)(tfc.constant(1))
     assert tfc.function(f)(1) == f(1)  # a Python loop: Python's pop
+
+
+def _pop_at_an_index(n):
+    l = []
+    l.append(1)
+    l.append(2)
+    ag.set_element_type(l, tfc.int32, ())
+    s = 0
+    for i in range(n):
+        l.append(i)  # a tensor list in the loop
+        s += l.pop(0)
+    return s
+
+
+def test_a_tensor_list_popped_at_an_index_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match=r"pop\(\) of list 'l' .* at line \d+ inside a tensor loop"):
+        tfc.function(_pop_at_an_index)(tfc.constant(2))
+    assert tfc.function(_pop_at_an_index)(3) == _pop_at_an_index(3) == 1 + 2 + 0
 
 
 def test_converted_code_shows_the_pop():

@@ -919,6 +919,22 @@ def list_pop(lst, name, line):
     return lst
 
 
+_POP_FORMS = ("`lst.pop()` with no argument, once in a statement that uses the list nowhere else and not under "
+              "a condition (`and`, `or`, `x if c else y`) or in a lambda or comprehension")
+
+
+def list_pop_call(lst, name, line, *args, **kwargs):
+    """``lst.pop(...)`` of a list the function appends to, in a form the conversion
+    does not rewrite to ``list_pop``: Python's pop, where it is one."""
+    if _is_tensor_array(lst) or (isinstance(lst, list) and id(lst) in _ELEMENT_TYPES and _LOOP_DEPTH[0]
+                                 and STATE.builder is not None):
+        # traced once, a Python pop would pop once whatever the loop's trips or the branch taken
+        raise NotImplementedError(
+            f"pop() of list {name!r} (a list with a declared element type) at line {line} inside a tensor loop "
+            f"or `if` is supported only as {_POP_FORMS}")
+    return lst.pop(*args, **kwargs)
+
+
 def popped(lst):
     """The element that ``list_pop`` just took from ``lst``."""
     return _POPPED.pop(id(lst))[1]
@@ -1114,9 +1130,8 @@ def call(f, *args, **kwargs):
         # a pop the conversion does not rewrite (list_pop), traced once, would pop once
         # whatever the loop's trips or the branch taken
         raise NotImplementedError(
-            "pop() of a list with a declared element type inside a tensor loop or `if` is supported only as "
-            "`lst.pop()` with no argument, once in a statement that uses the list nowhere else and not under "
-            "a condition (`and`, `or`, `x if c else y`) or in a lambda or comprehension")
+            f"pop() of a list with a declared element type inside a tensor loop or `if` is supported only as "
+            f"{_POP_FORMS}")
     try:
         override = BUILTINS.get(f)
     except TypeError:  # unhashable callable

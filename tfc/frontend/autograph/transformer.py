@@ -125,7 +125,13 @@ def _mark_list_pops(fn, lists):
     ``ag__.popped(lst)`` in it (as TensorFlow converts it): the list is then
     loop and branch state, and a tensor list pops its last element. Only where
     that runs the pop in Python's order: one pop in the statement, not under a
-    condition or a lambda, and no other use of the list in it."""
+    condition or a lambda, and no other use of the list in it. Any other pop of
+    such a list is ``ag__.list_pop_call(lst, ...)`` (a tensor list cannot pop there:
+    a clear error, not the AttributeError of its missing ``pop``)."""
+    for n in _walk_scope(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop" and \
+                isinstance(n.func.value, ast.Name) and n.func.value.id in lists:
+            n._ag_pop_call = True
     for stmt in _walk_scope(fn):
         if not isinstance(stmt, _SIMPLE_STMTS):
             continue
@@ -141,6 +147,7 @@ def _mark_list_pops(fn, lists):
         uses = [n for n in nodes if isinstance(n, ast.Name) and n.id == name]
         if id(call) not in deferred and uses == [call.func.value]:
             call._ag_pop = name
+            del call._ag_pop_call
 
 
 def _looks_like_append(n) -> bool:
@@ -573,6 +580,10 @@ class _ControlFlow(ast.NodeTransformer):
     def visit_Call(self, node):
         node = self.generic_visit(node)
         f = node.func
+        if getattr(node, "_ag_pop_call", False):
+            return ast.copy_location(ast.Call(func=_ag("list_pop_call"), args=[f.value, _const(f.value.id),
+                                                                                _const(node.lineno)] + node.args,
+                                              keywords=node.keywords), node)
         if isinstance(f, ast.Name) and f.id in ("super", "locals", "globals", "vars", "eval", "exec"):
             return node
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "ag__":
