@@ -313,6 +313,30 @@ def test_static_mlp_matches_the_numpy_reference_bit_for_bit(per_channel, codes):
         assert "quantized_matmul" in conc.ir(stage)
 
 
+def test_codes_held_in_float32_flow_from_a_dense_into_a_conv_with_the_same_bits():
+    # dense (its quantize holds the codes in float32) -> reshape -> conv (takes them as
+    # they are) -> max pool -> reshape -> dense: the same result as int8 codes throughout
+    dense = tfc.layers.Dense(2 * 5 * 5, activation="relu", kernel_initializer=tfc.layers.GlorotUniform(seed=1))
+    conv = tfc.layers.Conv2D(3, 3, padding="same", activation="relu",
+                             kernel_initializer=tfc.layers.GlorotUniform(seed=2))
+    head = tfc.layers.Dense(4, kernel_initializer=tfc.layers.GlorotUniform(seed=3))
+
+    def net(x):
+        h = conv(tfc.reshape(dense(x), (-1, 5, 5, 2)))
+        return head(tfc.reshape(tfc.nn.max_pool2d(h, 2, 2, "SAME"), (-1, 3 * 3 * 3)))
+
+    net(tfc.zeros((1, 6)))
+    fn = tfc.function(net, input_signature=[tfc.TensorSpec((None, 6))], autograph=False)
+    cal = [(RNG.standard_normal((8, 6)).astype(np.float32),) for _ in range(2)]
+    on_cpu, as_int8 = (static_int8(fn, Config(quiet=True), cal, codes) for codes in ("f32", "i8"))
+    ir = on_cpu.ir("tensor")
+    assert ir.count("tfc.quantize ") == 1 and ir.count("codes = f32") == 4  # quantize, 3 integer ops
+    assert "-> tensor<?x3x3x3xf32>" in ir and "codes = f32" not in as_int8.ir("tensor")
+    x = (RNG.standard_normal((7, 6)) * 2).astype(np.float32)
+    got = on_cpu(x).numpy()
+    assert np.array_equal(got, as_int8(x).numpy()) and len(np.unique(got)) > 7  # (not all clipped)
+
+
 def test_weight_only_mlp_matches_the_numpy_reference():
     model, fn = make_mlp((64, 64, 10))
     conc = tfc.compile(fn, quantize="int8-weights")
