@@ -197,3 +197,39 @@ def test_compiled_call_with_a_variable_and_a_branch():
         assert (ev is None) == (cv is None) == (p > 0)
         if ev is not None:
             np.testing.assert_array_equal(cv.numpy(), ev.numpy())
+
+
+@tfc.custom_gradient
+def _first_gets_none(x, y):
+    def grad(dy):
+        return None, dy * 2.0
+    return x * y, grad
+
+
+def loop_custom_gradient_none(x):
+    # the custom gradient gives a's previous value None: a zero would meet sqrt'(0)
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        a, b = x * 1.0, x * 1.0
+        i = tfc.constant(0)
+        while i < 2:
+            a, b = _first_gets_none(a, b) + tfc.sqrt(b), b + 1.0
+            i += 1
+        loss = tfc.reduce_sum(a) + tfc.reduce_sum(b)
+    return t.gradient(loss, x)
+
+
+def test_loop_custom_gradient_none():
+    want = check(loop_custom_gradient_none, c(0.0, 0.0))
+    np.testing.assert_array_equal(want[0].numpy(), [3.5, 3.5])
+
+
+def test_compiled_call_custom_gradient_none():
+    """A custom gradient's None for a compiled call's input: None, as eagerly
+    (the backward function's seed came back as the input's gradient)."""
+    fn = _through_call(lambda s, y: _first_gets_none(s, y))
+    a, y = c(-1.0, 0.0), c(1.0, 2.0)
+    want = fn(a, y)
+    np.testing.assert_array_equal(want.numpy(), np.float32([0.574, 0.574]))
+    np.testing.assert_array_equal(_through_call(tfc.function(lambda s, y: _first_gets_none(s, y)))(a, y).numpy(),
+                                  want.numpy())

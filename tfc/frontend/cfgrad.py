@@ -732,10 +732,11 @@ class WhileGrad:
             return _vjp(_region_replay(builder, captured), body, state, [state[k] for k in fs] + sources_caps,
                         fs, outs, [None] * nf + seeds)
 
-        if (any(f is not True for _, f in first) or _has_regions(body)
+        if (any(f is not True for _, f in first) or _has_regions(body) or _has_custom_gradient(body)
                 or not all(_reaches(body, body.args[k], fs) for k in fs)):
             # Some gradient may not exist on some trip (an output without one, a
-            # variable whose previous value the body stops, a branch in the body):
+            # variable whose previous value the body stops, a branch in the body,
+            # a custom gradient's None):
             # each is carried with a flag saying whether it does, as eagerly, since a
             # zero in its place would make 0 * inf NaN through the earlier trips.
             def bw_body(j, *acc):
@@ -785,6 +786,13 @@ def _bool(f):
     from tfc.ops.shapes import reshape
 
     return convert_to_tensor(np.bool_(f)) if isinstance(f, bool) else reshape(f, ())
+
+
+def _has_custom_gradient(block) -> bool:
+    """Does ``block`` call a custom gradient function (which may give an input None)?"""
+    from tfc.dialects.tensor import RegistryOp
+
+    return any(isinstance(op, RegistryOp) and op.OPDEF is CUSTOM_GRADIENT for op in block.walk())
 
 
 def _has_regions(block) -> bool:
@@ -959,6 +967,8 @@ def backward_function(conc):
         res = _vjp(Replay(builder, {}, read, assign, grad_fns=conc.grad_fns), block, xs, sources,
                    fo, gs, seeds)
         outs = [g for g, _ in res] + ([_bool(f) for _, f in res] if flagged else [])
+        # where the tape gave a source nothing (a custom gradient's None), none, as eagerly
+        connected = [ok and f is not False for ok, (_, f) in zip(connected, res)]
     bwd = ConcreteFunction.from_trace(builder, specs, outs)
     bwd.target = conc.target  # the backward runs where the call ran: a cuda call's on the GPU
     conc._backward = (bwd, fo, fi, fv, connected, flagged)
