@@ -96,7 +96,7 @@ DESCRIPTIONS = {
     "tfc-plan-memory": "annotates buffer liveness and one arena with planned offsets (L1/L2)",
     "tfc-lower-loops": "lowering L2 -> L3: memrefs at planned offsets, parallel loops, library calls",
     "tfc-lower-gpu": "lowering L3 -> L4 (target cuda): a gpu.module of kernels, tgpu.launch on the host",
-    "tfc-quantize": "{mode=static|weights per_channel=true exclude=...}: int8 post-training quantization "
+    "tfc-quantize": "{mode=static|weights per_channel=true exclude=... codes=i8|f32}: int8 post-training quantization "
                     "of matmul/conv2d with constant weights (L1)",
     "tfc-schedule-collectives": "collectives (all_reduce, broadcast, ...) moved up to just after their "
                                 "operands, keeping their order (L1/L2)",
