@@ -138,7 +138,7 @@ def _kernel_with(line, args="%x: f32, %y: f32", ret="f32"):
 
 
 @pytest.mark.parametrize("line, args, ret, msg", [
-    ("%r = math.log1p %x : f64", "%x: f64", "f64", "math.log1p on f64"),
+    ("%r = math.log2 %x : f64", "%x: f64", "f64", "math.log2 on f64"),
     ("%r = math.sinh %x : f32", "%x: f32", "f32", "math.sinh"),
     ("%r = math.tan %x : f64", "%x: f64", "f64", "math.tan on f64"),
     ("%r = math.ctpop %x : i32", "%x: i32", "i32", "math.ctpop is not supported"),

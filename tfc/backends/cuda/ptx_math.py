@@ -11,10 +11,11 @@ tests/test_ptx.py re-implements the same sequences in numpy.
 float64 (``EMITTERS_F64``): exp, log, expm1, tanh, sin/cos (a Cody-Waite or
 Payne-Hanek reduction to a double-double, FreeBSD's kernels: within 1 ulp of
 the correctly rounded result for every argument) and pow (ln|x| and y ln|x|
-in double-double, then exp: within 1 ulp of numpy's); docs/gpu.md.
+in double-double, then exp: within 1 ulp of numpy's), log1p (log of 1 + x with
+the rounding error's first-order correction); docs/gpu.md.
 
 Not implemented (NotImplementedError naming the op): the hyperbolic functions other than tanh, the inverse trigonometric
-functions, cbrt; float64 log1p.
+functions, cbrt; the other float64 functions (log2, log10, exp2, erf, tan, ...).
 """
 from __future__ import annotations
 
@@ -1034,9 +1035,24 @@ def emit_pow64(k, dst, x, y):
     k.i("mov.f64", dst, v)
 
 
+def emit_log1p64(k, dst, x):
+    """log1p of a float64 ``x``: u = 1 + x rounded, its rounding error e exact
+    (TwoSum), log1p x = log u + e / u (the first-order correction; log within
+    1 ulp); |x| < 2^-54: x itself (signed zeros kept); u = 0 or inf: log u."""
+    F = _F(k)
+    D = lambda opcode, *args: F.op(opcode, *args, cls="fd")  # noqa: E731
+    u, err = _two_sum(D, d(1.0), x)
+    emit_log64(k, dst, u)
+    c = D("div.rn.f64", err, u)
+    k.i("mov.f64", c, d(0.0), pred=F.op("setp.eq.f64", u, d(0.0), cls="p"))
+    k.i("mov.f64", c, d(0.0), pred=F.op("setp.eq.f64", D("abs.f64", u), d(np.inf), cls="p"))
+    k.i("add.rn.f64", dst, dst, c)
+    k.i("mov.f64", dst, x, pred=F.op("setp.lt.f64", D("abs.f64", x), d(2.0 ** -54), cls="p"))
+
+
 EMITTERS_F64 = {"math.exp": emit_exp64, "math.log": emit_log64, "math.expm1": emit_expm1_64,
                 "math.tanh": emit_tanh64, "math.sin": emit_sin64, "math.cos": emit_cos64,
-                "math.powf": emit_pow64}
+                "math.powf": emit_pow64, "math.log1p": emit_log1p64}
 
 
 def emit(k, name, dst, *args):
