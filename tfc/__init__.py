@@ -3,7 +3,7 @@
 The public API is re-exported here; nothing else lives in this module.
 """
 from tfc.core.dtypes import (  # noqa: F401
-    DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int32, int64,
+    DType, as_dtype, bool_ as bool, float16, float32, float64, int8, int32, int64, uint8,
 )
 from tfc.core.tensor import Tensor, constant, convert_to_tensor  # noqa: F401
 from tfc.core.variable import Variable  # noqa: F401
