@@ -62,6 +62,7 @@ from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, pr
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
+from tfc.passes.gpu_lists import LIBRARY as LIST_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
 
@@ -1684,12 +1685,17 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
-        if (name in QUANT_LIBRARY or name in SORT_LIBRARY or name in RANDOM_OPS) and op.results and not op.outs:
+        fresh = (QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY, RANDOM_OPS)
+        if any(name in t for t in fresh) and op.results and not op.outs:
             return self.into_fresh(op)
-        table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY) if name in t), {})
+        table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY) if name in t), {})
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
-            for kernel, grid, block, args in table[name](self.name, op):
+            for item in table[name](self.name, op):
+                if not isinstance(item, tuple):  # a host op (gpu_lists' index check)
+                    ops.append(item)
+                    continue
+                kernel, grid, block, args = item
                 # a library's host ops (scratch buffers: the quantized matmul's packed words; a draw's
                 # key and counter base) go on the host first
                 for a in args:
