@@ -82,3 +82,20 @@ def test_bfloat16_is_refused_with_what_it_needs():
     for name in ("bfloat16", "bf16"):
         with pytest.raises(NotImplementedError, match="uint16 bits .* round-to-nearest-even .* .bf16 mma"):
             tfc.constant([1.0], name)
+
+
+def test_eager_gpu_matmul_and_its_gradients(cuda_driver):
+    """Eager float16 tensors on the (simulated) GPU: the product and both gradients
+    (matmuls with a transposed operand, through the tiled kernel) within the bound."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((40, 50)).astype(np.float16)
+    b = rng.standard_normal((50, 36)).astype(np.float16)
+    x, y = tfc.Variable(tfc.constant(a).gpu()), tfc.Variable(tfc.constant(b).gpu())
+    with tfc.GradientTape() as tape:
+        z = tfc.matmul(x, y)
+        loss = tfc.reduce_sum(z)
+    _check(z, a, b, False, False)
+    gx, gy = tape.gradient(loss, [x, y])
+    ones = np.ones((40, 36), np.float16)
+    _check(gx, ones, b, False, True)
+    _check(gy, a, ones, True, False)
