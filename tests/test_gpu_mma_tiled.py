@@ -99,3 +99,55 @@ def test_eager_gpu_matmul_and_its_gradients(cuda_driver):
     ones = np.ones((40, 36), np.float16)
     _check(gx, ones, b, False, True)
     _check(gy, a, ones, True, False)
+
+
+def _ldmatrix_kernel_ptx(row_offset=0, barrier=True):
+    """One warp: 256 float16 to shared memory, (a barrier,) ldmatrix x4 of rows 8 j + r
+    (plus ``row_offset`` elements), each lane's 8 values stored to out."""
+    from xdsl.dialects import gpu
+    from xdsl.dialects.builtin import Float16Type, StringAttr, i32
+    from xdsl.ir import Block, Region
+
+    from tfc.backends.cuda.ptx import to_ptx
+    from tfc.dialects import gpu as G
+    from tfc.passes.gpu_builder import KernelBuilder
+
+    f16 = Float16Type()
+    kb = KernelBuilder("ldm", [G.PtrType(f16, "global")] * 2, "copy", i32, (32, 1, 1))
+    px, po = kb.args
+    lane = kb.tid()
+    sm = kb.shared(f16, 256 + 8)
+    for e in range(8):
+        at = kb.add(lane, kb.i(32 * e))
+        kb.store(kb.load(px, at), sm, at)
+    if barrier:
+        kb.emit(gpu.BarrierOp())
+    vals = kb.emit(G.LdMatrixOp(sm, kb.add(kb.mul(lane, kb.i(8)), kb.i(row_offset)), 4)).results
+    for e, v in enumerate(vals):
+        kb.store([v], po, kb.add(kb.mul(lane, kb.i(8)), kb.i(e)))
+    return to_ptx(gpu.ModuleOp(StringAttr("kernels"), Region(Block([kb.finish()]))))
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"row_offset": 1}, "misaligned 16-byte shared read"),
+    ({"barrier": False}, "shared-memory race"),
+    ({"block": 16}, "ldmatrix .* partial"),
+])
+def test_the_simulator_checks_ldmatrix(change, message):
+    """A row address off 16-byte alignment, rows read without the barrier after other threads
+    wrote them, a partial warp: each a SimulationError naming it (what a GPU leaves undefined)."""
+    from tfc.backends.cuda import simulator as S
+
+    ptx = _ldmatrix_kernel_ptx(change.get("row_offset", 0), change.get("barrier", True))
+    block = change.get("block", 32)
+    ptx = ptx.replace(".reqntid 32, 1, 1", f".reqntid {block}, 1, 1")
+    x = np.arange(256).astype(np.float16)
+    out = np.zeros(256, np.float16)
+    with pytest.raises(S.SimulationError, match=message):
+        S.run(S.parse(ptx), "ldm", (1, 1, 1), (block, 1, 1), [x, out], S.Memory())
+    ok = _ldmatrix_kernel_ptx()
+    S.run(S.parse(ok), "ldm", (1, 1, 1), (32, 1, 1), [x, out], S.Memory())
+    m = x.reshape(4, 8, 8)
+    lanes = np.arange(32)
+    want = np.stack([m[j, lanes // 4, 2 * (lanes % 4) + h] for j in range(4) for h in (0, 1)], axis=1)
+    assert np.array_equal(out.reshape(32, 8), want)
