@@ -15,7 +15,9 @@ from helpers import ALL_DTYPES, assert_same
 DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "dtypes.md"
 _BLOCK = re.compile(r"(<!-- promotion-table:[^\n]*-->\n)(.*?)(\n<!-- end promotion-table -->)", re.S)
 
-PAIRS = list(itertools.product(ALL_DTYPES, ALL_DTYPES))
+DTYPES = dtypes.ALL  # ALL_DTYPES and uint8
+assert set(ALL_DTYPES) < set(DTYPES)
+PAIRS = list(itertools.product(DTYPES, DTYPES))
 
 
 def _ids(pair):
@@ -23,22 +25,28 @@ def _ids(pair):
 
 
 def test_dtype_objects():
-    for d in ALL_DTYPES:
+    for d in DTYPES:
         assert tfc.as_dtype(d.name) is d
         assert tfc.as_dtype(d.as_numpy_dtype) is d
         assert tfc.as_dtype(d.as_numpy_dtype.type) is d
         assert repr(d) == f"tfc.{d.name}"
     assert tfc.as_dtype(float) is tfc.float32 and tfc.as_dtype(int) is tfc.int32 and tfc.as_dtype(bool) is tfc.bool
     assert tfc.float16.is_floating and tfc.int8.is_integer and tfc.bool.is_bool and not tfc.bool.is_numeric
-    with pytest.raises(TypeError, match="uint8"):
-        tfc.as_dtype(np.uint8)
+    assert tfc.uint8.is_integer and tfc.uint8.ir_name == "ui8" and tfc.uint8.itemsize == 1
+    with pytest.raises(TypeError, match="unsupported dtype.*uint8"):  # names the supported ones
+        tfc.as_dtype(np.uint16)
+
+
+def _numpy_promote(a, b):
+    """numpy's promotion, but uint8 with int8 (int16 in numpy, no tfc dtype) is int32."""
+    want = np.promote_types(a.as_numpy_dtype, b.as_numpy_dtype)
+    return np.dtype(np.int32) if want == np.int16 else want
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=_ids)
 def test_promote_matches_numpy(pair):
     a, b = pair
-    want = np.promote_types(a.as_numpy_dtype, b.as_numpy_dtype)
-    assert dtypes.promote(a, b).as_numpy_dtype == want
+    assert dtypes.promote(a, b).as_numpy_dtype == _numpy_promote(a, b)
     assert dtypes.promote(a, b) == dtypes.promote(b, a)
 
 
@@ -91,7 +99,7 @@ def test_python_float_keeps_float_dtype(dtype):
         assert r.dtype == dtype
 
 
-@pytest.mark.parametrize("dtype", [tfc.int8, tfc.int32, tfc.int64], ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", [tfc.int8, tfc.uint8, tfc.int32, tfc.int64], ids=lambda d: d.name)
 def test_python_int_keeps_int_dtype(dtype):
     t = tfc.constant([1, 2], dtype)
     for r in (t * 2, 2 + t, t - 1, t // 2, t % 2, t ** 2, tfc.maximum(t, 1), tfc.where([True, False], t, 0)):
@@ -99,7 +107,7 @@ def test_python_int_keeps_int_dtype(dtype):
     assert (t == 1).dtype == tfc.bool
 
 
-@pytest.mark.parametrize("dtype", [tfc.int8, tfc.int32, tfc.int64, tfc.bool], ids=lambda d: d.name)
+@pytest.mark.parametrize("dtype", [tfc.int8, tfc.uint8, tfc.int32, tfc.int64, tfc.bool], ids=lambda d: d.name)
 def test_python_float_with_int_tensor_follows_numpy(dtype):
     a = np.array([1, 0], dtype.as_numpy_dtype)
     want = a * 2.5  # numpy 2: float64
@@ -112,7 +120,8 @@ def test_python_int_with_bool_tensor():
     assert_same(tfc.add(tfc.constant([True, False]), 2), np.array([True, False]) + 2, tfc.int64)
 
 
-@pytest.mark.parametrize("dtype,value", [(tfc.int8, 1000), (tfc.int8, -129), (tfc.int32, 2**31),
+@pytest.mark.parametrize("dtype,value", [(tfc.int8, 1000), (tfc.int8, -129), (tfc.uint8, 256), (tfc.uint8, -1),
+                                         (tfc.int32, 2**31),
                                          (tfc.int64, 2**63)])
 def test_python_int_out_of_range_raises(dtype, value):
     t = tfc.constant([1], dtype)
@@ -127,6 +136,13 @@ def test_int8_boundaries_fit():
     assert_same(t + 127, np.array([127], np.int8))
     assert_same(t + (-128), np.array([-128], np.int8))
     assert_same(t - 127, np.array([-127], np.int8))
+
+
+def test_uint8_boundaries_fit_and_wrap():
+    t = tfc.constant([0, 200], tfc.uint8)
+    assert_same(t + 255, np.array([255, 199], np.uint8))  # wraps like numpy
+    assert_same(t - 1, np.array([255, 199], np.uint8))
+    assert_same(-t, np.array([0, 56], np.uint8))
 
 
 def test_only_python_numbers_use_defaults():
@@ -164,10 +180,18 @@ def test_doc_has_current_promotion_table():
 
 def test_promotion_table_cells_match_numpy():
     rows = dtypes.promotion_table().splitlines()[2:]
-    for a, row in zip(ALL_DTYPES, rows):
+    for a, row in zip(DTYPES, rows, strict=True):
         cells = [c.strip() for c in row.strip("|").split("|")]
         assert cells[0] == f"**{a.name}**"
-        assert cells[1:] == [np.promote_types(a.as_numpy_dtype, b.as_numpy_dtype).name for b in ALL_DTYPES]
+        assert cells[1:] == [_numpy_promote(a, b).name for b in DTYPES]
+
+
+def test_uint8_with_int8_is_int32():
+    u = tfc.constant(np.array([255, 0], np.uint8))
+    i = tfc.constant(np.array([-128, 127], np.int8))
+    assert_same(u + i, np.array([127, 127], np.int32), tfc.int32)  # not wrapped: int32 holds both ranges
+    assert_same(tfc.maximum(u, i), np.array([255, 127], np.int32), tfc.int32)
+    assert_same(u + i + 1, np.array([128, 128], np.int32), tfc.int32)  # a weak scalar with the pair
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """tfc dtypes: a thin, hashable wrapper over the numpy dtypes tfc supports.
 
-Promotion follows NumPy 2 (NEP 50) exactly, so eager kernels need no casts:
-tensor/tensor pairs use ``numpy.promote_types``; Python scalars are *weak* and
+Promotion follows NumPy 2 (NEP 50), so eager kernels need no casts:
+tensor/tensor pairs use ``numpy.promote_types`` (the one pair whose numpy result
+is not a tfc dtype, uint8 with int8 -> int16, is rounded up to int32, the
+narrowest tfc dtype that holds both ranges); Python scalars are *weak* and
 take the kind of the tensor they meet. A Python value converted on its own
 becomes float32 (floats) or int32 (ints), as in TensorFlow.
 """
@@ -51,11 +53,12 @@ float16 = DType("float16", np.float16, "f16")
 float32 = DType("float32", np.float32, "f32")
 float64 = DType("float64", np.float64, "f64")
 int8 = DType("int8", np.int8, "i8")
+uint8 = DType("uint8", np.uint8, "ui8")
 int32 = DType("int32", np.int32, "i32")
 int64 = DType("int64", np.int64, "i64")
 bool_ = DType("bool", np.bool_, "i1")
 
-ALL = (float16, float32, float64, int8, int32, int64, bool_)
+ALL = (float16, float32, float64, int8, uint8, int32, int64, bool_)
 FLOATS = frozenset(d for d in ALL if d.is_floating)
 INTS = frozenset(d for d in ALL if d.is_integer)
 NUMERIC = FLOATS | INTS
@@ -119,9 +122,22 @@ def as_dtype(value) -> DType:
     return from_numpy(value)
 
 
+# numpy results that are not tfc dtypes, rounded up to the narrowest tfc dtype
+# holding the same values: uint8 with int8 is int16 in numpy (TensorFlow refuses
+# the pair); tfc has no int16, and int32 holds [-128, 255] as int16 does
+_ROUNDED_UP = {np.dtype(np.int16): np.dtype(np.int32)}
+
+
+def result_numpy_dtype(*args) -> np.dtype:
+    """``numpy.result_type`` of numpy dtypes and (weak) Python scalars, with a
+    result tfc has no dtype for rounded up as ``promote`` does."""
+    rt = np.result_type(*args)
+    return _ROUNDED_UP.get(rt, rt)
+
+
 def promote(*dtypes: DType) -> DType:
-    """NumPy's promotion of strong (tensor) dtypes."""
-    return from_numpy(np.result_type(*(d.as_numpy_dtype for d in dtypes)))
+    """NumPy's promotion of strong (tensor) dtypes (uint8 with int8: int32)."""
+    return from_numpy(result_numpy_dtype(*(d.as_numpy_dtype for d in dtypes)))
 
 
 def converts_implicitly(src: DType, dst: DType) -> bool:

@@ -36,7 +36,7 @@ import numpy as np
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX, AnyFloat, ArrayAttr, BoolAttr, BytesAttr, DenseArrayBase, DenseIntOrFPElementsAttr,
     FileLineColLoc, Float16Type, Float32Type, Float64Type, FloatAttr, IntAttr, IntegerAttr,
-    UNKNOWN_LOC, IntegerType, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
+    UNKNOWN_LOC, IntegerType, Signedness, StringAttr, TensorType, f16, f32, f64, i1, i8, i32, i64,
 )
 from xdsl.ir import Attribute, Dialect, OpResult, ParametrizedAttribute, TypeAttribute
 from xdsl.irdl import (
@@ -59,9 +59,13 @@ from tfc.core.registry import REGISTRY, Spec
 
 # -- types -------------------------------------------------------------------------
 
+# uint8 is ``ui8``: MLIR's builtin unsigned integer type keeps the signedness in the
+# tensor types, where the ops' kernels and the backends read it (arith at the loops
+# level takes signless integers only; see docs/dtypes.md, "uint8")
 _ELEMENT = {
     dtypes.float16: f16, dtypes.float32: f32, dtypes.float64: f64,
-    dtypes.int8: i8, dtypes.int32: i32, dtypes.int64: i64, dtypes.bool_: i1,
+    dtypes.int8: i8, dtypes.uint8: IntegerType(8, Signedness.UNSIGNED), dtypes.int32: i32, dtypes.int64: i64,
+    dtypes.bool_: i1,
 }
 
 
