@@ -241,3 +241,39 @@ def test_shuffle_lowering_and_budgets():
     # the keys, ceil(log2 37) merge passes, then gather's bounds check and the gather itself
     assert names[:7] == ["shuffle_keys"] + [f"argsort_w{1 << k}" for k in range(6)], names
     check_budgets(m)
+
+
+def test_categorical_same_samples(cuda_driver):
+    """categorical: the numpy kernel's words and its float64 inverse transform
+    (exp within 1 ulp: a sample could differ only where u * total falls within
+    an ulp of a running sum; none does here); strided logits, float32 logits
+    with zero probabilities, int32 results, no samples."""
+    rng = np.random.default_rng(8)
+    lg = tfc.constant(rng.standard_normal((6, 11)) * 3)
+    lg32 = tfc.constant(np.log(np.array([[0.2, 0.3, 0.5], [1, 0, 0], [0.5, 0.5, 0]], np.float32)))
+    _exact(lambda a, b: (tfc.random.categorical(a, 37, seed=3), tfc.random.categorical(tfc.transpose(a), 4, seed=5),
+                         tfc.random.categorical(b, 9, dtype="int32", seed=4), tfc.random.categorical(a, 0, seed=1)),
+           lg, lg32)
+
+
+def test_categorical_global_stream_and_bad_rows(cuda_driver):
+    lg = tfc.constant(np.random.default_rng(9).standard_normal((3, 4)))
+
+    def f(a):
+        return tfc.random.categorical(a, 5), tfc.random.uniform([3])
+
+    tfc.random.set_seed(4)
+    want = [np.asarray(v) for v in tfc.function(f)(lg)]
+    tfc.random.set_seed(4)
+    got = [np.asarray(v) for v in tfc.function(f, target="cuda")(lg)]
+    for w, g in zip(want, got):
+        assert np.array_equal(w, g)
+    g = tfc.function(lambda a: tfc.random.categorical(a, 3, seed=1), target="cuda")
+    for bad in (-np.inf, np.nan, np.inf):
+        with pytest.raises(tfc.errors.InvalidArgumentError, match="row 1 of logits has no finite maximum"):
+            g(tfc.constant(np.array([[0.0, 1.0], [bad, -np.inf]])))
+
+
+def test_categorical_budgets():
+    m = lower(l3_of(lambda a: tfc.random.categorical(a, 7), np.ones((5, 9))))
+    check_budgets(m)

@@ -28,6 +28,18 @@ from tfc.passes import gpu_builder as B
 BLOCK = B.BLOCK
 
 
+def fail_if(op, bad):
+    """A host ``loops.if`` raising eager's error for library call ``op`` (a
+    ``loops.raise`` of it, which runs its numpy kernel) where i1 ``bad`` holds."""
+    fail = L.RaiseOp(op.callee.data, list(op.ins), dict(op.kernel_attrs.data))
+    fail.location = getattr(op, "location", None)
+    then = Block()
+    then.add_ops([fail, L.YieldOp([])])
+    otherwise = Block()
+    otherwise.add_op(L.YieldOp([]))
+    return L.IfOp(bad, [], Region(then), Region(otherwise))
+
+
 def _index_check(op, index, size: int):
     """Host ops: where ``index`` is outside [0, size), ``loops.raise`` of ``op``."""
     zero = arith.ConstantOp(IntegerAttr(0, index.type))
@@ -35,13 +47,7 @@ def _index_check(op, index, size: int):
     below = arith.CmpiOp(index, zero.result, "slt")
     past = arith.CmpiOp(index, end.result, "sge")
     bad = arith.OrIOp(below.result, past.result)
-    fail = L.RaiseOp(op.callee.data, list(op.ins), dict(op.kernel_attrs.data))
-    fail.location = getattr(op, "location", None)
-    then = Block()
-    then.add_ops([fail, L.YieldOp([])])
-    otherwise = Block()
-    otherwise.add_op(L.YieldOp([]))
-    return [zero, end, below, past, bad, L.IfOp(bad.result, [], Region(then), Region(otherwise))]
+    return [zero, end, below, past, bad, fail_if(op, bad.result)]
 
 
 def tensor_array_write(namer, op):
@@ -104,4 +110,4 @@ def tensor_array_write(namer, op):
 
 LIBRARY = {"tensor_array_write": tensor_array_write}
 
-__all__ = ["LIBRARY"]
+__all__ = ["LIBRARY", "fail_if"]

@@ -360,7 +360,7 @@ def random_launch(namer, op):
     seed = attrs["seed"]
     tname = {"f16": "f16", "f32": "f32", "f64": "f64"}.get(str(t), str(t))
 
-    def values(kb, words):
+    def values(kb, words, _first):
         if name == "uniform":
             return _uniform_values(kb, words, t, dtype, attrs)
         if name == "normal":
@@ -378,21 +378,22 @@ def _seed_key(seed):
     return None if seed is None else seed_key(seed)
 
 
-def _draw_kernel(name, t, n: int, per: int, global_stream: bool, values):
+def _draw_kernel(name, t, n: int, per: int, global_stream: bool, values, extra=()):
     """(kernel, grid, Philox blocks) of a draw of ``n`` elements of ``t``, ``per``
     words an element: parameters (key, base, out); ``values(kb, words)`` gives
-    the ``4 / per`` elements of a block's four words."""
+    the ``4 / per`` elements of a block's four words (``first``: the first's
+    index)."""
     epb = 4 // per  # elements per Philox block
     nblocks = -(-n * per // 4)
     grid = min(-(-nblocks // BLOCK), MAX_BLOCKS)
     it = i32 if n + grid * BLOCK * epb <= I32_MAX else i64
-    kb = KernelBuilder(name, [i64, i64, G.PtrType(t, "global")], "elementwise", it)
-    key, base, ptr = kb.args
+    kb = KernelBuilder(name, [i64, i64, G.PtrType(t, "global"), *extra], "elementwise", it)
+    key, base, ptr = kb.args[:3]
 
     def block(j):
         ctr = kb.emit(arith.AddiOp(base, kb.cast_int(j, i64, signed=False)))
-        vals = values(kb, _philox(kb, key, ctr, 1 if global_stream else 0))
         first = kb.mul(j, kb.i(epb))
+        vals = values(kb, _philox(kb, key, ctr, 1 if global_stream else 0), first)
         for e, v in enumerate(vals):
             idx = kb.add(first, kb.i(e))
             if n % epb == 0:
@@ -425,10 +426,113 @@ def shuffle_indices(namer, op):
         return []
     seed = attrs.get("seed")
     kernel, grid, nblocks = _draw_kernel(namer("shuffle_keys"), i64, n, 2, seed is None,
-                                         lambda kb, w: [_pair64(kb, w[0], w[1]), _pair64(kb, w[2], w[3])])
+                                         lambda kb, w, _: [_pair64(kb, w[0], w[1]), _pair64(kb, w[2], w[3])])
     keys = L.AllocOp(MemRefType(i64, [n])).result
     _, key, base = host_key_base(nblocks, _seed_key(seed))
     return [(kernel, grid, (BLOCK, 1, 1), [key, base, keys])] + merge_sort(namer, keys, out, 0, False, unsigned=True)
+
+
+def _row_stats(kb, xp, row, C: int, rs: int, cs: int):
+    """(max, sum of exp(x - max)) of logits row ``row`` in float64, each a
+    sequential loop over the classes as numpy's max and cumsum."""
+    def load(c):
+        v = kb.load(xp, kb.add(kb.mul(row, kb.i(rs)), kb.mul(c, kb.i(cs))), nc=True)[0]
+        return _f64(kb, v)
+    (m,) = kb.for_(kb.i(1), kb.i(C), kb.i(1), lambda c, acc: [kb.emit(arith.MaximumfOp(acc, load(c)))],
+                   [load(kb.i(0))])
+    (total,) = kb.for_(kb.i(0), kb.i(C), kb.i(1), lambda c, acc: [kb.emit(arith.AddfOp(
+        acc, kb.emit(xmath.ExpOp(kb.emit(arith.SubfOp(load(c), m))))))], [kb.c(0.0, f64)])
+    return m, total, load
+
+
+def _bad_row(kb, total):
+    """i1: no distribution (the total is not finite and positive)."""
+    ok = kb.emit(arith.AndIOp(kb.emit(arith.CmpfOp(total, kb.c(0.0, f64), "ogt")),
+                              kb.emit(arith.CmpfOp(total, kb.c(float("inf"), f64), "olt"))))
+    return kb.emit(arith.XOrIOp(ok, kb.c(1, IntegerType(1))))
+
+
+def categorical(namer, op):
+    """The launches of ``categorical`` into its result [batch, samples]: a
+    check kernel (one block; the threads stride over the rows, counting those
+    without a distribution into a 0-d buffer, which the host reads and, where
+    non-zero, raises eager's error with a ``loops.raise`` of the op), then one
+    thread per Philox block (two samples, two words each: a float64 uniform u,
+    as the numpy kernel's draw), each sample by inverse transform over its
+    row: max, the sum of p = exp(x - max) and the running sum's first value
+    above v = min(u * total, the float64 below total), all float64 and in the
+    numpy kernel's order (exp within 1 ulp of numpy's: a sample differs only
+    where v falls within an ulp or so of a running sum)."""
+    from tfc.passes.gpu_lists import fail_if
+    from tfc.passes.gpu_nn_library import _attrs
+    from tfc.passes.gpu_sort import one_in_one_out
+
+    attrs = _attrs(op)
+    logits, out = one_in_one_out(op)
+    shape = tuple(out.type.get_shape())
+    lshape = tuple(logits.type.get_shape())
+    if any(d < 0 for d in shape + lshape):
+        raise unsupported("categorical of run-time shape")
+    if out.type.element_type not in (i32, i64) or out.type != MemRefType(out.type.element_type, shape):
+        raise unsupported(f"categorical into the buffer {out.type}")
+    B, C = lshape
+    S = shape[1]
+    n = B * S
+    if n == 0:
+        return []
+    rs, cs = L.layout_of(logits.type)[0]
+    elt, ot = logits.type.element_type, out.type.element_type
+    if abs(rs) * B + abs(cs) * C > I32_MAX:
+        raise unsupported("categorical of logits spanning 2^31 elements or more")
+    it = i32 if n + MAX_BLOCKS * BLOCK * 2 <= I32_MAX else i64
+    # the check: a count of rows without a distribution
+    count = L.AllocOp(MemRefType(i32, []))
+    kb = KernelBuilder(namer("categorical_check"), [G.PtrType(elt, "global"), G.PtrType(i32, "global")],
+                       "elementwise", it)
+    xp, cp = kb.args
+    kb.if_(kb.cmpi("eq", kb.tid(), kb.i(0)), lambda: kb.store([kb.c(0, i32)], cp, kb.i(0)))
+    from xdsl.dialects import gpu as xgpu
+
+    kb.emit(xgpu.BarrierOp())
+
+    def check(r):
+        _, total, _ = _row_stats(kb, xp, r, C, rs, cs)
+        def count_it():
+            kb.emit(G.AtomicOp("add", cp, kb.i(0), kb.c(1, i32)))
+        kb.if_(_bad_row(kb, total), count_it)
+        return []
+    kb.for_(kb.tid(), kb.i(B), kb.i(BLOCK), check)
+    check_kernel = kb.finish()
+    seen = L.LoadOp(count.result)
+    zero = arith.ConstantOp(IntegerAttr(0, i32))
+    bad = arith.CmpiOp(seen.result, zero.result, "ne")
+    host = [(check_kernel, (1, 1, 1), (BLOCK, 1, 1), [logits, count.result]), seen, zero, bad,
+            fail_if(op, bad.result)]
+
+    def samples(kb, words, first):
+        xp = kb.args[3]
+        vals = []
+        for e, (w0, w1) in enumerate(((words[0], words[1]), (words[2], words[3]))):
+            idx = kb.add(first, kb.i(e))
+            row = kb.emit(arith.MinUIOp(kb.divu(idx, kb.i(S)), kb.i(B - 1)))  # (a last odd sample: any row)
+            m, total, load = _row_stats(kb, xp, row, C, rs, cs)
+            below = kb.emit(arith.BitcastOp(kb.emit(arith.SubiOp(kb.emit(arith.BitcastOp(total, i64)),
+                                                                  kb.c(1, i64))), f64))
+            v = kb.emit(arith.MinimumfOp(kb.emit(arith.MulfOp(_unit53(kb, w0, w1), total)), below))
+
+            def step(c, acc, found, cls):  # found: 0 or 1 (an i32: predicates are not loop-carried)
+                acc = kb.emit(arith.AddfOp(acc, kb.emit(xmath.ExpOp(kb.emit(arith.SubfOp(load(c), m))))))
+                hit = kb.emit(arith.AndIOp(kb.emit(arith.CmpfOp(acc, v, "ogt")), kb.cmpi("eq", found, kb.c(0, i32))))
+                return [acc, kb.select(hit, kb.c(1, i32), found), kb.select(hit, c, cls)]
+            _, _, cls = kb.for_(kb.i(0), kb.i(C), kb.i(1), step, [kb.c(0.0, f64), kb.c(0, i32), kb.i(0)])
+            vals.append(kb.cast_int(cls, ot))
+        return vals
+
+    seed = attrs.get("seed")
+    kernel, grid, nblocks = _draw_kernel(namer("categorical"), ot, n, 2, seed is None, samples,
+                                         extra=[G.PtrType(elt, "global")])
+    _, key, base = host_key_base(nblocks, _seed_key(seed))
+    return host + [(kernel, grid, (BLOCK, 1, 1), [key, base, out, logits])]
 
 
 def host_key_base(nblocks: int, skey):
@@ -444,4 +548,7 @@ def host_key_base(nblocks: int, skey):
     return [key, base], key.result, base.result
 
 
-__all__ = ["RANDOM_OPS", "random_launch", "host_key_base", "shuffle_indices"]
+# library calls with their own launches (tfc-lower-gpu's library tables): eager runs them on the host
+LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical}
+
+__all__ = ["RANDOM_OPS", "LIBRARY", "random_launch", "host_key_base", "shuffle_indices", "categorical"]

@@ -183,12 +183,6 @@ def argsort(namer, op):
     return merge_sort(namer, x, out, attrs["axis"], attrs["direction"] == "DESCENDING")
 
 
-def shuffle_indices(namer, op):
-    from tfc.passes.gpu_random import shuffle_indices as launches  # (it sorts with merge_sort)
-
-    return launches(namer, op)
-
-
-LIBRARY = {"argsort": argsort, "shuffle_indices": shuffle_indices}
+LIBRARY = {"argsort": argsort}
 
 __all__ = ["LIBRARY", "merge_sort", "one_in_one_out"]

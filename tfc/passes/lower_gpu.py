@@ -63,6 +63,7 @@ from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
 from tfc.passes.gpu_lists import LIBRARY as LIST_LIBRARY
+from tfc.passes.gpu_random import LIBRARY as RANDOM_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
 
@@ -1685,10 +1686,11 @@ class _Lowering:
     # -- library calls --
     def library(self, op):
         name = op.callee.data
-        fresh = (QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY, RANDOM_OPS)
+        fresh = (QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY, RANDOM_LIBRARY, RANDOM_OPS)
         if any(name in t for t in fresh) and op.results and not op.outs:
             return self.into_fresh(op)
-        table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY) if name in t), {})
+        table = next((t for t in (NN_LIBRARY, QUANT_LIBRARY, SORT_LIBRARY, LIST_LIBRARY, RANDOM_LIBRARY)
+                      if name in t), {})
         if name in table and op.outs:  # conv2d, pooling and their gradients; the quantized ops
             ops = []
             for item in table[name](self.name, op):
