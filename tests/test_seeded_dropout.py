@@ -135,3 +135,22 @@ def test_seeded_dropout_layer_in_a_call_under_an_eager_tape():
     assert not np.array_equal(want[0], want[1])
     for w, g in zip(want, grads(True)):
         np.testing.assert_array_equal(g, w)
+
+
+def test_seeded_dropout_layer_in_a_tensor_loop():
+    """Each trip of a compiled tensor loop is a call: it reads and advances the count."""
+    def run(compiled):
+        layer = tfc.layers.Dropout(0.5, seed=9)
+
+        def f(x, n):
+            y = x
+            for _ in tfc.range(n):
+                y = layer(y, training=True) + 1.0
+            return y
+
+        g = tfc.function(f) if compiled else f
+        return [g(tfc.ones([6]), tfc.constant(3)).numpy() for _ in range(2)], int(layer.seed_calls.numpy())
+    (want, n_eager), (got, n_compiled) = run(False), run(True)
+    assert n_eager == n_compiled == 6
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
