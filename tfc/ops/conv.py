@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tfc.core.blas_threads import matmul as _gemm  # one OpenBLAS thread: see its docstring
 from tfc.core.dtypes import FLOATS, int8
 from tfc.core.registry import Spec, declare, every_row, user_errors
 from tfc.core.shape import as_ints
@@ -123,7 +124,7 @@ def _im2col(xp, khw, out_hw, strides, dilations):
     reshape to (N*Ho*Wo, KH*KW*C) is a view. One copy from a strided view of every
     window; for a single channel, where that copy would move one element at a
     time, a copy per tap into a tap-major array (the GEMM reads it transposed)."""
-    (kh, kw), (ho, wo), (sh, sw), (dh, dw) = khw, out_hw, strides, dilations
+    (kh, kw), (ho, wo) = khw, out_hw
     n, _, _, c = xp.shape
     if c == 1:
         by_tap = np.empty((kh, kw, n, ho, wo, 1), dtype=xp.dtype)
@@ -131,10 +132,21 @@ def _im2col(xp, khw, out_hw, strides, dilations):
             by_tap[i, j] = xp[sl]
         return by_tap.transpose(2, 3, 4, 0, 1, 5)
     cols = np.empty((n, ho, wo, kh, kw, c), dtype=xp.dtype)
-    s0, s1, s2, s3 = xp.strides
-    np.copyto(cols, np.lib.stride_tricks.as_strided(
-        xp, cols.shape, (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False))
+    np.copyto(cols, _windows(xp, cols.shape, strides, dilations))
     return cols
+
+
+def _windows(xp, shape, strides, dilations):
+    """The read-only view (N, Ho, Wo, KH, KW, C) of every window of ``xp``: built
+    directly on a C-contiguous ``xp`` (as_strided's own bookkeeping costs 20x more)."""
+    (sh, sw), (dh, dw) = strides, dilations
+    s0, s1, s2, s3 = xp.strides
+    view_strides = (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3)
+    if not xp.flags.c_contiguous:
+        return np.lib.stride_tricks.as_strided(xp, shape, view_strides, writeable=False)
+    view = np.ndarray(shape, xp.dtype, xp, 0, view_strides)
+    view.flags.writeable = False
+    return view
 
 
 def _patches(x, khw, strides, padding, dilations, pad_value=0):
@@ -174,7 +186,7 @@ _CONV_ATTRS = {"strides": "ints", "padding": "str", "dilations": "ints"}
 
 def _conv2d_kernel(x, w, strides, padding, dilations):
     cols = _patches(x, w.shape[:2], strides, padding, dilations)
-    out = cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]) @ w.reshape(-1, w.shape[3])
+    out = _gemm(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]))
     return out.reshape(cols.shape[:3] + (w.shape[3],))
 
 
@@ -188,8 +200,8 @@ def _rows_of(out, n):
 def _conv2d_into(x, w, out, strides, padding, dilations):
     """conv2d written into ``out``: the GEMM writes it (eager's bits)."""
     cols = _patches(x, w.shape[:2], strides, padding, dilations)
-    np.matmul(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]),
-              out=_rows_of(out, w.shape[3]))
+    _gemm(cols.reshape(-1, w.shape[0] * w.shape[1] * w.shape[2]), w.reshape(-1, w.shape[3]),
+          out=_rows_of(out, w.shape[3]))
 
 
 def copy_into(kernel):
@@ -281,13 +293,13 @@ def _as_conv(w, strides):
 def _bp_input_kernel(w, g, input_hw, strides, padding, dilations):
     if _as_conv(w, strides):
         cols, flipped = _transposed_gemm(w, g, input_hw, padding, dilations)
-        return (cols @ flipped).reshape((g.shape[0],) + tuple(input_hw) + (w.shape[2],))
+        return _gemm(cols, flipped).reshape((g.shape[0],) + tuple(input_hw) + (w.shape[2],))
     out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
     (t, b), (l, r) = pads
     n = g.shape[0]
     dxp = np.zeros((n, input_hw[0] + t + b, input_hw[1] + l + r, w.shape[2]), dtype=np.result_type(w, g))
     # One GEMM for every tap's contribution, then one scatter-add per tap.
-    dcols = (g.reshape(-1, g.shape[3]) @ w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
+    dcols = _gemm(g.reshape(-1, g.shape[3]), w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
     for i, j, sl in _taps(w.shape[:2], out_hw, strides, dilations):
         dxp[sl] += dcols[:, :, :, i, j]
     return _crop(dxp, pads, input_hw)
@@ -299,14 +311,14 @@ def _bp_input_into(w, g, out, input_hw, strides, padding, dilations):
     with padding, cropped into it."""
     if out.dtype == np.result_type(w, g) and _as_conv(w, strides):
         cols, flipped = _transposed_gemm(w, g, input_hw, padding, dilations)
-        np.matmul(cols, flipped, out=_rows_of(out, w.shape[2]))
+        _gemm(cols, flipped, out=_rows_of(out, w.shape[2]))
         return
     out_hw, pads = _geometry(None, input_hw, w.shape[:2], strides, dilations, padding, "")
     if any(any(p) for p in pads) or out.dtype != np.result_type(w, g):
         np.copyto(out, _bp_input_kernel(w, g, input_hw, strides, padding, dilations), casting="no")
         return
     out.fill(0)
-    dcols = (g.reshape(-1, g.shape[3]) @ w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
+    dcols = _gemm(g.reshape(-1, g.shape[3]), w.reshape(-1, w.shape[3]).T).reshape(g.shape[:3] + w.shape[:3])
     for i, j, sl in _taps(w.shape[:2], out_hw, strides, dilations):
         out[sl] += dcols[:, :, :, i, j]
 
@@ -368,15 +380,15 @@ def conv2d_backprop_input_like(like, filters, out_backprop, strides=1, padding="
 
 def _bp_filter_kernel(x, g, filter_hw, strides, padding, dilations):
     cols = _patches(x, filter_hw, strides, padding, dilations)
-    dw = cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T @ g.reshape(-1, g.shape[3])
+    dw = _gemm(cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T, g.reshape(-1, g.shape[3]))
     return dw.reshape(tuple(filter_hw) + (x.shape[3], g.shape[3]))
 
 
 def _bp_filter_into(x, g, out, filter_hw, strides, padding, dilations):
     """conv2d_backprop_filter written into ``out`` by its GEMM (eager's bits)."""
     cols = _patches(x, filter_hw, strides, padding, dilations)
-    np.matmul(cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T, g.reshape(-1, g.shape[3]),
-              out=_rows_of(out, g.shape[3]))
+    _gemm(cols.reshape(-1, filter_hw[0] * filter_hw[1] * x.shape[3]).T, g.reshape(-1, g.shape[3]),
+          out=_rows_of(out, g.shape[3]))
 
 
 def _bp_filter_infer(op, x: Spec, g: Spec, filter_hw, strides, padding, dilations) -> Spec:
