@@ -18,9 +18,10 @@ hang that call. The change is process-wide, as the variable's would be.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
+
+from tfc.core.blas_threads import openblas_libraries as loaded_openblas
 
 SPIN_LOG2_CYCLES = 20
 _ENV = ("OPENBLAS_THREAD_TIMEOUT", "GOTO_THREAD_TIMEOUT")
@@ -30,20 +31,7 @@ _NEEDED = ("openblas_read_env", "openblas_thread_timeout", "blas_thread_shutdown
 def openblas_libraries() -> list:
     """ctypes handles of the loaded OpenBLAS libraries that can be restarted
     (numpy's is ``libscipy_openblas64_-<hash>.so``); none off Linux."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split(None, 5)[-1].strip() for line in f if "openblas" in line.lower()}
-    except OSError:
-        return []
-    libs = []
-    for path in sorted(p for p in paths if p.startswith("/") and ".so" in os.path.basename(p)):
-        try:
-            lib = ctypes.CDLL(path)  # already loaded: the same handle
-        except OSError:
-            continue
-        if all(hasattr(lib, name) for name in _NEEDED):
-            libs.append(lib)
-    return libs
+    return [lib for lib in loaded_openblas() if all(hasattr(lib, name) for name in _NEEDED)]
 
 
 def _only_thread() -> bool:
