@@ -157,6 +157,15 @@ class _Kernel:
     def fail(self, op, what: str):
         raise NotImplementedError(f"PTX printer: {op.name} {what} (kernel @{self.name})")
 
+    def refuse_unsigned(self, t) -> None:
+        """uint8 (``ui8``) needs ``ld.u8`` (zero-extended registers) and the unsigned
+        instruction forms throughout; until then it is refused, never run as int8."""
+        from xdsl.dialects.builtin import IntegerType, Signedness
+        if isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED:
+            raise NotImplementedError(f"PTX printer: {t} (tfc.uint8) values in kernel @{self.name}: the GPU backend "
+                                      "has no uint8 yet (it needs ld/st.u8 zero-extended into .u32 and the unsigned "
+                                      "forms of compares, division, max/min, shifts and cvt); run uint8 on the CPU")
+
     # -- types --------------------------------------------------------------------------
     def cls_of(self, t) -> str:
         from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IndexType, IntegerType
@@ -167,6 +176,7 @@ class _Kernel:
         if isinstance(t, IndexType):
             return "rd"
         if isinstance(t, IntegerType):
+            self.refuse_unsigned(t)
             w = t.width.data
             if w == 1:
                 return "p"
@@ -290,6 +300,7 @@ class _Kernel:
     def mem_type(self, t) -> str:
         from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, IntegerType
         if isinstance(t, IntegerType):
+            self.refuse_unsigned(t)
             return {1: "u8", 8: "s8", 32: "u32", 64: "u64"}[t.width.data]
         return {Float16Type(): "b16", Float32Type(): "f32", Float64Type(): "f64"}[t]
 
