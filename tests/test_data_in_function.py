@@ -484,3 +484,17 @@ def enumerate_builtin(ds):
 def test_python_enumerate_over_a_dataset():
     ds = Dataset.from_tensor_slices((_X, _Y))
     assert_bit_identical(tfc.function(enumerate_builtin)(ds), enumerate_builtin(ds))
+
+
+def zip_builtin(a, b):
+    s = tfc.constant(0, tfc.int64)
+    for x, (i, y) in zip(a, b):  # as TensorFlow: Dataset.zip(a, b)
+        s = s * 3 + tfc.cast(tfc.reduce_sum(x), tfc.int64) * i + y
+    for u, v in zip([1, 2], [3, 4]):  # Python lists: Python's zip
+        s = s + u * v
+    return s
+
+
+def test_python_zip_over_datasets():
+    a, b = Dataset.from_tensor_slices(_X), Dataset.zip(Dataset.range(3, 9), Dataset.from_tensor_slices(_Y))
+    assert_bit_identical(tfc.function(zip_builtin)(a, b), zip_builtin(a, b))
