@@ -133,3 +133,14 @@ def test_flags_are_bools(make, match):
     with pytest.raises(TypeError, match=match):
         make()
     assert tfc.layers.Dense(2, use_bias=np.bool_(False)).use_bias is False
+
+
+@pytest.mark.parametrize("make", [
+    lambda: tfc.concat([tfc.ones([2]), tfc.ones([2])], axis="a"),
+    lambda: tfc.stack([tfc.ones([2])], axis=1.0),
+    lambda: tfc.gather(tfc.ones([3]), [0], axis="0"),
+    lambda: tfc.one_hot([0, 1], 3, axis=None),
+], ids=["concat", "stack", "gather", "one_hot"])
+def test_axis_of_a_shape_op_must_be_an_int(make):
+    with pytest.raises(TypeError, match="axis must be an int"):
+        make()
