@@ -652,6 +652,8 @@ def test_concat_windows_in_loops_gradients_and_none_signatures(rng):
         i = tfc.constant(0)
         s = tfc.zeros((6, 6))
         while i < 3:
+            # (6, 6), then (None, 6) with a None signature's rows
+            tfc.autograph.set_loop_options(shape_invariants=[(s, (None, 6))])
             s = tfc.concat([tfc.tanh(a + tfc.cast(i, tfc.float32)), s[:, :3] * 0.5], axis=1)
             i += 1
         return s
