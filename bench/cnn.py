@@ -2,12 +2,14 @@
 conv 32, dense; batch 64, Adam): tfc eager and compiled against PyTorch (eager,
 torch.compile) and JAX (jax.jit) where installed.
 
-Usage: ``PYTHONPATH=. python bench/cnn.py [--quick] [--repeats N] [--profile]``
+Usage: ``PYTHONPATH=. python bench/cnn.py [--quick] [--repeats N] [--profile] [--only ROW]``
 
 Every implementation starts from the tfc model's initial weights and runs the
 same batch; before timing, the script checks that all compute the same first
 loss (within 1e-4). ``--profile`` also prints the profiler's table of the
-compiled tfc step.
+compiled tfc step. ``--only ROW`` times that row alone (its first loss still
+checked against tfc eager's): run once per row, each row has a process of its own,
+and the other frameworks' idle threads (torch's, XLA's) do not compete with it.
 """
 from __future__ import annotations
 
@@ -145,17 +147,25 @@ def main(argv=None) -> None:
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--no-peers", action="store_true", help="tfc rows only")
     p.add_argument("--profile", action="store_true", help="also the profiler's table of the compiled step")
+    p.add_argument("--only", metavar="ROW", help="time only this row ('tfc compiled', 'jax.jit', ...)")
     args = p.parse_args(argv)
     found, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax"))
     x, y = make_batch()
     impls = implementations(found, x, y)
+    if args.only is not None:
+        if args.only not in impls:
+            p.error(f"--only {args.only!r}: not a row here; the rows are {', '.join(map(repr, impls))}")
+        impls = {name: impls[name] for name in dict.fromkeys(("tfc eager", args.only))}
     losses = first_losses(impls)
+    if args.only is not None:
+        impls = {args.only: impls[args.only]}
     print(f"## CNN training step (digits 8x8: conv 16, max-pool, conv 32, dense; batch {BATCH}, Adam)\n")
     print(header(found, missing))
     print(f"- first-step loss, every implementation within 1e-4 of tfc eager's: {losses['tfc eager']:.6f}")
     print()
     repeats = args.repeats or (3 if args.quick else 7)
-    bench = Benchmark("CNN training step", baseline="torch eager" if "torch eager" in impls else "tfc eager",
+    baseline = next(name for name in ("torch eager", "tfc eager", args.only) if name in impls)
+    bench = Benchmark("CNN training step", baseline=baseline,
                       repeats=repeats, warmup=3)
     for name, (make, note) in impls.items():
         bench.add(name, make(), note)
