@@ -498,3 +498,39 @@ def zip_builtin(a, b):
 def test_python_zip_over_datasets():
     a, b = Dataset.from_tensor_slices(_X), Dataset.zip(Dataset.range(3, 9), Dataset.from_tensor_slices(_Y))
     assert_bit_identical(tfc.function(zip_builtin)(a, b), zip_builtin(a, b))
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def scale(self, x):
+        return x * self.k
+
+
+def test_bound_methods_and_partials_made_anew_reuse_the_trace():
+    import functools
+
+    f = tfc.function(fold)
+    s, one = Scaler(3.0), tfc.constant(1)
+    for make in (lambda: Dataset.from_tensor_slices(_X).map(s.scale),
+                 lambda: Dataset.from_tensor_slices(_X).map(functools.partial(branchy, y=one))):
+        before = f.trace_count
+        for _ in range(3):
+            assert_bit_identical(list(f(make())), list(fold(make())))
+        assert f.trace_count == before + 1
+    f(Dataset.from_tensor_slices(_X).map(Scaler(3.0).scale))  # another object: another trace
+    assert f.trace_count == 3
+
+
+def test_a_range_step_of_zero_fails_when_the_function_runs():
+    @tfc.function
+    def f(step):
+        s = tfc.constant(0, tfc.int64)
+        for i in Dataset.range(0, 5, step):
+            s += i
+        return s
+
+    assert int(f(tfc.constant(2))) == 6
+    with pytest.raises(Exception, match="Dataset.range: step must not be 0"):
+        f(tfc.constant(0))

@@ -28,6 +28,7 @@ clear error.
 """
 from __future__ import annotations
 
+import functools
 import types
 import weakref
 
@@ -63,12 +64,7 @@ class _Identity:
 
     def __init__(self, obj):
         self.obj = obj
-        if isinstance(obj, types.FunctionType):
-            cells = tuple(c.cell_contents if _filled(c) else _EMPTY_CELL for c in obj.__closure__ or ())
-            self.parts = (obj.__code__, obj.__globals__, *cells, *(obj.__defaults__ or ()),
-                          *(obj.__kwdefaults__ or {}).values())
-        else:
-            self.parts = (obj,)
+        self.parts = _parts(obj)
 
     def __eq__(self, other):
         return isinstance(other, _Identity) and len(other.parts) == len(self.parts) and all(
@@ -81,6 +77,18 @@ class _Identity:
         code = getattr(self.obj, "__code__", None)
         where = f" at {code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno}" if code is not None else ""
         return D._name(self.obj) + where
+
+
+def _parts(fn) -> tuple:
+    """What ``fn`` computes with (see _Identity), compared by identity."""
+    if isinstance(fn, types.FunctionType):
+        cells = tuple(c.cell_contents if _filled(c) else _EMPTY_CELL for c in fn.__closure__ or ())
+        return (fn.__code__, fn.__globals__, *cells, *(fn.__defaults__ or ()), *(fn.__kwdefaults__ or {}).values())
+    if isinstance(fn, types.MethodType):  # (a new bound method at each attribute access)
+        return (types.MethodType, *_parts(fn.__func__), fn.__self__)
+    if isinstance(fn, functools.partial):
+        return (functools.partial, *_parts(fn.func), len(fn.args), *fn.args, *fn.keywords, *fn.keywords.values())
+    return (fn,)
 
 
 _EMPTY_CELL = object()
@@ -301,6 +309,10 @@ def _range(ds):
     else:  # len(range(start, stop, step)), at run time
         start, stop, step = (convert_to_tensor(b, dtypes.int64) if not isinstance(b, Tensor) else
                              math.cast(b, dtypes.int64) for b in (start, stop, step))
+        from tfc.ops.control_flow import Assert
+
+        # eager raises for a zero step; so does the compiled loop, when it runs
+        Assert(math.not_equal(step, constant(0, dtypes.int64)), ["Dataset.range: step must not be 0"])
         toward = math.where(step > 0, constant(1, dtypes.int64), constant(-1, dtypes.int64))
         n = _int32(_clamp0((stop - start + step - toward) // step))
     return _Plan(n, lambda i: start + _int64(i) * step, lambda idx: start + _int64(idx) * step)
