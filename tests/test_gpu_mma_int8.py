@@ -232,3 +232,25 @@ def test_tensor_core_kernels_on_the_simulator():
                 (res,) = ptxas.assemble(ptx, arch).values()
                 assert res.spills == 0 and res.registers <= case.budget_registers
                 assert res.shared_bytes <= case.budget_shared
+
+
+def test_the_digits_mlp_quantized_on_tensor_cores(cuda_driver):
+    """The digits MLP (examples/mlp_digits.py) quantized static int8 for cuda with a batch of
+    40 (its two quantized matmuls on mma m16n8k32): bit for bit the numpy backend's."""
+    import os
+    import sys
+
+    from tfc.quantization import Config
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    from mlp_digits import MLP
+
+    model = MLP(seed=0)
+    model(tfc.zeros((1, 64)))
+    fn = tfc.function(lambda x: model(x), input_signature=[tfc.TensorSpec((40, 64))])
+    calibration = [(RNG.uniform(0, 16, (40, 64)).astype(np.float32),) for _ in range(2)]
+    x = RNG.uniform(0, 16, (40, 64)).astype(np.float32)
+    cpu = tfc.compile(fn, quantize=Config(quiet=True), calibration=calibration)
+    gpu = tfc.compile(fn, target="cuda", quantize=Config(quiet=True), calibration=calibration)
+    assert gpu.ptx.count("mma.sync.aligned.m16n8k32") >= 2
+    assert np.array_equal(gpu(x).numpy(), cpu(x).numpy())
