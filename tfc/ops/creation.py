@@ -10,8 +10,8 @@ import numpy as np
 from tfc.core import dtypes
 
 from tfc.core.context import STATE
-from tfc.core.registry import Spec, declare, note_user_line
-from tfc.core.shape import as_int, as_ints
+from tfc.core.registry import Spec, declare
+from tfc.core.shape import _fail, as_int, as_ints
 from tfc.core.tensor import Tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar as S
@@ -148,12 +148,6 @@ def dynamic_fill(dims, value, shape):
     (-1 elsewhere). The result is allocated by its kernel (a library call) at
     run time, as any tensor of a shape known only then."""
     return (dims, value), {"shape": tuple(int(d) for d in shape)}
-
-
-def _fail(cls, message):
-    e = cls(message)
-    note_user_line(e)
-    return e
 
 
 def _traced_dim(op_name, d, i):
