@@ -28,6 +28,9 @@ and these ops:
 - ``%v0, ..., %v7 = tgpu.ldmatrix x4 %s[%i] {trans} : !tgpu.ptr<f16, shared>, i32``:
   a warp's load of 8x8 float16 matrices from shared memory in mma's
   fragment layout (PTX ``ldmatrix``);
+- ``tgpu.cp_async %s[%si], %g[%gi], %n : !tgpu.ptr<f16, shared>, !tgpu.ptr<f16, global>, i32``
+  (16 bytes global to shared, asynchronously, the first ``n`` read and the rest
+  zero: PTX ``cp.async.cg``) and ``tgpu.cp_async_wait`` (``cp.async.wait_all``);
 - ``%r = tgpu.dp4a %a, %b, %c : i32``: the four products of the signed bytes
   of ``%a`` and ``%b`` plus ``%c``, int32 wrapping (PTX ``dp4a.s32.s32``);
 - host side: ``%key, %base = tgpu.philox_take {blocks = 8}`` (reserves
@@ -600,6 +603,90 @@ class LdMatrixOp(IRDLOperation):
 
 
 @irdl_op_definition
+class CpAsyncOp(IRDLOperation):
+    """``tgpu.cp_async %s[%si], %g[%gi], %n : !tgpu.ptr<f16, shared>, !tgpu.ptr<f16, global>, i32``:
+    an asynchronous copy of 16 bytes into shared memory at element ``si`` from
+    global memory at element ``gi`` (both 16-byte aligned): the first ``n``
+    bytes (0 to 16) read, the rest zero (PTX ``cp.async.cg.shared.global [s],
+    [g], 16, n``, sm_80). The bytes are in shared memory only after a
+    ``tgpu.cp_async_wait`` of the same thread (and, for other threads, a
+    barrier after it)."""
+
+    name = "tgpu.cp_async"
+    dst = operand_def(PtrType)
+    dst_index = operand_def(IntegerType)
+    src = operand_def(PtrType)
+    src_index = operand_def(IntegerType)
+    nbytes = operand_def(IntegerType)
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self, dst, dst_index, src, src_index, nbytes):
+        super().__init__(operands=[dst, dst_index, src, src_index, nbytes])
+
+    def verify_(self):
+        if not self.dst.type.is_shared or self.src.type.is_shared:
+            _fail(self, "copies from a global pointer to a shared one")
+        if self.dst.type.element_type != self.src.type.element_type:
+            _fail(self, "copies between pointers of one element type")
+        _check_index(self, self.dst_index)
+        if self.src_index.type != self.dst_index.type:
+            _fail(self, "indexes both pointers with one integer type")
+        if self.nbytes.type != i32:
+            _fail(self, f"takes its byte count as i32, not {self.nbytes.type}")
+
+    def print(self, printer: Printer) -> None:
+        _print_access(printer, self.dst, self.dst_index)
+        printer.print_string(",")
+        _print_access(printer, self.src, self.src_index)
+        printer.print_string(", ")
+        printer.print_operand(self.nbytes)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_list((self.dst.type, self.src.type, self.dst_index.type), printer.print_attribute)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        dst, di = _parse_access(parser)
+        parser.parse_punctuation(",")
+        src, si = _parse_access(parser)
+        parser.parse_punctuation(",")
+        n = parser.parse_unresolved_operand()
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        dt = parser.parse_type()
+        parser.parse_punctuation(",")
+        st = parser.parse_type()
+        parser.parse_punctuation(",")
+        it = parser.parse_type()
+        op = cls(parser.resolve_operand(dst, dt), parser.resolve_operand(di, it), parser.resolve_operand(src, st),
+                 parser.resolve_operand(si, it), parser.resolve_operand(n, i32))
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
+class CpAsyncWaitOp(IRDLOperation):
+    """``tgpu.cp_async_wait``: the thread waits for all its ``tgpu.cp_async``
+    copies (PTX ``cp.async.wait_all``); other threads see them after a barrier."""
+
+    name = "tgpu.cp_async_wait"
+    traits = traits_def(MemoryWriteEffect())
+
+    def __init__(self):
+        super().__init__()
+
+    def print(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        attrs = parser.parse_optional_attr_dict()
+        op = cls()
+        op.attributes.update(attrs)
+        return op
+
+
+@irdl_op_definition
 class Dp4aOp(IRDLOperation):
     """``%r = tgpu.dp4a %a, %b, %c : i32``: the sum of the four products of the
     signed bytes of ``%a`` and ``%b`` (byte i with byte i), plus ``%c``, in
@@ -813,7 +900,7 @@ class PhiloxTakeOp(IRDLOperation):
         return op
 
 
-TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, LdMatrixOp, Dp4aOp, LaunchOp, PhiloxTakeOp], [PtrType])
+TGPU = Dialect("tgpu", [LoadOp, StoreOp, SharedOp, ShuffleOp, AtomicOp, MmaOp, LdMatrixOp, CpAsyncOp, CpAsyncWaitOp, Dp4aOp, LaunchOp, PhiloxTakeOp], [PtrType])
 
 
 # -- a custom syntax for xDSL's gpu ops (MLIR's) ------------------------------------------------
