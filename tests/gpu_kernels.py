@@ -912,8 +912,40 @@ def mma_s8_kernel() -> GpuCase:
                        budget_registers=64)
 
 
+def cp_async_kernel() -> GpuCase:
+    """One warp: lane l copies 16 bytes (8 float16) of x from element 8 l into shared memory with
+    ``tgpu.cp_async``, reading only the first 2 (l % 9) bytes (the rest zero: lanes 8, 17, 26 copy
+    all 16, lane 0 none), waits, a barrier, then lane l stores the 8 values lane 31 - l copied."""
+    from xdsl.dialects import gpu as xgpu
+    from xdsl.dialects.builtin import Float16Type, i32
+
+    from tfc.dialects import gpu as G
+    from tfc.passes.gpu_builder import KernelBuilder
+
+    f16 = Float16Type()
+    kb = KernelBuilder("cp_async_f16", [G.PtrType(f16, "global")] * 2, "copy", i32, (32, 1, 1))
+    px, po = kb.args
+    lane = kb.tid()
+    sm = kb.shared(f16, 256)
+    at = kb.mul(lane, kb.i(8))
+    kb.emit(G.CpAsyncOp(sm, at, px, at, kb.mul(kb.remu(lane, kb.i(9)), kb.i(2))))
+    kb.emit(G.CpAsyncWaitOp())
+    kb.emit(xgpu.BarrierOp())
+    other = kb.mul(kb.sub(kb.i(31), lane), kb.i(8))
+    for e in range(8):
+        kb.store(kb.load(sm, kb.add(other, kb.i(e))), po, kb.add(at, kb.i(e)))
+
+    def reference(x):
+        rows = x.reshape(32, 8).copy()
+        for ln in range(32):
+            rows[ln, min(ln % 9, 8):] = 0
+        return [rows[::-1].ravel()]
+    return _built_case(kb, (32, 1, 1), lambda x: [x, np.zeros(256, np.float16)], (1,), reference)
+
+
 def tensor_core_kernels():
-    return [mma_kernel(), mma_s8_kernel()] + [ldmatrix_kernel(n, t) for n in (1, 2, 4) for t in (False, True)]
+    return ([mma_kernel(), mma_s8_kernel()] + [ldmatrix_kernel(n, t) for n in (1, 2, 4) for t in (False, True)]
+            + [cp_async_kernel()])
 
 
 def misc_kernels():

@@ -208,8 +208,9 @@ def test_mma_kernel_assembles_within_budget():
 
 
 def test_tensor_core_kernels_on_the_simulator():
-    """ldmatrix x1/x2/x4 (plain and .trans) and mma m16n8k32 against numpy's reading of the
-    PTX ISA's layouts (bit for bit), and ptxas for sm_80 and sm_90 within their budgets."""
+    """ldmatrix x1/x2/x4 (plain and .trans), mma m16n8k32 and cp.async (partial copies zero-filled)
+    against numpy's reading of the PTX ISA (bit for bit), and ptxas for sm_80 and sm_90 within
+    their budgets."""
     import gpu_kernels as GK
 
     from tfc.backends.cuda import ptxas
@@ -221,6 +222,8 @@ def test_tensor_core_kernels_on_the_simulator():
         if case.name.startswith("ldmatrix"):
             num = int(case.name.split("_")[1][1])
             ins = [RNG.standard_normal(64 * num).astype(np.float16)]
+        elif case.name.startswith("cp_async"):
+            ins = [RNG.standard_normal(256).astype(np.float16)]
         else:
             ins = [RNG.integers(-2 ** 31, 2 ** 31, n).astype(np.int32) for n in (128, 64, 128)]
         args = case.args(*ins)

@@ -608,6 +608,10 @@ def _subset_line(entry):
         return f"{entry} {{%r1, %r1, %r1, %r1}}, {{%r1, %r1, %r1, %r1}}, {{%r1, %r1}}, {{%r1, %r1, %r1, %r1}};"
     if op == "mma":
         return f"{entry} {{%f1, %f1, %f1, %f1}}, {{%hh1, %hh1, %hh1, %hh1}}, {{%hh1, %hh1}}, {{%f1, %f1, %f1, %f1}};"
+    if entry == "cp.async.wait_all":
+        return f"{entry};"
+    if op == "cp":
+        return f"{entry} [%r2], [%rd2], 16, %r1;"
     if op == "ldmatrix":
         n = int(next(p for p in parts if p in ("x1", "x2", "x4"))[1])
         return f"{entry} {{{', '.join(['%hh1'] * n)}}}, [%r2];"

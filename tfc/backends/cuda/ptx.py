@@ -102,6 +102,8 @@ PTX_SUBSET = frozenset([
     # four to a .u32), tgpu.ldmatrix (its .b32 registers unpacked by mov.b32 {lo, hi}, %r)
     "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
     *(f"ldmatrix.sync.aligned.m8n8.x{n}{t}.shared.b16" for n in (1, 2, 4) for t in ("", ".trans")),
+    # tgpu.cp_async (16 bytes global to shared, zero-filled past n) and tgpu.cp_async_wait
+    "cp.async.cg.shared.global", "cp.async.wait_all",
     # int8 dot products (tgpu.dp4a: four signed bytes per .u32 operand)
     "dp4a.s32.s32",
 ])
@@ -381,6 +383,14 @@ class _Kernel:
         for r, lo, hi in zip(regs, vals[0::2], vals[1::2]):
             self.i("mov.b32", "{%s, %s}" % (self.new(lo), self.new(hi)), r)
             self.pairs[(lo, hi)] = r
+
+    def cp_async(self, op):
+        _, s = self.address(op.dst, op.dst_index)
+        _, g = self.address(op.src, op.src_index)
+        self.i("cp.async.cg.shared.global", f"[{s}]", f"[{g}]", "16", self.get(op.nbytes))
+
+    def cp_async_wait(self, op):
+        self.i("cp.async.wait_all")
 
     def dp4a(self, op):
         self.i("dp4a.s32.s32", self.new(op.result), self.get(op.a), self.get(op.b), self.get(op.c))
@@ -852,6 +862,8 @@ _HANDLERS = {
     "tgpu.atomic": _Kernel.atomic,
     "tgpu.mma": _Kernel.mma,
     "tgpu.ldmatrix": _Kernel.ldmatrix,
+    "tgpu.cp_async": _Kernel.cp_async,
+    "tgpu.cp_async_wait": _Kernel.cp_async_wait,
     "tgpu.dp4a": _Kernel.dp4a,
     "scf.for": _Kernel.for_,
     "scf.if": _Kernel.if_,

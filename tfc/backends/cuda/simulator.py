@@ -62,6 +62,8 @@ SUPPORTED = {
     "dp4a": ".s32.s32 (four signed-byte products plus c, int32 wrapping)",
     "mma": ".sync.aligned .m16n8k16.row.col.f32.f16.f16.f32, .m16n8k32.row.col.s32.s8.s8.s32 (full warps)",
     "ldmatrix": ".sync.aligned.m8n8 .x1/.x2/.x4 [.trans] .shared.b16 (full warps)",
+    "cp": ".async.cg.shared.global [s], [g], 16, n (0 <= n <= 16; written at the thread's wait), "
+          ".async.wait_all",
     "popc": ".b32 .b64", "clz": ".b32 .b64", "brev": ".b32 .b64",
     "setp": "eq ne lt le gt ge lo ls hi hs equ neu ltu leu gtu geu num nan [.and/.or/.xor], d[|q]",
     "selp": "all types", "testp": "finite infinite number notanumber normal subnormal",
@@ -899,6 +901,57 @@ class _Decoder:
                     lo, hi = M[w, j, g, 2 * t], M[w, j, g, 2 * t + 1]
                 st(ctx, sel, lo.astype(np.uint32) | (hi.astype(np.uint32) << np.uint32(16)))
         return _OP, ldmatrix, None
+
+    def _i_cp(self, mods, ops, opcode):
+        """cp.async.cg.shared.global [s], [g], 16, n: the first n bytes (0 to 16)
+        of g read now (bounds as ld.global's; both addresses 16-byte aligned),
+        the 16 bytes (the rest zero) written to s only when the thread executes
+        cp.async.wait_all (then as a shared store of that thread: bounds and the
+        race check), so a read before the wait sees the old bytes, as a GPU may."""
+        if mods == ["async", "wait_all"]:
+            self._nops(ops, 0, opcode)
+
+            def wait(ctx, sel):
+                pending, keep = getattr(ctx, "cp_async", []), []
+                for lanes, dst, data in pending:
+                    mine = np.isin(lanes, np.arange(ctx.n) if sel is None else sel)
+                    if mine.any():
+                        ctx.shared_access(dst[mine], lanes[mine], np.dtype(np.uint32), 4, 16, data[mine])
+                    if not mine.all():
+                        keep.append((lanes[~mine], dst[~mine], data[~mine]))
+                ctx.cp_async = keep
+            return _OP, wait, None
+        if mods != ["async", "cg", "shared", "global"]:
+            self._unsupported(opcode, "only cp.async.cg.shared.global [s], [g], 16, n and cp.async.wait_all")
+        self._nops(ops, 4, opcode)
+        if ops[2] != "16":
+            self._unsupported(opcode, "a copy size other than 16")
+        dfetch, doff, _ = self.addr(ops[0], "shared")
+        gfetch, goff, _ = self.addr(ops[1], "global")
+        count = self.src(ops[3], "u32")
+        self.k.min_shared_access = min(self.k.min_shared_access, 4)
+        self.k.min_global_access = min(self.k.min_global_access, 1)
+
+        def cp(ctx, sel):
+            lanes = np.arange(ctx.n) if sel is None else np.asarray(sel)
+            d = _lanes(dfetch(ctx, sel), ctx, sel) + np.uint64(doff & 0xFFFFFFFFFFFFFFFF)
+            g = _lanes(gfetch(ctx, sel), ctx, sel) + np.uint64(goff & 0xFFFFFFFFFFFFFFFF)
+            n = np.broadcast_to(np.asarray(count(ctx, sel)).astype(np.int64), lanes.shape)
+            bad = (n > 16) | (g % np.uint64(16) != 0) | (d % np.uint64(16) != 0)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                ctx.fail(lanes[j], f"cp.async of {int(n[j])} bytes from {int(g[j]):#x} to {int(d[j]):#x} "
+                                   "(the count is 0 to 16, both addresses 16-byte aligned)")
+            data = np.zeros((len(lanes), 16), np.uint8)
+            full = n == 16
+            if full.any():
+                data[full] = ctx.global_load(g[full], lanes[full], np.dtype(np.uint8), 16, 16)
+            for b in range(15):  # a partial copy reads only its n bytes (the rest may lie past the buffer)
+                part = (n > b) & ~full
+                if part.any():
+                    data[part, b] = ctx.global_load(g[part] + np.uint64(b), lanes[part], np.dtype(np.uint8), 1, 1)
+            ctx.cp_async = getattr(ctx, "cp_async", []) + [(lanes, d, data.view(np.uint32))]
+        return _OP, cp, None
 
     def _i_mma_s8(self, ops, opcode):
         """mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32: per warp, D = A B + C
