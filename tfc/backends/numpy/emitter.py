@@ -900,6 +900,11 @@ class Emitter:
             return name
         if isinstance(o, L.LoadAtOp):
             buf, idx = self._captured[o.source], args[1:]  # (args[0] names the buffer outside the kernel)
+            last, n = o.indices[-1].owner, o.source.type.get_shape()[-1]
+            if len(idx) > 1 and isinstance(last, L.IndexOp) and last.dim.value.data == rank - 1 \
+                    and n == par.iteration_shape[-1]:
+                # whole rows of the buffer (a gather's): see rt.load_rows
+                return f"rt.load_rows({buf}, ({', '.join(idx[:-1])},), {idx[-1]})"
             return f"{buf}[{', '.join(idx)}{',' if len(idx) == 1 else ''}]"
         rt_ = o.results[0].type
         dt = "np.intp" if isinstance(rt_, IndexType) else np_dtype(rt_)

@@ -179,6 +179,20 @@ def bview(a, bmap, rank: int):
     return input_view(a, bmap, rank)
 
 
+def load_rows(buf, index, grid):
+    """``buf[(*index, grid)]``, ``grid`` the open grid along the last of the
+    kernel's dims, which spans ``buf``'s last dim whole: where each of ``index``
+    is constant along that dim (size 1 there: a gather's row ids), fancy
+    indexing by ``index`` alone, numpy's fast path of whole rows (0.02 against
+    0.28 ms for [32, 64] ids into a [54, 64] table); the same elements."""
+    rows = []
+    for i in index:
+        if np.ndim(i) != np.ndim(grid) or np.shape(i)[-1] != 1:
+            return buf[(*index, grid)]
+        rows.append(i[..., 0])
+    return buf[tuple(rows)]
+
+
 def add_at(dest, index, value, mask, shape):
     """``loops.add_at`` over a kernel's iteration space ``shape``: ``dest[index]
     += value`` where ``mask`` (None: everywhere), the adds in the space's
