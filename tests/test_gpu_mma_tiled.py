@@ -151,3 +151,26 @@ def test_the_simulator_checks_ldmatrix(change, message):
     lanes = np.arange(32)
     want = np.stack([m[j, lanes // 4, 2 * (lanes % 4) + h] for j in range(4) for h in (0, 1)], axis=1)
     assert np.array_equal(out.reshape(32, 8), want)
+
+
+@pytest.mark.parametrize("ash,bsh,tb", [((70, 48), (67, 48), True), ((2, 40, 40), (3, 1, 36, 40), True),
+                                        ((33, 64), (64, 50), False), ((40, 8), (8, 33), False)])
+def test_cp_async_staging(cuda_driver, ash, bsh, tb):
+    """Operands with k contiguous and 16-byte aligned rows are staged by cp.async (16-byte
+    chunks, those past K or the rows zero-filled; a wait, then the barrier): A always here, B
+    where it is transposed (k contiguous); the same results within the bound."""
+    rng = np.random.default_rng(sum(ash) + sum(bsh))
+    a = rng.standard_normal(ash).astype(np.float16)
+    b = rng.standard_normal(bsh).astype(np.float16)
+    conc, got = _compiled(lambda x, y: tfc.matmul(x, y, transpose_b=tb), a, b)
+    _check(got, a, b, False, tb)
+    assert conc.ptx.count("cp.async.cg.shared.global") == (4 if tb else 2)
+    assert "cp.async.wait_all" in conc.ptx
+
+
+def test_cp_async_kernel_ptxas_budgets():
+    a = np.ones((2, 70, 48), np.float16)
+    b = np.ones((67, 48), np.float16)
+    m = lower(l3_of(lambda x, y: tfc.matmul(x, y, transpose_b=True), a, b))
+    assert str(m).count("tgpu.cp_async ") == 4 and str(m).count("tgpu.cp_async_wait") == 1
+    check_budgets(m)

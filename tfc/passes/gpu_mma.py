@@ -16,11 +16,15 @@ kernels ``gpu_library.matmul_kernel`` takes for float16 operands and result:
   per SM on sm_80/sm_90; a 32 x 32 warp tile does 8 mma per 4 ldmatrix; the
   40-half row (80 bytes) puts the 8 rows an ldmatrix reads on distinct
   16-byte bank groups and keeps every row 16-byte aligned, as ldmatrix
-  needs. Staging uses plain loads and stores (one element per thread per
-  step, consecutive threads on consecutive addresses of whichever of the
-  operand's dims is contiguous), not ``cp.async``: an operand's alignment and
-  contiguity are not known when the kernel is built; cp.async with a
-  run-time alignment check is the next step (not done).
+  needs. An operand whose k is contiguous and whose rows start 16-byte
+  aligned (row step, batch steps and view offset multiples of 8 halves:
+  known when the kernel is built, kernel pointers being 16-byte aligned) is
+  staged with ``cp.async`` (sm_80), 16 bytes per copy, the copies past K or
+  the rows zero-filled, then ``cp.async.wait_all`` before the barrier; any
+  other operand with plain loads and stores (one element per thread per
+  step, consecutive threads on consecutive addresses of whichever of its
+  dims is contiguous). Single-buffered: overlapping the next stage's copies
+  with this stage's mma (double buffering) is the next step, not done.
 - ``simple`` (smaller results): one warp per 16 x 8 tile, fragments loaded
   straight from global memory.
 
@@ -34,6 +38,7 @@ from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import Float16Type, Float32Type, i32, i64
 
 from tfc.dialects import gpu as G
+from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import I32_MAX, KernelBuilder
 from tfc.passes.gpu_library import _batch_bases, _geometry, _grid, _ptr, _tile_of_block
 from tfc.passes.gpu_nn_library import _opaque
@@ -82,6 +87,35 @@ def _stage(kb, ptr, base, tile_rows, rows, row_ok_limit, k0, k, row_step, k_step
     kb.for_(kb.i(0), _opaque(kb, count), kb.i(1), one)  # a loop, not unrolled: 64 registers, not 160
 
 
+CHUNK = 8  # float16 per 16-byte cp.async
+
+
+def _async_ok(v, row_step, k_step, batch_strides) -> bool:
+    """Whether an operand's tile rows can be copied in 16-byte cp.async chunks: k contiguous,
+    and every row start 16-byte aligned (its row step, batch steps and view offset multiples of
+    8 halves; kernel pointers are 16-byte aligned: device allocations and arena offsets are)."""
+    offset = L.layout_of(v.type)[1]
+    return k_step == 1 and all(x % CHUNK == 0 for x in (row_step, offset, *batch_strides))
+
+
+def _stage_async(kb, ptr, base, tile_rows, rows, row_ok_limit, k0, k, row_step, smem, tid):
+    """``_stage`` in 16-byte ``tgpu.cp_async`` chunks of CHUNK halves along k (row r, chunk j:
+    thread (r BK / CHUNK + j) mod 128); a chunk past K reads only its halves before K, one past
+    the rows none (the copy zero-fills the rest). The caller waits and puts the barrier."""
+    per_row = BK // CHUNK
+    nthreads = 32 * WARPS
+    for q in range(tile_rows * per_row // nthreads):
+        e = kb.add(tid, kb.i(q * nthreads)) if q else tid
+        r, kc = kb.divu(e, kb.i(per_row)), kb.mul(kb.remu(e, kb.i(per_row)), kb.i(CHUNK))
+        kg, rg = kb.add(k0, kc), kb.add(rows, r)
+        left = kb.sub(kb.i(k), kg)  # halves of the row from kg on
+        ok = kb.emit(arith.AndIOp(kb.cmpi("slt", rg, kb.i(row_ok_limit)), kb.cmpi("sgt", left, kb.i(0))))
+        halves = kb.select(kb.cmpi("slt", left, kb.i(CHUNK)), left, kb.i(CHUNK))
+        nbytes = kb.cast_int(kb.select(ok, kb.mul(halves, kb.i(2)), kb.i(0)), i32)
+        src = kb.select(ok, kb.add(base, kb.add(kb.mul(rg, kb.i(row_step)), kg)), base)
+        kb.emit(G.CpAsyncOp(smem, kb.add(kb.mul(r, kb.i(LDS)), kc), ptr, src, nbytes))
+
+
 def _tiled(namer, a, b, c, geo, transpose_a, transpose_b):
     f16, f32 = Float16Type(), Float32Type()
     m, n, k, nb = geo.m, geo.n, geo.k, geo.nb
@@ -112,9 +146,20 @@ def _tiled(namer, a, b, c, geo, transpose_a, transpose_b):
     b_k8 = kb.mul(kb.remu(kb.divu(lane, kb.i(8)), kb.i(2)), kb.i(8))
     n_mi, n_ni = WM // 16, WN // 8
 
+    a_async = _async_ok(a, a_i, a_k, geo.batch_strides[0])
+    b_async = _async_ok(b, b_j, b_k, geo.batch_strides[1])
+
     def step(k0, *acc):
-        _stage(kb, pa, bases[0], BM, row0, m, k0, k, a_i, a_k, sa, tid, abs(a_k) == 1)
-        _stage(kb, pb, bases[1], BN, col0, n, k0, k, b_j, b_k, sb, tid, abs(b_k) == 1)
+        if a_async:
+            _stage_async(kb, pa, bases[0], BM, row0, m, k0, k, a_i, sa, tid)
+        else:
+            _stage(kb, pa, bases[0], BM, row0, m, k0, k, a_i, a_k, sa, tid, abs(a_k) == 1)
+        if b_async:
+            _stage_async(kb, pb, bases[1], BN, col0, n, k0, k, b_j, sb, tid)
+        else:
+            _stage(kb, pb, bases[1], BN, col0, n, k0, k, b_j, b_k, sb, tid, abs(b_k) == 1)
+        if a_async or b_async:
+            kb.emit(G.CpAsyncWaitOp())
         kb.emit(gpu.BarrierOp())
         acc = list(acc)
         for kk in range(0, BK, 16):
