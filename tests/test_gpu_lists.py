@@ -35,10 +35,20 @@ def _same(fn, *args):
 
 
 @pytest.mark.parametrize("dtype,shape", [("float32", (3, 5)), ("float64", (2, 3)), ("int32", (7,)),
-                                         ("float32", ()), ("int64", ())])
+                                         ("float32", ()), ("int64", ()), ("float16", ()), ("int8", ())])
 def test_tensor_array_stack(cuda_driver, dtype, shape):
     a = tfc.constant((np.arange(int(np.prod(shape))) - 2).reshape(shape).astype(dtype))
     _same(_stack(tfc.as_dtype(dtype)), a)
+
+
+@pytest.mark.parametrize("shape", [(), (4,)])
+def test_tensor_array_of_bools(cuda_driver, shape):
+    def f(a):
+        ta = tfc.TensorArray(tfc.bool, size=3)
+        for i in tfc.range(3):
+            ta = ta.write(i, a > tfc.cast(i, a.dtype))
+        return ta.stack()
+    _same(f, tfc.constant(np.linspace(-1, 3, int(np.prod(shape))).reshape(shape)))
 
 
 def test_tensor_array_gradient(cuda_driver):

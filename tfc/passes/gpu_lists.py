@@ -18,7 +18,7 @@ run-time size) raises NotImplementedError.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, f32, i32, i64
 from xdsl.ir import Block, Region
 
 from tfc.dialects import loops as L
@@ -75,10 +75,9 @@ def tensor_array_write(namer, op):
     elt = out.type.element_type
     grid = (min(-(-total // BLOCK), B.MAX_BLOCKS), 1, 1)
     it = i32 if max(_span([buffer], [shape]), total + grid[0] * BLOCK) <= B.I32_MAX else i64
-    from tfc.passes.lower_gpu import _WIDENED  # (it imports this module)
-
-    # a scalar value travels as tfc-lower-gpu's launch passes it (float16 as float32, int8 as int32)
-    vt = _WIDENED.get(elt, elt) if scalar else PtrType(elt, "global")
+    # a scalar value travels as a launch passes it (KernelBuilder.param): float16 as float32, int8 and
+    # bool as int32
+    vt = {"f16": f32, "i8": i32, "i1": i32}.get(str(elt), elt) if scalar else PtrType(elt, "global")
     kb = B.KernelBuilder(namer("tensor_array_write"), [PtrType(elt, "global"), vt, index.type,
                                                       PtrType(elt, "global")], "elementwise", it)
     bp, vp, ip, op_ = kb.args
