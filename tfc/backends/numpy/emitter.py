@@ -70,10 +70,14 @@ HEAVY_PASSES = 4  # a chunked kernel of k times this many array ops counts k tim
 TREE_MIN = 1 << 14  # full float sums/means of at least this many elements run as chunk trees (tree_sum)
 
 _UFUNC = {name: f.__name__ for name, f in UFUNCS.items()}  # op -> np.<name>
+# (arith.bitcast: int8 <-> uint8, the same bits, which astype keeps; only the GPU
+# passes make float bitcasts, and they never reach this backend)
 _CASTS = {"arith.extf", "arith.truncf", "arith.sitofp", "arith.uitofp", "arith.fptosi", "arith.extsi",
-          "arith.extui", "arith.trunci"}
+          "arith.extui", "arith.trunci", "arith.bitcast"}
 _FCMP = {"oeq": "==", "une": "!=", "olt": "<", "ole": "<=", "ogt": ">", "oge": ">="}
-_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">="}
+_ICMP = {"eq": "==", "ne": "!=", "slt": "<", "sle": "<=", "sgt": ">", "sge": ">=",
+         # unsigned (ui8) values are uint8 arrays or non-negative Python ints
+         "ult": "<", "ule": "<=", "ugt": ">", "uge": ">="}
 _CMP_UFUNC = {"==": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal", ">": "greater",
               ">=": "greater_equal"}
 # scalar forms: Python operators on numpy scalars keep the dtype
@@ -436,6 +440,8 @@ class Emitter:
                 if any(v in self.unwrapped for v in vs):
                     side = "both"
                 return f"{a[0]} {_SCALAR_OP[n]} {a[1]}", None if side is None else (side, lo, hi)
+            if n in ("arith.divui", "arith.remui"):  # non-negative: no wrap, 0 for a zero divisor
+                return f"{a[0]} {'//' if n == 'arith.divui' else '%'} {a[1]} if {a[1]} else 0", None
             if n in ("arith.floordivsi", "tfc.floormod"):
                 sym = "//" if n == "arith.floordivsi" else "%"
                 y = c(1)
@@ -448,15 +454,16 @@ class Emitter:
                 return f"{a[0]} {sym} {a[1]}", None
             if n == "arith.remsi":
                 return f"rt.remsi({a[0]}, {a[1]})", None
-            if n in ("arith.maxsi", "arith.minsi"):
-                return f"{a[0]} if {a[0]} {'>=' if n == 'arith.maxsi' else '<='} {a[1]} else {a[1]}", None
+            if n in ("arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui"):
+                ge = n in ("arith.maxsi", "arith.maxui")
+                return f"{a[0]} if {a[0]} {'>=' if ge else '<='} {a[1]} else {a[1]}", None
             if n == "math.absi":
                 return f"abs({a[0]})", ("hi", lo, hi)
-            if n == "arith.extsi":
+            if n in ("arith.extsi", "arith.extui"):  # extui: from an unsigned value, non-negative
                 return a[0], "alias"
-            if n == "arith.trunci":
+            if n in ("arith.trunci", "arith.bitcast"):
                 return a[0], ("both", lo, hi)
-        if kin == "int" and kr == "float" and n == "arith.sitofp":
+        if kin == "int" and kr == "float" and n in ("arith.sitofp", "arith.uitofp"):
             return f"float({a[0]})", None  # correctly rounded, as numpy's cast
         if kin == "bool" and n == "arith.extui" and kr == "int":
             return a[0], "alias"  # a Python bool is the int 0 or 1
