@@ -200,3 +200,18 @@ def test_summary_image_takes_uint8_pixels(tmp_path):
         tfc.summary.image("img", tfc.constant(pixels), step=0)
     writer.flush()
     assert any(p.name.startswith("events.out.tfevents") and p.stat().st_size > 0 for p in tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["floordiv", "mod", "negative", "to_int8", "with_int8", "reduce_sum", "cumsum",
+                                  "sort", "pad_255",
+                                  # tracing folds through the scalar body, which builds -1 : ui8
+                                  pytest.param("sign", marks=pytest.mark.xfail(raises=VerifyException, strict=True))])
+def test_reference_executor_matches_eager(name):
+    from tfc.backends.reference import run
+
+    fn, _ = CASES[name]
+    spec = tfc.TensorSpec(X.shape, tfc.uint8)
+    conc = tfc.function(fn, autograph=False).get_concrete_function(spec, spec)
+    (got,) = run(conc.module, [X, Y])
+    want = np.asarray(fn(tfc.constant(X), tfc.constant(Y)))
+    assert got.dtype == want.dtype and np.array_equal(got, want)
