@@ -28,6 +28,12 @@ Kernels (``tgpu.kind``):
   where what one writes the next reads at its own row only;
 - many outputs of few elements: one warp per output;
 - ``matmul``: the library kernels of ``tfc/passes/gpu_library.py``.
+- ``argsort`` (a merge sort in passes: ``tfc/passes/gpu_sort.py``),
+  ``tensor_array_write`` (``tfc/passes/gpu_lists.py``), the random ops with
+  ``shuffle_indices`` and ``categorical`` (``tfc/passes/gpu_random.py``): a
+  library may give host ops with its launches (an index check, a count read
+  back and a ``loops.raise``), and a call that allocates its result gets a
+  fresh device buffer;
 - ``quantize``, ``quantized_matmul`` and ``quantized_conv2d`` (int8 dp4a),
   ``weight_quantized_matmul`` and ``weight_quantized_conv2d``:
   ``tfc/passes/gpu_quant_library.py``.
