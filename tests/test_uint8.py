@@ -79,6 +79,15 @@ CASES = {
     "gather": (lambda a, b: tfc.gather(a, tfc.constant([2, 0]), axis=0), lambda x, y: x[[2, 0]]),
     "getitem": (lambda a, b: a[1:, ::2], lambda x, y: x[1:, ::2]),
     "scalar_items": (lambda a, b: a[1, 2] + b[0, 1], lambda x, y: x[1, 2] + y[0, 1]),
+    # 0-d values are Python ints in [0, 255] in the numpy backend's host code: wrapped there
+    "scalar_wrap": (lambda a, b: (a[1, 2] - b[0, 1]) * a[0, 0], lambda x, y: (x[1, 2] - y[0, 1]) * x[0, 0]),
+    "scalar_div_max": (lambda a, b: tfc.maximum(a[1, 1] // b[1, 2], a[0, 2] - a[1, 1]) + tfc.minimum(a[0, 0], b[1, 1]),
+                       lambda x, y: np.maximum(_np_floordiv(x[1, 1], y[1, 2]), x[0, 2] - x[1, 1])
+                       + np.minimum(x[0, 0], y[1, 1])),
+    "scalar_cmp": (lambda a, b: tfc.where(a[1, 1] < b[0, 1], a[1, 1], b[1, 0]),
+                   lambda x, y: np.where(x[1, 1] < y[0, 1], x[1, 1], y[1, 0])),
+    "scalar_to_float": (lambda a, b: tfc.cast(a[0, 0], tfc.float32) - tfc.cast(b[1, 1], tfc.float64),
+                        lambda x, y: x[0, 0].astype(np.float32) - y[1, 1].astype(np.float64)),
     "tile": (lambda a, b: tfc.tile(a, [2, 1]), lambda x, y: np.tile(x, [2, 1])),
     "pad": (lambda a, b: tfc.pad(a, [[1, 0], [0, 1]]), lambda x, y: np.pad(x, [[1, 0], [0, 1]])),
     "pad_255": (lambda a, b: tfc.pad(a, [[0, 1], [1, 0]], constant_values=255),  # -1 : i8 bitcast to ui8
