@@ -277,3 +277,19 @@ def test_categorical_global_stream_and_bad_rows(cuda_driver):
 def test_categorical_budgets():
     m = lower(l3_of(lambda a: tfc.random.categorical(a, 7), np.ones((5, 9))))
     check_budgets(m)
+
+
+def test_eager_gpu_truncated_normal(cuda_driver):
+    """Eager truncated normals on the GPU run their kernel (a GpuTensor) on the
+    global stream's blocks, as the CPU's draw (within its ulps)."""
+    from tfc.core.tensor import GpuTensor
+
+    tfc.random.set_seed(3)
+    want = [np.asarray(tfc.random.truncated_normal([9], dtype="float64")),
+            np.asarray(tfc.random.truncated_normal([5], seed=2))]
+    tfc.random.set_seed(3)
+    with tfc.device("gpu:0"):
+        got = [tfc.random.truncated_normal([9], dtype="float64"), tfc.random.truncated_normal([5], seed=2)]
+    assert all(type(g) is GpuTensor for g in got)
+    assert (_ulps64(want[0], np.asarray(got[0])) <= 8).all()
+    assert (_ulps(want[1], np.asarray(got[1])) <= 1).all()
