@@ -63,6 +63,8 @@ CASES = {
                    lambda x, y: (x.astype(np.int32) * 3 - 200).astype(u8)),
     "from_float": (lambda a, b: tfc.cast(tfc.cast(a, tfc.float32) * 1.7, tfc.uint8),
                    lambda x, y: (x.astype(np.float32) * np.float32(1.7)).astype(u8)),
+    "from_big_float": (lambda a, b: tfc.cast(tfc.cast(a, tfc.float64) * 3e7 - 1e9, tfc.uint8),  # past int32's range
+                       lambda x, y: (x.astype(np.float64) * 3e7 - 1e9).astype(u8)),
     "from_int8": (lambda a, b: tfc.cast(tfc.cast(b, tfc.int8), tfc.uint8), lambda x, y: y.astype(np.int8).astype(u8)),
     "reduce_sum": (lambda a, b: tfc.reduce_sum(a, axis=1), lambda x, y: np.sum(x, axis=1, dtype=u8)),
     "reduce_prod": (lambda a, b: tfc.reduce_prod(a, axis=0), lambda x, y: np.prod(x, axis=0, dtype=u8)),
