@@ -293,3 +293,83 @@ def test_eager_gpu_truncated_normal(cuda_driver):
     assert all(type(g) is GpuTensor for g in got)
     assert (_ulps64(want[0], np.asarray(got[0])) <= 8).all()
     assert (_ulps(want[1], np.asarray(got[1])) <= 1).all()
+
+
+def test_seeded_dropout_mask_compiled(cuda_driver):
+    """seeded_dropout_mask on cuda: dropout_mask's kernel keyed by the seed
+    operand when the call runs (any int64: negative ones as their two's
+    complement), the CPU kernel's bits; noise_shape, float16/float64, an empty mask."""
+    from tfc.ops.random import seeded_dropout_mask
+
+    x = tfc.constant(np.random.default_rng(2).standard_normal((33, 9)).astype(np.float32))
+    f = tfc.function(lambda x, s: (seeded_dropout_mask(x, s, 0.3), seeded_dropout_mask(x, s + 1, 0.5, noise_shape=[33, 1]),
+                                   seeded_dropout_mask(tfc.cast(x, "float16"), s, 0.25),
+                                   seeded_dropout_mask(tfc.cast(x, "float64"), s, 0.75),
+                                   seeded_dropout_mask(x[:0], s, 0.5)), autograph=False)
+    g = tfc.function(f.python_function, autograph=False, target="cuda")
+    for seed in (0, 7, -1, -2**63):
+        s = tfc.constant(np.int64(seed))
+        for w, c in zip(f(x, s), g(x, s)):
+            w, c = np.asarray(w), np.asarray(c)
+            assert w.dtype == c.dtype and w.shape == c.shape and np.array_equal(w, c), seed
+    # seed -1 is dropout_mask's seed 2^64 - 1
+    assert np.array_equal(np.asarray(g(x, tfc.constant(np.int64(-1)))[0]),
+                          np.asarray(tfc.ops.conv.dropout_mask(x, 0.3, seed=2**64 - 1)))
+
+
+def test_seeded_dropout_mask_eager_gpu(cuda_driver):
+    """Eagerly on the fake device, with the seed a host scalar or a GPU tensor:
+    one compiled kernel for every seed, the CPU's mask."""
+    from tfc.core.tensor import GpuTensor
+    from tfc.frontend import eager_gpu
+    from tfc.ops.random import seeded_dropout_mask
+
+    x = np.random.default_rng(3).standard_normal((7, 5)).astype(np.float32)
+    want = [np.asarray(seeded_dropout_mask(tfc.constant(x), tfc.constant(np.int64(s)), 0.4)) for s in (3, -5, 3)]
+    xg = tfc.constant(x).gpu()
+    got = [seeded_dropout_mask(xg, tfc.constant(np.int64(3)), 0.4)]
+    before = eager_gpu.compiles()
+    got.append(seeded_dropout_mask(xg, tfc.constant(np.int64(-5)), 0.4))  # another seed: the same kernel
+    assert eager_gpu.compiles() == before
+    got.append(seeded_dropout_mask(xg, tfc.constant(np.int64(3)).gpu(), 0.4))  # a 0-d GPU seed
+    assert all(type(g) is GpuTensor for g in got)
+    for w, g in zip(want, got):
+        assert np.array_equal(w, np.asarray(g))
+
+
+def test_seeded_dropout_layer_compiled_on_cuda(cuda_driver):
+    """A seeded Dropout in a compiled training step on cuda: call k draws the
+    mask of seed + k (read from the layer's count when the call runs), as the
+    numpy backend's step, call after call, gradient included."""
+    def run(target):
+        dense = tfc.layers.Dense(4, kernel_initializer=tfc.layers.GlorotUniform(seed=1))
+        drop = tfc.layers.Dropout(0.5, seed=2**64 - 2)  # call 1 wraps to seed 0
+
+        def step(x):
+            with tfc.GradientTape() as t:
+                y = drop(dense(x), training=True)
+                loss = tfc.reduce_sum(y ** 2)
+            return y, t.gradient(loss, dense.kernel)
+
+        f = tfc.function(step, target=target)
+        x = tfc.constant(np.linspace(-1, 1, 40, dtype=np.float32).reshape(10, 4))
+        out = [[np.asarray(v) for v in f(x)] for _ in range(3)]
+        return out, int(np.asarray(drop.seed_calls.numpy()))
+
+    want, n_cpu = run("cpu")
+    got, n_gpu = run("cuda")
+    assert n_cpu == n_gpu == 3
+    assert not np.array_equal(want[0][0] == 0, want[1][0] == 0)  # a new mask each call
+    for k, (w, g) in enumerate(zip(want, got)):
+        for a, b in zip(w, g):
+            assert np.array_equal(a, b), k
+
+
+def test_seeded_dropout_mask_lowering_and_budgets():
+    from tfc.ops.random import seeded_dropout_mask
+
+    m = lower(l3_of(lambda x, s: seeded_dropout_mask(x, s, 0.5), np.ones((5, 7), np.float32), np.int64(3)))
+    from test_lower_gpu import kernels
+
+    assert [k.sym_name.data.split("_", 1)[1] for k in kernels(m)] == ["seeded_dropout_mask_f32"]
+    check_budgets(m)

@@ -54,7 +54,7 @@ from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, pr
 
 RANDOM_OPS = ("uniform", "normal", "dropout_mask", "truncated_normal")
 _REQUIRED = {"uniform": ("minval",), "normal": ("mean", "stddev"), "dropout_mask": ("rate",),
-             "truncated_normal": ("mean", "stddev")}
+             "truncated_normal": ("mean", "stddev"), "seeded_dropout_mask": ("rate",)}
 
 
 def _philox(kb, key, ctr, c3: int):
@@ -324,8 +324,8 @@ def _unit24_raw(kb, w):
 
 def random_launch(namer, op):
     """(kernel, grid, Philox blocks, key, out) of a random library call ``op``
-    (key: ``None`` for the global stream, else the seeded key as an int), or
-    None where the result has no elements."""
+    (key: ``None`` for the global stream or a seed operand, else the seeded key
+    as a pair of ints), or None where the result has no elements."""
     from tfc.core.registry import REGISTRY
     from tfc.dialects.tensor import decode_attrs, dtype_of
     from tfc.ops.random import _int_words, _unit_words
@@ -353,11 +353,12 @@ def random_launch(namer, op):
         per = _unit_words(dtype)
     elif name == "truncated_normal":  # two words an element (a float64 uniform), whatever the dtype
         per = 2
-    else:  # dropout_mask: one word an element (dropout_spec)
+    else:  # dropout_mask, seeded_dropout_mask: one word an element (dropout_spec)
         per = 1
     if n == 0:
         return None
-    seed = attrs["seed"]
+    seed_operand = name == "seeded_dropout_mask"  # seeded (c3 = 0), its key an operand of the launch
+    seed = None if seed_operand else attrs["seed"]
     tname = {"f16": "f16", "f32": "f32", "f64": "f64"}.get(str(t), str(t))
 
     def values(kb, words, _first):
@@ -368,8 +369,24 @@ def random_launch(namer, op):
         if name == "truncated_normal":
             return _truncated_values(kb, words, t, attrs)
         return _dropout_values(kb, words, t, np_dt, float(attrs["rate"]))
-    kernel, grid, nblocks = _draw_kernel(namer(f"{name}_{tname}"), t, n, per, seed is None, values)
+    kernel, grid, nblocks = _draw_kernel(namer(f"{name}_{tname}"), t, n, per, seed is None and not seed_operand,
+                                         values)
     return kernel, grid, nblocks, _seed_key(seed), out
+
+
+def seeded_dropout_mask(namer, op):
+    """The launch of ``seeded_dropout_mask``: dropout_mask's kernel, its key
+    the int64 seed operand (a host scalar when the call runs; key = seed's
+    bits, k0 low: docs/random.md) at counter base 0: the numpy kernel's bits."""
+    if len(op.ins) != 2 or op.ins[1].type != i64:
+        raise unsupported("seeded_dropout_mask with a seed that is not an int64 host scalar "
+                          f"({', '.join(str(v.type) for v in op.ins)})")
+    made = random_launch(namer, op)
+    if made is None:
+        return []
+    kernel, grid, _, _, out = made
+    base = arith.ConstantOp(IntegerAttr(0, i64))
+    return [base, (kernel, grid, (BLOCK, 1, 1), [op.ins[1], base.result, out])]
 
 
 def _seed_key(seed):
@@ -549,6 +566,7 @@ def host_key_base(nblocks: int, skey):
 
 
 # library calls with their own launches (tfc-lower-gpu's library tables): eager runs them on the host
-LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical}
+LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical, "seeded_dropout_mask": seeded_dropout_mask}
 
-__all__ = ["RANDOM_OPS", "LIBRARY", "random_launch", "host_key_base", "shuffle_indices", "categorical"]
+__all__ = ["RANDOM_OPS", "LIBRARY", "random_launch", "host_key_base", "shuffle_indices", "categorical",
+           "seeded_dropout_mask"]
