@@ -373,3 +373,38 @@ def test_seeded_dropout_mask_lowering_and_budgets():
 
     assert [k.sym_name.data.split("_", 1)[1] for k in kernels(m)] == ["seeded_dropout_mask_f32"]
     check_budgets(m)
+
+
+def test_eager_gpu_shuffle_and_categorical_run_their_kernels(cuda_driver):
+    """Eager shuffle and categorical on GPU tensors compile their kernels (the
+    draw and merge sort; the check and inverse transform) and take the same
+    slices of the global stream as the CPU's, with the CPU's results; a row
+    with no distribution raises the CPU's error after reserving the draw, as
+    the CPU's kernel draws before it raises."""
+    from tfc.core.tensor import GpuTensor
+    from tfc.frontend import eager_gpu
+
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((37, 3)).astype(np.float32)
+    lg = rng.standard_normal((5, 8)) * 2
+    bad = np.array([[0.0, 1.0], [np.nan, 0.0]])
+
+    def draws(x, lg, bad):
+        out = [tfc.random.shuffle(x), tfc.random.categorical(lg, 6), tfc.random.shuffle(x[:, 0], seed=2**64 - 3),
+               tfc.random.categorical(lg, 4, dtype="int32", seed=5)]
+        with pytest.raises(tfc.errors.InvalidArgumentError, match="row 1 of logits has no finite maximum"):
+            tfc.random.categorical(bad, 3)
+        return out + [tfc.random.uniform([3])]
+
+    tfc.random.set_seed(6)
+    want = [np.asarray(v) for v in draws(tfc.constant(x), tfc.constant(lg), tfc.constant(bad))]
+    tfc.random.set_seed(6)
+    with tfc.device("gpu:0"):  # (the last uniform takes no tensor)
+        got = draws(tfc.constant(x).gpu(), tfc.constant(lg).gpu(), tfc.constant(bad).gpu())
+    assert all(type(g) is GpuTensor for g in got)
+    for w, g in zip(want, got):
+        assert w.dtype == np.asarray(g).dtype and np.array_equal(w, np.asarray(g))
+    names = {k[0].name for r in eager_gpu.RUNTIME._per_driver.values() for k in r.cache}
+    assert {"shuffle_indices", "categorical"} <= names
+    assert not any(k[0].name in ("shuffle_indices", "categorical")
+                   for r in eager_gpu.RUNTIME._per_driver.values() for k in r.on_host)

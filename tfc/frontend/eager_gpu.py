@@ -270,9 +270,9 @@ _FLOAT_ATTR_OPS: set = set()
 
 def _gpu_random_ops():
     """The stateful ops with GPU kernels (tfc/passes/gpu_random.py)."""
-    from tfc.passes.gpu_random import RANDOM_OPS
+    from tfc.passes.gpu_random import STATEFUL_OPS
 
-    return RANDOM_OPS
+    return STATEFUL_OPS
 
 
 def _bits(v):

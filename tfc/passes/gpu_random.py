@@ -548,6 +548,8 @@ def categorical(namer, op):
     seed = attrs.get("seed")
     kernel, grid, nblocks = _draw_kernel(namer("categorical"), ot, n, 2, seed is None, samples,
                                          extra=[G.PtrType(elt, "global")])
+    # the draw's blocks are reserved after the check (the library loop puts the take before the
+    # launch): where it fails, loops.raise runs the numpy kernel, which draws them before it raises
     _, key, base = host_key_base(nblocks, _seed_key(seed))
     return host + [(kernel, grid, (BLOCK, 1, 1), [key, base, out, logits])]
 
@@ -565,8 +567,12 @@ def host_key_base(nblocks: int, skey):
     return [key, base], key.result, base.result
 
 
-# library calls with their own launches (tfc-lower-gpu's library tables): eager runs them on the host
+# library calls with their own launches (tfc-lower-gpu's library tables)
 LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical, "seeded_dropout_mask": seeded_dropout_mask}
 
-__all__ = ["RANDOM_OPS", "LIBRARY", "random_launch", "host_key_base", "shuffle_indices", "categorical",
-           "seeded_dropout_mask"]
+# the stateful ops with GPU kernels: eager GPU tensors compile them as any other op
+# (seeded_dropout_mask is not stateful: it is a function of its operands)
+STATEFUL_OPS = (*RANDOM_OPS, "shuffle_indices", "categorical")
+
+__all__ = ["RANDOM_OPS", "STATEFUL_OPS", "LIBRARY", "random_launch", "host_key_base", "shuffle_indices",
+           "categorical", "seeded_dropout_mask"]
