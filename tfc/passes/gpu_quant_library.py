@@ -68,6 +68,8 @@ def _clip(kb, v, lo, hi):
 def quantize(namer, op):
     (x,) = op.ins
     (out,) = op.outs
+    if out.type.element_type != _I8:
+        raise B.unsupported(f"quantize to {out.type} (int8 codes held in float32 are the CPU's form)")
     elt = _float_of("quantize", x)
     a = _attrs(op)
     scale, zero_point = float(a["scale"]), int(a["zero_point"])
