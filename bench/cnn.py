@@ -2,7 +2,7 @@
 conv 32, dense; batch 64, Adam): tfc eager and compiled against PyTorch (eager,
 torch.compile) and JAX (jax.jit) where installed.
 
-Usage: ``PYTHONPATH=. python bench/cnn.py [--quick] [--repeats N] [--profile] [--only ROW]``
+Usage: ``PYTHONPATH=. python bench/cnn.py [--quick] [--repeats N] [--profile] [--only ROW] [--single-steps N]``
 
 Every implementation starts from the tfc model's initial weights and runs the
 same batch; before timing, the script checks that all compute the same first
@@ -10,12 +10,15 @@ loss (within 1e-4). ``--profile`` also prints the profiler's table of the
 compiled tfc step. ``--only ROW`` times that row alone (its first loss still
 checked against tfc eager's): run once per row, each row has a process of its own,
 and the other frameworks' idle threads (torch's, XLA's) do not compete with it.
+``--single-steps N`` also times N steps one by one per row (minimum, 10th
+percentile, median).
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -139,6 +142,19 @@ def implementations(found, x, y):
     return impls
 
 
+def single_steps(name, fn, n) -> str:
+    """One line: the minimum, 10th percentile and median of ``n`` steps timed one
+    by one (a batch's mean, as the table's, hides how often a step stalls)."""
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return (f"- {name}, {n} single steps: min {times[0] * 1e3:.3f} ms, 10th percentile "
+            f"{times[n // 10] * 1e3:.3f} ms, median {times[n // 2] * 1e3:.3f} ms")
+
+
 def main(argv=None) -> None:
     from transformer import first_losses
 
@@ -148,7 +164,11 @@ def main(argv=None) -> None:
     p.add_argument("--no-peers", action="store_true", help="tfc rows only")
     p.add_argument("--profile", action="store_true", help="also the profiler's table of the compiled step")
     p.add_argument("--only", metavar="ROW", help="time only this row ('tfc compiled', 'jax.jit', ...)")
+    p.add_argument("--single-steps", type=int, default=0, metavar="N",
+                   help="also time N steps one by one: minimum, 10th percentile, median")
     args = p.parse_args(argv)
+    if args.single_steps < 0:
+        p.error("--single-steps must be at least 0")
     found, missing = ({}, {}) if args.no_peers else detect_frameworks(("torch", "jax"))
     x, y = make_batch()
     impls = implementations(found, x, y)
@@ -170,6 +190,10 @@ def main(argv=None) -> None:
     for name, (make, note) in impls.items():
         bench.add(name, make(), note)
     bench.run().print()
+    if args.single_steps:
+        print()
+        for row in bench.rows:
+            print(single_steps(row.name, row.fn, args.single_steps))
     if args.profile:
         _, step, inputs = make_tfc(x, y, True)
         step(*inputs)

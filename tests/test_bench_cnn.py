@@ -14,9 +14,10 @@ import cnn  # noqa: E402
 
 
 def test_only_times_that_row_after_the_loss_check(capsys):
-    cnn.main(["--no-peers", "--only", "tfc compiled", "--repeats", "1"])
+    cnn.main(["--no-peers", "--only", "tfc compiled", "--repeats", "1", "--single-steps", "3"])
     out = capsys.readouterr().out
     assert "| tfc compiled |" in out and "| tfc eager |" not in out
+    assert "- tfc compiled, 3 single steps: min " in out and "- tfc eager," not in out
     assert "first-step loss, every implementation within 1e-4 of tfc eager's: 2.317229" in out
 
 
