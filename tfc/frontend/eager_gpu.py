@@ -18,15 +18,19 @@ Inputs of a single-op function:
   of the launch (soft placement of scalars: no upload, one compiled kernel for
   every value).
 
-The random ops with GPU kernels (uniform, normal, dropout_mask:
+The random ops with GPU kernels (uniform, normal, dropout_mask,
+seeded_dropout_mask, truncated_normal; shuffle_indices and categorical:
 tfc/passes/gpu_random.py) compile like any other op: their kernels draw the
 numpy kernel's words (seeded, or the global stream's next blocks, reserved when
-the op runs), so uniform, integer and dropout draws have the CPU's bits and
-normals are within docs/random.md's ulps; a draw with no GPU kernel (float64
-normals) runs numpy's kernel and uploads the result. The other stateful ops and
-ops that take no tensor (creation ops) run their numpy kernel on the host and
-upload the result: the same bits as on the CPU. A 0-d result that the compiled program reads back to the host
-(its L3 form keeps 0-d values as host scalars) is uploaded again.
+the op runs), so uniform, integer, dropout and shuffle draws have the CPU's
+bits, normals and truncated normals are within docs/random.md's ulps and
+categorical samples are the CPU's but where u * total falls within about an
+ulp of a running sum (docs/gpu-eager.md); a stateful draw whose lowering raises
+NotImplementedError runs numpy's kernel and uploads the result. The other
+stateful ops and ops that take no tensor (creation ops) run their numpy kernel
+on the host and upload the result: the same bits as on the CPU. A 0-d result
+that the compiled program reads back to the host (its L3 form keeps 0-d values
+as host scalars) is uploaded again.
 
 Importing this module imports nothing of CUDA: tfc.backends.cuda and the driver
 load at the first GPU tensor.
@@ -83,7 +87,7 @@ class DriverRuntime:
         self._Buf = cuda.Buf  # alloc runs at every upload and op: no backend look-up there
         self.cache: dict = {}   # (op, input kinds, attrs) -> _Entry
         self.compiles = 0       # single-op functions compiled (the cache's misses)
-        self.on_host: set = set()  # keys of random ops with no GPU kernel (float64 normals): numpy's kernel
+        self.on_host: set = set()  # keys of stateful random ops whose lowering raised: numpy's kernel
         self._lock = threading.Lock()
 
     # -- host <-> device -----------------------------------------------------------

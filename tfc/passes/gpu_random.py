@@ -1,7 +1,7 @@
 """GPU kernels of the random ops, written once as L4 (``gpu.func``): the
-``loops.library`` calls ``uniform``, ``normal``, ``dropout_mask`` and
-``truncated_normal`` (and ``shuffle_indices``'s keys), which tfc-lower-gpu
-launches.
+``loops.library`` calls ``uniform``, ``normal``, ``dropout_mask``,
+``seeded_dropout_mask`` and ``truncated_normal`` (and ``shuffle_indices``'s
+keys and ``categorical``'s samples), which tfc-lower-gpu launches.
 
 Each follows docs/random.md's layout, so a kernel computes every element alone
 from (key, counter base, element index): one thread per Philox4x32-10 block
@@ -30,6 +30,8 @@ kernel does.
   kernel's inverse transform in float64 (its erf formula through
   ``_KernelMath``, Winitzki's guess, three Newton steps): float32 and float16
   bit-identical in every draw measured, float64 within 8 ulps.
+- seeded_dropout_mask: dropout_mask's kernel, its key the int64 seed operand
+  (a host scalar when the call runs) at base 0: the same bits.
 - shuffle_indices: the numpy kernel's 64-bit keys (``_draw_kernel``), sorted by
   tfc/passes/gpu_sort.py's merge sort: the same permutation.
 - normal float64: the numpy kernel's formula in float64 throughout (``log``
