@@ -9,6 +9,7 @@ from xdsl.utils.exceptions import VerifyException
 
 import tfc
 from tfc.dialects.tensor import element_type
+from tfc.ops.scatter import unsorted_segment_sum
 from helpers import assert_same
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -29,6 +30,12 @@ def _np_floordiv(x, y):
 def _np_mod(x, y):
     with np.errstate(all="ignore"):
         return np.mod(x, y)
+
+
+def _np_segment_sum(x, ids, n):
+    out = np.zeros((n,) + x.shape[1:], x.dtype)
+    np.add.at(out, ids, x)
+    return out
 
 
 # name -> (tfc function of two uint8 tensors, numpy of the two arrays)
@@ -79,6 +86,8 @@ CASES = {
     "concat": (lambda a, b: tfc.concat([a, b], 0), lambda x, y: np.concatenate([x, y], 0)),
     "stack": (lambda a, b: tfc.stack([a, b]), lambda x, y: np.stack([x, y])),
     "gather": (lambda a, b: tfc.gather(a, tfc.constant([2, 0]), axis=0), lambda x, y: x[[2, 0]]),
+    "segment_sum": (lambda a, b: unsorted_segment_sum(a, tfc.constant([0, 2, 0]), 3),  # a scatter-add; wraps
+                    lambda x, y: _np_segment_sum(x, [0, 2, 0], 3)),
     "getitem": (lambda a, b: a[1:, ::2], lambda x, y: x[1:, ::2]),
     "scalar_items": (lambda a, b: a[1, 2] + b[0, 1], lambda x, y: x[1, 2] + y[0, 1]),
     # 0-d values are Python ints in [0, 255] in the numpy backend's host code: wrapped there
