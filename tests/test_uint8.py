@@ -5,7 +5,6 @@ import os
 
 import numpy as np
 import pytest
-from xdsl.utils.exceptions import VerifyException
 
 import tfc
 from tfc.dialects.tensor import element_type
@@ -106,13 +105,6 @@ CASES = {
     "sort": (lambda a, b: tfc.sort(a, axis=1), lambda x, y: np.sort(x, axis=1)),
 }
 
-# their scalar bodies need the unsigned forms of tfc/ops/_scalar.py (an unsigned
-# arith.constant is a signless one bitcast to ui8; cmpi ult, divui, remui, maxui,
-# extui, uitofp): until then IR verification refuses them (docs/dtypes.md, "uint8")
-NEEDS_UNSIGNED_BODIES = {"mod", "negative", "abs", "sign", "clip", "weak_int", "to_int8", "to_bool", "from_int8",
-                         "with_int8"}
-
-
 def _want(name):
     with np.errstate(all="ignore"):
         return np.asarray(CASES[name][1](X, Y))
@@ -127,15 +119,7 @@ def test_eager_matches_numpy(name):
     assert_same(got, want, dt)
 
 
-def _compiled_case(name):
-    marks = []
-    if name in NEEDS_UNSIGNED_BODIES:
-        marks = [pytest.mark.xfail(raises=VerifyException, strict=True,
-                                   reason="needs the unsigned scalar bodies (tfc/ops/_scalar.py)")]
-    return pytest.param(name, marks=marks)
-
-
-@pytest.mark.parametrize("name", [_compiled_case(n) for n in sorted(CASES)])
+@pytest.mark.parametrize("name", sorted(CASES))
 def test_compiled_bit_identical_to_eager(name):
     fn, _ = CASES[name]
     a, b = tfc.constant(X), tfc.constant(Y)
@@ -223,9 +207,7 @@ def test_summary_image_takes_uint8_pixels(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["floordiv", "mod", "negative", "to_int8", "with_int8", "reduce_sum", "cumsum",
-                                  "sort", "pad_255",
-                                  # tracing folds through the scalar body, which builds -1 : ui8
-                                  pytest.param("sign", marks=pytest.mark.xfail(raises=VerifyException, strict=True))])
+                                  "sort", "pad_255", "sign"])
 def test_reference_executor_matches_eager(name):
     from tfc.backends.reference import run
 

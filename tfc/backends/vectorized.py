@@ -19,7 +19,9 @@ def _astype_result(op, args):
 _FCMP = {"oeq": np.equal, "une": np.not_equal, "olt": np.less, "ole": np.less_equal,
          "ogt": np.greater, "oge": np.greater_equal}
 _ICMP = {"eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal,
-         "sgt": np.greater, "sge": np.greater_equal}
+         "sgt": np.greater, "sge": np.greater_equal,
+         # unsigned values (ui8) are uint8 arrays: numpy compares them unsigned
+         "ult": np.less, "ule": np.less_equal, "ugt": np.greater, "uge": np.greater_equal}
 
 
 def _cmpf(op, args):
@@ -59,6 +61,8 @@ UFUNCS = {
     "tfc.floormod": np.mod,               # the divisor's sign; a zero divisor gives 0
     "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
     "arith.maxsi": np.maximum, "arith.minsi": np.minimum, "arith.negf": np.negative,
+    # unsigned forms (ui8 values are uint8 arrays); a zero divisor gives 0, as numpy
+    "arith.divui": np.floor_divide, "arith.remui": np.mod, "arith.maxui": np.maximum, "arith.minui": np.minimum,
     "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor,
     "math.absf": np.absolute, "math.absi": np.absolute,
     "math.exp": np.exp, "math.expm1": np.expm1, "math.log": np.log, "math.log1p": np.log1p,
@@ -82,6 +86,7 @@ IMPLS.update({
     "arith.extf": _astype_result, "arith.truncf": _astype_result, "arith.sitofp": _astype_result,
     "arith.uitofp": _astype_result, "arith.fptosi": _astype_result, "arith.extsi": _astype_result,
     "arith.extui": _astype_result, "arith.trunci": _astype_result,
+    "arith.bitcast": _astype_result,  # int8 <-> uint8 (same bits: astype wraps)
     "math.ipowi": _ipowi,
 })
 

@@ -346,7 +346,7 @@ def convert_inputs(op: OpDef, inputs) -> list:
     if weak:
         values = [out[i] for i in weak]
         if strong:
-            dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *values))
+            dt = dtypes.from_numpy(dtypes.result_numpy_dtype(*(d.as_numpy_dtype for d in strong), *values))
             # (dt is strong[0], the common case: nothing was widened, no check)
             if dt is not strong[0] and any(isinstance(v, np.generic) for v in values):
                 _warn_if_numpy_scalar_widens(op, strong, values, dt)
@@ -372,7 +372,7 @@ def _warn_if_numpy_scalar_widens(op: OpDef, strong, values, dt: dtypes.DType) ->
     the result keeps NumPy's dtype, but a PrecisionWarning at the user's line
     says so, since one such scalar quietly turns a whole model into float64."""
     as_python = [v.item() if isinstance(v, np.generic) else v for v in values]
-    weak_dt = dtypes.from_numpy(np.result_type(*(d.as_numpy_dtype for d in strong), *as_python))
+    weak_dt = dtypes.from_numpy(dtypes.result_numpy_dtype(*(d.as_numpy_dtype for d in strong), *as_python))
     if dt == weak_dt:
         return
     import warnings

@@ -35,14 +35,25 @@ def element_type(dt: dtypes.DType):
     return et(dt)
 
 
+def _unsigned(dt: dtypes.DType) -> bool:
+    return dt.as_numpy_dtype.kind == "u"
+
+
 def const(b, value, dt: dtypes.DType):
-    """A scalar ``arith.constant`` of dtype ``dt``."""
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+    """A scalar ``arith.constant`` of dtype ``dt``. arith.constant is signless: an
+    unsigned constant is the signless one of its bits (wrapped as numpy wraps:
+    -1 is 255 in uint8), bitcast to the unsigned type."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 
     if dt.is_floating:
         attr = FloatAttr(float(value), element_type(dt))
     elif dt.is_bool:
         attr = IntegerAttr(int(bool(value)), element_type(dt))
+    elif _unsigned(dt):
+        bits = 8 * dt.itemsize
+        signless = (int(value) + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
+        c = b.emit(_arith().ConstantOp(IntegerAttr(signless, IntegerType(bits))))
+        return b.emit(_arith().BitcastOp(c, element_type(dt)))
     else:
         attr = IntegerAttr(int(value), element_type(dt))
     return b.emit(_arith().ConstantOp(attr))
@@ -62,9 +73,12 @@ def _pick(b, x, float_op: str, int_op: str, what: str):
     raise TypeError(f"scalar body {what}: no form for dtype {dt.name}")
 
 
-def _bin(float_op: str, int_op: str):
+def _bin(float_op: str, int_op: str, uint_op: str | None = None):
     def body(b, x, y):
-        return b.emit(getattr(_arith(), _pick(b, x, float_op, int_op, float_op))(x, y))
+        name = _pick(b, x, float_op, int_op, float_op)
+        if uint_op is not None and _unsigned(b.dtype(x)):
+            name = uint_op
+        return b.emit(getattr(_arith(), name)(x, y))
 
     body.__name__ = float_op
     return body
@@ -73,8 +87,8 @@ def _bin(float_op: str, int_op: str):
 add = _bin("AddfOp", "AddiOp")
 sub = _bin("SubfOp", "SubiOp")
 mul = _bin("MulfOp", "MuliOp")
-maximum = _bin("MaximumfOp", "MaxSIOp")  # maximumf propagates NaN, as np.maximum
-minimum = _bin("MinimumfOp", "MinSIOp")
+maximum = _bin("MaximumfOp", "MaxSIOp", "MaxUIOp")  # maximumf propagates NaN, as np.maximum
+minimum = _bin("MinimumfOp", "MinSIOp", "MinUIOp")
 
 
 def divf(b, x, y):
@@ -106,13 +120,14 @@ def select(b, c, x, y):
 
 _FPRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
 _IPRED = {"eq": "eq", "ne": "ne", "lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge"}
+_UPRED = {"eq": "eq", "ne": "ne", "lt": "ult", "le": "ule", "gt": "ugt", "ge": "uge"}
 
 
 def cmp(b, pred: str, x, y):
     """x PRED y as an i1; floats use ordered predicates except ``ne`` (NaN != NaN)."""
     if b.dtype(x).is_floating:
         return b.emit(_arith().CmpfOp(x, y, _FPRED[pred]))
-    return b.emit(_arith().CmpiOp(x, y, _IPRED[pred]))
+    return b.emit(_arith().CmpiOp(x, y, (_UPRED if _unsigned(b.dtype(x)) else _IPRED)[pred]))
 
 
 def comparison(pred: str):
@@ -130,6 +145,8 @@ def neg(b, x):
 
 
 def absolute(b, x):
+    if _unsigned(b.dtype(x)):
+        return x
     m = _math()
     return b.emit(m.AbsFOp(x) if b.dtype(x).is_floating else m.AbsIOp(x))
 
@@ -162,11 +179,17 @@ def cast(b, x, dtype: dtypes.DType):
         return b.emit(a.UIToFPOp(x, t) if dtype.is_floating else a.ExtUIOp(x, t))
     if src.is_floating and dtype.is_floating:
         return b.emit(a.ExtFOp(x, t) if dtype.itemsize > src.itemsize else a.TruncFOp(x, t))
-    if src.is_floating:
+    if src.is_floating:  # numpy's astype to an unsigned byte goes through int32 (x86: INT_MIN out of range)
+        if _unsigned(dtype):
+            return b.emit(a.TruncIOp(b.emit(a.FPToSIOp(x, element_type(dtypes.int32))), t))
         return b.emit(a.FPToSIOp(x, t))
     if dtype.is_floating:
-        return b.emit(a.SIToFPOp(x, t))
-    return b.emit(a.ExtSIOp(x, t) if dtype.itemsize > src.itemsize else a.TruncIOp(x, t))
+        return b.emit((a.UIToFPOp if _unsigned(src) else a.SIToFPOp)(x, t))
+    if dtype.itemsize == src.itemsize:  # int8 <-> uint8: the same bits
+        return b.emit(a.BitcastOp(x, t))
+    if dtype.itemsize > src.itemsize:
+        return b.emit((a.ExtUIOp if _unsigned(src) else a.ExtSIOp)(x, t))
+    return b.emit(a.TruncIOp(x, t))
 
 
 def true_divide(b, x, y):
@@ -211,12 +234,16 @@ def _via_f32(b, fn, x, y):
 def floordiv(b, x, y):
     if b.dtype(x).is_floating:
         return _via_f32(b, _float_floordiv, x, y)
+    if _unsigned(b.dtype(x)):  # floor is truncation for unsigned values
+        return b.emit(_arith().DivUIOp(x, y))  # numpy gives 0 for a zero divisor; backends must too
     return b.emit(_arith().FloorDivSIOp(x, y))  # numpy gives 0 for a zero divisor; backends must too
 
 
 def mod(b, x, y):
     if b.dtype(x).is_floating:
         return _via_f32(b, lambda b, x, y: _float_mod(b, x, y)[0], x, y)
+    if _unsigned(b.dtype(x)):  # no sign rule: the remainder; 0 for a zero divisor, as numpy
+        return b.emit(_arith().RemUIOp(x, y))
     from tfc.dialects.fused import FloorModOp
 
     return b.emit(FloorModOp(x, y))  # one op: np.mod's sign rule, 0 for a zero divisor
