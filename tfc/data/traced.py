@@ -17,8 +17,9 @@ Two parts, as TensorFlow's ``tf.function`` treats a ``tf.data.Dataset``:
   body gets ``element(counter)``: the same elements, in the same order, as
   eager iteration. A ``filter`` adds ``keep(i)``: the counter moves on to the
   next index kept (an inner while loop on the counter alone), so the body runs
-  on the kept elements only; stages that count elements (batch, take, skip,
-  enumerate, zip) after a filter are not implemented (a clear error).
+  on the kept elements only. Stages that count elements (batch, take, skip,
+  enumerate, zip) after a filter get random access from a loop before the
+  dataset's that finds the indices kept (``_compacted``).
 
 Stages whose order or elements depend on host state cannot be traced: a
 ``shuffle`` that draws a new order for each pass (numpy's generator and a
@@ -216,7 +217,7 @@ def _describe(key) -> str:
 
 
 class _Plan:
-    def __init__(self, length, element, gather=None, keep=None, rows=None):
+    def __init__(self, length, element, gather=None, keep=None, rows=None, endless=False):
         self.length = length      # int, int32 scalar tensor, or None: endless
         self.element = element    # i (int32 scalar tensor) -> the element's structure of tensors
         self.gather = gather      # idx (int32 1-D tensor) -> the elements stacked, or None
@@ -226,16 +227,44 @@ class _Plan:
         # elements that are the rows of tensors of static length: (structure, tensors), which
         # batch reshapes into whole batches once, before the loop
         self.rows = rows
+        # endless, or endless unless its input is empty at run time (repeat() of a run-time length)
+        self.endless = endless or length is None
 
 
 def _unfiltered(p, stage):
-    """``p``, which must not come from a filter: ``stage`` needs to count elements."""
-    if p.keep is not None:
+    """``p`` with random access to its elements, for ``stage``, which counts them:
+    after a filter, the indices it keeps are found first (``_compacted``)."""
+    if p.keep is None:
+        return p
+    if p.endless:
         raise NotImplementedError(
-            f"Dataset.{stage} after a filter inside a compiled function is not implemented (it needs the count of "
-            f"the elements the filter keeps, known only at run time): apply the filter last (only map, repeat and "
-            f"prefetch may follow it), or " + _iterate_outside("the pipeline").split(": ", 1)[1])
-    return p
+            f"Dataset.{stage} after a filter of an endless dataset inside a compiled function is not implemented "
+            f"(the elements kept are found before the loop); take a finite part before the filter, or "
+            + _iterate_outside("the pipeline").split(": ", 1)[1])
+    return _compacted(p)
+
+
+def _compacted(p):
+    """The elements that a filter keeps, with random access: a loop before the
+    dataset's own asks the predicate about every element of its input (eagerly
+    and in a loop with no count after the filter, only as far as the loop goes)
+    and keeps the indices it accepts, in order."""
+    from tfc.ops import control_flow as cf
+    from tfc.ops.reductions import reduce_sum
+    from tfc.ops.sorting import argsort
+
+    math, shapes = _ops()
+    n = p.length
+    static = isinstance(n, int)
+    flags = cf.TensorArray(dtypes.bool_, size=n if static else 0, dynamic_size=not static, element_shape=())
+    _, flags = cf.while_loop(lambda i, flags: i < n, lambda i, flags: (i + 1, flags.write(i, p.keep(i))),
+                             (constant(0), flags), maximum_iterations=n if static else None)
+    kept = flags.stack()
+    count = reduce_sum(math.cast(kept, dtypes.int32))
+    # a stable sort puts the indices kept first, in their order
+    order = shapes.gather(argsort(math.cast(math.logical_not(kept), dtypes.int32)), _counting(count))
+    gather = None if p.gather is None else (lambda idx: p.gather(shapes.gather(order, idx)))
+    return _Plan(count, lambda j: p.element(order[j]), gather)
 
 
 def _ops():
@@ -330,7 +359,8 @@ def _zip(ds):
     gather = None
     if all(p.gather is not None for p in plans):
         gather = lambda idx: st.pack(ds._structure, [p.gather(idx) for p in plans])  # noqa: E731
-    return _Plan(n, lambda i: st.pack(ds._structure, [p.element(i) for p in plans]), gather)
+    return _Plan(n, lambda i: st.pack(ds._structure, [p.element(i) for p in plans]), gather,
+                 endless=all(p.endless for p in plans))
 
 
 def _as_element(out, what):
@@ -361,7 +391,7 @@ def _map(ds):
         # converted as the function's own calls are (tf.data converts map functions too)
         return _as_element(call(fn, *e) if type(e) is tuple else call(fn, e), what)
 
-    return _Plan(src.length, element, keep=src.keep)
+    return _Plan(src.length, element, keep=src.keep, endless=src.endless)
 
 
 def _filter(ds):
@@ -386,7 +416,7 @@ def _filter(ds):
         keep = test
     else:  # the predicate sees only the elements the filters before it keep (as eagerly)
         keep = lambda i: cond(src.keep(i), lambda: test(i), lambda: constant(False))  # noqa: E731
-    return _Plan(src.length, src.element, keep=keep)
+    return _Plan(src.length, src.element, keep=keep, endless=src.endless)
 
 
 def _shuffle(ds):
@@ -427,7 +457,7 @@ def _batch(ds):
         structure, tensors = src.rows
         batches = [shapes.reshape(t[:length * n], (length, n) + tuple(t.shape[1:])) for t in tensors]
         return _Plan(length, lambda j: st.pack(structure, [b[j] for b in batches]),
-                     lambda idx: st.pack(structure, [shapes.gather(b, idx) for b in batches]))
+                     lambda idx: st.pack(structure, [shapes.gather(b, idx) for b in batches]), endless=src.endless)
 
     def rows(j):
         """Element indices of batch ``j`` (int32 1-D)."""
@@ -452,7 +482,7 @@ def _batch(ds):
                 stacked = [shapes.gather(s, keep) for s in stacked]
             return st.pack(first, stacked)
 
-    return _Plan(length, element)
+    return _Plan(length, element, endless=src.endless)
 
 
 def _counting(count):
@@ -479,7 +509,7 @@ def _repeat(ds):
     element = lambda i: src.element(i % total)  # noqa: E731
     gather = None if src.gather is None else (lambda idx: src.gather(idx % total))
     keep = None if src.keep is None else (lambda i: src.keep(i % total))
-    return _Plan(length, element, gather, keep)
+    return _Plan(length, element, gather, keep, endless=count < 0 or src.endless)
 
 
 def _endless_unless_empty(total):
@@ -498,14 +528,14 @@ def _skip(ds):
     src = _unfiltered(plan(ds._source), "skip")
     k = ds._count
     if k < 0:
-        return _Plan(0 if src.length is not None else None, src.element, src.gather)
+        return _Plan(0, src.element, src.gather)  # all skipped (eagerly an endless input gives nothing too)
     if k == 0:
         return src
     length = None if src.length is None else _clamp0(src.length - k)
     if isinstance(length, int) and length == 0:
         return _Plan(0, src.element, src.gather)  # (the body never runs: element k may not exist)
     gather = None if src.gather is None else (lambda idx: src.gather(idx + k))
-    return _Plan(length, lambda i: src.element(i + k), gather)
+    return _Plan(length, lambda i: src.element(i + k), gather, endless=src.endless)
 
 
 def _enumerate(ds):
@@ -516,7 +546,7 @@ def _enumerate(ds):
         return _int64(i) + constant(start, dtypes.int64)
 
     gather = None if src.gather is None else (lambda idx: (count(idx), src.gather(idx)))
-    return _Plan(src.length, lambda i: (count(i), src.element(i)), gather)
+    return _Plan(src.length, lambda i: (count(i), src.element(i)), gather, endless=src.endless)
 
 
 _PLANS = {D._TensorSlices: _slices, D._Range: _range, D._FromGenerator: _generator, D._Zip: _zip,
