@@ -194,6 +194,13 @@ class Dataset:
 
         return DatasetArgument(self)
 
+    def _traced_for(self, *loop):
+        """A ``for`` over this dataset in converted code being traced: a tensor
+        loop (autograph's for_stmt calls it, so the frontend imports no tfc.data)."""
+        from tfc.data.traced import for_stmt
+
+        return for_stmt(self, *loop)
+
     def _elements(self):
         raise NotImplementedError(f"{type(self).__name__} does not define _elements")
 

@@ -491,9 +491,7 @@ def while_stmt(test, body, names, loop_vars, line, orelse=False, composites=()):
 def for_stmt(iterable, body, names, loop_vars, line, extra_test=None, orelse=False, composites=(), targets=()):
     """``targets``: the names the loop's target binds (``i`` in ``for i in ...``)."""
     if getattr(iterable, "_tfc_dataset", False) and STATE.builder is not None:  # a tfc.data.Dataset
-        from tfc.data.traced import for_stmt as dataset_for
-
-        return dataset_for(iterable, body, names, loop_vars, line, extra_test, orelse, composites, targets)
+        return iterable._traced_for(body, names, loop_vars, line, extra_test, orelse, composites, targets)
     if isinstance(iterable, TensorRange) or is_symbolic(iterable):
         if orelse:
             raise NotImplementedError(f"for/else over a tensor (line {line}) is not supported")
