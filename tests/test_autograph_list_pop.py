@@ -155,3 +155,24 @@ def test_a_tensor_list_popped_at_an_index_is_a_clear_error():
 def test_converted_code_shows_the_pop():
     code = ag.to_code(pop_in_while)
     assert "l = ag__.list_pop(l, 'l'," in code and "total * 2 + ag__.popped(l)" in code
+
+
+def nested(m, n):
+    mat = []
+    ag.set_element_type(mat, tfc.int32)
+    for _ in range(m):
+        row = []
+        ag.set_element_type(row, tfc.int32)
+        for j in range(n):
+            row.append(j)
+        mat.append(ag.stack(row, strict=False))
+    return ag.stack(mat, strict=False)
+
+
+def test_a_tensor_list_of_run_time_length_elements_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match=r"list 'mat' at line \d+ starts empty and is appended elements "
+                                                  r"of shape \(None,\), a dimension of which is known only at run "
+                                                  r"time"):
+        tfc.function(nested)(tfc.constant(2), tfc.constant(3))
+    # rows of a static length work
+    assert_bit_identical(tfc.function(nested)(tfc.constant(2), 3).numpy(), np.array([[0, 1, 2]] * 2, np.int32))
