@@ -1742,6 +1742,7 @@ class _Lowering:
         allocs = [L.AllocOp(r.type) for r in op.results]
         into = L.LibraryOp(op.callee.data, list(op.ins), dict(op.kernel_attrs.data),
                            outs=[a.result for a in allocs])
+        into.location = getattr(op, "location", None)  # a check's loops.raise names the user's line
         try:
             ops = self.library(into)
         finally:
