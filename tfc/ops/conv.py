@@ -587,8 +587,11 @@ def _pool_grad_infer(op, x: Spec, g: Spec, ksize, strides, padding) -> Spec:
 def _tiled_max_grad(x, g, ksize, strides, padding, out=None):
     """max_pool2d_grad for tiling windows without NaN (None otherwise), into ``out``
     (C-contiguous, x's shape) when given. Each element is in one window: g routed
-    down to the window's max row, then along it to the max column; + 0 turns the
-    -0 of g * False into the +0 that the tap sums of the exact path give."""
+    down to the window's max row, then along it to the max column. The exact
+    path's tap sums give 0 + g at the max and +0 elsewhere: so g + 0 (a -0 turns
+    +0), and the routing multiplies its bits as unsigned integers by the masks,
+    which gives those bits or +0 (a float product would give -0 for a negative g
+    and NaN for an infinite or NaN one away from the max)."""
     t6 = _tiles(x, ksize, strides, padding)
     found = None if t6 is None else _tiled_max(t6, masks=True)
     if found is None:
@@ -596,14 +599,14 @@ def _tiled_max_grad(x, g, ksize, strides, padding, out=None):
     _, row_masks, col_masks = found
     n, ho, kh, wo, kw, c = t6.shape
     dx = np.empty(x.shape, dtype=g.dtype) if out is None else out
-    tiles = dx.view()
+    bits = np.dtype(f"u{g.dtype.itemsize}")
+    tiles = dx.view(bits)
     tiles.shape = (n * ho, kh, wo, kw, c)  # a view, never a copy (numpy raises)
-    rows = g.reshape(n * ho, wo * c)
+    rows = np.add(g, 0, dtype=g.dtype).view(bits).reshape(n * ho, wo * c)
     for i, at_row in enumerate(row_masks):
         g_row = np.multiply(rows, at_row).reshape(n * ho, wo, c)
         for j, at_col in enumerate(col_masks):
             np.multiply(g_row, at_col.reshape(n * ho, kh, wo, c)[:, i], out=tiles[:, i, :, j, :])
-    tiles += 0
     return dx
 
 
