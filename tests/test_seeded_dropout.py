@@ -154,3 +154,37 @@ def test_seeded_dropout_layer_in_a_tensor_loop():
     assert n_eager == n_compiled == 6
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g, w)
+
+
+def _dense_then_dropout(seed):
+    model = tfc.layers.Sequential([tfc.layers.Dense(3, kernel_initializer=tfc.layers.GlorotUniform(seed=2)),
+                                   tfc.layers.Dropout(0.5, seed=seed)])
+    model(tfc.ones([2, 4]), training=True)
+    return model
+
+
+def test_checkpoint_written_before_seed_calls_restores(tmp_path):
+    """A checkpoint of a seeded Dropout's model from before the layer had its
+    counter (its keys are those of an unseeded one) restores every weight; the
+    counter keeps its value, as the Python count it replaces was never saved."""
+    old = _dense_then_dropout(seed=None)
+    path = tfc.train.Checkpoint(model=old).save(str(tmp_path / "old"))
+    model = _dense_then_dropout(seed=4)
+    tfc.train.Checkpoint(model=model).restore(path).assert_consumed()
+    np.testing.assert_array_equal(model.layers[0].kernel.numpy(), old.layers[0].kernel.numpy())
+    assert int(model.layers[1].seed_calls.numpy()) == 1
+    # a checkpoint that has the counter restores it; a missing trainable weight is still an error
+    path = tfc.train.Checkpoint(model=model).save(str(tmp_path / "new"))
+    fresh = _dense_then_dropout(seed=4)
+    fresh(tfc.ones([2, 4]), training=True)
+    tfc.train.Checkpoint(model=fresh).restore(path)
+    assert int(fresh.layers[1].seed_calls.numpy()) == 1
+    unbuilt = tfc.layers.Sequential([tfc.layers.Dense(3), tfc.layers.Dropout(0.5, seed=4)])
+    status = tfc.train.Checkpoint(model=unbuilt).restore(path)
+    unbuilt(tfc.ones([2, 4]))
+    status.assert_consumed()
+    assert int(unbuilt.layers[1].seed_calls.numpy()) == 1
+    other = tfc.layers.Sequential([tfc.layers.Dense(3), tfc.layers.Dense(3)])
+    other(tfc.ones([2, 4]))
+    with pytest.raises(ValueError, match="missing from the checkpoint: model/layers/1/kernel"):
+        tfc.train.Checkpoint(model=other).restore(path)

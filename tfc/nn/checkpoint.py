@@ -15,6 +15,11 @@ checked and assigned right after it builds, on its first call (restore-on-
 create, as in TensorFlow). ``restore`` returns a status whose
 ``assert_consumed()`` raises while any layer still waits. (Not handled: a layer
 whose ``build`` creates unbuilt sublayers; call such a model once before restoring.)
+
+A layer's variables named in its ``_restore_optional`` (a seeded Dropout's
+``seed_calls``, added after checkpoints of such layers existed) may be missing
+from the file: they keep their value rather than make older checkpoints
+unloadable.
 """
 from __future__ import annotations
 
@@ -50,6 +55,18 @@ def _check(key, var, array, problems) -> bool:
         problems.append(f"dtype mismatch for {key}: the checkpoint has {array.dtype}, the variable has {want_dtype}")
         return False
     return True
+
+
+def _optional_ids(modules) -> set:
+    """ids of the variables that a checkpoint may lack (each layer's ``_restore_optional``)."""
+    ids = set()
+    for module in modules:
+        for m in [module] + [m for _, m in module.modules_with_paths()]:
+            for attr in getattr(m, "_restore_optional", ()):
+                var = vars(m).get(attr)
+                if isinstance(var, Variable):
+                    ids.add(id(var))
+    return ids
 
 
 def _raise(where, problems):
@@ -143,9 +160,11 @@ class Checkpoint:
             prefix, layer = owner
             return deferred.setdefault(id(layer), (prefix, layer, {}, []))
 
+        optional = _optional_ids(obj for _, obj in self._objects if isinstance(obj, Module))
         for key, var in entries.items():
             if key not in data:
-                problems.append(f"missing from the checkpoint: {key}")
+                if id(var) not in optional:
+                    problems.append(f"missing from the checkpoint: {key}")
             elif _check(key, var, data[key], problems):
                 assigns.append((var, data[key]))
         for key, array in data.items():
@@ -189,10 +208,12 @@ class _DeferredRestore:
 
     def __call__(self, layer):
         current = dict(layer.variables_with_paths())
+        optional = _optional_ids([layer])
         problems, assigns = [], []
         for rel, var in current.items():
             if rel not in self.values:
-                problems.append(f"missing from the checkpoint: {self.prefix}/{rel}")
+                if id(var) not in optional:
+                    problems.append(f"missing from the checkpoint: {self.prefix}/{rel}")
             elif _check(self.values[rel][0], var, self.values[rel][1], problems):
                 assigns.append((var, self.values[rel][1]))
         for rel, (key, array) in self.values.items():

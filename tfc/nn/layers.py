@@ -150,6 +150,8 @@ class Layer(Module):
     the first call; ``call(inputs, training)`` computes the output."""
 
     _not_tracked = frozenset({"_deferred_restore"})
+    # attributes holding variables that a checkpoint may lack (they keep their value)
+    _restore_optional = frozenset()
 
     def __init__(self, name: str | None = None):
         super().__init__(name)
@@ -258,6 +260,9 @@ class Dropout(Layer):
     by 1 / (1 - rate)); the identity otherwise. Unseeded, the masks come from
     tfc.random's global stream; seeded, call k (from 0) draws with seed + k
     (modulo 2^64), eagerly and compiled alike: k is the variable ``seed_calls``."""
+
+    # checkpoints written before the count was a variable lack it (their count restarted at 0 anyway)
+    _restore_optional = frozenset({"seed_calls"})
 
     def __init__(self, rate, seed=None, name=None):
         super().__init__(name)
