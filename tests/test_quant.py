@@ -155,6 +155,14 @@ def test_quantize_and_dequantize():
     got = q.quantize(x, 0.05, -7).numpy()
     assert np.array_equal(got, ref_quantize(x, 0.05, -7)) and got[0, 0] == 127 and got[0, 1] == -128
     assert same_codes(q.quantize(x, 0.05, -7, codes=tfc.float32).numpy(), got, tfc.float32)
+    x[1, :2] = np.nan  # code 0 (docs/quantization.md), held in either dtype
+    with np.errstate(invalid="ignore"):
+        got = q.quantize(x, 0.05, -7).numpy()
+    assert got[1, 0] == got[1, 1] == 0
+    for nan_codes in (q.quantize(x, 0.05, -7, codes=tfc.float32), q.quantize(np.float32(np.nan), 0.05, 3,
+                                                                             codes=tfc.float32)):
+        assert not np.isnan(nan_codes.numpy()).any()
+    assert same_codes(q.quantize(x, 0.05, -7, codes=tfc.float32).numpy(), got, tfc.float32)
     back = q.dequantize(got, 0.05, -7).numpy()
     assert back.dtype == np.float32
     assert np.array_equal(back, (got.astype(np.float32) + 7) * np.float32(0.05))
@@ -335,6 +343,18 @@ def test_codes_held_in_float32_flow_from_a_dense_into_a_conv_with_the_same_bits(
     x = (RNG.standard_normal((7, 6)) * 2).astype(np.float32)
     got = on_cpu(x).numpy()
     assert np.array_equal(got, as_int8(x).numpy()) and len(np.unique(got)) > 7  # (not all clipped)
+
+
+def test_a_nan_input_gives_code_0_with_codes_held_in_either_dtype():
+    # (float32 codes kept the NaN: a whole row of NaN on the CPU, numbers on the GPU)
+    model, fn = make_mlp()
+    cal = [(RNG.standard_normal((8, 12)).astype(np.float32),)]
+    on_cpu, as_int8 = (static_int8(fn, Config(quiet=True), cal, codes) for codes in ("f32", "i8"))
+    x = RNG.standard_normal((3, 12)).astype(np.float32)
+    x[0, 2] = np.nan
+    with np.errstate(invalid="ignore"):
+        got, want = on_cpu(x).numpy(), as_int8(x).numpy()
+    assert not np.isnan(got).any() and np.array_equal(got, want)
 
 
 def test_weight_only_mlp_matches_the_numpy_reference():

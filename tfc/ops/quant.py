@@ -227,7 +227,14 @@ def _quantize_kernel(x, scale, zero_point, codes=None):
     np.rint(q, out=q)
     q += x.dtype.type(zero_point)
     _clip(q, x.dtype.type(INT8_MIN), x.dtype.type(INT8_MAX), out=q)
-    return q.astype(np.int8 if codes is None or codes == dtypes.int8 else np.float32, copy=False)
+    if codes is None or codes == dtypes.int8:
+        return q.astype(np.int8)  # (a NaN casts to code 0)
+    # codes held in float32 give a NaN the int8 cast's code 0 too, else it would
+    # reach the whole row of every product after it; the clip left no inf, so one
+    # read-only sum tells whether any NaN is there
+    if np.isnan(q.sum()):
+        q[np.isnan(q)] = 0
+    return q.astype(np.float32, copy=False)
 
 
 def _quantize_infer(op, x: Spec, scale, zero_point, codes=None) -> Spec:
