@@ -426,6 +426,20 @@ def test_gradients_through_the_loop_reach_the_source_tensors(pipeline):
     check_grad(lambda x, y, w: compiled(pipeline(x, y), w), x0, y0, w0)
 
 
+@pytest.mark.parametrize("tracking", ["outer", "inner"])
+def test_eager_gradients_reach_the_source_under_nested_tapes(tracking):
+    # whichever of two active tapes tracks the source, the eager batches are recorded for it
+    x = tfc.constant(np.arange(6, dtype=np.float64).reshape(3, 2))
+    with tfc.GradientTape() as outer:
+        with tfc.GradientTape() as inner:
+            (outer if tracking == "outer" else inner).watch(x)
+            s = tfc.constant(0.0, tfc.float64)
+            for b in Dataset.from_tensor_slices(x).map(lambda r: r * 2.0).batch(2):
+                s = s + tfc.reduce_sum(b * b)
+    g = (outer if tracking == "outer" else inner).gradient(s, x)
+    np.testing.assert_array_equal(g.numpy(), 8.0 * x.numpy())
+
+
 def run_time_rows(x):
     s = tfc.constant(0.0)
     for b in Dataset.from_tensor_slices(x).batch(2):

@@ -286,8 +286,11 @@ def _rows(structure, arrays, indices):
 
 
 def _taped(tensors) -> bool:
-    """Whether a recording tape tracks one of ``tensors``."""
-    return any(id(t) in tape._tracked for tape in TAPES for t in tensors)
+    """Whether a recording tape tracks one of ``tensors`` (an iterable, read once:
+    a generator is not exhausted by the first tape)."""
+    if not TAPES:
+        return False
+    return any(id(t) in tape._tracked for t in tensors for tape in TAPES)
 
 
 class _Range(Dataset):
