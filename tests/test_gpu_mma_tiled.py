@@ -174,3 +174,17 @@ def test_cp_async_kernel_ptxas_budgets():
     m = lower(l3_of(lambda x, y: tfc.matmul(x, y, transpose_b=True), a, b))
     assert str(m).count("tgpu.cp_async ") == 4 and str(m).count("tgpu.cp_async_wait") == 1
     check_budgets(m)
+
+
+def test_cp_async_only_where_the_view_starts_aligned(cuda_driver):
+    """A reshape of ``x[1:]`` has no layout offset but starts 2 bytes past an aligned
+    address (its data start is the slice's): it is staged with plain loads, not cp.async
+    (whose misaligned address would fault on a GPU); an aligned slice keeps cp.async."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(8 + 64 * 32).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    for start, staged in ((1, 1), (8, 2)):
+        conc, got = _compiled(lambda x, y, s=start: tfc.matmul(tfc.reshape(x[s:s + 64 * 32], (64, 32)), y,
+                                                               transpose_b=True), x, b)
+        _check(got, x[start:start + 64 * 32].reshape(64, 32), b, False, True)
+        assert conc.ptx.count("cp.async.cg.shared.global") == 2 * staged

@@ -17,8 +17,8 @@ kernels ``gpu_library.matmul_kernel`` takes for float16 operands and result:
   40-half row (80 bytes) puts the 8 rows an ldmatrix reads on distinct
   16-byte bank groups and keeps every row 16-byte aligned, as ldmatrix
   needs. An operand whose k is contiguous and whose rows start 16-byte
-  aligned (row step, batch steps and view offset multiples of 8 halves:
-  known when the kernel is built, kernel pointers being 16-byte aligned) is
+  aligned (row step and batch steps multiples of 8 halves, and the view's
+  first element 16-byte aligned in its buffer: all known when the kernel is built) is
   staged with ``cp.async`` (sm_80), 16 bytes per copy, the copies past K or
   the rows zero-filled, then ``cp.async.wait_all`` before the barrier; any
   other operand with plain loads and stores (one element per thread per
@@ -38,7 +38,6 @@ from xdsl.dialects import arith, gpu
 from xdsl.dialects.builtin import Float16Type, Float32Type, i32, i64
 
 from tfc.dialects import gpu as G
-from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import I32_MAX, KernelBuilder
 from tfc.passes.gpu_library import _batch_bases, _geometry, _grid, _ptr, _tile_of_block
 from tfc.passes.gpu_nn_library import _opaque
@@ -92,10 +91,12 @@ CHUNK = 8  # float16 per 16-byte cp.async
 
 def _async_ok(v, row_step, k_step, batch_strides) -> bool:
     """Whether an operand's tile rows can be copied in 16-byte cp.async chunks: k contiguous,
-    and every row start 16-byte aligned (its row step, batch steps and view offset multiples of
-    8 halves; kernel pointers are 16-byte aligned: device allocations and arena offsets are)."""
-    offset = L.layout_of(v.type)[1]
-    return k_step == 1 and all(x % CHUNK == 0 for x in (row_step, offset, *batch_strides))
+    and every row start 16-byte aligned: the view's first element (its offset from its root
+    buffer, through reshapes of offset views, whose layout offset is 0) and its row and batch
+    steps multiples of 8 halves."""
+    from tfc.passes.lower_gpu import _aligned  # (lower_gpu imports this module's users)
+
+    return k_step == 1 and all(x % CHUNK == 0 for x in (row_step, *batch_strides)) and _aligned(v, 16)
 
 
 def _stage_async(kb, ptr, base, tile_rows, rows, row_ok_limit, k0, k, row_step, smem, tid):
