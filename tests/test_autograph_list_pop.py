@@ -169,10 +169,29 @@ def nested(m, n):
     return ag.stack(mat, strict=False)
 
 
-def test_a_tensor_list_of_run_time_length_elements_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match=r"list 'mat' at line \d+ starts empty and is appended elements "
-                                                  r"of shape \(None,\), a dimension of which is known only at run "
-                                                  r"time"):
-        tfc.function(nested)(tfc.constant(2), tfc.constant(3))
-    # rows of a static length work
+def test_a_tensor_list_of_run_time_length_elements():
+    # the rows' length is known only at run time: the first row sizes the buffer
+    for m, n in ((2, 3), (1, 0), (4, 1)):
+        assert_bit_identical(tfc.function(nested)(tfc.constant(m), tfc.constant(n)).numpy(),
+                             np.array([list(range(n))] * m, np.int32).reshape(m, n))
+    # rows of a static length, as before
     assert_bit_identical(tfc.function(nested)(tfc.constant(2), 3).numpy(), np.array([[0, 1, 2]] * 2, np.int32))
+
+
+def ragged(m):
+    mat = []
+    ag.set_element_type(mat, tfc.int32)
+    for i in range(m):
+        mat.append(tfc.range(i))  # row i has i elements
+    return ag.stack(mat, strict=False)
+
+
+def test_a_tensor_list_of_rows_of_different_lengths_is_an_error_not_a_broadcast():
+    # numpy would broadcast a row of length 1 into a buffer of rows of length 0 or 2
+    assert_bit_identical(tfc.function(ragged)(tfc.constant(1)).numpy(), np.zeros((1, 0), np.int32))
+    # (the run-time shape check gives eager's error for those shapes, at the append's line)
+    with pytest.raises(ValueError, match=r"element shape \(1,\) differs from the array's element shape \(0,\)"
+                                         r"\n  at .*test_autograph_list_pop.py:\d+"):
+        tfc.function(ragged)(tfc.constant(3))
+    with pytest.raises(Exception):
+        ragged(3)  # Python's stack of rows of different lengths fails too

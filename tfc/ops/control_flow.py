@@ -377,6 +377,8 @@ def _ta_write_infer(op, buffer: Spec, index: Spec, value: Spec, grow) -> Spec:
         raise TypeError(f"tensor_array_write: value has dtype {value.dtype.name}; the array holds "
                         f"{buffer.dtype.name}")
     elem = buffer.shape[1:]
+    if grow and buffer.shape[0] == 0:
+        elem = (None,) * len(elem)  # no row yet: the first element gives the rows' shape
     if len(value.shape) != len(elem) or any(a is not None and b is not None and a != b
                                             for a, b in zip(elem, value.shape)):
         raise ValueError(f"tensor_array_write: element shape {inf.fmt_shape(value.shape)} differs from the "
@@ -390,9 +392,14 @@ def _ta_write_kernel(buffer, index, value, grow):
     if i < 0 or (i >= n and not grow):
         raise InvalidArgumentError(f"TensorArray.write: index {i} is out of range for an array of size {n}"
                                    + ("" if grow else " (dynamic_size=False)"))
+    rows = buffer.shape[1:] if n else value.shape  # an empty buffer's rows: the first element's shape
+    if value.shape != rows:  # (numpy would broadcast it silently)
+        raise InvalidArgumentError(f"TensorArray.write: element shape {value.shape} differs from the array's "
+                                   f"element shape {rows}")
     if i >= n:
-        out = np.zeros((i + 1,) + buffer.shape[1:], buffer.dtype)
-        out[:n] = buffer
+        out = np.zeros((i + 1,) + rows, buffer.dtype)
+        if n:  # (numpy does not broadcast an empty (0, 0) buffer into (0, k))
+            out[:n] = buffer
     else:
         out = buffer.copy()
     out[i] = value
@@ -443,7 +450,8 @@ class TensorArray:
                  _buffer=None, _size=None):
         self.dtype = dtypes.as_dtype(dtype)
         self.dynamic_size = bool(dynamic_size)
-        self.element_shape = None if element_shape is None else tuple(int(d) for d in element_shape)
+        self.element_shape = None if element_shape is None else tuple(
+            None if d is None else int(d) for d in element_shape)  # None: a size known only at run time
         self._buffer, self._size = _buffer, _size
         if _buffer is not None:
             _elements = ()
@@ -486,6 +494,11 @@ class TensorArray:
             return None
         if self._elements:
             buf = stack([zeros(shape, self.dtype) if t is None else t for t in self._elements], axis=0)
+        elif None in shape:  # no row yet, of a size known only at run time: the first write gives it
+            from tfc.ops.creation import dynamic_fill
+
+            buf = dynamic_fill(convert_to_tensor(np.array([0] + [d or 0 for d in shape], np.int64)),
+                               np.zeros((), self.dtype.as_numpy_dtype), (0,) + tuple(-1 if d is None else d for d in shape))
         else:
             buf = zeros((0,) + shape, self.dtype)
         return TensorArray(self.dtype, dynamic_size=self.dynamic_size, element_shape=shape, _buffer=buf,
@@ -509,7 +522,8 @@ class TensorArray:
         if dtype != self.dtype:
             raise TypeError(f"TensorArray.{what}: value has dtype {dtype.name}; the array holds {self.dtype.name}")
         shape = tuple(shape)
-        if self.element_shape is not None and shape != self.element_shape:
+        if self.element_shape is not None and (len(shape) != len(self.element_shape) or any(
+                a is not None and b is not None and a != b for a, b in zip(shape, self.element_shape))):
             raise ValueError(f"TensorArray.{what}: element shape {shape} differs from the array's "
                              f"element shape {self.element_shape}")
         return shape

@@ -883,13 +883,6 @@ def _as_tensor_list(lst):
 
 def list_append(lst, x, name, line):
     if _is_tensor_array(lst):
-        shape = tuple(getattr(x, "shape", ()))
-        if None in shape and lst.element_shape is None and lst._buffer is None and not lst._elements:
-            # an empty tfc.TensorArray sizes its buffer's rows when tracing
-            raise NotImplementedError(
-                f"list {name!r} at line {line} starts empty and is appended elements of shape {shape}, a "
-                f"dimension of which is known only at run time (a tensor list of tensor lists' stacks): tfc's "
-                f"tensor lists need the element shape while tracing; give the elements a static shape")
         return lst.write(lst.size(), x)
     if isinstance(lst, list):
         if _LOOP_DEPTH[0] and STATE.builder is not None and id(lst) not in _ELEMENT_TYPES:
