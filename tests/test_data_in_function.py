@@ -555,3 +555,22 @@ def test_a_range_step_of_zero_fails_when_the_function_runs():
     assert int(f(tfc.constant(2))) == 6
     with pytest.raises(Exception, match="Dataset.range: step must not be 0"):
         f(tfc.constant(0))
+
+
+@pytest.mark.parametrize("y_rows", [2, 6, None], ids=["shorter", "longer", "static"])
+def test_sources_of_run_time_lengths_that_differ_fail_when_the_function_runs(y_rows):
+    # eager raises when the dataset is made; compiled, a longer source was read silently
+    def f(x, y):
+        s = tfc.constant(0.0)
+        for a, b in Dataset.from_tensor_slices((x, y)):
+            s = s * 2.0 + tfc.reduce_sum(a) + b
+        return s
+
+    y_spec = tfc.TensorSpec([None] if y_rows else [4], tfc.float32)
+    g = tfc.function(f, input_signature=[tfc.TensorSpec([None, 3], tfc.float32), y_spec])
+    x = tfc.constant(np.ones((4, 3), np.float32))
+    y = tfc.constant(np.arange(4, dtype=np.float32))
+    assert_bit_identical(g(x, y), f(x, y))
+    if y_rows:
+        with pytest.raises(Exception, match="components must have the same first dimension"):
+            g(x, tfc.constant(np.arange(y_rows, dtype=np.float32)))

@@ -317,6 +317,7 @@ def _slices(ds):
     n = tensors[0].shape[0]
     if n is None:
         n = _run_time_length(tensors[0])
+    _assert_same_length(tensors, n)
     if isinstance(n, int) and n == 0:
         # no element to index: the body, which never runs, is traced on zeros (as a for over an empty tensor)
         from tfc.frontend.autograph.operators import _zeros_unknown_as_0
@@ -328,6 +329,25 @@ def _slices(ds):
     return _Plan(n, lambda i: st.pack(ds._structure, [t[i] for t in tensors]),
                  lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]),
                  rows=(ds._structure, tensors) if isinstance(n, int) else None)
+
+
+def _assert_same_length(tensors, n):
+    """Sources whose first dimensions are known only at run time must have ``n``
+    rows, checked when the function runs (eager checks them when the dataset is
+    made; row i of a longer source would be read silently, of a shorter one out
+    of bounds)."""
+    from tfc.frontend.autograph.operators import _run_time_length
+    from tfc.ops.control_flow import Assert
+
+    math, _ = _ops()
+    for t in tensors[1:]:
+        if t.shape[0] is not None and isinstance(n, int):
+            continue  # (equal: checked when the dataset was made)
+        if t.shape[0] is None and any(d is None or d == 0 for d in t.shape[1:]):
+            continue  # (its length cannot be computed: see _run_time_length)
+        m = t.shape[0] if t.shape[0] is not None else _run_time_length(t)
+        Assert(math.equal(_tensor(m), _tensor(n)),
+               ["Dataset.from_tensor_slices: the components must have the same first dimension"])
 
 
 def _range(ds):
