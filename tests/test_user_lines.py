@@ -19,7 +19,7 @@ CASES = {
     "dropout": (lambda: tfc.nn.dropout(X, 1.5), ValueError, r"rate must be in \[0, 1\)"),
     "tensordot": (lambda: tfc.tensordot(X, X, axes="a"), TypeError, "axes must be an int"),
     "set_seed": (lambda: tfc.random.set_seed("a"), TypeError, "seed must be a non-negative int"),
-    "packing": (lambda: tfc.concat([X], axis="a"), ValueError, None),  # a registry op's pack (int(axis))
+    "packing": (lambda: tfc.cast(X, "foo"), TypeError, "unsupported dtype 'foo'"),  # a registry op's pack
 }
 
 
