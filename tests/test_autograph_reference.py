@@ -1334,17 +1334,12 @@ _CREATING_WHILES = (while_creates_var_static_shape, while_creates_var_dynamic_sh
 _RUNTIME_RANK = (while_creates_var_dynamic_rank, while_creates_nested_var_dynamic_rank)
 
 
-_RUNTIME_DIMS = (while_creates_var_dynamic_shape, while_creates_nested_var_dynamic_shape)
-
-
-def _runtime_shape_xfail(target, tensor_loop):
-    if target in _RUNTIME_DIMS + _RUNTIME_RANK and tensor_loop:
-        # in a tensor loop, _rand_int's bounds are the traced counter
-        return [pytest.mark.xfail(strict=True, raises=TypeError,
-                                  reason="tfc.random.uniform takes minval/maxval known while tracing only")]
+def _runtime_shape_xfail(target):
+    # (_rand_int's bounds may be traced tensors: tfc.random.uniform takes them as operands)
     if target in _RUNTIME_RANK:
         return [pytest.mark.xfail(strict=True, raises=ValueError,
-                                  reason="tfc.zeros/tfc.ones of a shape of run-time length: tfc's ranks are static")]
+                                  reason="tfc.zeros/tfc.ones of a shape of run-time length: tfc's ranks are static "
+                                         "(a clear ValueError at trace time)")]
     return []
 
 
@@ -1354,7 +1349,7 @@ def test_loop_created_variables_run_time_rank_is_a_clear_error():
         tfc.function(while_creates_var_dynamic_rank)(1)
 
 
-@pytest.mark.parametrize("target", [pytest.param(f, marks=_runtime_shape_xfail(f, True)) for f in _CREATING_WHILES],
+@pytest.mark.parametrize("target", [pytest.param(f, marks=_runtime_shape_xfail(f)) for f in _CREATING_WHILES],
                          ids=_ids)
 def test_loop_created_variables_illegal_tf(target):
     assert_function_raises(target, (tfc.constant(0),), tfc.errors.InvalidArgumentError,
@@ -1367,7 +1362,7 @@ def test_loop_created_variables_illegal_py(target):
 
 
 @pytest.mark.parametrize("n,type_,target", [
-    pytest.param(n, t, f, marks=_runtime_shape_xfail(f, t is tfc.constant))
+    pytest.param(n, t, f, marks=_runtime_shape_xfail(f))
     for n, t, f in _product((1, 2), (int, tfc.constant), _CREATING_WHILES)], ids=_ids)
 def test_loop_created_variables(n, type_, target):
     assert_function_matches_eager(target, type_(n))

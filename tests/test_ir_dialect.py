@@ -101,6 +101,7 @@ SAMPLES = {
     "one_hot": lambda: tfc.one_hot(tfc.constant([0, 2, 1]), 3),
     "pick_along_last": lambda: tfc.ops.nn.pick_along_last(F23, tfc.constant([2, 0], tfc.int32)),
     "uniform": lambda: tfc.random.uniform((2, 3), seed=3),
+    "uniform_bounds": lambda: tfc.random.uniform((2, 3), tfc.constant(1.0), tfc.constant(4.0), seed=3),
     "normal": lambda: tfc.random.normal((4,), stddev=2.0, seed=5),
     "sparse_softmax_cross_entropy_with_logits": lambda: tfc.nn.sparse_softmax_cross_entropy_with_logits(
         tfc.constant([0, 2]), F23),

@@ -425,9 +425,9 @@ def _uniform_into(out, shape, dtype, minval, maxval, seed):
     return draw_into(out, seed, uniform_spec(dtype, minval, 1.0 if maxval is None else maxval))
 
 
-@declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True, kernel_into=_uniform_into,
+@declare(kernel=_uniform_kernel, infer=_uniform_infer, stateful=True, kernel_into=_uniform_into, name="uniform",
          attrs={"shape": "ints", "dtype": "dtype", "minval": "float", "maxval": "float?", "seed": "seed"})
-def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
+def _uniform_op(shape, minval, maxval, dtype, seed):
     """Values drawn uniformly from [minval, maxval) (maxval defaults to 1 for floats
     and is required for integer dtypes).
 
@@ -438,13 +438,120 @@ def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None):
     2i+1, u = ((w0 | w1 << 32) >> 11) * 2^-53; value minval + u*(maxval - minval)
     in float64 (no FMA), rounded to the dtype and kept below maxval. Integers:
     words ki..ki+k-1 as r, first word lowest (k = 2 if the span s <= 2^32, else 4), value
-    minval + floor(r*s / 2^(32k)). Seeded: K = (seed mod 2^32, seed >> 32), B = 0."""
-    return (), {
-        "shape": as_shape("uniform", shape), "dtype": dtypes.as_dtype(dtype),
-        "minval": _scalar("uniform", minval, "minval"),
-        "maxval": None if maxval is None else _scalar("uniform", maxval, "maxval"),
-        "seed": _seed_value("uniform", seed),
-    }
+    minval + floor(r*s / 2^(32k)). Seeded: K = (seed mod 2^32, seed >> 32), B = 0.
+
+    (The op takes bounds known while tracing, as attributes; ``uniform_bounds``
+    takes them as operands.)"""
+    return (), {"shape": shape, "dtype": dtype, "minval": minval, "maxval": maxval, "seed": seed}
+
+
+# -- uniform between bounds known only at run time --------------------------------------------
+#
+# tf.random.uniform((), i, i + 1, tf.int32) with i a loop counter: the bounds are
+# operands (0-d tensors of the result's dtype), checked when the op runs. The draw
+# is uniform's (the same words, the same conversion), so the bits are uniform's
+# for the same bounds, seed and stream. As TensorFlow's (rnd * (maxval - minval)
+# + minval), a float draw is differentiable in its bounds.
+
+
+def _uniform_bounds_infer(op, minval: Spec, maxval: Spec, shape, dtype, seed) -> Spec:
+    if dtype.is_bool or not (dtype.is_integer or dtype.is_floating):
+        raise TypeError(f"uniform: dtype {dtype.name} is not supported; expected a float or integer dtype")
+    for what, b in (("minval", minval), ("maxval", maxval)):
+        if b.ndim != 0 or b.dtype != dtype:
+            raise TypeError(f"uniform: {what} must be a scalar of the result's dtype {dtype.name}, got "
+                            f"{b.dtype.name} of shape {tuple(b.shape)}")
+    return Spec(shape, dtype)
+
+
+def _run_time_bounds(minval, maxval, dtype):
+    """The bounds as Python numbers, checked as ``_uniform_infer`` checks attributes."""
+    from tfc.core.errors import InvalidArgumentError
+
+    lo, hi = minval.item(), maxval.item()
+    if dtype.is_floating and not (math.isfinite(lo) and math.isfinite(hi)):
+        raise InvalidArgumentError(f"uniform: minval and maxval must be finite, got {lo} and {hi}")
+    if not lo < hi:
+        raise InvalidArgumentError(f"uniform: minval {lo} must be less than maxval {hi}")
+    return lo, hi
+
+
+def _uniform_bounds_spec(minval, maxval, dtype):
+    lo, hi = _run_time_bounds(minval, maxval, dtype)
+    return integers_spec(dtype, lo, hi) if dtype.is_integer else uniform_spec(dtype, lo, hi)
+
+
+def _uniform_bounds_kernel(minval, maxval, shape, dtype, seed):
+    return draw(seed, shape, _uniform_bounds_spec(minval, maxval, dtype))
+
+
+def _uniform_bounds_into(minval, maxval, out, shape, dtype, seed):
+    draw_into(out, seed, _uniform_bounds_spec(minval, maxval, dtype))
+
+
+def _uniform_bounds_grad(e, g):
+    """value = minval + u * (maxval - minval): d/dminval = 1 - u, d/dmaxval = u,
+    with u = (value - minval) / (maxval - minval) (TensorFlow's: the draw's
+    unit values times the incoming gradient, summed)."""
+    from tfc.ops.reductions import reduce_sum
+
+    lo, hi = e.inputs
+    if e.attrs["dtype"].is_integer:
+        return [None, None]
+    u = (e.outputs[0] - lo) / (hi - lo)
+    gu = reduce_sum(g * u)
+    return [reduce_sum(g) - gu if e.needs_grad(0) else None, gu if e.needs_grad(1) else None]
+
+
+@declare(kernel=_uniform_bounds_kernel, infer=_uniform_bounds_infer, grad=_uniform_bounds_grad, stateful=True,
+         kernel_into=_uniform_bounds_into, attrs={"shape": "ints", "dtype": "dtype", "seed": "seed"})
+def uniform_bounds(minval, maxval, shape, dtype=dtypes.float32, seed=None):
+    """``uniform(shape, minval, maxval, dtype, seed)`` whose bounds are 0-d
+    tensors of ``dtype`` (perhaps known only at run time): the same draw and
+    values; minval < maxval (and finite) is checked when the op runs."""
+    return (minval, maxval), {"shape": shape, "dtype": dtype, "seed": seed}
+
+
+def _tensor_bound(v, dtype, what):
+    """A bound as a 0-d tensor of ``dtype`` (a number or an eager tensor's value
+    converted as TensorFlow converts it; a traced tensor of another dtype is
+    refused, as there)."""
+    if isinstance(v, Tensor) and (v.symbolic or (v.ndim == 0 and v.dtype == dtype)):
+        if v.dtype != dtype:
+            raise TypeError(f"uniform: {what} is a {v.dtype.name} tensor, the result's dtype is {dtype.name}: "
+                            f"cast it (tfc.cast({what}, {dtype.name}))")
+        if v.ndim != 0:
+            raise ValueError(f"uniform: {what} must be a scalar, got shape {v.shape}")
+        return v
+    v = _scalar("uniform", v, what)
+    if dtype.is_integer:
+        info = np.iinfo(dtype.as_numpy_dtype)
+        if not float(v).is_integer() or not info.min <= v <= info.max:
+            raise ValueError(f"uniform: {what} {v!r} is not a {dtype.name} value")
+        v = int(v)
+    return convert_to_tensor(np.array(v, dtype.as_numpy_dtype))
+
+
+@user_errors
+def uniform(shape, minval=0, maxval=None, dtype=dtypes.float32, seed=None, name=None):
+    # (its docstring, set below, is the op's with a paragraph on tensor bounds)
+    shape, dtype = as_shape("uniform", shape), dtypes.as_dtype(dtype)
+    seed = _seed_value("uniform", seed)
+    if any(isinstance(b, Tensor) and (b.symbolic or (b.ndim == 0 and b.dtype == dtype)) for b in (minval, maxval)):
+        if maxval is None and dtype.is_integer:
+            raise ValueError(f"uniform: maxval must be given for integer dtype {dtype.name}")
+        lo = _tensor_bound(minval, dtype, "minval")
+        hi = _tensor_bound(1 if maxval is None else maxval, dtype, "maxval")
+        return uniform_bounds(lo, hi, shape, dtype, seed, name=name)
+    return _uniform_op(shape, _scalar("uniform", minval, "minval"),
+                       None if maxval is None else _scalar("uniform", maxval, "maxval"), dtype, seed, name=name)
+
+
+uniform.__doc__ = _uniform_op.__doc__.split("\n\n    (The op takes")[0] + """
+
+    A bound that is a tensor of the result's dtype (a traced one: known only when
+    the function runs) is an operand of the op (``uniform_bounds``): the same
+    values, checked when the op runs, and a float draw's gradient reaches it."""
 
 
 def _normal_infer(op, shape, dtype, mean, stddev, seed) -> Spec:
