@@ -188,3 +188,16 @@ def test_checkpoint_written_before_seed_calls_restores(tmp_path):
     other(tfc.ones([2, 4]))
     with pytest.raises(ValueError, match="missing from the checkpoint: model/layers/1/kernel"):
         tfc.train.Checkpoint(model=other).restore(path)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_seeded_dropout_refused_input_leaves_the_count(compiled):
+    """Integer inputs: a TypeError naming the layer and the user's line; the
+    count does not advance (the next call draws call 0's mask)."""
+    layer = tfc.layers.Dropout(0.5, seed=1)
+    call = tfc.function(lambda x: layer(x, training=True)) if compiled else (lambda x: layer(x, training=True))
+    layer(tfc.ones([2]))  # built, the count 0
+    with pytest.raises(TypeError, match="dropout: the inputs have dtype int32; dropout needs floats") as info:
+        call(tfc.constant([1, 2]))
+    assert any(__file__ in note for note in getattr(info.value, "__notes__", []))
+    assert int(layer.seed_calls.numpy()) == 0

@@ -12,6 +12,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.context import STATE
+from tfc.core.registry import note_user_line
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
 from tfc.nn._checks import flag, fraction, is_number, positive_int
@@ -279,16 +280,18 @@ class Dropout(Layer):
             return inputs
         if self.seed is None:
             return conv.dropout(inputs, self.rate)
+        if not inputs.dtype.is_floating:  # (before the count advances: a refused call draws nothing)
+            error = TypeError(f"{self.name}: the inputs have dtype {inputs.dtype.name}; dropout needs floats")
+            note_user_line(error)
+            raise error
         if STATE.builder is None:
             # eagerly the count is known now: dropout_mask's draw with that seed (which has a GPU kernel)
-            seed = (self.seed + int(self.seed_calls.numpy())) % (1 << 64)
-            self.seed_calls.assign_add(np.int64(1))
-            return conv.dropout(inputs, self.rate, seed=seed)
-        if not inputs.dtype.is_floating:
-            raise TypeError(f"{self.name}: the inputs have dtype {inputs.dtype.name}; dropout needs floats")
-        seed = self.seed_calls + np.int64(self.seed - (1 << 64) if self.seed >= 1 << 63 else self.seed)
+            out = conv.dropout(inputs, self.rate, seed=(self.seed + int(self.seed_calls.numpy())) % (1 << 64))
+        else:
+            seed = self.seed_calls + np.int64(self.seed - (1 << 64) if self.seed >= 1 << 63 else self.seed)
+            out = inputs * seeded_dropout_mask(inputs, seed, self.rate)
         self.seed_calls.assign_add(np.int64(1))
-        return inputs * seeded_dropout_mask(inputs, seed, self.rate)
+        return out
 
 
 class Conv2D(Layer):
