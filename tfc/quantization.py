@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfc.core.progress import progress
+from tfc.nn._checks import flag, is_number
 from tfc.ops import quant as _quant_ops  # (registers the quantized ops: tfc.load parses them)
 
 MODES = _quant_ops.MODES
@@ -59,15 +60,11 @@ class Config:
         if self.method not in METHODS:
             raise ValueError(f"tfc.quantization.Config: method must be one of {', '.join(METHODS)}, "
                              f"got {self.method!r}")
-        number = isinstance(self.percentile, (int, float, np.integer, np.floating)) and not isinstance(
-            self.percentile, (bool, np.bool_))
-        if not number or not 50.0 < float(self.percentile) <= 100.0:
+        if not is_number(self.percentile) or not 50.0 < float(self.percentile) <= 100.0:
             raise ValueError(f"tfc.quantization.Config: percentile must be a number in (50, 100], "
                              f"got {self.percentile!r}")
         for what in ("per_channel", "quiet"):
-            if not isinstance(getattr(self, what), (bool, np.bool_)):
-                raise TypeError(f"tfc.quantization.Config: {what} must be True or False, "
-                                f"got {getattr(self, what)!r}")
+            flag("tfc.quantization.Config", what, getattr(self, what))
         if not isinstance(self.exclude, (str, tuple, list, set, frozenset)):
             raise TypeError(f"tfc.quantization.Config: exclude must be a name or a list of op kinds and weight "
                             f"names, got {type(self.exclude).__name__} {self.exclude!r}")
