@@ -233,3 +233,48 @@ def test_compiled_call_custom_gradient_none():
     np.testing.assert_array_equal(want.numpy(), np.float32([0.574, 0.574]))
     np.testing.assert_array_equal(_through_call(tfc.function(lambda s, y: _first_gets_none(s, y)))(a, y).numpy(),
                                   want.numpy())
+
+
+def loop_captured_on_later_trips(x, n):
+    # x's gradient flows only on trips i > 0, onto one it had before the loop
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        a = tfc.zeros_like(x)
+        i = tfc.constant(0)
+        while i < n:
+            if i > 0:
+                a = a + x * x
+            i += 1
+        loss = tfc.reduce_sum(a) + tfc.reduce_sum(tfc.sqrt(x))
+    return t.gradient(loss, x)
+
+
+def second_order_flagged_loop_trips(x, n):
+    # the first-order gradient stops on trips i > 0; zero or one trip included
+    with tfc.GradientTape() as t2:
+        t2.watch(x)
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            a, b = x * 1.0, x * 1.0
+            i = tfc.constant(0)
+            while i < n:
+                if i > 0:
+                    a = tfc.stop_gradient(a) + b * b * b
+                else:
+                    a = a * 2.0
+                b = b + 1.0
+                i += 1
+            loss = tfc.reduce_sum(a) + tfc.reduce_sum(b)
+        g = t.gradient(loss, x)
+        s = tfc.reduce_sum(g * g)
+    return g, t2.gradient(s, x)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_flagged_loops_by_trip_count(n):
+    """Every trip count, zero and one included: a captured value whose gradient
+    flows on some trips keeps the one it had (sqrt'(0) = inf meets no zero),
+    and second order through a loop whose flags change from trip to trip."""
+    want = check(loop_captured_on_later_trips, c(0.0, 2.0), tfc.constant(n))
+    assert np.isinf(want[0].numpy()[0]) and not np.isnan(want[0].numpy()).any()
+    check(second_order_flagged_loop_trips, c(0.5, 2.0), tfc.constant(n), dynamic_none=(1,) if n < 2 else ())
