@@ -188,3 +188,24 @@ def test_cp_async_only_where_the_view_starts_aligned(cuda_driver):
                                                                transpose_b=True), x, b)
         _check(got, x[start:start + 64 * 32].reshape(64, 32), b, False, True)
         assert conc.ptx.count("cp.async.cg.shared.global") == 2 * staged
+
+
+def test_the_simulator_catches_a_missing_cp_async_wait():
+    """The tiled kernel's PTX without its ``cp.async.wait_all``: the copies never land (the
+    simulator writes them at the thread's wait), so the fragments read stale shared memory and
+    the result is wrong; with the wait it is right."""
+    from tfc.backends.cuda import simulator as S
+
+    rng = np.random.default_rng(12)
+    a = rng.standard_normal((64, 32)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    conc = tfc.function(lambda x, y: tfc.matmul(x, y, transpose_b=True), target="cuda").get_concrete_function(
+        tfc.constant(a), tfc.constant(b))
+    ptx = conc.ptx
+    (name,) = S.parse(ptx).kernels
+    assert ptx.count("cp.async.wait_all;") == 1
+    for text, right in ((ptx, True), (ptx.replace("cp.async.wait_all;", ""), False)):
+        out = np.zeros((64, 64), np.float16)
+        S.run(S.parse(text), name, (1, 1, 1), (128, 1, 1), [a, b, out], S.Memory())
+        want = (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16)
+        assert np.allclose(out.astype(np.float32), want, atol=0.05, rtol=0.01) == right

@@ -912,8 +912,8 @@ class _Decoder:
             self._nops(ops, 0, opcode)
 
             def wait(ctx, sel):
-                pending, keep = getattr(ctx, "cp_async", []), []
-                for lanes, dst, data in pending:
+                keep = []
+                for lanes, dst, data in ctx.cp_async:
                     mine = np.isin(lanes, np.arange(ctx.n) if sel is None else sel)
                     if mine.any():
                         ctx.shared_access(dst[mine], lanes[mine], np.dtype(np.uint32), 4, 16, data[mine])
@@ -950,7 +950,7 @@ class _Decoder:
                 part = (n > b) & ~full
                 if part.any():
                     data[part, b] = ctx.global_load(g[part] + np.uint64(b), lanes[part], np.dtype(np.uint8), 1, 1)
-            ctx.cp_async = getattr(ctx, "cp_async", []) + [(lanes, d, data.view(np.uint32))]
+            ctx.cp_async.append((lanes, d, data.view(np.uint32)))
         return _OP, cp, None
 
     def _i_mma_s8(self, ops, opcode):
@@ -1944,6 +1944,7 @@ class _Ctx:
                 self.regs.append(np.full(n, _POISON[dt.itemsize], np.dtype(f"u{dt.itemsize}")).view(dt))
         self._special = {}
         self.special = _SpecialView(self)
+        self.cp_async = []  # (lanes, shared addresses, 16 bytes each) of copies issued, not yet waited for
         self.shared_size = k.static_shared
         for s in k.shared.values():
             if s.extern and shared_bytes:
