@@ -201,3 +201,10 @@ def test_seeded_dropout_refused_input_leaves_the_count(compiled):
         call(tfc.constant([1, 2]))
     assert any(__file__ in note for note in getattr(info.value, "__notes__", []))
     assert int(layer.seed_calls.numpy()) == 0
+
+
+def test_seeded_dropout_mask_refuses_a_rate_that_is_not_a_number():
+    with pytest.raises(TypeError, match="seeded_dropout_mask: rate must be a number, got 'a'"):
+        seeded_dropout_mask(tfc.ones([2]), tfc.constant(np.int64(1)), "a")
+    got = seeded_dropout_mask(tfc.ones([8]), tfc.constant(np.int64(1)), tfc.constant(0.5))  # a scalar tensor
+    np.testing.assert_array_equal(got.numpy(), dropout_mask(tfc.ones([8]), 0.5, seed=1).numpy())

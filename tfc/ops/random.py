@@ -767,7 +767,8 @@ def seeded_dropout_mask(x, seed, rate, noise_shape=None):
     seed = convert_to_tensor(seed)
     if seed.dtype != dtypes.int64:
         raise TypeError(f"seeded_dropout_mask: the seed must be an int64 scalar tensor, got dtype {seed.dtype.name}")
-    return (x, seed), {"rate": float(rate), "noise_shape": None if noise_shape is None else tuple(noise_shape)}
+    return (x, seed), {"rate": float(_scalar("seeded_dropout_mask", rate, "rate")),
+                       "noise_shape": None if noise_shape is None else tuple(noise_shape)}
 
 
 __all__ = ["uniform", "normal", "set_seed", "truncated_normal", "categorical", "shuffle"]
