@@ -209,3 +209,32 @@ def test_the_simulator_catches_a_missing_cp_async_wait():
         S.run(S.parse(text), name, (1, 1, 1), (128, 1, 1), [a, b, out], S.Memory())
         want = (a.astype(np.float32) @ b.astype(np.float32).T).astype(np.float16)
         assert np.allclose(out.astype(np.float32), want, atol=0.05, rtol=0.01) == right
+
+
+
+def test_cp_async_partial_chunks_at_the_end_of_k():
+    """A matmul of views with K = 45 of rows of 48 halves (B from column 8 on: its data 16 bytes
+    in), which bufferization passes as they are in this L3: aligned rows, so cp.async, and the
+    last chunk of each row copies 5 halves (10 bytes), zero-filling the 3 past K (halves of
+    the next columns, which must not enter the sum); run on the simulator."""
+    from tfc.backends.cuda import simulator as S
+    from tfc.backends.cuda.ptx import to_ptx
+
+    text = """func.func @f(%x: memref<70x48xf16>, %y: memref<40x56xf16>, %arena: memref<0xi8>) -> memref<70x40xf16> {
+  %a = loops.subview %x [0, 0] [70, 45] [1, 1] : memref<70x48xf16> -> memref<70x45xf16, strided<[48, 1]>>
+  %b = loops.subview %y [0, 8] [40, 45] [1, 1] : memref<40x56xf16> -> memref<40x45xf16, strided<[56, 1], offset: 8>>
+  %c = loops.alloc : memref<70x40xf16>
+  loops.library "matmul"(%a, %b : memref<70x45xf16, strided<[48, 1]>>, memref<40x45xf16, strided<[56, 1], offset: 8>>) outs(%c : memref<70x40xf16>) {attrs = {transpose_a = false, transpose_b = true}} -> ()
+  func.return %c : memref<70x40xf16>
+}"""
+    m = lower(text)
+    (k,) = kernels(m)
+    ptx = to_ptx(m)
+    assert ptx.count("cp.async.cg.shared.global") == 4
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal((70, 48)).astype(np.float16)
+    y = rng.standard_normal((40, 56)).astype(np.float16)
+    out = np.zeros((70, 40), np.float16)
+    grid = (2 * 1, 1, 1)  # tiles of 64 x 64: two rows of tiles, one column
+    S.run(S.parse(ptx), k.sym_name.data, grid, (128, 1, 1), [x, y.ravel()[8:].copy(), out], S.Memory())
+    _check(out, x[:, :45], y[:, 8:53], False, True)
