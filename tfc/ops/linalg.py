@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from tfc.core import blas_threads
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare, user_errors
 from tfc.core.tensor import Tensor, convert_to_tensor
@@ -42,13 +43,15 @@ def _rows(a):
 
 
 def _matmul_kernel(a, b, transpose_a, transpose_b):
+    # blas_threads.matmul: OpenBLAS on one thread per block, the blocks a function of the
+    # shapes (eager and compiled cut a product alike: the same bits; see its docstring)
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
     if _one_gemm(a, b, transpose_a):
-        return np.matmul(_rows(a), blas_ready(b)).reshape(a.shape[:-1] + b.shape[-1:])
+        return blas_threads.matmul(_rows(a), blas_ready(b)).reshape(a.shape[:-1] + b.shape[-1:])
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
-    return np.matmul(blas_ready(a), blas_ready(b))
+    return blas_threads.matmul(blas_ready(a), blas_ready(b))
 
 
 def _matmul_into(a, b, out, transpose_a, transpose_b):
@@ -56,11 +59,11 @@ def _matmul_into(a, b, out, transpose_a, transpose_b):
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
     if _one_gemm(a, b, transpose_a) and out.flags.c_contiguous:
-        np.matmul(_rows(a), blas_ready(b), out=_rows(out))
+        blas_threads.matmul(_rows(a), blas_ready(b), out=_rows(out))
         return
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
-    np.matmul(blas_ready(a), blas_ready(b), out=out)
+    blas_threads.matmul(blas_ready(a), blas_ready(b), out=out)
 
 
 # operands of the result's dtype: numpy's matmul would otherwise cast them (with out=, it
