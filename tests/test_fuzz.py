@@ -158,7 +158,11 @@ def test_generator_covers_every_construct():
                       '"DESCENDING"', "tfc.argsort(", "tfc.top_k(", "tfc.random.truncated_normal(",
                       "tfc.random.categorical(", "tfc.random.shuffle(", "tfc.ops.quant.quantize(",
                       "tfc.ops.quant.dequantize(", "tfc.distribute.all_reduce(", "tfc.distribute.broadcast(",
-                      "tfc.distribute.all_gather(", ":0]", ", 3]"]:
+                      "tfc.distribute.all_gather(", ":0]", ", 3]",
+                      # drawn from the side stream: seeded dropout (a constant and a computed
+                      # seed), int8/uint8 arithmetic, shapes holding a traced count (dynamic_fill)
+                      "tfc.ops.random.seeded_dropout_mask(", "tfc.int64) + ", "tfc.int8)", "tfc.uint8)",
+                      "tfc.fill([", "tfc.ones([", "(tfc.reduce_sum(tfc.ones_like("]:
         assert construct in model_text, construct
     assert set(MODEL_OPS) == {m[2:] for m in dir(_Gen) if m.startswith("m_")}  # one entry per op
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing

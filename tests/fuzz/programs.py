@@ -164,8 +164,11 @@ def _size(shape) -> int:
 
 
 class _Gen:
-    def __init__(self, rng, dtype, grad, second_order=False):
+    def __init__(self, rng, dtype, grad, second_order=False, side=None):
         self.rng = rng
+        # the constructs added after a campaign's programs were fixed draw from a stream
+        # of their own, so that a (seed, index) keeps drawing the same program around them
+        self.side = side if side is not None else np.random.default_rng(0)
         self.dtype = dtype
         self.grad = grad
         self.second_order = second_order
@@ -179,6 +182,12 @@ class _Gen:
 
     def chance(self, p) -> bool:
         return bool(self.rng.random() < p)
+
+    def side_pick(self, seq):
+        return seq[int(self.side.integers(len(seq)))]
+
+    def side_chance(self, p) -> bool:
+        return bool(self.side.random() < p)
 
     def fresh(self) -> str:
         self.count += 1
@@ -347,9 +356,13 @@ class _Gen:
         """The ops issue 16 compiles through kernels and loops: arg-reductions,
         scatter-adds (unsorted_segment_sum, gather's gradient), gathers with tensor,
         computed and nested indices, pad, one_hot, stack, split, integer arithmetic,
-        and indexing with None, negative steps, tensor (0-d) indices."""
+        and indexing with None, negative steps, tensor (0-d) indices; integer arithmetic
+        in int8 and uint8 too (wrapping as numpy); ``x`` multiplied by a fill whose
+        shape holds a traced count (dynamic_fill where the count is known only at run time)."""
         s = tuple(s)
         r = len(s)
+        if r and 0 not in s and self.side_chance(0.1):
+            x = self._run_time_fill(x, s)
         dt = self._fdt()
         options = ["int", "pad", "index"] + (["int_input"] * 8 if self.ints else [])
         if r >= 1:
@@ -384,9 +397,12 @@ class _Gen:
             return f"tfc.cast(tfc.{op}({x}, axis={a}{ot}), {dt})", shape
         if k == "int":
             it = self.pick(["int32", "int64"])
+            if self.side_chance(0.4):
+                it = self.side_pick(["int8", "uint8"])
             i = self._int(x, it)
+            neg2 = "2" if it == "uint8" else "-2"  # -2 does not fit in uint8 (eager's error)
             form = self.pick([f"({i} // 3)", f"({i} % 3)", f"({i} * {i} - {i})", f"tfc.maximum({i}, 1)",
-                              f"tfc.floordiv({i}, -2)", f"tfc.mod({i}, 5)", f"tfc.abs({i})"])
+                              f"tfc.floordiv({i}, {neg2})", f"tfc.mod({i}, 5)", f"tfc.abs({i})"])
             if self.chance(0.3) and r:
                 a = int(self.rng.integers(r))
                 red = self.pick(["reduce_sum", "reduce_max", "reduce_min"])
@@ -473,6 +489,28 @@ class _Gen:
             return x, s
         return f"{x}[{key}]", shape
 
+    def _count(self, x, s, a) -> str:
+        """A traced int32 0-d tensor equal to ``s[a]`` when the program runs."""
+        return f"(tfc.reduce_sum(tfc.ones_like({x}, dtype=tfc.int32)) // {_size(s) // s[a]})"
+
+    def _run_time_fill(self, x, s) -> str:
+        """``x`` times ones (or plus a fill) whose shape holds a traced count."""
+        a = int(self.side.integers(len(s)))
+        dims = ", ".join(self._count(x, s, a) if i == a else str(d) for i, d in enumerate(s))
+        if self.side_chance(0.5):
+            return f"({x} * tfc.ones([{dims}], dtype={self._fdt()}))"
+        return f"({x} + tfc.fill([{dims}], tfc.cast({self.side_pick(['0.0', '-0.0', '1.5'])}, {self._fdt()})))"
+
+    def _seeded_dropout(self, x, s, y, shape) -> str:
+        """``y`` (of ``shape``) times a seeded dropout mask, its int64 seed a constant
+        or computed from ``x`` (of ``s``), known only at run time."""
+        seed = int(self.side.integers(100))
+        key = f"tfc.constant({seed}, tfc.int64)" if self.side_chance(0.5) or 0 in s else \
+            f"(tfc.cast({self._count(x, s, 0) if s else 'tfc.constant(1)'}, tfc.int64) + {seed})"
+        rate = self.side_pick(["0.25", "0.5", "0.9"])
+        mask = f"tfc.ops.random.seeded_dropout_mask(tfc.zeros({list(shape)}, dtype={self._fdt()}), {key}, {rate})"
+        return f"({y} * {mask})"
+
     # -- the model ops (docs/ops.md): one entry per op in MODEL_OPS ---------------------
 
     def operand(self, x, s):
@@ -503,6 +541,8 @@ class _Gen:
         x, s = self.operand(x, s)
         fits = [name for name, rank in MODEL_OPS.items() if len(s) >= rank]
         y, shape = getattr(self, "m_" + self.pick(fits))(x, tuple(s))
+        if self.side_chance(0.08):
+            y = self._seeded_dropout(x, tuple(s), y, shape)
         empty = [a for a, d in enumerate(shape) if d == 0]
         if empty:  # summed over its empty axes: the other ops' draws assume sizes >= 1
             red = self.pick(["reduce_sum", "reduce_mean"])
@@ -840,7 +880,8 @@ def generate(seed: int, index: int, grad: bool = False) -> Program:
         sources = sorted({int(i) for i in rng.integers(0, n, size=int(rng.integers(1, n + 1)))})
         g = {"sources": sources, "persistent": bool(rng.random() < 0.3),
              "second_order": bool(rng.random() < 0.2), "unconnected": bool(rng.random() < 0.15)}
-    gen = _Gen(rng, dtype, grad, second_order=bool(g and g["second_order"]))
+    gen = _Gen(rng, dtype, grad, second_order=bool(g and g["second_order"]),
+               side=np.random.default_rng([seed, index, int(grad), 1]))
     for i, s in enumerate(shapes):
         gen.env[f"x{i}"] = s
     if not grad and rng.random() < 0.3:  # an int32 input (outside env: not a float variable)
