@@ -1293,9 +1293,13 @@ class Emitter:
         if chunks is not None:  # the kernel on chunks of rows, each written into the result
             rows, widest = chunks
             params = [f"i{j}" for j in range(len(ins))]
+            sliced = ''.join(p + '[lo:hi], ' for p in params)
             self.build_lines.append(f"def rows{k}({', '.join(params)}, o0, lo, hi, T):")
-            self.build_lines.append(f"    np.copyto(o0[lo:hi], lib{k}({''.join(p + '[lo:hi], ' for p in params)}"
-                                    f"**attrs{k}), casting='unsafe')")
+            if op.outs:  # the planned buffer's rows (C-contiguous) written by kernel_into: no copy
+                self.build_lines.insert(-1, f"into{k} = rt.kernel_into({name!r})")
+                self.build_lines.append(f"    into{k}({sliced}o0[lo:hi], **attrs{k})")
+            else:
+                self.build_lines.append(f"    np.copyto(o0[lo:hi], lib{k}({sliced}**attrs{k}), casting='unsafe')")
             t = (op.outs or op.res)[0].type
             if not op.outs:  # (else the planned buffer)
                 out.append(pad + f"{res[0]} = {_allocation(t)}")
