@@ -39,24 +39,30 @@ def _unsigned(dt: dtypes.DType) -> bool:
     return dt.as_numpy_dtype.kind == "u"
 
 
-def const(b, value, dt: dtypes.DType):
-    """A scalar ``arith.constant`` of dtype ``dt``. arith.constant is signless: an
-    unsigned constant is the signless one of its bits (wrapped as numpy wraps:
-    -1 is 255 in uint8), bitcast to the unsigned type."""
-    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+def constant_ops(value, t) -> list:
+    """The ops of a scalar constant ``value`` of element type ``t``, the last one
+    giving it (also the loops lowering's). arith.constant is signless: an unsigned
+    (``ui8``) constant is the signless one of its bits (wrapped as numpy wraps: -1
+    is 255 in uint8), bitcast to ``t`` (the type keeps the signedness, and the ops
+    on it take their unsigned forms: cmpi ult, divui, maxui, extui, uitofp)."""
+    from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, Signedness
 
-    if dt.is_floating:
-        attr = FloatAttr(float(value), element_type(dt))
-    elif dt.is_bool:
-        attr = IntegerAttr(int(bool(value)), element_type(dt))
-    elif _unsigned(dt):
-        bits = 8 * dt.itemsize
-        signless = (int(value) + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1)
-        c = b.emit(_arith().ConstantOp(IntegerAttr(signless, IntegerType(bits))))
-        return b.emit(_arith().BitcastOp(c, element_type(dt)))
-    else:
-        attr = IntegerAttr(int(value), element_type(dt))
-    return b.emit(_arith().ConstantOp(attr))
+    arith = _arith()
+    if not isinstance(t, IntegerType):
+        return [arith.ConstantOp(FloatAttr(float(value), t))]
+    if t.signedness.data == Signedness.UNSIGNED:
+        bits = t.width.data
+        c = arith.ConstantOp(IntegerAttr((int(value) + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1),
+                                         IntegerType(bits)))
+        return [c, arith.BitcastOp(c.result, t)]
+    return [arith.ConstantOp(IntegerAttr(int(value), t))]
+
+
+def const(b, value, dt: dtypes.DType):
+    """A scalar constant of dtype ``dt`` (``constant_ops``)."""
+    for op in constant_ops(int(bool(value)) if dt.is_bool else value, element_type(dt)):
+        result = b.emit(op)
+    return result
 
 
 def like(b, value, x):

@@ -47,7 +47,7 @@ import numpy as np
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX, FloatAttr, IndexType, IntegerAttr, IntegerType, MemRefType, Signedness, TensorType, i8,
+    DYNAMIC_INDEX, IndexType, IntegerAttr, MemRefType, TensorType, i8,
 )
 from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
@@ -58,6 +58,7 @@ from tfc.dialects.tensor import (
     AssertOp, AssignVariableOp, ConditionOp, CondOp, ConstantOp, PrintOp, ReadVariableOp,
     RegistryOp, WhileOp, YieldOp, decode_attrs, dtype_of, loc_str, spec_of,
 )
+from tfc.ops._scalar import constant_ops
 from tfc.passes.bufferize import Bufferization, alias_view_reader, functions, lowers, read_in_place
 from tfc.passes.plan_memory import plan
 from tfc.passes.pipeline import PassPreconditionError, require_tensor_ir
@@ -71,20 +72,6 @@ def convert_type(t):
             return t.element_type
         return MemRefType(t.element_type, [DYNAMIC_INDEX if d == DYNAMIC_INDEX else d for d in shape])
     return t
-
-
-def scalar_constant(value, t) -> list:
-    """The ops of a scalar constant ``value`` of element type ``t``, the last one
-    giving it. arith.constant is signless: an unsigned (``ui8``) constant is the
-    signless one of the same bits bitcast to ``t`` (the type keeps the signedness,
-    and the ops on it take their unsigned forms: cmpi ult, divui, maxui, extui, uitofp)."""
-    if dtype_of(t).is_floating:
-        return [arith.ConstantOp(FloatAttr(float(value), t))]
-    if isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED:
-        bits = t.width.data
-        c = arith.ConstantOp(IntegerAttr((int(value) + 2 ** (bits - 1)) % 2 ** bits - 2 ** (bits - 1), IntegerType(bits)))
-        return [c, arith.BitcastOp(c.result, t)]
-    return [arith.ConstantOp(IntegerAttr(int(value), t))]
 
 
 class L3Builder:
@@ -263,7 +250,7 @@ class BodyBuilder:
         # the value eager's kernel of that dtype holds
         with np.errstate(all="ignore"):
             v = np.asarray(x).astype(dt.as_numpy_dtype)
-        for op in scalar_constant(v.item() if dt.is_floating else int(v), t):
+        for op in constant_ops(v.item() if dt.is_floating else int(v), t):
             result = self.op(op)
         return result
 
@@ -377,8 +364,8 @@ class _Lowering:
             elif isinstance(op, ConstantOp):
                 arr = op.numpy()
                 if arr.ndim == 0:
-                    for c in scalar_constant(arr.item() if arr.dtype.kind == "f" else int(arr),
-                                             op.result.type.element_type):
+                    for c in constant_ops(arr.item() if arr.dtype.kind == "f" else int(arr),
+                                          op.result.type.element_type):
                         vm[op.result] = self.emit(b3, c, op).result
                 else:
                     vm[op.result] = self.emit(b3, L.ConstantOp(op.value, convert_type(op.result.type)), op).result
