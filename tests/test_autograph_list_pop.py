@@ -195,3 +195,104 @@ def test_a_tensor_list_of_rows_of_different_lengths_is_an_error_not_a_broadcast(
         tfc.function(ragged)(tfc.constant(3))
     with pytest.raises(Exception):
         ragged(3)  # Python's stack of rows of different lengths fails too
+
+# -- a pop of a Python list the function never appends to (not rewritten: Python's pop) ------
+
+def pop_outer_list(n):
+    l = [1, 2, 3]
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return s
+
+
+def pop_outer_list_at(n):
+    l = [1, 2, 3]
+    s = 0
+    while s < n:
+        s = s + l.pop(0)
+    return s
+
+
+def pop_in_tensor_if(n):
+    l = [1, 2, 3]
+    s = 0
+    if n > 1:
+        s = l.pop()
+    return s, len(l)
+
+
+def pop_argument(l, n):
+    s = 0
+    for _ in range(n):
+        s += l.pop()
+    return s
+
+
+class _Holder:
+    def __init__(self):
+        self.items = [4, 5, 6]
+
+
+def pop_attribute(h, n):
+    s = 0
+    for _ in range(n):
+        s += h.items.pop()
+    return s
+
+
+_MODULE_LIST = [7, 8, 9]
+
+
+def pop_global(n):
+    s = 0
+    for _ in range(n):
+        s += _MODULE_LIST.pop()
+    return s
+
+
+_POP_OUTSIDE = r"test_autograph_list_pop.py:\d+: pop\(\) of a Python list made before the tensor loop or `if`"
+
+
+@pytest.mark.parametrize("f,args", [(pop_outer_list, ()), (pop_outer_list_at, ()), (pop_in_tensor_if, ()),
+                                    (pop_argument, ([1, 2, 3],)), (pop_attribute, (_Holder(),)),
+                                    (pop_global, ())], ids=lambda a: getattr(a, "__name__", "args"))
+def test_a_tensor_loop_does_not_pop_an_outer_python_list_once(f, args):
+    # traced once, the pop would run once whatever the trips (Python's 5 would be 6)
+    with pytest.raises(NotImplementedError, match=_POP_OUTSIDE):
+        tfc.function(f)(*args, tfc.constant(2))
+    # a Python loop or `if` pops as Python does
+    if f is not pop_global:
+        fresh = [_Holder() if isinstance(a, _Holder) else list(a) for a in args]
+        assert tfc.function(f)(*fresh, 2) == f(*[_Holder() if isinstance(a, _Holder) else list(a) for a in args], 2)
+    assert _MODULE_LIST == [7, 8, 9]  # the error came before the pop
+
+
+def pop_a_list_of_the_body(n):
+    s = 0
+    for i in range(n):
+        tmp = [1, 2, 3]
+        s += tmp.pop()
+        for _ in range(2):  # a Python loop in the tensor loop pops its own list
+            s += tmp.pop(0)
+    return s
+
+
+def pop_a_list_of_the_body_kept(n):
+    s = 0
+    tmp = [0]
+    for i in range(n):
+        tmp = [1, 2, 3]  # a new list on each trip (loop state)
+        s += tmp.pop()
+    return s, len(tmp)
+
+
+def test_a_list_made_inside_the_tensor_loop_pops_as_python():
+    for n in (0, 1, 3):
+        assert tfc.function(pop_a_list_of_the_body)(tfc.constant(n)).numpy() == pop_a_list_of_the_body(n) == 6 * n
+    assert tfc.function(pop_a_list_of_the_body)(3) == 18
+    # a new list each trip, kept as loop state: its pop is the trip's own (the loop's
+    # error is about the list's structure, not the pop)
+    assert pop_a_list_of_the_body_kept(2) == (6, 2)
+    with pytest.raises(ValueError, match="variable 'tmp' does not have the same nested structure"):
+        tfc.function(pop_a_list_of_the_body_kept)(tfc.constant(2))

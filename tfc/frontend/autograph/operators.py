@@ -17,6 +17,8 @@ import dis
 import functools
 import numbers
 import operator
+import os
+import sys
 
 from tfc.core import nest
 from tfc.core.context import STATE
@@ -685,6 +687,7 @@ def _deeper(fn, where):
     """Run ``fn`` one level deeper in tensor control flow (what _LOOP_DEPTH counts):
     a branch or loop body of ``where`` (the tensor `if` or loop, for errors)."""
     _LOOP_DEPTH[0] += 1
+    _OUTER_LISTS.append(_lists_of_the_caller())
     try:
         return fn()
     except Exception as e:
@@ -701,6 +704,52 @@ def _deeper(fn, where):
         raise _fails_the_trace(err) from e  # the trace fails even if the user's code catches it
     finally:
         _LOOP_DEPTH[0] -= 1
+        _OUTER_LISTS.pop()
+
+
+# For each tensor `if` or loop being traced, the Python lists that existed when it
+# began (id -> list, held so that no new list takes an id): a Python pop of one of
+# them there runs once while tracing, whatever the trips or the branch taken.
+_OUTER_LISTS: list = []
+_TFC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+_SCAN_LEN = 10_000  # longer containers are not searched for lists inside them
+
+
+def _lists_of_the_caller() -> dict:
+    """The lists the user's function that runs the tensor `if` or loop can reach:
+    its variables (the loop's closure included), their items and attributes two
+    levels down, and its module's lists."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_TFC_DIR):
+        f = f.f_back
+    found = {}
+    if f is None:
+        return found
+
+    def add(v, depth):
+        if isinstance(v, list):
+            found[id(v)] = v
+        if depth == 0 or callable(v) or isinstance(v, (Tensor, numbers.Number, str, bytes, type(os))):
+            return
+        if isinstance(v, (list, tuple)):
+            items = v
+        elif isinstance(v, dict):
+            items = v.values()
+        else:  # an object's attributes (read without running its __getattr__)
+            try:
+                items = object.__getattribute__(v, "__dict__").values()
+            except Exception:
+                return
+        if len(items) <= _SCAN_LEN:
+            for x in list(items):
+                add(x, depth - 1)
+
+    for v in f.f_locals.values():
+        add(v, 2)
+    for v in f.f_globals.values():
+        if isinstance(v, list):
+            found[id(v)] = v
+    return found
 
 
 _RAISE = dis.opmap["RAISE_VARARGS"]
@@ -1123,13 +1172,20 @@ def call(f, *args, **kwargs):
     """A call from converted code: builtins with tensor overloads, user
     functions converted (cached), everything else called as is."""
     owner = getattr(f, "__self__", None)
-    if (isinstance(owner, list) and id(owner) in _ELEMENT_TYPES and getattr(f, "__name__", None) == "pop"
-            and _LOOP_DEPTH[0] and STATE.builder is not None):
+    if (isinstance(owner, list) and getattr(f, "__name__", None) == "pop" and _LOOP_DEPTH[0]
+            and STATE.builder is not None):
         # a pop the conversion does not rewrite (list_pop), traced once, would pop once
         # whatever the loop's trips or the branch taken
-        raise NotImplementedError(
-            f"pop() of a list with a declared element type inside a tensor loop or `if` is supported only as "
-            f"{_POP_FORMS}")
+        if id(owner) in _ELEMENT_TYPES:
+            raise NotImplementedError(
+                f"pop() of a list with a declared element type inside a tensor loop or `if` is supported only as "
+                f"{_POP_FORMS}")
+        if any(id(owner) in lists for lists in _OUTER_LISTS):
+            at = sys._getframe(1)
+            raise NotImplementedError(
+                f"{at.f_code.co_filename}:{at.f_lineno}: pop() of a Python list made before the tensor loop or "
+                f"`if` it is in: traced once, it would pop once whatever the loop's trips or the branch taken. "
+                f"Pop it outside the loop or `if`, or make it a tensor (tfc.constant(lst)) and read it by index")
     try:
         override = BUILTINS.get(f)
     except TypeError:  # unhashable callable
