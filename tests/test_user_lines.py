@@ -35,3 +35,41 @@ def test_composite_errors_name_the_users_line(name, traced):
     assert f"{__file__}:{line} " in notes, notes
     assert notes.count(" at ") == 1  # once, not per frame
 
+
+
+def _line_of(marker):
+    with open(__file__) as f:
+        return next(i for i, text in enumerate(f, 1) if text.rstrip().endswith(marker))
+
+
+def test_compiled_gradient_refusals_name_the_users_line():
+    """An assignment, or an unseeded draw, inside differentiated compiled control
+    flow: the NotImplementedError starts with the line that made it."""
+    import numpy as np
+
+    v = tfc.Variable(np.float32(1.0))
+
+    @tfc.function
+    def assigns(x, n):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            i, y = tfc.constant(0), x
+            while i < n:
+                v.assign_add(1.0)  # the assignment
+                y = y * 2.0
+                i += 1
+            s = tfc.reduce_sum(y)
+        return t.gradient(s, x)
+
+    @tfc.function
+    def draws(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = tfc.cond(tfc.reduce_sum(x) > 0.0, lambda: x * tfc.random.uniform((2,)), lambda: x)  # the draw
+            s = tfc.reduce_sum(y)
+        return t.gradient(s, x)
+
+    with pytest.raises(NotImplementedError, match=f"^{__file__}:{_line_of('# the assignment')}: .*assigns the var"):
+        assigns(tfc.ones([2]), tfc.constant(2))
+    with pytest.raises(NotImplementedError, match=f"^{__file__}:{_line_of('# the draw')}: .*stateful op uniform"):
+        draws(tfc.ones([2]))

@@ -127,7 +127,7 @@ class Replay:
     def op(self, op):
         from tfc.core.registry import execute
         from tfc.dialects.tensor import (
-            AssertOp, AssignVariableOp, CondOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, WhileOp,
+            AssertOp, AssignVariableOp, CondOp, ConstantOp, PrintOp, ReadVariableOp, RegistryOp, WhileOp, loc_str,
         )
 
         if isinstance(op, RegistryOp):
@@ -137,7 +137,7 @@ class Replay:
             if opdef.stateful and op.attr_values.get("seed") is None:
                 # (a seeded draw is a function of its seed: replayed, it gives the same values)
                 raise NotImplementedError(
-                    f"the gradient of compiled code containing the stateful op {opdef.name} is not "
+                    f"{loc_str(op)}: the gradient of compiled code containing the stateful op {opdef.name} is not "
                     f"implemented (replaying it would not give the same values); compute it outside "
                     f"the differentiated tfc.cond / tfc.while_loop / tfc.function, or give the draw a seed")
             out = execute(opdef, [self.value(v) for v in op.operands], op.attr_values)
@@ -149,7 +149,10 @@ class Replay:
         elif isinstance(op, ReadVariableOp):
             self.env[op.result] = self.read(op.ref)
         elif isinstance(op, AssignVariableOp):
-            self.assign(op.ref, self.value(op.value), self.nested)
+            try:
+                self.assign(op.ref, self.value(op.value), self.nested)
+            except NotImplementedError as e:  # say which assignment of the user's
+                raise NotImplementedError(f"{loc_str(op)}: {e}") from None
         elif isinstance(op, (PrintOp, AssertOp)):
             pass  # they ran with the forward computation
         elif isinstance(op, CondOp):
