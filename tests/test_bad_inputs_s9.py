@@ -35,8 +35,12 @@ def test_distribute_outside_a_launcher():
     tfc.distribute.broadcast_variables([v], root=0)  # one rank: nothing to do
     np.testing.assert_array_equal(v.numpy(), [1.0, 2.0])
     for seed in ("a", -1, None, 2**64):
-        with pytest.raises(TypeError, match="rank_seed: seed must be a non-negative int"):
+        with pytest.raises(TypeError, match=r"rank_seed: seed must be a non-negative int below 2\*\*64, got") as info:
             tfc.distribute.rank_seed(seed)
+        assert "or None" not in str(info.value)  # None is refused too
+        assert __file__ in "".join(getattr(info.value, "__notes__", []))
+        with pytest.raises(TypeError, match="distribute.set_seed: seed must be a non-negative int"):
+            tfc.distribute.set_seed(seed)
     assert tfc.distribute.rank_seed(np.int64(7)) == 7
 
 

@@ -78,11 +78,7 @@ def rank_seed(seed: int) -> int:
     ``seed`` itself on rank 0 (a 1-rank job draws what a plain
     ``tfc.random.set_seed(seed)`` draws), a SplitMix64 mix of (seed, rank)
     elsewhere, so the ranks' Philox keys differ and their streams are independent."""
-    from tfc.ops.random import _seed_value
-
-    if seed is None:
-        raise TypeError("rank_seed: seed must be a non-negative int below 2**64, got None")
-    seed = _seed_value("rank_seed", seed)
+    seed = _job_seed("rank_seed", seed)
     r = world().rank
     if r == 0:
         return seed
@@ -99,7 +95,24 @@ def set_seed(seed: int) -> None:
     ``seed=`` draw the same values on every rank, as in one process."""
     from tfc.random import set_seed as set_global_seed
 
-    set_global_seed(rank_seed(seed))
+    set_global_seed(rank_seed(_job_seed("distribute.set_seed", seed)))
+
+
+def _job_seed(api: str, seed) -> int:
+    """``seed`` as an int, or a TypeError naming ``api`` and the user's line: a
+    job's seed is given (None, fresh entropy on each rank, would not reproduce)."""
+    from tfc.core.registry import note_user_line
+    from tfc.ops.random import _seed_value
+
+    try:
+        value = None if seed is None else _seed_value(api, seed)
+    except TypeError:
+        value = None
+    if value is None:
+        error = TypeError(f"{api}: seed must be a non-negative int below 2**64, got {seed!r}")
+        note_user_line(error)
+        raise error
+    return value
 
 
 __all__ = [
