@@ -574,3 +574,15 @@ def test_sources_of_run_time_lengths_that_differ_fail_when_the_function_runs(y_r
     if y_rows:
         with pytest.raises(Exception, match="components must have the same first dimension"):
             g(x, tfc.constant(np.arange(y_rows, dtype=np.float32)))
+
+
+@pytest.mark.parametrize("make", [lambda: Dataset.range(2**32 + 3).take(5),
+                                  lambda: Dataset.range(2**40, 2**41, 3).take(4).batch(3)], ids=["take", "batch"])
+def test_a_range_longer_than_the_counter_is_cut_not_wrapped(make):
+    # its int64 length cast to the int32 counter wrapped: 3 elements, or none, instead of 5
+    def inside():
+        return fold(make())
+
+    want = fold(make())
+    assert_bit_identical(list(tfc.function(fold)(make())), list(want))
+    assert_bit_identical(list(tfc.function(inside)()), list(want))

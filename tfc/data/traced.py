@@ -353,8 +353,10 @@ def _assert_same_length(tensors, n):
 def _range(ds):
     math, _ = _ops()
     start, stop, step = ds._bounds
+    # (a longer range is cut to the int32 counter's range: elements past it cannot be reached,
+    # and a length cast to int32 would wrap, so range(2**32 + 3).take(5) gave 3 elements)
     if not any(isinstance(b, Tensor) for b in ds._bounds):
-        n = len(range(start, stop, step))
+        n = min(len(range(start, stop, step)), ENDLESS_LIMIT)
     else:  # len(range(start, stop, step)), at run time
         start, stop, step = (convert_to_tensor(b, dtypes.int64) if not isinstance(b, Tensor) else
                              math.cast(b, dtypes.int64) for b in (start, stop, step))
@@ -363,7 +365,7 @@ def _range(ds):
         # eager raises for a zero step; so does the compiled loop, when it runs
         Assert(math.not_equal(step, constant(0, dtypes.int64)), ["Dataset.range: step must not be 0"])
         toward = math.where(step > 0, constant(1, dtypes.int64), constant(-1, dtypes.int64))
-        n = _int32(_clamp0((stop - start + step - toward) // step))
+        n = _int32(math.minimum(_clamp0((stop - start + step - toward) // step), constant(ENDLESS_LIMIT, dtypes.int64)))
     return _Plan(n, lambda i: start + _int64(i) * step, lambda idx: start + _int64(idx) * step)
 
 
