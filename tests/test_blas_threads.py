@@ -36,8 +36,11 @@ def test_thread_count_restored_after_a_product_and_an_error():
 
 
 def _one_thread_blocks(a, b, parts):
-    """The rows of ``a @ b`` block by block, each on one OpenBLAS thread."""
+    """``a @ b`` block by block (rows, or columns where b has more than a has rows),
+    each on one OpenBLAS thread."""
     with blas_threads.one_thread():
+        if b.shape[1] > a.shape[0]:
+            return np.concatenate([a @ b[:, lo:hi] for lo, hi in parts], axis=1)
         return np.concatenate([a[lo:hi] @ b for lo, hi in parts])
 
 
@@ -51,8 +54,9 @@ def test_large_products_are_cut_by_their_shapes_alone(m, k, n, transposed, monke
         a = rng.standard_normal((k, m) if transposed else (m, k)).astype(dtype)
         a = a.T if transposed else a
         b = rng.standard_normal((k, n)).astype(dtype)
-        parts = blas_threads.blocks(m, m * k * n, blas_threads.ROW_ALIGN)
-        assert len(parts) > 1 and parts[0][0] == 0 and parts[-1][1] == m
+        cut = n if n > m else m
+        parts = blas_threads.blocks(cut, m * k * n, blas_threads.ROW_ALIGN)
+        assert len(parts) > 1 and parts[0][0] == 0 and parts[-1][1] == cut
         assert all(hi - lo == parts[0][1] - parts[0][0] for lo, hi in parts[:-1])
         assert (parts[0][1] - parts[0][0]) % blas_threads.ROW_ALIGN == 0
         expected = _one_thread_blocks(a, b, parts)
