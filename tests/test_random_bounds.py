@@ -121,3 +121,22 @@ def test_integer_bounds_have_no_gradient():
         t.watch([lo, hi])
         y = tfc.cast(tfc.random.uniform((3,), lo, hi, dtype=tfc.int32, seed=1), tfc.float32)
     assert t.gradient(y, [lo, hi]) == [None, None]
+
+
+def _loop_of_draws(x, n, seed):
+    with tfc.GradientTape() as t:
+        t.watch(x)
+        s = tfc.constant(0.0, tfc.float64)
+        for _ in tfc.range(n):
+            s += tfc.reduce_sum(tfc.random.uniform((3,), 0.0, x, dtype=tfc.float64, seed=seed))
+    return s, t.gradient(s, x)
+
+
+def test_gradient_through_a_compiled_tensor_loop():
+    x = tfc.constant(2.0, tfc.float64)
+    eager = _loop_of_draws(x, tfc.constant(2), 1)
+    compiled = tfc.function(_loop_of_draws)(x, tfc.constant(2), 1)  # a seeded draw is replayed
+    assert all(np.array_equal(a.numpy(), b.numpy()) for a, b in zip(eager, compiled))
+    np.testing.assert_allclose(compiled[1].numpy(), compiled[0].numpy() / 2.0, rtol=1e-14)  # values are u * x
+    with pytest.raises(NotImplementedError, match="stateful op uniform_bounds .* give the draw a seed"):
+        tfc.function(_loop_of_draws)(x, tfc.constant(2), None)
