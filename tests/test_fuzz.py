@@ -162,7 +162,10 @@ def test_generator_covers_every_construct():
                       # drawn from the side stream: seeded dropout (a constant and a computed
                       # seed), int8/uint8 arithmetic, shapes holding a traced count (dynamic_fill)
                       "tfc.ops.random.seeded_dropout_mask(", "tfc.int64) + ", "tfc.int8)", "tfc.uint8)",
-                      "tfc.fill([", "tfc.ones([", "(tfc.reduce_sum(tfc.ones_like("]:
+                      "tfc.fill([", "tfc.ones([", "(tfc.reduce_sum(tfc.ones_like(",
+                      # rows written by tensor loops: TensorArrays fixed and growing, declared lists
+                      "tfc.TensorArray(", "dynamic_size=True", ", element_shape=(", "tfc.autograph.set_element_type(",
+                      ".append(", "tfc.autograph.stack(", ".stack(), axis=0)"]:
         assert construct in model_text, construct
     assert set(MODEL_OPS) == {m[2:] for m in dir(_Gen) if m.startswith("m_")}  # one entry per op
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing

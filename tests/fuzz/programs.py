@@ -750,7 +750,41 @@ class _Gen:
         k = self.pick(kinds)
         if k in ("if", "while", "for") and not self._rebindable():
             k = "assign"
-        return getattr(self, "st_" + k)(depth)
+        lines = getattr(self, "st_" + k)(depth)
+        if depth == 0 and self.side_chance(0.04):
+            lines += self.st_rows()
+        return lines
+
+    def st_rows(self):
+        """Rows written by a tensor loop (side stream): a TensorArray (fixed size with
+        its element shape, or growing from empty) or a list of a declared element type
+        appended to, then stacked. With gradients the array has a fixed size: the
+        gradient of a growing one's contents is not implemented in compiled code."""
+        n = int(self.side.integers(0, 4))
+        names = [m for m, s in self.env.items() if len(s) <= 2 and _size(s) * max(n, 1) <= MAX_SIZE]
+        if not names:
+            return []
+        y = self.side_pick(names)
+        s = self.env[y]
+        self.loops += 1
+        j, a, dt = f"j{self.loops}", f"rows{self.loops}", self._fdt()
+        row = self.side_pick([f"({y} * tfc.cast({j} + 1, {dt}))", f"tfc.sin({y} + tfc.cast({j}, {dt}))", y])
+        name = self.fresh()
+        kind = self.side_pick(["fixed", "fixed"] if self.grad else ["fixed", "growing", "list"])
+        if kind == "list":
+            lines = [f"{a} = []", f"tfc.autograph.set_element_type({a}, {dt}, shape={tuple(s)})",
+                     f"for {j} in tfc.range({n}):", f"    {a}.append({row})"]
+            stacked = f"tfc.autograph.stack({a})"
+        else:
+            make = f"size={n}, element_shape={tuple(s)}" if kind == "fixed" else "size=0, dynamic_size=True"
+            lines = [f"{a} = tfc.TensorArray({dt}, {make})", f"for {j} in tfc.range({n}):",
+                     f"    {a} = {a}.write({j}, {row})"]
+            stacked = f"{a}.stack()"
+        if n == 0:  # no rows: summed over them (the other draws assume sizes >= 1)
+            self.env[name] = tuple(s)
+            return lines + [f"{name} = tfc.reduce_sum({stacked}, axis=0)"]
+        self.env[name] = (n,) + tuple(s)
+        return lines + [f"{name} = {stacked}"]
 
     def st_assign(self, depth):
         src, s = self.expr()
