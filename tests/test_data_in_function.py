@@ -586,3 +586,15 @@ def test_a_range_longer_than_the_counter_is_cut_not_wrapped(make):
     want = fold(make())
     assert_bit_identical(list(tfc.function(fold)(make())), list(want))
     assert_bit_identical(list(tfc.function(inside)()), list(want))
+
+
+@pytest.mark.parametrize("make", [lambda: Dataset.range(5).take(2**40), lambda: Dataset.range(5).skip(2**40),
+                                  lambda: Dataset.from_tensor_slices(_X).skip(2**33).batch(2)],
+                         ids=["take", "skip", "skip_batch"])
+def test_counts_past_the_counters_range(make):
+    assert_bit_identical(list(tfc.function(fold)(make())), list(fold(make())))
+
+
+def test_skipping_past_the_counters_range_of_an_endless_dataset_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match=r"skip\(8589934592\) of an endless dataset"):
+        tfc.function(fold)(Dataset.range(3).repeat().skip(2**33))

@@ -543,7 +543,8 @@ def _take(ds):
     src = _unfiltered(plan(ds._source), "take")
     if ds._count < 0:
         return src
-    return _Plan(_min(src.length, ds._count), src.element, src.gather)
+    # (a count past the counter's range takes all that can be reached: an int32 length)
+    return _Plan(_min(src.length, min(ds._count, ENDLESS_LIMIT)), src.element, src.gather)
 
 
 def _skip(ds):
@@ -553,6 +554,11 @@ def _skip(ds):
         return _Plan(0, src.element, src.gather)  # all skipped (eagerly an endless input gives nothing too)
     if k == 0:
         return src
+    if k >= ENDLESS_LIMIT:  # past every length the int32 counter has
+        if src.endless:
+            raise NotImplementedError(f"Dataset.skip({k}) of an endless dataset inside a compiled function: "
+                                      f"its elements past 2**31 - 1 cannot be indexed by the loop's int32 counter")
+        return _Plan(0, src.element, src.gather)
     length = None if src.length is None else _clamp0(src.length - k)
     if isinstance(length, int) and length == 0:
         return _Plan(0, src.element, src.gather)  # (the body never runs: element k may not exist)
