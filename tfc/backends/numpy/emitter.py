@@ -975,7 +975,7 @@ class Emitter:
             is_array[r] = arr
             if not arr:
                 continue
-            dying = [slot_of[v] for v in set(o.operands) if v in slot_of and last.get(v) == i]
+            dying = [slot_of[v] for v in dict.fromkeys(o.operands) if v in slot_of and last.get(v) == i]
             single = o.name in _UFUNC or o.name in ("arith.cmpf", "arith.cmpi")
             if single:
                 free.extend(dying)
