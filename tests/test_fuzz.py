@@ -165,7 +165,10 @@ def test_generator_covers_every_construct():
                       "tfc.fill([", "tfc.ones([", "(tfc.reduce_sum(tfc.ones_like(",
                       # rows written by tensor loops: TensorArrays fixed and growing, declared lists
                       "tfc.TensorArray(", "dynamic_size=True", ", element_shape=(", "tfc.autograph.set_element_type(",
-                      ".append(", "tfc.autograph.stack(", ".stack(), axis=0)"]:
+                      ".append(", "tfc.autograph.stack(", ".stack(), axis=0)",
+                      # one-image batches: conv2d (strides, dilation, paddings, filters from x), pools
+                      "tfc.nn.conv2d(", "dilations=2", "padding='SAME'", "padding='VALID'", "tfc.nn.max_pool2d(",
+                      "tfc.nn.avg_pool2d(", "]) * 0.25 - 1.0) * tfc.reduce_mean(x"]:
         assert construct in model_text, construct
     assert set(MODEL_OPS) == {m[2:] for m in dir(_Gen) if m.startswith("m_")}  # one entry per op
     assert re.search(r"\[(:, )+(1:|::2|0)\]", text) and re.search(r"\[(1:|::2|0)\]", text)  # slicing

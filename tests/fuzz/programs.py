@@ -753,7 +753,48 @@ class _Gen:
         lines = getattr(self, "st_" + k)(depth)
         if depth == 0 and self.side_chance(0.04):
             lines += self.st_rows()
+        if depth == 0 and self.side_chance(0.04):
+            lines += self.st_image()
         return lines
+
+    def st_image(self):
+        """A variable of rank 2 or 3 as a one-image NHWC batch through conv2d (stride
+        1 or 2, dilation 2, SAME or VALID, the filters a function of the input or not)
+        or a max/avg pool (windows that tile the image among them) (side stream)."""
+        names = [m for m, s in self.env.items() if len(s) in (2, 3) and 0 not in s]
+        if not names:
+            return []
+        x = self.side_pick(names)
+        s = self.env[x]
+        h, w, c = s if len(s) == 3 else s + (1,)
+        dt = self._fdt()
+        op = self.side_pick(["conv2d", "conv2d", "max_pool2d", "avg_pool2d"])
+        pad = self.side_pick(["SAME", "VALID"])
+        kh, kw = int(self.side.integers(1, min(h, 3) + 1)), int(self.side.integers(1, min(w, 3) + 1))
+        stride = self.side_pick([1, 2])
+        dil = 2 if op == "conv2d" and stride == 1 and self.side_chance(0.3) else 1
+        reach = ((kh - 1) * dil + 1, (kw - 1) * dil + 1)
+        if pad == "VALID" and (reach[0] > h or reach[1] > w):
+            dil, reach = 1, (kh, kw)
+        co = int(self.side.integers(1, 3)) if op == "conv2d" else c
+        oh, ow = ((-(-h // stride), -(-w // stride)) if pad == "SAME" else
+                  ((h - reach[0]) // stride + 1, (w - reach[1]) // stride + 1))
+        if oh * ow * co > MAX_SIZE:
+            return []
+        image = f"tfc.reshape({x}, [1, {h}, {w}, {c}])"
+        if op == "conv2d":
+            filt = f"(tfc.reshape(tfc.cast(tfc.range({kh * kw * c * co}), {dt}), [{kh}, {kw}, {c}, {co}]) * 0.25 - 1.0)"
+            if self.side_chance(0.5):  # the filters' gradient too
+                filt = f"({filt} * tfc.reduce_mean({x}))"
+            dl = f", dilations={dil}" if dil > 1 else ""
+            call = f"tfc.nn.conv2d({image}, {filt}, strides={stride}, padding={pad!r}{dl})"
+        else:
+            if self.side_chance(0.5) and h % kh == 0 and w % kw == 0:  # windows that tile the image
+                stride, pad, oh, ow = [kh, kw], "VALID", h // kh, w // kw
+            call = f"tfc.nn.{op}({image}, [{kh}, {kw}], {stride}, padding={pad!r})"
+        name = self.fresh()
+        self.env[name] = (oh, ow, co)
+        return [f"{name} = tfc.reshape({call}, [{oh}, {ow}, {co}])"]
 
     def st_rows(self):
         """Rows written by a tensor loop (side stream): a TensorArray (fixed size with
