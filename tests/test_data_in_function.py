@@ -598,3 +598,11 @@ def test_counts_past_the_counters_range(make):
 def test_skipping_past_the_counters_range_of_an_endless_dataset_is_a_clear_error():
     with pytest.raises(NotImplementedError, match=r"skip\(8589934592\) of an endless dataset"):
         tfc.function(fold)(Dataset.range(3).repeat().skip(2**33))
+
+
+def test_a_repeat_longer_than_the_counter_is_cut_not_wrapped():
+    # the source's run-time length times the count wrapped in int32: 2**31 * 3 elements looked like none
+    def make():
+        return Dataset.range(3).repeat(2**31).take(4)
+
+    assert_bit_identical(list(tfc.function(fold)(make())), list(fold(make())))

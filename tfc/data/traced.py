@@ -298,6 +298,14 @@ def _tensor(x):
     return x if isinstance(x, Tensor) else constant(x, dtypes.int32)
 
 
+def _within_counter(n):
+    """A length (an int, or an int64 tensor) cut to the int32 loop counter's range:
+    elements past it cannot be reached, and a cast to int32 would wrap."""
+    if isinstance(n, int):
+        return min(n, ENDLESS_LIMIT)
+    return _int32(_ops()[0].minimum(n, constant(ENDLESS_LIMIT, dtypes.int64)))
+
+
 def _int64(i):
     return _ops()[0].cast(i, dtypes.int64)
 
@@ -353,10 +361,8 @@ def _assert_same_length(tensors, n):
 def _range(ds):
     math, _ = _ops()
     start, stop, step = ds._bounds
-    # (a longer range is cut to the int32 counter's range: elements past it cannot be reached,
-    # and a length cast to int32 would wrap, so range(2**32 + 3).take(5) gave 3 elements)
     if not any(isinstance(b, Tensor) for b in ds._bounds):
-        n = min(len(range(start, stop, step)), ENDLESS_LIMIT)
+        n = _within_counter(len(range(start, stop, step)))
     else:  # len(range(start, stop, step)), at run time
         start, stop, step = (convert_to_tensor(b, dtypes.int64) if not isinstance(b, Tensor) else
                              math.cast(b, dtypes.int64) for b in (start, stop, step))
@@ -365,7 +371,7 @@ def _range(ds):
         # eager raises for a zero step; so does the compiled loop, when it runs
         Assert(math.not_equal(step, constant(0, dtypes.int64)), ["Dataset.range: step must not be 0"])
         toward = math.where(step > 0, constant(1, dtypes.int64), constant(-1, dtypes.int64))
-        n = _int32(math.minimum(_clamp0((stop - start + step - toward) // step), constant(ENDLESS_LIMIT, dtypes.int64)))
+        n = _within_counter(_clamp0((stop - start + step - toward) // step))
     return _Plan(n, lambda i: start + _int64(i) * step, lambda idx: start + _int64(idx) * step)
 
 
@@ -527,7 +533,7 @@ def _repeat(ds):
         # endless, unless the source is empty (TensorFlow's rule, and eager's)
         length = None if isinstance(total, int) else _endless_unless_empty(total)
     else:
-        length = total * count
+        length = _within_counter(total * count if isinstance(total, int) else _int64(total) * count)
     element = lambda i: src.element(i % total)  # noqa: E731
     gather = None if src.gather is None else (lambda idx: src.gather(idx % total))
     keep = None if src.keep is None else (lambda i: src.keep(i % total))
