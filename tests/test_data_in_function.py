@@ -606,3 +606,16 @@ def test_a_repeat_longer_than_the_counter_is_cut_not_wrapped():
         return Dataset.range(3).repeat(2**31).take(4)
 
     assert_bit_identical(list(tfc.function(fold)(make())), list(fold(make())))
+
+
+def test_a_traced_drop_remainder_is_an_error_naming_it():
+    @tfc.function
+    def f(x):
+        s = tfc.constant(0.0)
+        for b in Dataset.from_tensor_slices(x).batch(2, drop_remainder=tfc.reduce_sum(x) > 0):
+            s += tfc.reduce_sum(b)
+        return s
+
+    with pytest.raises(TypeError, match="drop_remainder must be True or False while the function is traced") as e:
+        f(tfc.constant(np.ones((3, 2), np.float32)))
+    assert "test_data_in_function.py" in "".join(getattr(e.value, "__notes__", []))

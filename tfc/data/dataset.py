@@ -44,6 +44,13 @@ def _int(what: str, n) -> int:
 def _flag(what: str, b) -> bool:
     """``b`` (a Python or numpy bool, or a bool scalar tensor) as a bool: a truthy
     string or number is a mistake, not True."""
+    if isinstance(b, Tensor) and b.symbolic:
+        from tfc.core.registry import note_user_line
+
+        e = TypeError(f"{what} must be True or False while the function is traced (it decides the pipeline), "
+                      f"got a symbolic tensor {b.dtype.name}{list(b.shape)}")
+        note_user_line(e)
+        raise e
     if isinstance(b, Tensor):
         b = b.numpy()
     if isinstance(b, np.ndarray) and b.ndim == 0:
