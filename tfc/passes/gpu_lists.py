@@ -109,4 +109,8 @@ def tensor_array_write(namer, op):
 
 LIBRARY = {"tensor_array_write": tensor_array_write}
 
-__all__ = ["LIBRARY", "fail_if"]
+# The state lists of a loop gradient (tfc/frontend/cfgrad.py): results of run-time size, left in the host
+# program, which runs them as device-to-device copies (tfc/backends/cuda/lists.py).
+HOST_LIST_OPS = frozenset({"state_list_push", "state_list_get", "state_list_push_grad", "state_list_get_grad"})
+
+__all__ = ["HOST_LIST_OPS", "LIBRARY", "fail_if"]

@@ -68,7 +68,7 @@ from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, pr
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
-from tfc.passes.gpu_lists import LIBRARY as LIST_LIBRARY
+from tfc.passes.gpu_lists import HOST_LIST_OPS, LIBRARY as LIST_LIBRARY
 from tfc.passes.gpu_random import LIBRARY as RANDOM_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
@@ -957,6 +957,8 @@ class _Lowering:
             elif isinstance(op, L.LibraryOp):
                 if not any(isinstance(v.type, MemRefType) for v in list(op.operands) + list(op.results)):
                     continue  # on host scalars only (a reduction of a 0-d value): the host runs its kernel
+                if op.callee.data in HOST_LIST_OPS and not op.outs:
+                    continue  # a loop gradient's state lists: the host copies them (tfc/backends/cuda/lists.py)
                 self.replace(op, self.library(op))
             else:
                 for region in op.regions:

@@ -27,11 +27,12 @@ class Buf:
     offset 0 of its memref type's layout (a view's own offset and strides are
     in its type), ``owner`` keeps the allocation alive."""
 
-    __slots__ = ("addr", "owner")
+    __slots__ = ("addr", "owner", "shape")
 
     def __init__(self, addr: int, owner=None):
         self.addr = addr
         self.owner = owner
+        self.shape = None  # the run-time shape of a value of a dynamic memref type (tfc/backends/cuda/lists.py)
 
 
 def np_dtype(t):
@@ -240,8 +241,17 @@ class HostProgram:
         cond_type = op.cond_region.block.last_op.cond.type
         limit = None if op.max_iterations is None else op.max_iterations.value.data
 
+        # an empty state list enters with a static type, a loop result of dynamic type: its shape goes with it
+        from tfc.backends.cuda.lists import with_shape
+
+        shaped = [k for k, (v, r) in enumerate(zip(op.operands, op.results))
+                  if isinstance(r.type, MemRefType) and v.type != r.type]
+        init_types = [v.type for v in op.operands]
+
         def while_(rt, env):
             vals = [env[i] for i in ins]
+            for k in shaped:
+                vals[k] = with_shape(vals[k], init_types[k])
             n = 0
             while limit is None or n < limit:
                 for a, v in zip(cond_args, vals):
@@ -323,6 +333,10 @@ class HostProgram:
         other): its registry kernel on the numbers, as the numpy backend runs it."""
         from tfc.core.registry import REGISTRY
 
+        from tfc.backends.cuda.lists import STEPS as LIST_STEPS
+
+        if op.callee.data in LIST_STEPS and not op.outs:  # a loop gradient's state lists: dtod copies
+            return LIST_STEPS[op.callee.data](op, ins, out)
         if op.outs or any(isinstance(v.type, MemRefType) for v in list(op.ins) + list(op.res)):
             raise NotImplementedError(f"the CUDA host program cannot run library call {op.callee.data} on buffers "
                                       f"({loc_str(op)}): tfc-lower-gpu makes it a kernel")
