@@ -619,3 +619,21 @@ def test_a_traced_drop_remainder_is_an_error_naming_it():
     with pytest.raises(TypeError, match="drop_remainder must be True or False while the function is traced") as e:
         f(tfc.constant(np.ones((3, 2), np.float32)))
     assert "test_data_in_function.py" in "".join(getattr(e.value, "__notes__", []))
+
+
+@pytest.mark.parametrize("bound", [tfc.constant(5.5), tfc.constant([5]), tfc.constant(True)],
+                         ids=["float", "vector", "bool"])
+def test_a_traced_range_bound_must_be_an_int_scalar(bound):
+    # eager raises; compiled, 5.5 was truncated to 5 and [5] read as 5
+    @tfc.function
+    def f(n):
+        s = tfc.constant(0, tfc.int64)
+        for i in Dataset.range(n):
+            s += i
+        return s
+
+    with pytest.raises(TypeError, match="Dataset.range must be an int"):
+        list(Dataset.range(bound))
+    with pytest.raises(TypeError, match="Dataset.range must be an int, got a symbolic tensor"):
+        f(bound)
+    assert int(f(tfc.constant(5))) == 10

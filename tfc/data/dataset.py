@@ -41,6 +41,18 @@ def _int(what: str, n) -> int:
     return int(n)
 
 
+def _traced_int(what: str, t: Tensor) -> Tensor:
+    """A symbolic integer scalar, checked as ``_int`` checks a value (a float or a
+    vector would be truncated or misread when the function runs)."""
+    if t.dtype not in dtypes.INTS or t.ndim != 0:
+        from tfc.core.registry import note_user_line
+
+        e = TypeError(f"{what} must be an int, got a symbolic tensor {t.dtype.name}{list(t.shape)}")
+        note_user_line(e)
+        raise e
+    return t
+
+
 def _flag(what: str, b) -> bool:
     """``b`` (a Python or numpy bool, or a bool scalar tensor) as a bool: a truthy
     string or number is a mistake, not True."""
@@ -94,7 +106,8 @@ class Dataset:
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
         if any(isinstance(a, Tensor) and a.symbolic for a in args):  # inside a function being traced
-            bounds = [a if isinstance(a, Tensor) else _int("Dataset.range", a) for a in args]
+            bounds = [_traced_int("Dataset.range", a) if isinstance(a, Tensor) and a.symbolic
+                      else _int("Dataset.range", a) for a in args]
         else:
             bounds = [_int("Dataset.range", a) for a in args]
         start, stop, step = ([0] if len(bounds) == 1 else []) + bounds + ([1] if len(bounds) < 3 else [])
