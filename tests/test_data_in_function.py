@@ -637,3 +637,18 @@ def test_a_traced_range_bound_must_be_an_int_scalar(bound):
     with pytest.raises(TypeError, match="Dataset.range must be an int, got a symbolic tensor"):
         f(bound)
     assert int(f(tfc.constant(5))) == 10
+
+
+def test_a_variable_a_map_function_reads_is_read_at_each_call():
+    # (docs/data.md: the way to give a map function a value that changes without a retrace)
+    scale = tfc.Variable(2.0, dtype=tfc.float64)
+    x = np.arange(6.0).reshape(3, 2)
+
+    def make():
+        return Dataset.from_tensor_slices(x).map(lambda r: r * scale)
+
+    f = tfc.function(fold)
+    for value in (2.0, -0.5):
+        scale.assign(value)
+        assert_bit_identical(list(f(make())), list(fold(make())))
+    assert f.trace_count == 1
