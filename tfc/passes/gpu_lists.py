@@ -113,4 +113,23 @@ LIBRARY = {"tensor_array_write": tensor_array_write}
 # program, which runs them as device-to-device copies (tfc/backends/cuda/lists.py).
 HOST_LIST_OPS = frozenset({"state_list_push", "state_list_get", "state_list_push_grad", "state_list_get_grad"})
 
-__all__ = ["HOST_LIST_OPS", "LIBRARY", "fail_if"]
+
+
+def run_time_shape_error(op):
+    """The error for library call ``op`` on values of run-time shape (of
+    which a second-order gradient through a tensor loop makes its lists'
+    arithmetic: zeros_like, add, negative of a list's flat buffer), naming
+    the user's line; None where every value's shape is static."""
+    from tfc.dialects.tensor import loc_str
+
+    types = [v.type for v in list(op.operands) + list(op.results)]
+    if not any(isinstance(t, MemRefType) and any(d < 0 for d in t.get_shape()) for t in types):
+        return None
+    return NotImplementedError(
+        f"target cuda: no GPU kernel for {op.callee.data} of run-time shape ("
+        + ", ".join(str(t) for t in types) + ") yet; only the state lists themselves run at run-time sizes "
+        f"(first-order gradients of tensor loops: the gradient of a tensor loop on cuda of second order is not "
+        f"implemented) ({loc_str(op)})")
+
+
+__all__ = ["HOST_LIST_OPS", "LIBRARY", "fail_if", "run_time_shape_error"]

@@ -68,7 +68,7 @@ from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, pr
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
-from tfc.passes.gpu_lists import HOST_LIST_OPS, LIBRARY as LIST_LIBRARY
+from tfc.passes.gpu_lists import HOST_LIST_OPS, LIBRARY as LIST_LIBRARY, run_time_shape_error
 from tfc.passes.gpu_random import LIBRARY as RANDOM_LIBRARY
 from tfc.passes.gpu_random import RANDOM_OPS, host_key_base, random_launch
 from tfc.passes.pipeline import PassPreconditionError
@@ -1734,7 +1734,7 @@ class _Lowering:
             return self.launch(kernel, grid, [a, b, c], block)
         if name == "matmul":  # no planned buffer: kernel_into's condition (float operands of its dtype) fails
             raise unsupported("matmul of " + ", ".join(str(v.type) for v in op.ins) + " (integer or mixed dtypes)")
-        raise unsupported(name)
+        raise run_time_shape_error(op) or unsupported(name)
 
 
     def into_fresh(self, op):
