@@ -127,8 +127,9 @@ def run_time_shape_error(op):
         return None
     return NotImplementedError(
         f"target cuda: no GPU kernel for {op.callee.data} of run-time shape ("
-        + ", ".join(str(t) for t in types) + ") yet; only the state lists themselves run at run-time sizes "
-        f"(first-order gradients of tensor loops: the gradient of a tensor loop on cuda of second order is not "
+        + ", ".join(str(t) for t in types) + ") yet: on cuda only a loop gradient's state lists have run-time "
+        f"sizes (a dimension of run-time size, a loop variable whose shape changes, and the gradient of a tensor "
+        f"loop on cuda of second order without maximum_iterations need kernels of run-time size: not "
         f"implemented) ({loc_str(op)})")
 
 

@@ -34,14 +34,15 @@ class _Value:
     of its first element, contiguous (a strided static view is copied first)."""
 
     def __init__(self, op, t):
-        if not isinstance(t, MemRefType):
-            raise _unsupported(op, f"{op.callee.data} of a host scalar {t}")
         self.t = t
-        self.static = _static(t)
-        self.size = itemsize(t)
+        self.scalar = not isinstance(t, MemRefType)  # a 0-d loop variable: a host scalar in L3
+        self.static = self.scalar or _static(t)
+        self.size = np_dtype(t).itemsize if self.scalar else itemsize(t)
 
-    def read(self, rt, buf: Buf, op):
+    def read(self, rt, buf, op):
         """(Buf contiguous from its address, shape)."""
+        if self.scalar:
+            return rt._uploaded(np.asarray(buf, np_dtype(self.t)).reshape(())), ()
         if self.static:
             contiguous, spec = rt.contiguous(buf, self.t)
             return contiguous, spec.shape
@@ -62,6 +63,19 @@ def _fresh(rt, shape, t) -> Buf:
 def _copy(rt, dst: int, src: int, nbytes: int) -> None:
     if nbytes:
         rt.driver.copy_dtod(dst, src, nbytes)
+
+
+def _element(rt, t, shape, src: int):
+    """A value of type ``t`` (shape ``shape``) copied from device address
+    ``src``: a fresh buffer, or a host scalar read back (a synchronization,
+    as loops.load) where ``t`` is not a memref."""
+    if not isinstance(t, MemRefType):
+        host = np.empty((), np_dtype(t))
+        rt.driver.copy_dtoh(host, src)
+        return host[()]
+    res = _fresh(rt, shape, t)
+    _copy(rt, res.addr, src, int(np.prod(shape, dtype=np.int64)) * itemsize(t))
+    return res
 
 
 def _table(rt, buf: Buf, shape, t) -> np.ndarray:
@@ -115,16 +129,15 @@ def get(op, ins, out):
     (rt_,) = (r.type for r in op.res)
     fi, si, ii, _ = ins
     (o,) = out
-    want = tuple(rt_.get_shape())
+    scalar = not isinstance(rt_, MemRefType)
+    want = () if scalar else tuple(rt_.get_shape())
 
     def state_list_get(rt, env):
         f, _ = flat.read(rt, env[fi], op)
         start, stop, shape = _segment(rt, op, shapes, env[si], env[ii])
         if len(shape) != len(want) or any(w >= 0 and w != d for w, d in zip(want, shape)):
             raise _unsupported(op, f"state_list_get of an element of shape {list(shape)} as a {rt_}")
-        res = _fresh(rt, shape, rt_)
-        _copy(rt, res.addr, f.addr + start * flat.size, (stop - start) * flat.size)
-        env[o] = res
+        env[o] = _element(rt, rt_, shape, f.addr + start * flat.size)
     return state_list_get
 
 
@@ -140,10 +153,9 @@ def push_grad(op, ins, out):
         _, fshape = flat.read(rt, env[fi], op)
         _, vshape = value.read(rt, env[vi], op)
         nf, nv = fshape[0], int(np.prod(vshape, dtype=np.int64))
-        a, b = _fresh(rt, (nf,), rf), _fresh(rt, vshape, rv)
+        a = _fresh(rt, (nf,), rf)
         _copy(rt, a.addr, gb.addr, nf * g.size)
-        _copy(rt, b.addr, gb.addr + nf * g.size, nv * g.size)
-        env[fo], env[vo] = a, b
+        env[fo], env[vo] = a, _element(rt, rv, vshape, gb.addr + nf * g.size)
     return state_list_push_grad
 
 
