@@ -451,3 +451,11 @@ def test_training_loop_over_a_dataset_compiled_equals_eager():
     assert len(le) == 12 and le[-1] < le[0]
     np.testing.assert_array_equal(lc, le)
     np.testing.assert_array_equal(wc, we)
+
+
+def test_a_list_of_tensors_is_their_stack_of_their_dtype():
+    # as tf.convert_to_tensor packs it (converted as an array, float64 became float32)
+    t = tfc.constant([1.0, 2.0], tfc.float64)
+    rows = list(Dataset.from_tensor_slices([t, t * 2.0, [5.0, 6.0]]))
+    assert [r.dtype for r in rows] == [tfc.float64] * 3
+    np.testing.assert_array_equal(np.stack([r.numpy() for r in rows]), [[1.0, 2.0], [2.0, 4.0], [5.0, 6.0]])

@@ -652,3 +652,19 @@ def test_a_variable_a_map_function_reads_is_read_at_each_call():
         scale.assign(value)
         assert_bit_identical(list(f(make())), list(fold(make())))
     assert f.trace_count == 1
+
+
+def test_a_list_of_tensors_in_a_map_result_is_their_stack():
+    # compiled it was a TypeError (a symbolic tensor converted as an array); eager made it float32
+    def make():
+        return Dataset.from_tensor_slices(np.arange(6.0).reshape(3, 2)).map(lambda r: (r, [r, [r[0], 0.5]]))
+
+    def last(ds):
+        for e in ds:
+            out = e
+        return out
+
+    want, got = last(make()), tfc.function(last)(make())
+    assert [c.dtype for c in nest.flatten(want)] == [tfc.float64, tfc.float64]
+    assert nest.structure_signature(got) == nest.structure_signature(want)
+    assert_bit_identical(nest.flatten(got), nest.flatten(want))

@@ -111,7 +111,31 @@ def to_tensors(s, what: str, symbolic: bool = False):
             raise RuntimeError(f"{what}: component {p} is a symbolic tensor of a function being traced; "
                                f"a dataset's elements are computed eagerly")
         try:
-            out.append(constant(c) if isinstance(c, Variable) else convert_to_tensor(c))  # a variable's value now
+            out.append(constant(c) if isinstance(c, Variable) else component(c))  # a variable's value now
         except (TypeError, ValueError) as e:
             raise type(e)(f"{what}: component {p}: {e}") from None
     return pack(s, out)
+
+
+def component(c, dtype=None) -> Tensor:
+    """One component as a tensor: a list holding tensors is their stack, of
+    their dtype, numbers in it converted to it (as ``tf.convert_to_tensor``
+    packs it; converted as an array it became float32, and a symbolic tensor
+    cannot be read)."""
+    if isinstance(c, Tensor):
+        return c
+    if isinstance(c, list):
+        first = _first_tensor(c)
+        if first is not None:
+            from tfc.ops.shapes import stack
+
+            return stack([component(x, first.dtype) for x in c])
+    return convert_to_tensor(c, dtype)
+
+
+def _first_tensor(items):
+    for x in items:
+        t = x if isinstance(x, Tensor) else _first_tensor(x) if isinstance(x, list) else None
+        if t is not None:
+            return t
+    return None

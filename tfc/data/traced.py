@@ -393,7 +393,8 @@ def _zip(ds):
 
 def _as_element(out, what):
     """A map function's result as an element: tensors in tuples and dicts (a
-    list is a tuple, Python numbers become tensors), as eager ``map`` makes it."""
+    list is a tuple, a list inside it one stacked tensor, Python numbers become
+    tensors), as eager ``map`` makes it."""
     if isinstance(out, list):
         out = tuple(out)
     flat = []
@@ -401,7 +402,7 @@ def _as_element(out, what):
         if c is None:
             raise TypeError(f"{what}: component {p} is None; an element holds tensors only")
         try:
-            flat.append(c if isinstance(c, Tensor) else convert_to_tensor(c))
+            flat.append(st.component(c))
         except (TypeError, ValueError) as e:
             raise type(e)(f"{what}: component {p}: {e}") from None
     return st.pack(out, flat)
