@@ -47,7 +47,7 @@ import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import (
-    Float16Type, Float32Type, Float64Type, IntegerAttr, IntegerType, MemRefType, f32, f64, i32, i64,
+    FloatAttr, Float16Type, Float32Type, Float64Type, IntegerAttr, IntegerType, MemRefType, f32, f64, i32, i64,
 )
 
 from tfc.dialects import gpu as G
@@ -337,14 +337,7 @@ def random_launch(namer, op):
     if any(attrs.get(a) is None for a in _REQUIRED[name]) or len(op.outs) != 1:
         raise unsupported(f"{name} without its attributes {', '.join(_REQUIRED[name])} and one result")
     (out,) = op.outs
-    t = out.type.element_type
-    shape = tuple(out.type.get_shape())
-    if any(d < 0 for d in shape):
-        raise unsupported(f"{name} of run-time shape")
-    strides, _ = L.layout_of(out.type)
-    if out.type != MemRefType(t, shape) and tuple(strides) != tuple(
-            prod(shape[k + 1:]) for k in range(len(shape))):
-        raise unsupported(f"{name} into the strided buffer {out.type}")
+    t, shape = _dense_out(name, out)
     n = prod(shape)
     dtype = dtype_of(t)
     np_dt = np.dtype(dtype.as_numpy_dtype)
@@ -374,6 +367,108 @@ def random_launch(namer, op):
     kernel, grid, nblocks = _draw_kernel(namer(f"{name}_{tname}"), t, n, per, seed is None and not seed_operand,
                                          values)
     return kernel, grid, nblocks, _seed_key(seed), out
+
+
+def _dense_out(name, out):
+    """(element type, shape) of a draw's result buffer: static, row-major."""
+    t = out.type.element_type
+    shape = tuple(out.type.get_shape())
+    if any(d < 0 for d in shape):
+        raise unsupported(f"{name} of run-time shape")
+    strides, _ = L.layout_of(out.type)
+    if out.type != MemRefType(t, shape) and tuple(strides) != tuple(
+            prod(shape[k + 1:]) for k in range(len(shape))):
+        raise unsupported(f"{name} into the strided buffer {out.type}")
+    return t, shape
+
+
+def _next_down(kb, h):
+    """The float just below ``h`` (f32 or f64, finite): numpy's nextafter(h,
+    lo) for lo < h, through the bits (``h`` > 0: bits - 1; < 0: bits + 1; a
+    zero: minus the smallest subnormal)."""
+    it = i64 if isinstance(h.type, Float64Type) else i32
+    bits = kb.emit(arith.BitcastOp(h, it))
+    zero = kb.c(0.0, h.type)
+    below = kb.emit(arith.SubiOp(bits, kb.c(1, it)))
+    above = kb.emit(arith.AddiOp(bits, kb.c(1, it)))
+    tiny = kb.c(-(1 << (it.width.data - 1)) + 1, it)  # sign bit | 1
+    r = kb.select(kb.emit(arith.CmpfOp(h, zero, "ogt")), below,
+                  kb.select(kb.emit(arith.CmpfOp(h, zero, "olt")), above, tiny))
+    return kb.emit(arith.BitcastOp(r, h.type))
+
+
+def uniform_bounds(namer, op):
+    """The check and launch of ``uniform_bounds`` (tfc.random.uniform with
+    tensor bounds) of float32/float64: the host checks the bounds (finite,
+    minval < maxval: else ``loops.raise`` of the op, eager's error, before any
+    draw is reserved); the kernel is uniform's with the bounds as float64
+    parameters: u * (hi - lo) + lo (lo * (1 - u) + hi * u where the span
+    overflows), rounded, kept below maxval: the numpy kernel's bits."""
+    from tfc.core.registry import REGISTRY
+    from tfc.dialects.tensor import decode_attrs, dtype_of
+    from tfc.ops.random import _unit_words
+    from tfc.passes.gpu_lists import fail_if
+
+    if len(op.ins) != 2 or len(op.outs) != 1:
+        raise unsupported(f"uniform_bounds of {len(op.ins)} operands and {len(op.outs)} results")
+    attrs = decode_attrs(REGISTRY["uniform_bounds"], dict(op.kernel_attrs.data))
+    (out,) = op.outs
+    t, shape = _dense_out("uniform_bounds", out)
+    dtype = dtype_of(t)
+    if not isinstance(t, (Float32Type, Float64Type)):
+        raise unsupported(f"uniform_bounds of {dtype.name} (tfc.random.uniform with tensor bounds: an integer "
+                          f"draw's words an element depend on the run-time span; float16's cap below maxval "
+                          f"needs 16-bit integer kernels)")
+    lo, hi = op.ins
+    if lo.type != t or hi.type != t:
+        raise unsupported(f"uniform_bounds with bounds of {lo.type} and {hi.type} (host scalars of {t} expected)")
+    # bad = not (lo < hi and lo - lo == 0 and hi - hi == 0): x - x is NaN for an infinite or NaN x
+    zero = arith.ConstantOp(FloatAttr(0.0, t))
+    ok = arith.CmpfOp(lo, hi, "olt")
+    host = [zero, ok]
+    for b in (lo, hi):
+        diff = arith.SubfOp(b, b)
+        same = arith.CmpfOp(diff.result, zero.result, "oeq")
+        ok = arith.AndIOp(ok.result, same.result)
+        host += [diff, same, ok]
+    yes = arith.ConstantOp(IntegerAttr(1, IntegerType(1)))
+    bad = arith.XOrIOp(ok.result, yes.result)
+    host += [yes, bad, fail_if(op, bad.result)]
+    bounds = []  # the kernel's float64 parameters
+    for b in (lo, hi):
+        if t == f64:
+            bounds.append(b)
+        else:
+            wide = arith.ExtFOp(b, f64)
+            host.append(wide)
+            bounds.append(wide.result)
+    n = prod(shape)
+    if n == 0:
+        return host
+    seed = attrs["seed"]
+
+    def values(kb, words, _first):
+        lo64, hi64 = kb.args[3], kb.args[4]
+        if isinstance(t, Float64Type):
+            us = [_unit53(kb, words[0], words[1]), _unit53(kb, words[2], words[3])]
+        else:
+            us = [_f64(kb, _unit24(kb, w)) for w in words]
+        span = kb.emit(arith.SubfOp(hi64, lo64))
+        finite = kb.emit(arith.CmpfOp(kb.emit(arith.SubfOp(span, span)), kb.c(0.0, f64), "oeq"))
+        cap = _next_down(kb, _round_to(kb, hi64, t))
+        out = []
+        for u in us:
+            near = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(u, span)), lo64))
+            one_minus = kb.emit(arith.SubfOp(kb.c(1.0, f64), u))
+            far = kb.emit(arith.AddfOp(kb.emit(arith.MulfOp(lo64, one_minus)), kb.emit(arith.MulfOp(hi64, u))))
+            v = _round_to(kb, kb.select(finite, near, far), t)
+            out.append(kb.emit(arith.MinimumfOp(v, cap)))
+        return out
+    tname = "f64" if isinstance(t, Float64Type) else "f32"
+    kernel, grid, nblocks = _draw_kernel(namer(f"uniform_bounds_{tname}"), t, n, _unit_words(dtype), seed is None,
+                                         values, extra=(f64, f64))
+    keys, key, base = host_key_base(nblocks, _seed_key(seed))
+    return host + keys + [(kernel, grid, (BLOCK, 1, 1), [key, base, out, *bounds])]
 
 
 def seeded_dropout_mask(namer, op):
@@ -570,7 +665,8 @@ def host_key_base(nblocks: int, skey):
 
 
 # library calls with their own launches (tfc-lower-gpu's library tables)
-LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical, "seeded_dropout_mask": seeded_dropout_mask}
+LIBRARY = {"shuffle_indices": shuffle_indices, "categorical": categorical, "seeded_dropout_mask": seeded_dropout_mask,
+           "uniform_bounds": uniform_bounds}
 
 # the stateful ops with GPU kernels: eager GPU tensors compile them as any other op
 # (seeded_dropout_mask is not stateful: it is a function of its operands)
