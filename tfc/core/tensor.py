@@ -272,6 +272,8 @@ def _to_numpy(value, dtype: dtypes.DType | None):
         raise TypeError(
             f"cannot convert {type(value).__name__} of {arr.dtype} to a tensor: not numeric"
         )
+    if dtype is None and isinstance(value, (list, tuple)):
+        dtype = _tensor_dtype_in(value)  # a list of tensors keeps their dtype, as TensorFlow packs it
     if dtype is None:
         if isinstance(value, np.ndarray | np.generic):
             dtype = dtypes.from_numpy(arr.dtype)
@@ -289,6 +291,23 @@ def _to_numpy(value, dtype: dtypes.DType | None):
         if arr.min() < info.min or arr.max() > info.max:
             raise ValueError(f"cannot convert {value!r} to {dtype.name}: out of its range")
     return arr.astype(dtype.as_numpy_dtype, copy=isinstance(value, np.ndarray))
+
+
+def _tensor_dtype_in(seq):
+    """The dtype of the tensors in a nested list (None if it holds none); tensors
+    of two dtypes are a TypeError (TensorFlow refuses to pack them too)."""
+    found = set()
+    stack = [seq]
+    while stack:
+        for x in stack.pop():
+            if isinstance(x, Tensor):
+                found.add(x.dtype)
+            elif isinstance(x, (list, tuple)):
+                stack.append(x)
+    if len(found) > 1:
+        raise TypeError(f"cannot convert a list of tensors of {' and '.join(sorted(d.name for d in found))} "
+                        f"to one tensor: cast them to one dtype first")
+    return found.pop() if found else None
 
 
 def _has_str(seq) -> bool:
