@@ -493,7 +493,19 @@ class TensorArray:
         if shape is None:
             return None
         if self._elements:
-            buf = stack([zeros(shape, self.dtype) if t is None else t for t in self._elements], axis=0)
+            written = next((t for t in self._elements if t is not None), None)
+            if None in shape and written is None:  # unwritten rows of a size known only at run time
+                raise NotImplementedError(
+                    f"a TensorArray of size {len(self._elements)} that no element was written to before compiled "
+                    f"control flow carries it, with element shape {inf.fmt_shape(shape)} known only at run time, "
+                    "is not implemented: pass an element_shape known while tracing, or start it empty "
+                    "(size=0, dynamic_size=True)")
+            if None in shape:  # unwritten rows: zeros of the written one's run-time shape
+                from tfc.ops.creation import zeros_like
+
+                buf = stack([zeros_like(written) if t is None else t for t in self._elements], axis=0)
+            else:
+                buf = stack([zeros(shape, self.dtype) if t is None else t for t in self._elements], axis=0)
         elif None in shape:  # no row yet, of a size known only at run time: the first write gives it
             from tfc.ops.creation import dynamic_fill
 
