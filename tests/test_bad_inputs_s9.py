@@ -148,3 +148,16 @@ def test_flags_are_bools(make, match):
 def test_axis_of_a_shape_op_must_be_an_int(make):
     with pytest.raises(TypeError, match="axis must be an int"):
         make()
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: tfc.nn.softmax(tfc.ones([2]), axis="a"), TypeError, "softmax: axis must be an int"),
+    (lambda: tfc.nn.log_softmax(tfc.ones([2]), axis=0.0), TypeError, "log_softmax: axis must be an int"),
+    (lambda: tfc.one_hot([0, 1], depth="a"), TypeError, "one_hot: depth must be an int"),
+    (lambda: tfc.one_hot([0, 1], depth=-1), ValueError, "one_hot: depth must be >= 0"),
+    (lambda: tfc.pad(tfc.ones([2]), [[1.5, 0]]), ValueError, "pairs"),  # was truncated to 1 silently
+    (lambda: tfc.pad(tfc.ones([2]), "a"), ValueError, "pairs"),
+], ids=["softmax", "log_softmax", "one_hot_str", "one_hot_negative", "pad_float", "pad_str"])
+def test_int_arguments_of_nn_and_shape_ops(make, error, match):
+    with pytest.raises(error, match=match):
+        make()

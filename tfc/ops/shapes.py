@@ -1,6 +1,8 @@
 """Shape manipulation: one declaration per op."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from tfc.core import dtypes
@@ -1178,7 +1180,7 @@ def _pad_op(tensor, paddings, mode="CONSTANT", constant_values=0):
     if isinstance(paddings, Tensor):
         paddings = paddings.numpy().tolist()
     try:
-        flat = tuple(int(v) for pair in paddings for v in pair)
+        flat = tuple(operator.index(v) for pair in paddings for v in pair)  # ints, never "1" or 1.5
         if any(len(pair) != 2 for pair in paddings):
             raise TypeError
     except TypeError:
@@ -1364,7 +1366,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
             given.numpy() if isinstance(given, Tensor) else given)
     dtype = dtypes.as_dtype(dtype)
     on, off = (d if v is None else _python_number(v) for v, d in ((on_value, 1), (off_value, 0)))
-    return (indices,), {"depth": int(depth), "on_value": on, "off_value": off,
+    return (indices,), {"depth": as_int("one_hot", depth, "depth"), "on_value": on, "off_value": off,
                         "axis": as_int("one_hot", axis, "axis", minimum=None), "dtype": dtype}
 
 
