@@ -147,3 +147,26 @@ def test_second_order_with_a_limit(cuda_driver):
             g = t1.gradient(y, x)
         return t2.gradient(g, x)
     _same(f, tfc.constant(np.array([0.7, -0.3])))
+
+
+def nested(x, n):
+    """A while loop whose trip count depends on the outer counter, inside a
+    tensor for loop: the inner loop's lists are made and read in the outer
+    body."""
+    for i in tfc.range(n):
+        j = tfc.constant(0)
+        while j < i:
+            x = x * x * 0.5 + 0.25
+            j = j + 1
+        x = x * 0.9
+    return x
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_nested_loops(cuda_driver, n):
+    def f(x):
+        with tfc.GradientTape() as t:
+            t.watch(x)
+            y = tfc.reduce_sum(nested(x, tfc.constant(n)) ** 2)
+        return y, t.gradient(y, x)
+    _same(f, tfc.constant(np.array([0.3, -0.5, 1.2])))
