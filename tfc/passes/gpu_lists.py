@@ -14,6 +14,12 @@ The index is a host scalar: the host checks it first (``loops.if`` over
 kernel, which raises eager's InvalidArgumentError), so a bad index never
 reaches the kernel. A growing array (``dynamic_size=True``: a result of
 run-time size) raises NotImplementedError.
+
+A loop gradient's state lists (``HOST_LIST_OPS``: results of run-time size)
+get no kernel: tfc-lower-gpu leaves them to the host program, which runs them
+as device-to-device copies (tfc/backends/cuda/lists.py).
+``run_time_shape_error`` is the error of any other library call on values of
+run-time shape.
 """
 from __future__ import annotations
 
