@@ -40,15 +40,17 @@ def test_the_global_stream_advances_alike():
     assert not np.array_equal(got[0].numpy()[:2], got[1].numpy())
 
 
-def test_a_traced_bound_is_an_operand_and_cuda_says_it_has_no_kernel():
+def test_a_traced_bound_is_an_operand_and_cuda_has_a_float_kernel():
     from tfc.dialects.tensor import context, parse_module
     from tfc.passes.lower_gpu import LowerGpuPass
 
     l3 = tfc.function(lambda a: tfc.random.uniform((2,), a, 2.0, seed=1)).get_concrete_function(
         tfc.constant(1.0)).ir("loops")
     assert 'loops.library "uniform_bounds"(%a, %0 : f32, f32)' in l3
-    # (a GPU kernel would be gpu_random's uniform with the bounds read from operands)
-    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for uniform_bounds"):
+    LowerGpuPass().apply(context(), parse_module(l3))  # float32: uniform's kernel, the bounds its parameters
+    l3 = tfc.function(lambda a: tfc.random.uniform((2,), a, 9, dtype=tfc.int32, seed=1)).get_concrete_function(
+        tfc.constant(1)).ir("loops")
+    with pytest.raises(NotImplementedError, match="target cuda: no GPU kernel for uniform_bounds of int32"):
         LowerGpuPass().apply(context(), parse_module(l3))
 
 
