@@ -346,7 +346,7 @@ def test_dense_literal_of_an_element_type_tfc_lacks_is_one_error(tmp_path, capsy
     p.write_text(f"func.func @f() -> tensor<2x{elt}> {{\n  %0 = tfc.constant dense<0> : tensor<2x{elt}>\n"
                  f"  func.return %0 : tensor<2x{elt}>\n}}\n")
     assert _one_error([str(p)], capsys) == (f"{p}:2:26: error: dense literal of tensor<2x{elt}>: tfc does not "
-                                            "support its element type (supported: f16, f32, f64, i8, i32, i64, i1)")
+                                            "support its element type (supported: f16, f32, f64, i8, ui8, i32, i64, i1)")
 
 
 def test_lower_loops_on_an_op_that_is_not_tensor_ir_is_one_error(tmp_path, capsys):
