@@ -80,9 +80,15 @@ class _Call:
 
     def upload(self, array, t: MemRefType) -> Buf:
         host = np.ascontiguousarray(array, np_dtype(t.element_type))
-        if tuple(host.shape) != tuple(t.get_shape()):
+        want = tuple(t.get_shape())
+        # a dimension of run-time size (negative: a None signature's argument where the
+        # program is not specialized to its shapes, e.g. one with state lists) takes any
+        if len(host.shape) != len(want) or any(w >= 0 and w != h for w, h in zip(want, host.shape)):
             raise ValueError(f"argument of shape {list(host.shape)} for a {t}")
-        return self._uploaded(host)
+        buf = self._uploaded(host)
+        if any(w < 0 for w in want):
+            buf.shape = tuple(host.shape)  # its run-time shape, as lists.py's values carry it
+        return buf
 
     def contiguous(self, buf: Buf, t: MemRefType):
         """(a Buf whose data is ``t``'s elements, contiguous from its address,
