@@ -48,3 +48,23 @@ def test_a_used_argument_of_run_time_shape_is_still_refused_at_compile_time():
                      target="cuda")
     with pytest.raises(NotImplementedError, match="run-time"):
         f(tfc.constant([1.0, 2.0]), tfc.constant([0.5]))
+
+
+def test_an_argument_of_run_time_shape_returned_comes_back_with_its_shape():
+    """Fuzz program 1010/21: the result's memref<?x?xf32> is read back with the
+    run-time shape its buffer carries (the type's shape gave numpy a dimension of -1)."""
+    def prog(x, y, z):
+        with tfc.GradientTape() as t:
+            t.watch(y)
+            _, v = tfc.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, tfc.divide(a, a)), [tfc.constant(0), y])
+            loss = tfc.reduce_sum(v) + tfc.reduce_sum(z)
+        return v, z, t.gradient(loss, y)
+
+    f = tfc.function(prog, input_signature=[tfc.TensorSpec((), tfc.float32)] * 2
+                     + [tfc.TensorSpec((None, None), tfc.float32)], target="cuda")
+    for shape in [(1, 2), (3, 1), (0, 2)]:
+        args = [tfc.constant(np.float32(1.19)), tfc.constant(np.float32(0.45)),
+                tfc.constant(np.arange(np.prod(shape), dtype=np.float32).reshape(shape))]
+        want = [r.numpy() for r in prog(*args)]
+        got = [r.numpy() for r in f(*args)]
+        assert all(np.shape(a) == np.shape(b) and np.array_equal(a, b) for a, b in zip(got, want)), (shape, got)

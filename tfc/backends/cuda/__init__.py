@@ -110,6 +110,16 @@ class _Call:
         from tfc.dialects.loops import layout_of
 
         dt, shape = np_dtype(t.element_type), tuple(t.get_shape())
+        if any(d < 0 for d in shape):  # run-time shape: the Buf carries it (an argument returned, a state list)
+            from tfc.dialects.loops import is_contiguous
+
+            if getattr(value, "shape", None) is None or not is_contiguous(t):
+                raise NotImplementedError(f"target cuda: a result of type {t} whose run-time shape or layout "
+                                          "the host does not know is not implemented")
+            host = np.empty(value.shape, dt)
+            if host.size:
+                self.driver.copy_dtoh(host, value.addr)
+            return host
         strides, off = layout_of(t)
         if 0 in shape:
             return np.empty(shape, dt)
