@@ -129,6 +129,14 @@ class KernelBuilder:
     def remu(self, a, b):
         return self.emit(arith.RemUIOp(a, b))
 
+    def digits(self, q, shape):
+        """Row-major digits of flat index ``q`` over ``shape`` (the first unreduced; none for rank 0)."""
+        out = []
+        for d in range(len(shape) - 1, 0, -1):
+            out.append(self.remu(q, self.i(shape[d])))
+            q = self.divu(q, self.i(shape[d]))
+        return [q] + out[::-1] if shape else []
+
     def cmpi(self, pred: str, a, b):
         return self.emit(arith.CmpiOp(a, b, pred))
 

@@ -94,14 +94,7 @@ def tensor_array_write(namer, op):
     row = kb.cast_int(ip, it)  # in [0, size): checked on the host
 
     def element(f):
-        digits, q = [], f
-        for d in range(len(shape) - 1, -1, -1):
-            if d == 0:
-                digits.append(q)
-            else:
-                digits.append(kb.remu(q, kb.i(shape[d])))
-                q = kb.divu(q, kb.i(shape[d]))
-        digits.reverse()
+        digits = kb.digits(f, shape)
         mine = kb.cmpi("eq", digits[0], row)
         new = vp if scalar else kb.load(vp, kb.dot(list(zip(digits[1:], vstrides))), nc=True)[0]
         old = kb.load(bp, kb.dot(list(zip(digits, bstrides))), nc=True)[0]

@@ -149,14 +149,7 @@ class _Frame:
         osh = self.iter_shape
 
         def element(q):
-            digits = []
-            for k in range(len(osh) - 1, -1, -1):
-                if k == 0:
-                    digits.append(q)
-                else:
-                    digits.append(kb.remu(q, kb.i(osh[k])))
-                    q = kb.divu(q, kb.i(osh[k]))
-            digits.reverse()
+            digits = kb.digits(q, osh)
             v = body(kb, digits)
             if v is not None:
                 kb.store([v], self.ptrs[-1], self.at(len(self.ins), digits))
@@ -448,18 +441,11 @@ def _backprop_filter_warps(namer, name, x, g, out, attrs):
     first = kb.add(kb.mul(kb.bid(), kb.i(warps)), kb.divu(kb.tid(), kb.i(WARP)))
     step = kb.mul(kb.gdim(), kb.i(warps))
 
-    def digits(q, sizes):
-        out = []
-        for k in range(len(sizes) - 1, 0, -1):
-            out.append(kb.remu(q, kb.i(sizes[k])))
-            q = kb.divu(q, kb.i(sizes[k]))
-        return [q] + out[::-1]
-
     def element(q):  # the same q in every lane of the warp: the shuffles see a converged warp
-        i, j, ci, co = digits(q, [KH, KW, CI, CO])
+        i, j, ci, co = kb.digits(q, [KH, KW, CI, CO])
 
         def pos(p, acc):
-            b, oh, ow = digits(p, [N, HO, WO])
+            b, oh, ow = kb.digits(p, [N, HO, WO])
             ih = _window_pos(kb, oh, i, sh, dh, pt)
             iw = _window_pos(kb, ow, j, sw, dw, pl)
             ok = kb.emit(arith.AndIOp(_inside(kb, ih, H), _inside(kb, iw, W)))

@@ -63,7 +63,6 @@ def _merge_pass(namer, x, shape, axis, w: int, order, first: bool, it, idx_t):
     """The kernel of the pass merging runs of ``w`` (``first``: the runs are
     the single indices 0..n-1, no source buffer); parameters (x, [src,] dst),
     indices of type ``idx_t``; ``order``: (descending, unsigned)."""
-    rank = len(shape)
     n = shape[axis]
     inner = B.prod(shape[axis + 1:])
     total = B.prod(shape)
@@ -82,14 +81,7 @@ def _merge_pass(namer, x, shape, axis, w: int, order, first: bool, it, idx_t):
         return kb.cast_int(v, it)
 
     def element(f):
-        digits, q = [], f
-        for d in range(rank - 1, -1, -1):
-            if d == 0:
-                digits.append(q)
-            else:
-                digits.append(kb.remu(q, kb.i(shape[d])))
-                q = kb.divu(q, kb.i(shape[d]))
-        digits.reverse()
+        digits = kb.digits(f, shape)
         p = digits[axis]
         line = kb.sub(f, kb.mul(p, kb.i(inner)))  # the result's (and scratch's) place 0 of this line
         xline = kb.dot([(dg, s) for d, (dg, s) in enumerate(zip(digits, xstrides)) if d != axis])
