@@ -10,6 +10,7 @@ import numpy as np
 from xdsl.dialects import arith, gpu, scf
 from xdsl.dialects.builtin import Float16Type, Float32Type, Float64Type, FloatAttr, IntegerAttr, IntegerType, StringAttr, i1
 from xdsl.ir import Block, Region
+from xdsl.utils.exceptions import VerifyException
 
 from tfc.dialects import gpu as G
 
@@ -21,6 +22,20 @@ I32_MAX = (1 << 31) - 1
 def unsupported(what: str) -> NotImplementedError:
     """The error of everything tfc-lower-gpu has no kernel for (a NotImplementedError naming it)."""
     return NotImplementedError(f"target cuda: no GPU kernel for {what} yet")
+
+
+# scalar kernel arguments PTX has no parameter type for: widened on the host (exactly),
+# narrowed back in the kernel (KernelBuilder.param)
+WIDENED = {Float16Type(): Float32Type(), IntegerType(8): IntegerType(32)}
+
+
+def scalar_param_type(t):
+    """The kernel parameter type of a scalar launch argument of type ``t``: ``WIDENED``, then
+    ``tgpu.launch``'s rule (i1 travels as i32)."""
+    try:
+        return G.param_type(WIDENED.get(t, t))
+    except VerifyException:
+        raise unsupported(f"a {t} scalar kernel argument (parameters: i1, i32, i64, f32, f64)") from None
 
 
 def prod(xs) -> int:
@@ -217,4 +232,4 @@ class KernelBuilder:
         return v
 
 
-__all__ = ["BLOCK", "I32_MAX", "MAX_BLOCKS", "KernelBuilder", "prod", "unsupported"]
+__all__ = ["BLOCK", "I32_MAX", "MAX_BLOCKS", "WIDENED", "KernelBuilder", "prod", "scalar_param_type", "unsupported"]

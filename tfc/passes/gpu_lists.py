@@ -24,7 +24,7 @@ run-time shape.
 from __future__ import annotations
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, f32, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, i32, i64
 from xdsl.ir import Block, Region
 
 from tfc.dialects import loops as L
@@ -81,9 +81,8 @@ def tensor_array_write(namer, op):
     elt = out.type.element_type
     grid = (min(-(-total // BLOCK), B.MAX_BLOCKS), 1, 1)
     it = i32 if max(_span([buffer], [shape]), total + grid[0] * BLOCK) <= B.I32_MAX else i64
-    # a scalar value travels as a launch passes it (KernelBuilder.param): float16 as float32, int8 and
-    # bool as int32
-    vt = {"f16": f32, "i8": i32, "i1": i32}.get(str(elt), elt) if scalar else PtrType(elt, "global")
+    # a scalar value travels as a launch passes it (KernelBuilder.param)
+    vt = B.scalar_param_type(elt) if scalar else PtrType(elt, "global")
     kb = B.KernelBuilder(namer("tensor_array_write"), [PtrType(elt, "global"), vt, index.type,
                                                       PtrType(elt, "global")], "elementwise", it)
     bp, vp, ip, op_ = kb.args

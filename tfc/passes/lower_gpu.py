@@ -64,7 +64,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
-from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, KernelBuilder, prod, unsupported
+from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, WIDENED, KernelBuilder, prod, scalar_param_type, \
+    unsupported
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
@@ -202,11 +203,6 @@ class _Access:
         return sum((shape[d] - 1) * abs(s) for d, s in zip(self.bmap, self.strides) if d >= 0 and shape[d] > 0)
 
 
-# scalar kernel arguments PTX has no parameter type for: widened on the host (exactly),
-# narrowed back in the kernel (KernelBuilder.param)
-_WIDENED = {Float16Type(): Float32Type(), i8: i32}
-
-
 class _Params:
     """A kernel's parameters: one per distinct host value (pointer or scalar)."""
 
@@ -226,11 +222,7 @@ class _Params:
             if isinstance(v.type, MemRefType):
                 out.append(G.PtrType(v.type.element_type, "global"))
             else:
-                try:
-                    out.append(G.param_type(_WIDENED.get(v.type, v.type)))
-                except VerifyException:
-                    raise unsupported(f"a {v.type} scalar kernel argument (parameters: i1, i32, i64, f32, f64)") \
-                        from None
+                out.append(scalar_param_type(v.type))
         return out
 
 
@@ -979,8 +971,8 @@ class _Lowering:
         """Host ops: the grid sizes (index constants) and the tgpu.launch."""
         consts = [arith.ConstantOp(IntegerAttr(int(g), IndexType())) for g in grid]
         widen, passed = [], []
-        for a in args:  # float16 / int8 scalars travel as float32 / int32 (_WIDENED)
-            if not isinstance(a.type, MemRefType) and a.type in _WIDENED:
+        for a in args:  # float16 / int8 scalars travel as float32 / int32 (WIDENED)
+            if not isinstance(a.type, MemRefType) and a.type in WIDENED:
                 widen.append(arith.ExtFOp(a, f32) if a.type == f16 else arith.ExtSIOp(a, i32))
                 a = widen[-1].result
             passed.append(a)
