@@ -143,6 +143,15 @@ def _print_access(printer: Printer, ptr, index):
     printer.print_string("]")
 
 
+def _print_access_types(printer: Printer, op):
+    """`` {attributes} : ptr type, index type`` of an op that accesses ``op.ptr[op.index]``."""
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_attribute(op.ptr.type)
+    printer.print_string(", ")
+    printer.print_attribute(op.index.type)
+
+
 def _parse_access(parser: Parser):
     ptr = parser.parse_unresolved_operand()
     parser.parse_punctuation("[")
@@ -204,11 +213,7 @@ class LoadOp(IRDLOperation):
             flags.append("nc")
         if flags:
             printer.print_string(" {" + ", ".join(flags) + "}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.index.type)
+        _print_access_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -254,11 +259,7 @@ class StoreOp(IRDLOperation):
         printer.print_list(self.values, printer.print_operand)
         printer.print_string(",")
         _print_access(printer, self.ptr, self.index)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.index.type)
+        _print_access_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser):
@@ -432,11 +433,7 @@ class AtomicOp(IRDLOperation):
         _print_access(printer, self.ptr, self.index)
         printer.print_string(", ")
         printer.print_operand(self.value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.index.type)
+        _print_access_types(printer, self)
         if self.old is not None:
             printer.print_string(" -> ")
             printer.print_attribute(self.old.type)
@@ -582,11 +579,7 @@ class LdMatrixOp(IRDLOperation):
         _print_access(printer, self.ptr, self.index)
         if self.trans is not None:
             printer.print_string(" {trans}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.ptr.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.index.type)
+        _print_access_types(printer, self)
 
     @classmethod
     def parse(cls, parser: Parser):
