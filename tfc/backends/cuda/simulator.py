@@ -974,13 +974,7 @@ class _Decoder:
                     for i in range(4)]
 
         def mma(ctx, sel):
-            pos = ctx.check_full_warps(sel, "mma.sync (a warp-wide instruction)")
-            lane = ctx.special_all("%laneid")
-            lane = (lane if sel is None else lane[sel]).astype(np.int64)
-            shape = lane.shape
-            w = pos // 32
-            nw = int(w.max()) + 1 if len(w) else 0
-            g, t = lane >> 2, lane & 3
+            shape, w, nw, g, t = _mma_lanes(ctx, sel)
             A, B, C = (np.zeros((nw, 16, 32), np.int64), np.zeros((nw, 32, 8), np.int64),
                        np.zeros((nw, 16, 8), np.int64))
             for j, r in enumerate(a):
@@ -1028,13 +1022,7 @@ class _Decoder:
             return out
 
         def mma(ctx, sel):
-            pos = ctx.check_full_warps(sel, "mma.sync (a warp-wide instruction)")
-            lane = ctx.special_all("%laneid")
-            lane = (lane if sel is None else lane[sel]).astype(np.int64)
-            shape = lane.shape
-            w = pos // 32
-            nw = int(w.max()) + 1 if len(w) else 0
-            g, t = lane >> 2, lane & 3
+            shape, w, nw, g, t = _mma_lanes(ctx, sel)
             A, B, C = np.zeros((nw, 16, 16)), np.zeros((nw, 16, 8)), np.zeros((nw, 16, 8))
             for i, v in enumerate(halves(a, ctx, sel, shape)):
                 A[w, g + 8 * ((i >> 1) & 1), 2 * t + (i & 1) + 8 * (i >> 2)] = v
@@ -1626,6 +1614,17 @@ def _tname(dt):
         if np.dtype(v) == dt and k[0] != "b" or (dt.kind == "b" and k == "pred"):
             return k
     return str(dt)
+
+
+def _mma_lanes(ctx, sel):
+    """Of the selected lanes of an mma.sync (whole warps only): their shape, each one's warp,
+    the number of warps, and PTX's fragment coordinates g = laneid >> 2, t = laneid % 4."""
+    pos = ctx.check_full_warps(sel, "mma.sync (a warp-wide instruction)")
+    lane = ctx.special_all("%laneid")
+    lane = (lane if sel is None else lane[sel]).astype(np.int64)
+    w = pos // 32
+    nw = int(w.max()) + 1 if len(w) else 0
+    return lane.shape, w, nw, lane >> 2, lane & 3
 
 
 def _vector_regs(tok, vec):
