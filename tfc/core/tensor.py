@@ -260,9 +260,8 @@ def wrap(array) -> Tensor:
 
 
 def _to_numpy(value, dtype: dtypes.DType | None):
-    if isinstance(value, str) or (
-        isinstance(value, (list, tuple)) and _has_str(value)
-    ):
+    tensor_dtypes = _scan_list(value) if isinstance(value, (list, tuple)) else None
+    if isinstance(value, str) or tensor_dtypes is _HAS_STR:
         raise TypeError(f"cannot convert {value!r} to a tensor: not a number")
     try:
         arr = np.asarray(value)
@@ -272,8 +271,11 @@ def _to_numpy(value, dtype: dtypes.DType | None):
         raise TypeError(
             f"cannot convert {type(value).__name__} of {arr.dtype} to a tensor: not numeric"
         )
-    if dtype is None and isinstance(value, (list, tuple)):
-        dtype = _tensor_dtype_in(value)  # a list of tensors keeps their dtype, as TensorFlow packs it
+    if dtype is None and tensor_dtypes:  # a list of tensors keeps their dtype, as TensorFlow packs it
+        if len(tensor_dtypes) > 1:  # TensorFlow refuses to pack them too
+            names = " and ".join(sorted(d.name for d in tensor_dtypes))
+            raise TypeError(f"cannot convert a list of tensors of {names} to one tensor: cast them to one dtype first")
+        (dtype,) = tensor_dtypes
     if dtype is None:
         if isinstance(value, np.ndarray | np.generic):
             dtype = dtypes.from_numpy(arr.dtype)
@@ -293,25 +295,28 @@ def _to_numpy(value, dtype: dtypes.DType | None):
     return arr.astype(dtype.as_numpy_dtype, copy=isinstance(value, np.ndarray))
 
 
-def _tensor_dtype_in(seq):
-    """The dtype of the tensors in a nested list (None if it holds none); tensors
-    of two dtypes are a TypeError (TensorFlow refuses to pack them too)."""
+_HAS_STR = object()
+_PLAIN_NUMBERS = frozenset({int, float, bool, complex})
+
+
+def _scan_list(seq):
+    """One walk over a nested list: _HAS_STR if it holds a str, else the set of
+    the dtypes of the tensors in it. A row of plain Python numbers is skipped
+    in one C-level pass (the common case: a constant written as nested lists)."""
     found = set()
     stack = [seq]
     while stack:
-        for x in stack.pop():
+        items = stack.pop()
+        if set(map(type, items)) <= _PLAIN_NUMBERS:
+            continue
+        for x in items:
             if isinstance(x, Tensor):
                 found.add(x.dtype)
             elif isinstance(x, (list, tuple)):
                 stack.append(x)
-    if len(found) > 1:
-        raise TypeError(f"cannot convert a list of tensors of {' and '.join(sorted(d.name for d in found))} "
-                        f"to one tensor: cast them to one dtype first")
-    return found.pop() if found else None
-
-
-def _has_str(seq) -> bool:
-    return any(isinstance(x, str) or (isinstance(x, (list, tuple)) and _has_str(x)) for x in seq)
+            elif isinstance(x, str):
+                return _HAS_STR
+    return found
 
 
 def _fits_int32(arr) -> bool:
