@@ -12,22 +12,17 @@ give the same bits.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import tfc
+from harness import time_fn  # (bench/, this script's directory)
 from tfc.data import Dataset
 
 
 def best_ms(f, repeat: int) -> float:
-    f()  # trace and compile
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times) * 1e3
+    """The fastest of ``repeat`` single calls after one (which traces and compiles)."""
+    return time_fn(f, repeats=repeat, warmup=1, number=1)[1] * 1e3
 
 
 def sum_of_squares(ds):

@@ -5,10 +5,9 @@ np.add.reduceat (pairwise sums: other bits). Minimum over repeats, in ms.
 
     .venv/bin/python bench/scatter_add.py
 """
-import timeit
-
 import numpy as np
 
+from harness import time_fn  # (bench/, this script's directory)
 from tfc.backends.numpy import runtime
 from tfc.ops.scatter import scatter_add_rows
 
@@ -17,7 +16,7 @@ CASES = [("2048 ids -> 65 x 64", 65, (2048,), 64), ("GPT embedding: [32, 64] ids
 
 
 def best(f):
-    return min(timeit.repeat(f, number=50, repeat=7)) / 50 * 1e3
+    return time_fn(f, repeats=7, warmup=0, number=50)[1] * 1e3
 
 
 def main():
