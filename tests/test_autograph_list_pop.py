@@ -8,6 +8,7 @@ import pytest
 import tfc
 from tfc.core import nest
 from helpers import assert_bit_identical
+from tests.test_autograph_reference import nested_fill  # a list of tensor lists' stacks
 
 ag = tfc.autograph
 
@@ -157,25 +158,13 @@ def test_converted_code_shows_the_pop():
     assert "l = ag__.list_pop(l, 'l'," in code and "total * 2 + ag__.popped(l)" in code
 
 
-def nested(m, n):
-    mat = []
-    ag.set_element_type(mat, tfc.int32)
-    for _ in range(m):
-        row = []
-        ag.set_element_type(row, tfc.int32)
-        for j in range(n):
-            row.append(j)
-        mat.append(ag.stack(row, strict=False))
-    return ag.stack(mat, strict=False)
-
-
 def test_a_tensor_list_of_run_time_length_elements():
     # the rows' length is known only at run time: the first row sizes the buffer
     for m, n in ((2, 3), (1, 0), (4, 1)):
-        assert_bit_identical(tfc.function(nested)(tfc.constant(m), tfc.constant(n)).numpy(),
+        assert_bit_identical(tfc.function(nested_fill)(tfc.constant(m), tfc.constant(n)).numpy(),
                              np.array([list(range(n))] * m, np.int32).reshape(m, n))
     # rows of a static length, as before
-    assert_bit_identical(tfc.function(nested)(tfc.constant(2), 3).numpy(), np.array([[0, 1, 2]] * 2, np.int32))
+    assert_bit_identical(tfc.function(nested_fill)(tfc.constant(2), 3).numpy(), np.array([[0, 1, 2]] * 2, np.int32))
 
 
 def ragged(m):
