@@ -887,9 +887,9 @@ class CallGrad:
         for p, x in zip(at, [entry.inputs[k] for k in fi] + [snaps[k] for k in fv]):
             prev = entry.prev[p] if distinct and p is not None else None
             seeds.append(prev if prev is not None else negative_zeros(x))
-            has.append(convert_to_tensor(np.bool_(prev is not None)))
-        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds
-                                    + (has if flagged else [])))
+            if flagged:
+                has.append(_bool(prev is not None))
+        res = list(bwd._call_leaves(list(entry.inputs[:n]) + snaps + [gs[k] for k in fo] + seeds + has))
         if flagged:
             # whether each total exists, known now: eager's None where no gradient
             # flowed on the path the call took (not a zero that 0 * inf would make NaN)
