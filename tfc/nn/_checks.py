@@ -12,8 +12,13 @@ def is_number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, (bool, np.bool_))
 
 
+def is_int(x) -> bool:
+    """A Python or numpy integer (not a bool)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
 def _int_at_least(kind: str, value, what: str, low: int, described: str) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < low:
+    if not is_int(value) or value < low:
         raise ValueError(f"{kind}: {what} must be {described}, got {value!r}")
     return int(value)
 

@@ -15,7 +15,7 @@ from tfc.core.context import STATE
 from tfc.core.registry import note_user_line
 from tfc.core.tensor import Tensor, convert_to_tensor
 from tfc.core.variable import Variable
-from tfc.nn._checks import flag, fraction, is_number, positive_int
+from tfc.nn._checks import flag, fraction, is_int, is_number, positive_int
 from tfc.nn.module import Module
 from tfc.ops import conv
 from tfc.ops.linalg import matmul
@@ -425,8 +425,7 @@ class _Normalization(Layer):
         super().__init__(name)
         kind = type(self).__name__
         listed = [axis] if isinstance(axis, (int, np.integer)) else axis
-        if not isinstance(listed, (list, tuple)) or not all(
-                isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in listed):
+        if not isinstance(listed, (list, tuple)) or not all(is_int(a) for a in listed):
             raise TypeError(f"{kind}: axis must be an int or a list of ints, got {axis!r}")
         if not is_number(epsilon) or not epsilon >= 0:
             raise ValueError(f"{kind}: epsilon must be a number >= 0, got {epsilon!r}")
