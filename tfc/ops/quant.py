@@ -53,6 +53,11 @@ _OUT_DTYPES = frozenset({dtypes.int8, dtypes.float32})
 CODES = frozenset({dtypes.int8, dtypes.float32})  # what the int8 codes may be held in
 
 
+def _codes_attr(codes):
+    """A ``codes=`` argument as the ops' attribute (None: int8, the default)."""
+    return None if codes is None else dtypes.as_dtype(codes)
+
+
 def codes_dtype(op, codes):
     """The dtype the ops' int8 codes are held in: ``codes`` (absent: int8)."""
     if codes is None:
@@ -254,7 +259,7 @@ def quantize(x, scale, zero_point=0, codes=None):
     """int8 codes of ``x``: clip(rint(x / scale) + zero_point, -128, 127), held
     in ``codes`` (int8, the default, or float32: the same integers)."""
     return (x,), {"scale": float(scale), "zero_point": int(zero_point),
-                  "codes": None if codes is None else dtypes.as_dtype(codes)}
+                  "codes": _codes_attr(codes)}
 
 
 def _dequantize_kernel(q, scale, zero_point):
@@ -346,7 +351,7 @@ def quantized_matmul(x, w, bias, multiplier, out_zero_point=0, relu=False, out_d
     ``codes=float32``: ``x`` and an int8 result are codes held in float32."""
     return (x, w, bias, multiplier), {"out_zero_point": int(out_zero_point), "relu": bool(relu),
                                       "out_dtype": dtypes.as_dtype(out_dtype),
-                                      "codes": None if codes is None else dtypes.as_dtype(codes)}
+                                      "codes": _codes_attr(codes)}
 
 
 def _qconv2d_kernel(x, w, bias, multiplier, strides, padding, dilations, pad_value, out_zero_point, relu,
@@ -388,7 +393,7 @@ def quantized_conv2d(input, filters, bias, multiplier, strides=1, padding="VALID
     return (input, filters, bias, multiplier), {
         **_conv_attrs("quantized_conv2d", strides, padding, dilations), "pad_value": int(pad_value),
         "out_zero_point": int(out_zero_point), "relu": bool(relu), "out_dtype": dtypes.as_dtype(out_dtype),
-        "codes": None if codes is None else dtypes.as_dtype(codes)}
+        "codes": _codes_attr(codes)}
 
 
 # -- weight-only: int8 weights, float compute -------------------------------------------------
