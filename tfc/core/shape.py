@@ -33,6 +33,11 @@ def as_int(op_name: str, value, what: str, minimum: int | None = 0, allow_none: 
     return v
 
 
+def as_axis(op_name: str, axis) -> int:
+    """An ``axis`` argument as a Python int, negative ones included (``as_int``'s checks)."""
+    return as_int(op_name, axis, "axis", minimum=None)
+
+
 def as_ints(op_name: str, value, what: str = "shape", minimum: int | None = 0, allow_none: bool = False) -> tuple:
     """A tuple of ints from a sequence, a single int, or an eager integer tensor
     of rank <= 1 (``tf.zeros(tf.shape(x))``)."""

@@ -18,7 +18,7 @@ import numpy as np
 from tfc.core.dtypes import FLOATS, INTS, NUMERIC
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, every_row, rows_apart
-from tfc.core.shape import as_int
+from tfc.core.shape import as_axis
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 from tfc.ops.math import (
@@ -57,7 +57,7 @@ def _softmax_grad(e, g):
          rows=rows_apart, expand=_softmax_expand)
 def softmax(logits, axis=-1):
     """exp(logits) / sum(exp(logits)) along ``axis``, computed without overflow."""
-    return (logits,), {"axis": as_int("softmax", axis, "axis", minimum=None)}
+    return (logits,), {"axis": as_axis("softmax", axis)}
 
 
 def _log_softmax_expand(b, x, axis):
@@ -76,7 +76,7 @@ def _log_softmax_grad(e, g):
          attrs={"axis": "int"}, rows=rows_apart, expand=_log_softmax_expand)
 def log_softmax(logits, axis=-1):
     """logits - log(sum(exp(logits))) along ``axis``, computed without overflow."""
-    return (logits,), {"axis": as_int("log_softmax", axis, "axis", minimum=None)}
+    return (logits,), {"axis": as_axis("log_softmax", axis)}
 
 
 # -- cross-entropies ------------------------------------------------------------
@@ -548,7 +548,7 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1):
     """Per-example cross-entropy of the probability distributions ``labels``
     against the unnormalised ``logits`` (same shape), along ``axis`` (the
     classes): ``-sum(labels * log_softmax(logits))``, computed without overflow."""
-    return (labels, logits), {"axis": as_int("softmax_cross_entropy_with_logits", axis, "axis", minimum=None)}
+    return (labels, logits), {"axis": as_axis("softmax_cross_entropy_with_logits", axis)}
 
 
 # -- embedding lookup -------------------------------------------------------------------

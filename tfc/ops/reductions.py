@@ -8,7 +8,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare, rows_apart
-from tfc.core.shape import as_int
+from tfc.core.shape import as_axis
 from tfc.ops import _infer as inf
 from tfc.ops._expand import eager_kernel
 
@@ -356,4 +356,4 @@ def cumsum(x, axis=0, exclusive=False, reverse=False):
     """Running sums of ``x`` along ``axis``, as TensorFlow's ``tf.cumsum``:
     ``exclusive`` leaves each element out of its own sum (the first is 0),
     ``reverse`` sums from the end."""
-    return (x,), {"axis": as_int("cumsum", axis, "axis", minimum=None), "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    return (x,), {"axis": as_axis("cumsum", axis), "exclusive": bool(exclusive), "reverse": bool(reverse)}

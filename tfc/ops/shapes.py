@@ -8,7 +8,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.errors import InvalidArgumentError
 from tfc.core.registry import Spec, declare, note_user_line
-from tfc.core.shape import as_int, as_ints
+from tfc.core.shape import as_axis, as_int, as_ints
 from tfc.core.tensor import GpuTensor, Tensor, convert_to_tensor
 from tfc.ops import _infer as inf
 from tfc.ops import _scalar
@@ -578,7 +578,7 @@ def _range_along_static(op):
 def range_along(input, axis, dtype=dtypes.int64):  # noqa: A002
     """0, 1, ..., n - 1 for the size n of ``input``'s ``axis``: ``tfc.range(n)``
     where n is known only at run time."""
-    return (input,), {"axis": as_int("range_along", axis, "axis", minimum=None),
+    return (input,), {"axis": as_axis("range_along", axis),
                       "dtype": dtypes.as_dtype(dtype)}
 
 
@@ -614,7 +614,7 @@ def _expand_dims_infer(op, x: Spec, axis) -> Spec:
          grad=lambda e, g: [_back_to_input_shape(e, g)], attrs={"axis": "int"}, lower=_lower_same_elements)
 def expand_dims(input, axis):  # noqa: A002
     """A new axis of size 1 inserted at ``axis``."""
-    return (input,), {"axis": as_int("expand_dims", axis, "axis", minimum=None)}
+    return (input,), {"axis": as_axis("expand_dims", axis)}
 
 
 def _squeeze_rank_unknown(shape):
@@ -842,7 +842,7 @@ def _concat_grad(e, g):
          attrs={"axis": "int"}, lower=_lower_concat)
 def concat(values, axis):
     """The tensors in ``values`` joined along the existing ``axis``."""
-    return _seq("concat", values), {"axis": as_int("concat", axis, "axis", minimum=None)}
+    return _seq("concat", values), {"axis": as_axis("concat", axis)}
 
 
 def _stack_infer(op, *xs: Spec, axis) -> Spec:
@@ -866,7 +866,7 @@ def _stack_grad(e, g):
          attrs={"axis": "int"}, lower=_lower_stack)
 def stack(values, axis=0):
     """The tensors in ``values`` (all of one shape) joined along a new ``axis``."""
-    return _seq("stack", values), {"axis": as_int("stack", axis, "axis", minimum=None)}
+    return _seq("stack", values), {"axis": as_axis("stack", axis)}
 
 
 def _unstack_infer(op, x: Spec, num, axis) -> list:
@@ -898,7 +898,7 @@ def _unstack_grad(e, g):
 def unstack(value, num=None, axis=0):
     """The slices of ``value`` along ``axis``, as a list of tensors."""
     return (value,), {"num": None if num is None else as_int("unstack", num, "num"),
-                      "axis": as_int("unstack", axis, "axis", minimum=None)}
+                      "axis": as_axis("unstack", axis)}
 
 
 def _split_sizes(op, dim, num, sizes):
@@ -949,7 +949,7 @@ def _split_grad(e, g):
 def split(value, num_or_size_splits, axis=0):
     """``value`` cut along ``axis`` into that many equal parts, or parts of the
     given sizes (one of which may be -1: the rest)."""
-    axis = as_int("split", axis, "axis", minimum=None)
+    axis = as_axis("split", axis)
     if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(num_or_size_splits, bool):
         return (value,), {"num": int(num_or_size_splits), "sizes": None, "axis": axis}
     if isinstance(num_or_size_splits, Tensor) and num_or_size_splits.ndim == 0:
@@ -1333,7 +1333,7 @@ _lower_gather.temps = check_flag_temps(1)
 def gather(params, indices, axis=0):
     """Slices of ``params`` along ``axis`` at ``indices`` (ints in [0, size));
     the result has the index shape in place of that axis."""
-    return (params, indices), {"axis": as_int("gather", axis, "axis", minimum=None)}
+    return (params, indices), {"axis": as_axis("gather", axis)}
 
 
 # -- one_hot ------------------------------------------------------------------------------
@@ -1367,7 +1367,7 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=-1, dtype=None):
     dtype = dtypes.as_dtype(dtype)
     on, off = (d if v is None else _python_number(v) for v, d in ((on_value, 1), (off_value, 0)))
     return (indices,), {"depth": as_int("one_hot", depth, "depth"), "on_value": on, "off_value": off,
-                        "axis": as_int("one_hot", axis, "axis", minimum=None), "dtype": dtype}
+                        "axis": as_axis("one_hot", axis), "dtype": dtype}
 
 
 # -- tensor[key] with integer arrays and boolean masks -------------------------------------------

@@ -17,7 +17,7 @@ import numpy as np
 from tfc.core import dtypes
 from tfc.core.dtypes import NUMERIC
 from tfc.core.registry import Spec, declare, rows_apart, user_errors
-from tfc.core.shape import as_int
+from tfc.core.shape import as_axis
 from tfc.core.tensor import convert_to_tensor
 from tfc.ops import _infer as inf
 
@@ -44,7 +44,7 @@ def _argsort_kernel(x, axis, direction):
 def argsort(values, axis=-1, direction="ASCENDING", stable=False):
     """The int32 indices that sort ``values`` along ``axis`` (TensorFlow's
     ``tf.argsort``). The order is always stable, so ``stable`` changes nothing."""
-    return (values,), {"axis": as_int("argsort", axis, "axis", minimum=None), "direction": _direction("argsort", direction)}
+    return (values,), {"axis": as_axis("argsort", axis), "direction": _direction("argsort", direction)}
 
 
 def _direction(name, direction):
