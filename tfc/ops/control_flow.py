@@ -367,6 +367,11 @@ def state_list_get(flat, shapes, index, like):
 # int32 scalar tensor; ``tensor_array_write`` replaces (or appends) one row.
 
 
+def _shapes_agree(a: tuple, b: tuple) -> bool:
+    """Same rank, and equal dims where both are known (None: known only at run time)."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
 def _ta_write_infer(op, buffer: Spec, index: Spec, value: Spec, grow) -> Spec:
     inf.check_dtype(op, index, dtypes.INTS, "index")
     if index.ndim != 0:
@@ -379,8 +384,7 @@ def _ta_write_infer(op, buffer: Spec, index: Spec, value: Spec, grow) -> Spec:
     elem = buffer.shape[1:]
     if grow and buffer.shape[0] == 0:
         elem = (None,) * len(elem)  # no row yet: the first element gives the rows' shape
-    if len(value.shape) != len(elem) or any(a is not None and b is not None and a != b
-                                            for a, b in zip(elem, value.shape)):
+    if not _shapes_agree(value.shape, elem):
         raise ValueError(f"tensor_array_write: element shape {inf.fmt_shape(value.shape)} differs from the "
                          f"array's element shape {inf.fmt_shape(elem)}")
     elem = tuple(a if a is not None else b for a, b in zip(elem, value.shape))
@@ -534,8 +538,7 @@ class TensorArray:
         if dtype != self.dtype:
             raise TypeError(f"TensorArray.{what}: value has dtype {dtype.name}; the array holds {self.dtype.name}")
         shape = tuple(shape)
-        if self.element_shape is not None and (len(shape) != len(self.element_shape) or any(
-                a is not None and b is not None and a != b for a, b in zip(shape, self.element_shape))):
+        if self.element_shape is not None and not _shapes_agree(shape, self.element_shape):
             raise ValueError(f"TensorArray.{what}: element shape {shape} differs from the array's "
                              f"element shape {self.element_shape}")
         return shape
