@@ -375,9 +375,7 @@ def _dense_out(name, out):
     shape = tuple(out.type.get_shape())
     if any(d < 0 for d in shape):
         raise unsupported(f"{name} of run-time shape")
-    strides, _ = L.layout_of(out.type)
-    if out.type != MemRefType(t, shape) and tuple(strides) != tuple(
-            prod(shape[k + 1:]) for k in range(len(shape))):
+    if not L.is_contiguous(out.type):
         raise unsupported(f"{name} into the strided buffer {out.type}")
     return t, shape
 
