@@ -18,6 +18,7 @@ import numpy as np
 
 from tfc.core import dtypes
 from tfc.core.context import STATE, TAPES
+from tfc.core.shape import _fail
 from tfc.core.tensor import Tensor, wrap
 from tfc.data import _structure as st
 from tfc.ops import random as random_ops
@@ -45,11 +46,7 @@ def _traced_int(what: str, t: Tensor) -> Tensor:
     """A symbolic integer scalar, checked as ``_int`` checks a value (a float or a
     vector would be truncated or misread when the function runs)."""
     if t.dtype not in dtypes.INTS or t.ndim != 0:
-        from tfc.core.registry import note_user_line
-
-        e = TypeError(f"{what} must be an int, got a symbolic tensor {t.dtype.name}{list(t.shape)}")
-        note_user_line(e)
-        raise e
+        raise _fail(TypeError, f"{what} must be an int, got a symbolic tensor {t.dtype.name}{list(t.shape)}")
     return t
 
 
@@ -57,12 +54,8 @@ def _flag(what: str, b) -> bool:
     """``b`` (a Python or numpy bool, or a bool scalar tensor) as a bool: a truthy
     string or number is a mistake, not True."""
     if isinstance(b, Tensor) and b.symbolic:
-        from tfc.core.registry import note_user_line
-
-        e = TypeError(f"{what} must be True or False while the function is traced (it decides the pipeline), "
-                      f"got a symbolic tensor {b.dtype.name}{list(b.shape)}")
-        note_user_line(e)
-        raise e
+        raise _fail(TypeError, f"{what} must be True or False while the function is traced (it decides the "
+                               f"pipeline), got a symbolic tensor {b.dtype.name}{list(b.shape)}")
     if isinstance(b, Tensor):
         b = b.numpy()
     if isinstance(b, np.ndarray) and b.ndim == 0:
@@ -194,16 +187,13 @@ class Dataset:
     # -- iteration ----------------------------------------------------------------------------
     def __iter__(self):
         if STATE.builder is not None:
-            from tfc.core.registry import note_user_line
-
             # a `for` statement in converted code does not come here (tfc/data/traced.py)
-            e = NotImplementedError(
+            raise _fail(
+                NotImplementedError,
                 "iterating a tfc.data.Dataset with Python's iter() inside a compiled function (tfc.function / "
                 "tfc.compile) is not supported (list(ds), next(iter(ds)), or a `for` in code that AutoGraph does "
                 "not convert): loop over it with a `for` statement in converted code, or iterate over the dataset "
                 "outside and call the compiled step with each element (for x, y in ds: loss = train_step(x, y))")
-            note_user_line(e)
-            raise e
         return self._elements()
 
     # (a compiled function's argument: its source tensors are traced inputs, its pipeline the cache key)
