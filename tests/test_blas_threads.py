@@ -23,7 +23,7 @@ def test_thread_count_restored_after_a_product_and_an_error():
     set_local = setters[0]
     before = set_local(3)  # the count: 3 while we look
     try:
-        blas_threads.matmul(np.ones((4, 4)), np.ones((4, 4)))
+        blas_threads.matmul(np.ones((4, 4)), np.ones((4, 4)))  # (below TINY_MACS: no section)
         assert set_local(3) == 3
         with pytest.raises(ValueError):
             blas_threads.matmul(np.ones((4, 4)), np.ones((5, 4)))  # numpy's shape error
@@ -33,6 +33,23 @@ def test_thread_count_restored_after_a_product_and_an_error():
         assert set_local(3) == 3
     finally:
         set_local(before)
+
+
+def test_tiny_products_skip_the_section_shared_operands_do_not(monkeypatch):
+    """Below TINY_MACS OpenBLAS runs one thread anyway (no section); a @ a.T is
+    numpy's syrk, which has no such limit: it still takes the section."""
+    if not blas_threads._local_setters():
+        pytest.skip("no OpenBLAS with openblas_set_num_threads_local in this process")
+    entered, enter = [], blas_threads._enter
+    monkeypatch.setattr(blas_threads, "_enter", lambda: (entered.append(1), enter())[1])
+    a = np.arange(16.0, dtype=np.float32).reshape(4, 4)
+    np.testing.assert_array_equal(blas_threads.matmul(a, a + 1), a @ (a + 1))
+    assert entered == []
+    np.testing.assert_array_equal(blas_threads.matmul(a, a.T), a @ a.T)
+    assert entered == [1]
+    big = np.ones((16, 16), np.float32)  # 4096 multiply-adds: above TINY_MACS
+    blas_threads.matmul(big, big + 1)
+    assert entered == [1, 1]
 
 
 def _one_thread_blocks(a, b, parts):
