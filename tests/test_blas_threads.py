@@ -35,7 +35,7 @@ def test_thread_count_restored_after_a_product_and_an_error():
         set_local(before)
 
 
-def test_tiny_products_skip_the_section_shared_operands_do_not(monkeypatch):
+def test_tiny_products_skip_the_section_a_times_its_transpose_does_not(monkeypatch):
     """Below TINY_MACS OpenBLAS runs one thread anyway (no section); a @ a.T is
     numpy's syrk, which has no such limit: it still takes the section."""
     if not blas_threads._local_setters():
@@ -44,6 +44,7 @@ def test_tiny_products_skip_the_section_shared_operands_do_not(monkeypatch):
     monkeypatch.setattr(blas_threads, "_enter", lambda: (entered.append(1), enter())[1])
     a = np.arange(16.0, dtype=np.float32).reshape(4, 4)
     np.testing.assert_array_equal(blas_threads.matmul(a, a + 1), a @ (a + 1))
+    np.testing.assert_array_equal(blas_threads.matmul(a, a), a @ a)  # one buffer, but gemm
     assert entered == []
     np.testing.assert_array_equal(blas_threads.matmul(a, a.T), a @ a.T)
     assert entered == [1]

@@ -118,7 +118,7 @@ ONE_THREAD_MACS = 1 << 23
 # Products this small run on one OpenBLAS thread whatever its count (gemm below 2^18
 # multiply-adds, gemv below 2304 * 4 matrix entries, dot below 10000 elements): the same
 # bits without the section's bookkeeping (2.4 of 7.4 us for an eager [2, 2] matmul).
-# numpy's syrk (a @ a.T on one buffer) has no such limit: shared operands still take it.
+# numpy's syrk (a @ a.T: one buffer, b's strides a's swapped) has no such limit: it still takes it.
 TINY_MACS = 1 << 11
 BLOCK_MACS = 1 << 23  # (each block packs one operand again: not smaller)
 # a 2-D product's row (or column) blocks are multiples of this many (the last one
@@ -211,7 +211,7 @@ def matmul(a, b, out=None):
     batch = () if a.ndim == b.ndim == 2 else np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     macs = math.prod(batch) * m * k * n
     if macs <= ONE_THREAD_MACS or not _local_setters():
-        if macs <= TINY_MACS and not np.may_share_memory(a, b):
+        if macs <= TINY_MACS and not (a.strides[-2:] == b.strides[:-3:-1] and np.may_share_memory(a, b)):
             return np.matmul(a, b, out=out)
         _enter()  # one_thread() written out: its generator costs more than the calls
         try:
