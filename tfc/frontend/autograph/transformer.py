@@ -128,17 +128,18 @@ def _mark_list_pops(fn, lists):
     condition or a lambda, and no other use of the list in it. Any other pop of
     such a list is ``ag__.list_pop_call(lst, ...)`` (a tensor list cannot pop there:
     a clear error, not the AttributeError of its missing ``pop``)."""
+    def is_pop(n) -> bool:
+        return isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop" and \
+            isinstance(n.func.value, ast.Name) and n.func.value.id in lists
+
     for n in _walk_scope(fn):
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "pop" and \
-                isinstance(n.func.value, ast.Name) and n.func.value.id in lists:
+        if is_pop(n):
             n._ag_pop_call = True
     for stmt in _walk_scope(fn):
         if not isinstance(stmt, _SIMPLE_STMTS):
             continue
         nodes = list(ast.walk(stmt))
-        pops = [n for n in nodes if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                and n.func.attr == "pop" and isinstance(n.func.value, ast.Name) and n.func.value.id in lists
-                and not n.args and not n.keywords]
+        pops = [n for n in nodes if is_pop(n) and not n.args and not n.keywords]
         if len(pops) != 1:
             continue
         (call,) = pops
