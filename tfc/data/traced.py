@@ -39,6 +39,7 @@ from tfc.core import dtypes
 from tfc.core.tensor import Tensor, constant, convert_to_tensor
 from tfc.data import _structure as st
 from tfc.data import dataset as D
+from tfc.ops import math, shapes
 
 # The most elements a loop over an endless dataset (``repeat()``) runs: its
 # int32 counter's range. Such a loop ends by ``break`` or ``return``.
@@ -253,7 +254,6 @@ def _compacted(p):
     from tfc.ops.reductions import reduce_sum
     from tfc.ops.sorting import argsort
 
-    math, shapes = _ops()
     n = p.length
     static = isinstance(n, int)
     flags = cf.TensorArray(dtypes.bool_, size=n if static else 0, dynamic_size=not static, element_shape=())
@@ -267,15 +267,9 @@ def _compacted(p):
     return _Plan(count, lambda j: p.element(order[j]), gather)
 
 
-def _ops():
-    from tfc.ops import math, shapes
-
-    return math, shapes
-
-
 def _int32(x):
     if isinstance(x, Tensor) and x.dtype != dtypes.int32:
-        return _ops()[0].cast(x, dtypes.int32)
+        return math.cast(x, dtypes.int32)
     return x
 
 
@@ -285,13 +279,13 @@ def _min(a, b):
         return b if a is None else a
     if isinstance(a, int) and isinstance(b, int):
         return min(a, b)
-    return _ops()[0].minimum(_tensor(a), _tensor(b))
+    return math.minimum(_tensor(a), _tensor(b))
 
 
 def _clamp0(a):
     if isinstance(a, int):
         return max(a, 0)
-    return _ops()[0].maximum(a, _tensor(0))
+    return math.maximum(a, _tensor(0))
 
 
 def _tensor(x):
@@ -303,11 +297,11 @@ def _within_counter(n):
     elements past it cannot be reached, and a cast to int32 would wrap."""
     if isinstance(n, int):
         return min(n, ENDLESS_LIMIT)
-    return _int32(_ops()[0].minimum(n, constant(ENDLESS_LIMIT, dtypes.int64)))
+    return _int32(math.minimum(n, constant(ENDLESS_LIMIT, dtypes.int64)))
 
 
 def _int64(i):
-    return _ops()[0].cast(i, dtypes.int64)
+    return math.cast(i, dtypes.int64)
 
 
 def plan(ds) -> _Plan:
@@ -335,7 +329,7 @@ def _slices(ds):
 
         return _Plan(0, lambda i: zeros(()), lambda idx: zeros(tuple(idx.shape[:1])))
     return _Plan(n, lambda i: st.pack(ds._structure, [t[i] for t in tensors]),
-                 lambda idx: st.pack(ds._structure, [_ops()[1].gather(t, idx) for t in tensors]),
+                 lambda idx: st.pack(ds._structure, [shapes.gather(t, idx) for t in tensors]),
                  rows=(ds._structure, tensors) if isinstance(n, int) else None)
 
 
@@ -347,7 +341,6 @@ def _assert_same_length(tensors, n):
     from tfc.frontend.autograph.operators import _run_time_length
     from tfc.ops.control_flow import Assert
 
-    math, _ = _ops()
     for t in tensors[1:]:
         if t.shape[0] is not None and isinstance(n, int):
             continue  # (equal: checked when the dataset was made)
@@ -359,7 +352,6 @@ def _assert_same_length(tensors, n):
 
 
 def _range(ds):
-    math, _ = _ops()
     start, stop, step = ds._bounds
     if not any(isinstance(b, Tensor) for b in ds._bounds):
         n = _within_counter(len(range(start, stop, step)))
@@ -453,7 +445,6 @@ def _shuffle(ds):
     known length: eager's permutation, drawn while tracing, as a constant. Any
     other shuffle draws a new order on the host for each pass, which compiled
     code cannot reproduce exactly: a clear error."""
-    _, shapes = _ops()
     src = _unfiltered(plan(ds._source), "shuffle")
     if ds._seed is None or ds._reshuffle or not isinstance(src.length, int):
         why = ("it has no seed" if ds._seed is None else "each pass draws a new order" if ds._reshuffle
@@ -469,7 +460,6 @@ def _shuffle(ds):
 
 
 def _batch(ds):
-    math, shapes = _ops()
     src = _unfiltered(plan(ds._source), "batch")
     n, drop = ds._size, ds._drop
     total = src.length
@@ -542,7 +532,6 @@ def _repeat(ds):
 
 
 def _endless_unless_empty(total):
-    math, _ = _ops()
     return math.where(total > 0, _tensor(ENDLESS_LIMIT), _tensor(0))
 
 
@@ -637,7 +626,6 @@ def _advance(keep, limit):
     """j -> the first index from j on that ``keep`` keeps, or ``limit``."""
     from tfc.ops.control_flow import cond, while_loop
 
-    math, _ = _ops()
 
     def skipping(j):  # (keep is asked only below the limit: index j exists)
         return cond(j < limit, lambda: math.logical_not(keep(j)), lambda: constant(False))
