@@ -713,6 +713,7 @@ def _deeper(fn, where):
 _OUTER_LISTS: list = []
 _TFC_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 _SCAN_LEN = 10_000  # longer containers are not searched for lists inside them
+_NO_LISTS_INSIDE = frozenset({int, float, bool, complex, str, bytes})
 
 
 def _lists_of_the_caller() -> dict:
@@ -740,7 +741,8 @@ def _lists_of_the_caller() -> dict:
                 items = object.__getattribute__(v, "__dict__").values()
             except Exception:
                 return
-        if len(items) <= _SCAN_LEN:
+        # (a row of numbers is skipped in one C-level pass: no list in it)
+        if len(items) <= _SCAN_LEN and not set(map(type, items)) <= _NO_LISTS_INSIDE:
             for x in list(items):
                 add(x, depth - 1)
 
