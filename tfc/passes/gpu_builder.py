@@ -38,6 +38,13 @@ def scalar_param_type(t):
         raise unsupported(f"a {t} scalar kernel argument (parameters: i1, i32, i64, f32, f64)") from None
 
 
+def widened(a):
+    """The host op that widens scalar ``a`` of a ``WIDENED`` type to its parameter type
+    (exactly: ``KernelBuilder.param`` narrows it back)."""
+    wide = WIDENED[a.type]
+    return arith.ExtFOp(a, wide) if isinstance(wide, Float32Type) else arith.ExtSIOp(a, wide)
+
+
 def prod(xs) -> int:
     """The product of static sizes (1 for none), in Python ints."""
     return int(np.prod([int(x) for x in xs], dtype=np.int64)) if len(xs) else 1
@@ -232,4 +239,5 @@ class KernelBuilder:
         return v
 
 
-__all__ = ["BLOCK", "I32_MAX", "MAX_BLOCKS", "WIDENED", "KernelBuilder", "prod", "scalar_param_type", "unsupported"]
+__all__ = ["BLOCK", "I32_MAX", "MAX_BLOCKS", "WIDENED", "KernelBuilder", "prod", "scalar_param_type", "unsupported",
+           "widened"]

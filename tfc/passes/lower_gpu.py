@@ -65,7 +65,7 @@ from xdsl.utils.exceptions import VerifyException
 from tfc.dialects import gpu as G
 from tfc.dialects import loops as L
 from tfc.passes.gpu_builder import BLOCK, I32_MAX, MAX_BLOCKS, WIDENED, KernelBuilder, prod, scalar_param_type, \
-    unsupported
+    unsupported, widened
 from tfc.passes.gpu_nn_library import LIBRARY as NN_LIBRARY
 from tfc.passes.gpu_quant_library import LIBRARY as QUANT_LIBRARY
 from tfc.passes.gpu_sort import LIBRARY as SORT_LIBRARY
@@ -973,7 +973,7 @@ class _Lowering:
         widen, passed = [], []
         for a in args:  # float16 / int8 scalars travel as float32 / int32 (WIDENED)
             if not isinstance(a.type, MemRefType) and a.type in WIDENED:
-                widen.append(arith.ExtFOp(a, f32) if a.type == f16 else arith.ExtSIOp(a, i32))
+                widen.append(widened(a))
                 a = widen[-1].result
             passed.append(a)
         return widen + consts + [G.LaunchOp(kernel.sym_name.data, [c.result for c in consts], block, passed)]
