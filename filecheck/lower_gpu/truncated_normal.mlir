@@ -3,13 +3,13 @@
 // truncated_normal (tfc/passes/gpu_random.py): a result the op allocates (a
 // fresh device buffer), one thread per Philox block, two elements a block
 // (two words each, a float64 uniform); the numpy kernel's inverse transform
-// in float64: Winitzki's guess (log, two sqrt, copysign), three Newton steps
+// in float64: Winitzki's guess (log1p, two sqrt, copysign), three Newton steps
 // on tfc's erf formula (an exp each, and exp(-w^2) for the slope), the clip to
 // [-2, 2] and one rounding to float32.
 
 // CHECK: gpu.func @k0_truncated_normal_f32(%{{.*}}: i64, %{{.*}}: i64, %{{.*}}: !tgpu.ptr<f32, global>) kernel
 // CHECK: arith.uitofp %{{.*}} : i64 to f64
-// CHECK: math.log %{{.*}} : f64
+// CHECK: math.log1p %{{.*}} : f64
 // CHECK: math.sqrt
 // CHECK: math.sqrt
 // CHECK: math.copysign

@@ -526,6 +526,7 @@ class _ArrayMath:
         self.c = np.dtype(dtype).type
 
     add, sub, mul, abs, neg, exp, tanh = np.add, np.subtract, np.multiply, np.abs, np.negative, np.exp, np.tanh
+    div, sqrt, log1p = np.divide, np.sqrt, np.log1p
     lt, ge, copysign = np.less, np.greater_equal, np.copysign
 
     @staticmethod

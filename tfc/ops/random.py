@@ -597,18 +597,27 @@ def normal(shape, mean=0.0, stddev=1.0, dtype=dtypes.float32, seed=None):
 _SQRT2 = 1.4142135623730951
 
 
-def _erfinv(y):
-    """erf^-1(y) for |y| < 1 in float64: Winitzki's closed form (relative error
-    about 2e-3), then three Newton steps on tfc's erf (each squares the error)."""
-    from tfc.ops.math import ERF_SLOPE_AT_0, _erf_kernel
+def erfinv_formula(m, y):
+    """erf^-1(y) for |y| < 1 in float64 with ``m`` the arithmetic (numpy arrays,
+    or kernel ops: tfc/passes/gpu_random.py): Winitzki's closed form (relative
+    error about 2e-3), then three Newton steps on tfc's erf (each squares the
+    error)."""
+    from tfc.ops.math import ERF_SLOPE_AT_0, _erf_formula
 
     a = 0.147
-    ln = np.log1p(-y * y)
-    t = 2.0 / (np.pi * a) + ln / 2
-    w = np.copysign(np.sqrt(np.sqrt(t * t - ln / a) - t), y)
+    ln = m.log1p(m.neg(m.mul(y, y)))
+    t = m.add(m.c(2.0 / (np.pi * a)), m.div(ln, m.c(2.0)))
+    w = m.copysign(m.sqrt(m.sub(m.sqrt(m.sub(m.mul(t, t), m.div(ln, m.c(a)))), t)), y)
     for _ in range(3):
-        w -= (_erf_kernel(w) - y) / (ERF_SLOPE_AT_0 * np.exp(-w * w))
+        slope = m.mul(m.c(ERF_SLOPE_AT_0), m.exp(m.neg(m.mul(w, w))))
+        w = m.sub(w, m.div(m.sub(_erf_formula(m, w, True), y), slope))
     return w
+
+
+def _erfinv(y):
+    from tfc.ops.math import _ArrayMath
+
+    return erfinv_formula(_ArrayMath(np.float64), y)
 
 
 def truncated_from_words(w, dtype, mean, stddev) -> np.ndarray:

@@ -27,8 +27,8 @@ kernel does.
   tests/test_gpu_random.py); then ``z * stddev + mean`` in float64 and one
   rounding, as there.
 - truncated_normal (two words an element, a float64 uniform): the numpy
-  kernel's inverse transform in float64 (its erf formula through
-  ``_KernelMath``, Winitzki's guess, three Newton steps): float32 and float16
+  kernel's inverse transform in float64 (the op's ``erfinv_formula`` on
+  ``_KernelMath``'s kernel ops): float32 and float16
   bit-identical in every draw measured, float64 within 8 ulps.
 - seeded_dropout_mask: dropout_mask's kernel, its key the int64 seed operand
   (a host scalar when the call runs) at base 0: the same bits.
@@ -244,8 +244,9 @@ def _normal_values(kb, words, t, dtype, attrs):
 
 
 class _KernelMath:
-    """tfc.ops.math's ``_erf_formula`` arithmetic as float64 kernel ops (the
-    numpy kernel's operations in its order; exp within 1 ulp)."""
+    """The arithmetic of tfc.ops' formulas (``_erf_formula``, ``erfinv_formula``)
+    as float64 kernel ops (the numpy kernel's operations in its order; exp and
+    log1p within 1 ulp)."""
 
     def __init__(self, kb):
         self.kb = kb
@@ -289,31 +290,28 @@ class _KernelMath:
     def copysign(self, x, y):
         return self._e(xmath.CopySignOp(x, y))
 
+    def sqrt(self, x):
+        return self._e(xmath.SqrtOp(x))
+
+    def log1p(self, x):
+        return self._e(xmath.Log1pOp(x))
+
 
 def _truncated_values(kb, words, t, attrs):
     """tfc.ops.random's ``truncated_from_words`` in float64: y = e + u (-2e)
-    (u as float64 ``uniform``'s, e = erf(-sqrt 2)), Winitzki's erfinv guess
-    (ln(1 - y^2) by log: 1 - y^2 >= 0.089, no cancellation, where numpy takes
-    log1p: the three Newton steps on tfc's erf make the guesses agree), z =
-    clip(sqrt(2) w, -2, 2), then the affine step and one rounding."""
-    from tfc.ops.math import ERF_SLOPE_AT_0, _erf_formula, _erf_kernel
-    from tfc.ops.random import _SQRT2
+    (u as float64 ``uniform``'s, e = erf(-sqrt 2)), the op's own
+    ``erfinv_formula`` on kernel ops, z = clip(sqrt(2) w, -2, 2), then the
+    affine step and one rounding."""
+    from tfc.ops.math import _erf_kernel
+    from tfc.ops.random import _SQRT2, erfinv_formula
 
     m = _KernelMath(kb)
     e = float(_erf_kernel(np.array(-_SQRT2)))
-    a = 0.147
     out = []
     for w0, w1 in ((words[0], words[1]), (words[2], words[3])):
         u = _unit53(kb, w0, w1)
         y = m.add(m.c(e), m.mul(u, m.c(-2.0 * e)))
-        ln = kb.emit(xmath.LogOp(m.sub(m.c(1.0), m.mul(y, y))))
-        tt = m.add(m.c(2.0 / (np.pi * a)), m.div(ln, m.c(2.0)))
-        inner = m.sub(kb.emit(xmath.SqrtOp(m.sub(m.mul(tt, tt), m.div(ln, m.c(a))))), tt)
-        w = m.copysign(kb.emit(xmath.SqrtOp(inner)), y)
-        for _ in range(3):
-            slope = m.mul(m.c(ERF_SLOPE_AT_0), m.exp(m.neg(m.mul(w, w))))
-            w = m.sub(w, m.div(m.sub(_erf_formula(m, w, True), y), slope))
-        z = m.mul(m.c(_SQRT2), w)
+        z = m.mul(m.c(_SQRT2), erfinv_formula(m, y))
         z = kb.emit(arith.MinimumfOp(kb.emit(arith.MaximumfOp(z, m.c(-2.0))), m.c(2.0)))
         out.append(_round_to(kb, _affine(kb, z, float(attrs["mean"]), float(attrs["stddev"])), t))
     return out
